@@ -1,0 +1,145 @@
+# heapsnap: eBPF heap profiler. `make` builds, `make check` tests, `make demo` records a demo.
+OUTPUT ?= .output
+CC ?= gcc
+CXX ?= g++
+CLANG ?= clang
+BPFTOOL ?= bpftool
+PROTOC_C ?= protoc-c
+PREFIX ?= /usr/local
+DESTDIR ?=
+VERSION := 0.1.0
+
+ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+CFLAGS ?= -O2 -g
+CFLAGS += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE \
+	  -DHEAPSNAP_VERSION='"$(VERSION)"' -I$(OUTPUT) -Iformat -Ibpf
+BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -Ibpf
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+FORMAT_SRCS := format/common.c format/writer.c format/reader.c format/buildid.c
+FORMAT_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(FORMAT_SRCS))
+RECORD_SRCS := $(wildcard recorder/*.c)
+RECORD_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(RECORD_SRCS))
+ANALYZE_SRCS := $(wildcard analyzer/*.c)
+ANALYZE_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(ANALYZE_SRCS)) $(OUTPUT)/profile.pb-c.o
+
+RECORD_LIBS := -lbpf -lelf -lzstd -lz -lpthread -lm
+ANALYZE_LIBS := -ldw -lelf -lprotobuf-c -lzstd -lz -liberty -ldebuginfod -lm
+
+BINS := $(OUTPUT)/heapsnap-record $(OUTPUT)/heapsnap-analyze
+
+.PHONY: all clean check demo bench deps install test-programs
+.DELETE_ON_ERROR:
+
+all: $(BINS)
+
+deps:
+	$(Q)scripts/install-deps.sh
+
+$(OUTPUT) $(OUTPUT)/format $(OUTPUT)/recorder $(OUTPUT)/analyzer $(OUTPUT)/tests:
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/vmlinux.h: | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/heapsnap.h $(wildcard bpf/*.bpf.h) $(OUTPUT)/vmlinux.h | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+$(OUTPUT)/profile.pb-c.c $(OUTPUT)/profile.pb-c.h: proto/profile.proto | $(OUTPUT)
+	$(call msg,PROTOC,$<)
+	$(Q)$(PROTOC_C) --proto_path=proto --c_out=$(OUTPUT) $<
+
+$(OUTPUT)/profile.pb-c.o: $(OUTPUT)/profile.pb-c.c
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(filter-out -Wextra,$(CFLAGS)) -c $< -o $@
+
+$(OUTPUT)/format/%.o: format/%.c format/*.h | $(OUTPUT)/format
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUTPUT)/recorder/%.o: recorder/%.c recorder/*.h format/*.h bpf/heapsnap.h $(OUTPUT)/heapsnap.skel.h | $(OUTPUT)/recorder
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -Irecorder -c $< -o $@
+
+$(OUTPUT)/analyzer/%.o: analyzer/%.c analyzer/*.h format/*.h $(OUTPUT)/profile.pb-c.h | $(OUTPUT)/analyzer
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -Ianalyzer -c $< -o $@
+
+$(OUTPUT)/heapsnap-record: $(RECORD_OBJS) $(FORMAT_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(RECORD_LIBS) -o $@
+
+$(OUTPUT)/heapsnap-analyze: $(ANALYZE_OBJS) $(FORMAT_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(ANALYZE_LIBS) -o $@
+
+# ---- tests ----
+TEST_CFLAGS := -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror -D_GNU_SOURCE
+TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/alloc_c $(OUTPUT)/tests/demo \
+	$(OUTPUT)/tests/alloc_cxx $(OUTPUT)/tests/libplugin.so $(OUTPUT)/tests/garbage_ok
+
+$(OUTPUT)/tests/test_format: tests/unit/test_format.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -Iformat \
+		-fsanitize=address,undefined -fno-sanitize-recover=all $< $(FORMAT_SRCS) -lzstd -lelf -o $@
+
+$(OUTPUT)/tests/alloc_c: tests/workloads/alloc_c.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -ldl -lpthread -o $@
+
+$(OUTPUT)/tests/demo: tests/workloads/demo.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -O2 -fno-inline $< -o $@
+
+$(OUTPUT)/tests/alloc_cxx: tests/workloads/alloc_cxx.cc | $(OUTPUT)/tests
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror $< -o $@
+
+$(OUTPUT)/tests/libplugin.so: tests/workloads/plugin.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
+
+$(OUTPUT)/tests/garbage_ok: tests/workloads/garbage.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
+
+$(OUTPUT)/tests/alloc_rust: tests/workloads/alloc_rust.rs | $(OUTPUT)/tests
+	$(call msg,RUSTC,$@)
+	$(Q)rustc -C opt-level=1 -C debuginfo=2 -C force-frame-pointers=yes -C panic=abort $< -o $@ 2>/dev/null || \
+		rustc -C opt-level=1 -C debuginfo=2 -C force-frame-pointers=yes $< -o $@
+
+test-programs: $(TEST_PROGS)
+	-$(Q)$(MAKE) --no-print-directory $(OUTPUT)/tests/alloc_rust
+
+check: deps
+	$(Q)$(MAKE) --no-print-directory all test-programs
+	$(Q)OUTPUT=$(OUTPUT) tests/run.sh
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all $(OUTPUT)/tests/demo
+	$(Q)OUTPUT=$(OUTPUT) scripts/demo.sh
+
+bench: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)OUTPUT=$(OUTPUT) bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	$(call msg,CLEAN,$(OUTPUT))
+	$(Q)rm -rf $(OUTPUT)

@@ -1,0 +1,504 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* heapsnap: uprobes on allocator entry points. Outermost calls only are recorded, so
+ * operator new -> malloc or __rust_alloc -> malloc count once, at the outer function. */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "heapsnap.h"
+#include "heapsnap.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+const volatile bool filter_pids = true;
+const volatile bool follow_forks = true;
+const volatile __u64 sample_rate = 0; /* 0: every allocation */
+const volatile __u32 stack_depth = 64;
+const volatile __u32 stack_mode = 1; /* 0 none (callsite only), 1 fp */
+const volatile __u64 wakeup_bytes = 1 << 20;
+
+struct thread_state {
+	__u64 outer_sp; /* sp at the outermost allocator entry */
+	__u64 size;
+	__u64 aux;      /* posix_memalign: memptr */
+	__u64 stack;
+	__s64 countdown; /* bytes until the next sample */
+	__u64 free_ptr;  /* pointer a free wrapper is releasing */
+	__u64 free_sp;
+	struct hs_live_val old; /* realloc: the old block, restored if realloc fails */
+	__u32 depth;
+	__u32 kind;
+	__u8 sampled;
+	__u8 old_valid;
+	__u8 free_depth;
+	__u8 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} tracked SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct thread_state);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 20); /* --max-live */
+	__type(key, struct hs_live_key);
+	__type(value, struct hs_live_val);
+} live SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 16); /* --stack-cache */
+	__type(key, __u64);
+	__type(value, __u8);
+} stacks_seen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct hs_stack_event);
+} stack_scratch SEC(".maps");
+
+/* Exponential sampling thresholds with mean sample_rate, drawn by a random index. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, HS_NR_THRESHOLDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} thresholds SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, HS_CNT__MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+/* Bumped when a tracked process may have changed its executable mappings. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} maps_gen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20); /* --ringbuf-size */
+} events SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &which);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline bool is_tracked(__u32 tgid)
+{
+	return !filter_pids || bpf_map_lookup_elem(&tracked, &tgid);
+}
+
+/* Wake the consumer only when a good share of the buffer waits; it also drains on a timer. */
+static __always_inline __u64 rb_flags(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+									      : BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline __s64 draw_threshold(void)
+{
+	__u32 idx = bpf_get_prandom_u32() & (HS_NR_THRESHOLDS - 1);
+	__u64 *t = bpf_map_lookup_elem(&thresholds, &idx);
+
+	return t ? (__s64)*t : (__s64)sample_rate;
+}
+
+static __always_inline struct thread_state *get_state(__u32 tid)
+{
+	struct thread_state *st = bpf_map_lookup_elem(&threads, &tid);
+
+	if (st)
+		return st;
+	struct thread_state init = {};
+
+	init.countdown = sample_rate ? draw_threshold() : 0;
+	if (bpf_map_update_elem(&threads, &tid, &init, BPF_NOEXIST) && bpf_map_update_elem(&threads, &tid, &init, BPF_ANY)) {
+		count(HS_CNT_THREAD_FULL);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&threads, &tid);
+}
+
+static __always_inline void fill_hdr(struct hs_event_hdr *h, __u8 type, __u8 kind, __u64 id)
+{
+	h->type = type;
+	h->kind = kind;
+	h->nr = 0;
+	h->pid = id >> 32;
+	h->tid = (__u32)id;
+	h->pad = 0;
+	h->ts = bpf_ktime_get_ns();
+}
+
+/* The user stack of an allocation, with the caller's return address read from [sp]:
+ * at function entry the frame-pointer walk skips the function that called us. */
+static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u64 id)
+{
+	__u32 zero = 0, nr = 1;
+	struct hs_stack_event *s = bpf_map_lookup_elem(&stack_scratch, &zero);
+	__u64 h = HS_HASH_INIT, ret = 0;
+	long n;
+
+	if (!s)
+		return 0;
+	if (stack_mode) {
+		n = bpf_get_stack(ctx, s->ips, stack_depth * sizeof(__u64), BPF_F_USER_STACK);
+		if (n < 0) {
+			count(HS_CNT_STACK_ERROR);
+			n = 0;
+		}
+		nr = (__u32)n / sizeof(__u64);
+		if (nr >= stack_depth)
+			count(HS_CNT_STACK_TRUNCATED);
+		if (nr == 0)
+			nr = 1;
+	}
+	bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx));
+	s->ips[0] = ret;
+	for (__u32 i = 0; i < HS_MAX_STACK; i++) {
+		if (i >= nr)
+			break;
+		h = hs_hash_word(h, s->ips[i]);
+	}
+	if (!h)
+		h = 1;
+	if (bpf_map_lookup_elem(&stacks_seen, &h))
+		return h;
+	__u8 one = 1;
+
+	bpf_map_update_elem(&stacks_seen, &h, &one, BPF_ANY);
+	fill_hdr(&s->h, HS_EV_STACK, 0, id);
+	s->h.nr = nr;
+	s->hash = h;
+	nr &= 127;
+	if (bpf_ringbuf_output(&events, s, sizeof(s->h) + sizeof(s->hash) + nr * sizeof(__u64), rb_flags())) {
+		/* Forget it so the next allocation from this path sends it again. */
+		bpf_map_delete_elem(&stacks_seen, &h);
+		count(HS_CNT_RINGBUF_FULL);
+	} else {
+		count(HS_CNT_STACKS_NEW);
+	}
+	return h;
+}
+
+static __always_inline void emit_alloc(__u64 id, __u64 ptr, const struct hs_live_val *v)
+{
+	struct hs_alloc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct hs_live_key k = {.ptr = ptr, .tgid = id >> 32};
+
+	if (!e) {
+		count(HS_CNT_RINGBUF_FULL);
+		bpf_map_delete_elem(&live, &k);
+		return;
+	}
+	fill_hdr(&e->h, HS_EV_ALLOC, (__u8)v->kind, id);
+	e->ptr = ptr;
+	e->size = v->size;
+	e->stack = v->stack;
+	bpf_ringbuf_submit(e, rb_flags());
+}
+
+/* Removes PTR from the live set and tells user space. Returns the block's record, if known. */
+static __always_inline bool release(__u64 id, __u64 ptr, struct hs_live_val *out)
+{
+	struct hs_live_key k = {.ptr = ptr, .tgid = id >> 32};
+	struct hs_live_val *v = bpf_map_lookup_elem(&live, &k);
+	struct hs_free_event *e;
+
+	if (!v) {
+		if (!sample_rate)
+			count(HS_CNT_UNKNOWN_FREE);
+		return false;
+	}
+	*out = *v;
+	bpf_map_delete_elem(&live, &k);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(HS_CNT_RINGBUF_FULL);
+		return true;
+	}
+	fill_hdr(&e->h, HS_EV_FREE, (__u8)out->kind, id);
+	e->ptr = ptr;
+	e->size = out->size;
+	bpf_ringbuf_submit(e, rb_flags());
+	return true;
+}
+
+static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 size, __u64 aux, bool realloc, __u64 old)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u64 sp = PT_REGS_SP(ctx);
+	struct thread_state *st;
+
+	if (!is_tracked(id >> 32))
+		return 0;
+	st = get_state((__u32)id);
+	if (!st)
+		return 0;
+	if (st->depth) {
+		if (sp < st->outer_sp) {
+			st->depth++;
+			count(HS_CNT_NESTED);
+			return 0;
+		}
+		/* The stack is above the outer call: its return probe never fired. */
+		count(HS_CNT_MISSED_URETPROBE);
+	}
+	count(HS_CNT_ALLOC_CALLS);
+	st->depth = 1;
+	st->outer_sp = sp;
+	st->size = size;
+	st->aux = aux;
+	st->kind = (__u32)(bpf_get_attach_cookie(ctx) & HS_COOKIE_KIND_MASK);
+	st->old_valid = 0;
+	/* The old block is released at entry, before the allocator can hand it to another thread. */
+	if (realloc && old)
+		st->old_valid = release(id, old, &st->old);
+	if (sample_rate) {
+		st->countdown -= (__s64)size;
+		if (st->countdown > 0) {
+			st->sampled = 0;
+			return 0;
+		}
+		st->countdown = draw_threshold();
+		count(HS_CNT_SAMPLED);
+	}
+	st->sampled = 1;
+	st->stack = capture_stack(ctx, id);
+	return 0;
+}
+
+static __always_inline int alloc_return(struct pt_regs *ctx, __u64 ptr)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct thread_state *st = bpf_map_lookup_elem(&threads, &tid);
+	struct hs_live_key k = {.ptr = ptr, .tgid = id >> 32};
+	struct hs_live_val v = {};
+
+	if (!st || !st->depth)
+		return 0;
+	if (--st->depth)
+		return 0;
+	if (!ptr) {
+		if (st->size) {
+			count(HS_CNT_FAILED_ALLOC);
+			/* realloc failed: the old block is still live and still the caller's. */
+			if (st->old_valid) {
+				k.ptr = st->aux;
+				if (!bpf_map_update_elem(&live, &k, &st->old, BPF_ANY))
+					emit_alloc(id, st->aux, &st->old);
+			}
+		}
+		return 0;
+	}
+	if (!st->sampled)
+		return 0;
+	v.size = st->size;
+	v.stack = st->stack;
+	v.kind = st->kind;
+	if (bpf_map_update_elem(&live, &k, &v, BPF_ANY)) {
+		count(HS_CNT_LIVE_FULL);
+		return 0;
+	}
+	emit_alloc(id, ptr, &v);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(enter_size1, __u64 size)
+{
+	return alloc_enter(ctx, size, 0, false, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(enter_size2, __u64 align, __u64 size)
+{
+	return alloc_enter(ctx, size, 0, false, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(enter_calloc, __u64 nmemb, __u64 size)
+{
+	return alloc_enter(ctx, nmemb * size, 0, false, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(enter_realloc, __u64 old, __u64 size)
+{
+	return alloc_enter(ctx, size, old, true, old);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(enter_reallocarray, __u64 old, __u64 nmemb, __u64 size)
+{
+	return alloc_enter(ctx, nmemb * size, old, true, old);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(enter_rust_realloc, __u64 old, __u64 old_size, __u64 align, __u64 size)
+{
+	return alloc_enter(ctx, size, old, true, old);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(enter_posix_memalign, __u64 memptr, __u64 align, __u64 size)
+{
+	return alloc_enter(ctx, size, memptr, false, 0);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(ret_ptr, __u64 ret)
+{
+	return alloc_return(ctx, ret);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(ret_posix_memalign, int ret)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct thread_state *st = bpf_map_lookup_elem(&threads, &tid);
+	__u64 ptr = 0;
+
+	/* *memptr is only defined when posix_memalign returned 0. */
+	if (st && ret == 0 && st->aux)
+		bpf_probe_read_user(&ptr, sizeof(ptr), (void *)st->aux);
+	return alloc_return(ctx, ptr);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(enter_free, __u64 ptr)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u64 sp = PT_REGS_SP(ctx);
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct thread_state *st;
+	struct hs_live_val old;
+
+	if (!ptr || !is_tracked(id >> 32))
+		return 0;
+	st = get_state((__u32)id);
+	if (st && st->free_depth && st->free_ptr == ptr && sp <= st->free_sp)
+		return 0; /* the free that operator delete or __rust_dealloc calls */
+	if (st && (cookie & HS_COOKIE_WRAPPER)) {
+		st->free_ptr = ptr;
+		st->free_sp = sp;
+		st->free_depth = 1;
+	}
+	count(HS_CNT_FREE_CALLS);
+	release(id, ptr, &old);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(ret_free_wrapper)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct thread_state *st = bpf_map_lookup_elem(&threads, &tid);
+
+	if (st)
+		st->free_depth = 0;
+	return 0;
+}
+
+static __always_inline void emit_proc(__u8 type, __u32 pid, __u32 ppid, __s32 code)
+{
+	struct hs_proc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		count(HS_CNT_RINGBUF_FULL);
+		return;
+	}
+	fill_hdr(&e->h, type, 0, (__u64)pid << 32 | pid);
+	e->ppid = ppid;
+	e->exit_code = code;
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+}
+
+static __always_inline void bump_maps_gen(void)
+{
+	__u32 zero = 0;
+	__u64 *g = bpf_map_lookup_elem(&maps_gen, &zero);
+
+	if (g)
+		__sync_fetch_and_add(g, 1);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	__u8 one = 1;
+
+	if (!filter_pids || !follow_forks || ctgid != BPF_CORE_READ(child, pid))
+		return 0;
+	if (!bpf_map_lookup_elem(&tracked, &ptgid))
+		return 0;
+	bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY);
+	emit_proc(HS_EV_FORK, ctgid, ptgid, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+
+	if (!is_tracked(tgid) || !filter_pids)
+		return 0;
+	bump_maps_gen();
+	emit_proc(HS_EV_EXEC, tgid, 0, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+
+	if (tgid != BPF_CORE_READ(p, pid) || !filter_pids || !bpf_map_lookup_elem(&tracked, &tgid))
+		return 0;
+	emit_proc(HS_EV_EXIT, tgid, 0, BPF_CORE_READ(p, exit_code));
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_mmap")
+int on_mmap(struct trace_event_raw_sys_enter *ctx)
+{
+	/* PROT_EXEC: a library or code being mapped (dlopen). */
+	if ((ctx->args[2] & 4) && filter_pids && is_tracked(bpf_get_current_pid_tgid() >> 32))
+		bump_maps_gen();
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_munmap")
+int on_munmap(struct trace_event_raw_sys_enter *ctx)
+{
+	if (filter_pids && is_tracked(bpf_get_current_pid_tgid() >> 32))
+		bump_maps_gen();
+	return 0;
+}

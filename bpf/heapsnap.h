@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Shared between bpf/heapsnap.bpf.c and the recorder: fixed-width fields only. */
+#ifndef HEAPSNAP_BPF_SHARED_H
+#define HEAPSNAP_BPF_SHARED_H
+
+#define HS_MAX_STACK 127
+#define HS_NR_THRESHOLDS 1024
+
+enum hs_ev_type {
+	HS_EV_ALLOC = 1,
+	HS_EV_FREE = 2,
+	HS_EV_STACK = 3,
+	HS_EV_FORK = 4,
+	HS_EV_EXEC = 5,
+	HS_EV_EXIT = 6,
+};
+
+/* The attach cookie of every allocator probe: what the function is, and how to treat it. */
+#define HS_COOKIE_KIND_MASK 0xffu  /* enum hs_alloc_kind of format/record.h */
+#define HS_COOKIE_WRAPPER 0x100u   /* a free that calls another probed free (delete, __rust_dealloc) */
+
+enum hs_counter {
+	HS_CNT_RINGBUF_FULL,     /* events dropped: ring buffer full */
+	HS_CNT_LIVE_FULL,        /* allocations dropped: live map full */
+	HS_CNT_STACK_TRUNCATED,  /* stacks cut at --max-stack */
+	HS_CNT_MISSED_URETPROBE, /* outer allocator calls whose return was never seen */
+	HS_CNT_UNKNOWN_FREE,     /* frees of pointers allocated before attach (or lost) */
+	HS_CNT_STACK_ERROR,      /* bpf_get_stack failed */
+	HS_CNT_THREAD_FULL,      /* per-thread state map full */
+	HS_CNT_ALLOC_CALLS,      /* outermost allocator calls seen */
+	HS_CNT_FREE_CALLS,       /* free calls seen (non-NULL) */
+	HS_CNT_NESTED,           /* allocator calls inside another probed allocator */
+	HS_CNT_SAMPLED,          /* allocations chosen by the sampler */
+	HS_CNT_FAILED_ALLOC,     /* allocator returned NULL */
+	HS_CNT_STACKS_NEW,       /* distinct stacks sent to user space */
+	HS_CNT__MAX,
+};
+
+struct hs_event_hdr {
+	__u8 type;
+	__u8 kind;
+	__u16 nr; /* HS_EV_STACK: number of frames */
+	__u32 pid;
+	__u32 tid;
+	__u32 pad;
+	__u64 ts; /* CLOCK_MONOTONIC ns */
+};
+
+struct hs_alloc_event {
+	struct hs_event_hdr h;
+	__u64 ptr;
+	__u64 size;
+	__u64 stack;
+};
+
+struct hs_free_event {
+	struct hs_event_hdr h;
+	__u64 ptr;
+	__u64 size;
+};
+
+struct hs_stack_event {
+	struct hs_event_hdr h;
+	__u64 hash;
+	__u64 ips[HS_MAX_STACK];
+};
+
+struct hs_proc_event {
+	struct hs_event_hdr h;
+	__u32 ppid;
+	__s32 exit_code;
+};
+
+struct hs_live_key {
+	__u64 ptr;
+	__u32 tgid;
+	__u32 pad;
+};
+
+struct hs_live_val {
+	__u64 size;
+	__u64 stack;
+	__u32 kind;
+	__u32 pad;
+};
+
+#endif

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buildid.h"
+
+static int note_build_id(Elf_Data *data, uint8_t *out, size_t outlen)
+{
+	size_t off = 0, name_off, desc_off;
+	GElf_Nhdr nh;
+
+	while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    !memcmp((char *)data->d_buf + name_off, "GNU", 4) && nh.n_descsz > 0) {
+			size_t n = nh.n_descsz < outlen ? nh.n_descsz : outlen;
+
+			memcpy(out, (char *)data->d_buf + desc_off, n);
+			return (int)n;
+		}
+	}
+	return 0;
+}
+
+int hs_read_build_id_fd(int fd, uint8_t *out, size_t outlen)
+{
+	size_t phnum;
+	int ret = 0;
+	Elf *elf;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return -EINVAL;
+	if (elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &phnum)) {
+		elf_end(elf);
+		return -ENOEXEC;
+	}
+	for (size_t i = 0; i < phnum && !ret; i++) {
+		GElf_Phdr ph;
+		Elf_Data *d;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
+			continue;
+		d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
+					 ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+		if (d)
+			ret = note_build_id(d, out, outlen);
+	}
+	if (!ret) {
+		/* Files without program headers (separate debug files) keep the note in a section. */
+		Elf_Scn *scn = NULL;
+
+		while (!ret && (scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			Elf_Data *d;
+
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+				continue;
+			d = elf_getdata(scn, NULL);
+			if (d)
+				ret = note_build_id(d, out, outlen);
+		}
+	}
+	elf_end(elf);
+	return ret;
+}
+
+int hs_read_build_id(const char *path, uint8_t *out, size_t outlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = hs_read_build_id_fd(fd, out, outlen);
+	close(fd);
+	return ret;
+}
+
+char *hs_hex(const uint8_t *p, size_t len, char *buf)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < len; i++) {
+		buf[2 * i] = digits[p[i] >> 4];
+		buf[2 * i + 1] = digits[p[i] & 15];
+	}
+	buf[2 * len] = 0;
+	return buf;
+}
+
+int hs_unhex(const char *s, uint8_t *out, size_t outlen)
+{
+	size_t n = strlen(s);
+
+	if (n % 2 || n / 2 > outlen)
+		return -1;
+	for (size_t i = 0; i < n / 2; i++) {
+		int v = 0;
+
+		for (int k = 0; k < 2; k++) {
+			char c = s[2 * i + (size_t)k];
+
+			v <<= 4;
+			if (c >= '0' && c <= '9')
+				v |= c - '0';
+			else if (c >= 'a' && c <= 'f')
+				v |= c - 'a' + 10;
+			else if (c >= 'A' && c <= 'F')
+				v |= c - 'A' + 10;
+			else
+				return -1;
+		}
+		out[i] = (uint8_t)v;
+	}
+	return (int)(n / 2);
+}

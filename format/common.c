@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+#include "record.h"
+
+size_t hs_put_uvarint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+size_t hs_get_uvarint(const uint8_t *p, size_t len, uint64_t *v)
+{
+	uint64_t r = 0;
+	size_t i;
+
+	for (i = 0; i < len && i < 10; i++) {
+		uint8_t b = p[i];
+
+		/* The tenth byte may only carry the top bit of a 64-bit value. */
+		if (i == 9 && b > 1)
+			return 0;
+		r |= (uint64_t)(b & 0x7f) << (7 * i);
+		if (!(b & 0x80)) {
+			*v = r;
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+const char *hs_kind_name(uint32_t kind)
+{
+	static const char *const names[HS_KIND__COUNT] = {
+		[HS_KIND_MALLOC] = "malloc", [HS_KIND_CALLOC] = "calloc",  [HS_KIND_REALLOC] = "realloc",
+		[HS_KIND_MEMALIGN] = "memalign", [HS_KIND_NEW] = "new", [HS_KIND_NEW_ARRAY] = "new[]",
+		[HS_KIND_RUST] = "rust", [HS_KIND_CUSTOM] = "custom",
+	};
+	return kind < HS_KIND__COUNT ? names[kind] : "unknown";
+}
+
+const char *hs_rec_type_name(uint32_t type)
+{
+	switch (type) {
+	case HS_REC_THREAD: return "thread";
+	case HS_REC_ALLOC: return "alloc";
+	case HS_REC_ALLOC_SAMPLED: return "alloc-sampled";
+	case HS_REC_FREE: return "free";
+	case HS_REC_SESSION: return "session";
+	case HS_REC_PROCESS: return "process";
+	case HS_REC_EXIT: return "exit";
+	case HS_REC_MAPPING: return "mapping";
+	case HS_REC_UNMAP: return "unmap";
+	case HS_REC_STACK: return "stack";
+	case HS_REC_SNAPSHOT: return "snapshot";
+	case HS_REC_RSS: return "rss";
+	case HS_REC_COUNTERS: return "counters";
+	case HS_REC_END: return "end";
+	case HS_REC_THREAD_NAME: return "thread-name";
+	case HS_REC_FRAME_INDEX: return "frame-index";
+	default: return "unknown";
+	}
+}

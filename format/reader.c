@@ -1,0 +1,661 @@
+// SPDX-License-Identifier: MIT
+/* Record-file reader. Nothing read from the file is trusted: every length, count and
+ * offset is checked against the bytes actually present before it is used. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "record.h"
+
+struct record_reader {
+	int fd;
+	char *path;
+	uint64_t file_size;
+	uint32_t minor;
+	uint64_t data_start;
+
+	uint64_t next_off;  /* where the next frame header starts */
+	uint64_t frame_off; /* where the frame being decoded starts */
+	uint64_t frames;
+	uint64_t skipped;
+	enum hs_read_status status;
+	char err[512];
+
+	ZSTD_DCtx *dctx;
+	uint8_t *comp;
+	size_t comp_cap;
+	uint8_t *raw;
+	size_t raw_cap, raw_len, pos;
+	bool in_footer; /* decoding the footer frame for __footer() */
+
+	uint64_t last_time, last_ptr;
+	uint32_t cur_pid, cur_tid;
+
+	/* Per-record arena: sized before decoding so pointers into it never move. */
+	uint8_t *arena;
+	size_t arena_cap, arena_len;
+};
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get_le64(const uint8_t *p)
+{
+	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
+}
+
+static int set_status(struct record_reader *r, enum hs_read_status st, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	r->status = st;
+	n = snprintf(r->err, sizeof(r->err), "%s: ", r->path);
+	if (n < 0 || (size_t)n >= sizeof(r->err))
+		n = 0;
+	va_start(ap, fmt);
+	vsnprintf(r->err + n, sizeof(r->err) - (size_t)n, fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+static int pread_all(int fd, void *buf, size_t len, uint64_t off, size_t *got)
+{
+	uint8_t *p = buf;
+
+	*got = 0;
+	while (*got < len) {
+		ssize_t n = pread(fd, p + *got, len - *got, (off_t)(off + *got));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		*got += (size_t)n;
+	}
+	return 0;
+}
+
+int record_reader__open(const char *path, struct record_reader **out, char *err, size_t errlen)
+{
+	struct record_reader *r;
+	uint8_t hdr[HS_FILE_HEADER_SIZE];
+	struct stat st;
+	size_t got;
+	int e;
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->fd = -1;
+	r->path = strdup(path);
+	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r->fd < 0) {
+		e = -errno;
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (fstat(r->fd, &st)) {
+		e = -errno;
+		snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		e = -EINVAL;
+		snprintf(err, errlen, "%s: not a regular file", path);
+		goto fail;
+	}
+	r->file_size = (uint64_t)st.st_size;
+	e = pread_all(r->fd, hdr, sizeof(hdr), 0, &got);
+	if (e) {
+		snprintf(err, errlen, "%s: read failed at offset 0: %s", path, strerror(-e));
+		goto fail;
+	}
+	if (got < sizeof(hdr) || memcmp(hdr, HS_FILE_MAGIC, 8)) {
+		e = -EINVAL;
+		snprintf(err, errlen, "%s: offset 0: not a heapsnap record file (bad magic%s)", path,
+			 got < sizeof(hdr) ? ", file shorter than its 16-byte header" : "");
+		goto fail;
+	}
+	if ((hdr[8] | hdr[9] << 8) != HS_FORMAT_MAJOR) {
+		e = -EPROTONOSUPPORT;
+		snprintf(err, errlen,
+			 "%s: offset 8: format version %u.%u is not supported; this heapsnap reads %u.x (upgrade heapsnap-analyze)",
+			 path, hdr[8] | hdr[9] << 8, hdr[10] | hdr[11] << 8, HS_FORMAT_MAJOR);
+		goto fail;
+	}
+	r->minor = (uint32_t)(hdr[10] | hdr[11] << 8);
+	r->data_start = HS_FILE_HEADER_SIZE;
+	r->next_off = r->data_start;
+	r->dctx = ZSTD_createDCtx();
+	if (!r->dctx || !r->path) {
+		e = -ENOMEM;
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto fail;
+	}
+	*out = r;
+	return 0;
+fail:
+	record_reader__free(r);
+	return e;
+}
+
+static int ensure(uint8_t **buf, size_t *cap, size_t need)
+{
+	uint8_t *p;
+
+	if (need <= *cap)
+		return 0;
+	p = realloc(*buf, need);
+	if (!p)
+		return -ENOMEM;
+	*buf = p;
+	*cap = need;
+	return 0;
+}
+
+/* Loads the frame at OFF. Returns 1 when a data frame is ready, 0 at the end (status set),
+ * or negative on memory/IO failure. */
+static int load_frame(struct record_reader *r, uint64_t off, bool want_footer)
+{
+	uint8_t fh[HS_FRAME_HEADER_SIZE];
+	uint32_t clen, rlen, flags;
+	size_t got, n;
+	int e;
+
+	if (off == r->file_size) {
+		set_status(r, HS_READ_TRUNCATED,
+			   "no footer: the file ends at offset %" PRIu64 " after %" PRIu64
+			   " complete frames (the recorder did not finish)", off, r->frames);
+		return 0;
+	}
+	e = pread_all(r->fd, fh, sizeof(fh), off, &got);
+	if (e) {
+		set_status(r, HS_READ_IO, "read failed at offset %" PRIu64 ": %s", off, strerror(-e));
+		return e;
+	}
+	if (got < sizeof(fh)) {
+		set_status(r, HS_READ_TRUNCATED,
+			   "truncated at offset %" PRIu64 ": %zu bytes of a 16-byte frame header; read %" PRIu64
+			   " complete frames", off, got, r->frames);
+		return 0;
+	}
+	if (get_le32(fh) != HS_FRAME_MAGIC) {
+		set_status(r, HS_READ_CORRUPT, "offset %" PRIu64 ": bad frame magic 0x%08x (expected 0x%08x)", off,
+			   get_le32(fh), HS_FRAME_MAGIC);
+		return 0;
+	}
+	clen = get_le32(fh + 4);
+	rlen = get_le32(fh + 8);
+	flags = get_le32(fh + 12);
+	if (rlen > HS_MAX_FRAME_RAW || clen > ZSTD_compressBound(HS_MAX_FRAME_RAW)) {
+		set_status(r, HS_READ_CORRUPT,
+			   "offset %" PRIu64 ": frame claims %u compressed / %u raw bytes, above the %u-byte limit", off,
+			   clen, rlen, HS_MAX_FRAME_RAW);
+		return 0;
+	}
+	if (clen > r->file_size - off - sizeof(fh)) {
+		set_status(r, HS_READ_TRUNCATED,
+			   "truncated at offset %" PRIu64 ": frame needs %u bytes, %" PRIu64
+			   " remain; read %" PRIu64 " complete frames", off, clen, r->file_size - off - sizeof(fh),
+			   r->frames);
+		return 0;
+	}
+	if ((flags & HS_FRAME_FLAG_FOOTER) && !want_footer) {
+		r->status = HS_READ_END;
+		r->err[0] = 0;
+		return 0;
+	}
+	if (ensure(&r->comp, &r->comp_cap, clen ? clen : 1) || ensure(&r->raw, &r->raw_cap, rlen ? rlen : 1)) {
+		set_status(r, HS_READ_IO, "out of memory for a frame at offset %" PRIu64, off);
+		return -ENOMEM;
+	}
+	e = pread_all(r->fd, r->comp, clen, off + sizeof(fh), &got);
+	if (e || got != clen) {
+		set_status(r, HS_READ_IO, "read failed at offset %" PRIu64 ": %s", off, e ? strerror(-e) : "short read");
+		return e ? e : -EIO;
+	}
+	n = ZSTD_decompressDCtx(r->dctx, r->raw, rlen, r->comp, clen);
+	if (ZSTD_isError(n) || n != rlen) {
+		set_status(r, HS_READ_CORRUPT, "offset %" PRIu64 ": frame does not decompress: %s", off,
+			   ZSTD_isError(n) ? ZSTD_getErrorName(n) : "wrong decompressed size");
+		return 0;
+	}
+	r->frame_off = off;
+	r->next_off = off + sizeof(fh) + clen;
+	r->raw_len = rlen;
+	r->pos = 0;
+	r->last_time = r->last_ptr = 0;
+	r->cur_pid = r->cur_tid = 0;
+	if (!(flags & HS_FRAME_FLAG_FOOTER))
+		r->frames++;
+	return 1;
+}
+
+/* ---- payload decoding ---- */
+
+struct cur {
+	const uint8_t *p, *end;
+	struct record_reader *r;
+	const char *bad; /* first reason the payload failed */
+};
+
+static uint64_t cu(struct cur *c)
+{
+	uint64_t v = 0;
+	size_t n;
+
+	if (c->bad)
+		return 0;
+	n = hs_get_uvarint(c->p, (size_t)(c->end - c->p), &v);
+	if (!n) {
+		c->bad = c->p >= c->end ? "record ends inside a field" : "malformed varint";
+		return 0;
+	}
+	c->p += n;
+	return v;
+}
+
+static uint32_t cu32(struct cur *c)
+{
+	uint64_t v = cu(c);
+
+	if (v > UINT32_MAX && !c->bad)
+		c->bad = "value does not fit 32 bits";
+	return (uint32_t)v;
+}
+
+static void *arena_alloc(struct record_reader *r, size_t n)
+{
+	void *p;
+
+	n = (n + 7) & ~(size_t)7;
+	if (r->arena_len + n > r->arena_cap)
+		return NULL; /* cannot happen: the arena is sized from the payload length */
+	p = r->arena + r->arena_len;
+	r->arena_len += n;
+	return p;
+}
+
+static const char *cstr(struct cur *c)
+{
+	uint64_t n = cu(c);
+	char *s;
+
+	if (c->bad)
+		return "";
+	if (n > (uint64_t)(c->end - c->p)) {
+		c->bad = "string longer than its record";
+		return "";
+	}
+	s = arena_alloc(c->r, n + 1);
+	if (!s) {
+		c->bad = "internal arena overflow";
+		return "";
+	}
+	memcpy(s, c->p, n);
+	s[n] = 0;
+	c->p += n;
+	return s;
+}
+
+static struct hs_bytes cbytes(struct cur *c, size_t max)
+{
+	struct hs_bytes b = {0};
+	uint64_t n = cu(c);
+
+	if (c->bad)
+		return b;
+	if (n > (uint64_t)(c->end - c->p) || n > max) {
+		c->bad = "byte string too long";
+		return b;
+	}
+	b.p = c->p;
+	b.len = (uint32_t)n;
+	c->p += n;
+	return b;
+}
+
+static uint64_t count(struct cur *c, uint64_t max, size_t min_item_bytes)
+{
+	uint64_t n = cu(c);
+
+	if (c->bad)
+		return 0;
+	if (n > max || n * min_item_bytes > (uint64_t)(c->end - c->p)) {
+		c->bad = "count larger than the record can hold";
+		return 0;
+	}
+	return n;
+}
+
+static int decode_extended(struct record_reader *r, struct hs_record *rec, const uint8_t *p, size_t len)
+{
+	struct cur c = {.p = p, .end = p + len, .r = r};
+	uint64_t prev = 0;
+
+	switch (rec->type) {
+	case HS_REC_SESSION: {
+		struct hs_probe *probes;
+
+		rec->session.tool_version = cstr(&c);
+		rec->session.hostname = cstr(&c);
+		rec->session.kernel = cstr(&c);
+		rec->session.cmdline = cstr(&c);
+		rec->session.tick_ns = cu(&c);
+		rec->session.monotonic_start_ns = cu(&c);
+		rec->session.realtime_start_ns = cu(&c);
+		rec->session.sample_rate = cu(&c);
+		rec->session.stack_mode = cu32(&c);
+		rec->session.max_stack = cu(&c);
+		rec->session.flags = cu(&c);
+		rec->session.nr_probes = (uint32_t)count(&c, HS_MAX_PROBES, 5);
+		probes = arena_alloc(r, sizeof(*probes) * rec->session.nr_probes);
+		rec->session.probes = probes;
+		for (uint32_t i = 0; i < rec->session.nr_probes && !c.bad; i++) {
+			probes[i].symbol = cstr(&c);
+			probes[i].path = cstr(&c);
+			probes[i].offset = cu(&c);
+			probes[i].build_id = cbytes(&c, HS_MAX_BUILD_ID);
+			probes[i].kind = cu32(&c);
+		}
+		if (!c.bad && rec->session.tick_ns == 0)
+			c.bad = "session tick_ns is zero";
+		break;
+	}
+	case HS_REC_PROCESS:
+		rec->time = cu(&c);
+		rec->pid = cu32(&c);
+		rec->process.ppid = cu32(&c);
+		rec->process.origin = cu32(&c);
+		rec->process.comm = cstr(&c);
+		rec->process.cmdline = cstr(&c);
+		rec->process.exe = cstr(&c);
+		rec->process.build_id = cbytes(&c, HS_MAX_BUILD_ID);
+		break;
+	case HS_REC_EXIT:
+		rec->time = cu(&c);
+		rec->pid = cu32(&c);
+		rec->exit.status = hs_unzigzag(cu(&c));
+		break;
+	case HS_REC_MAPPING:
+		rec->time = cu(&c);
+		rec->pid = cu32(&c);
+		rec->mapping.start = cu(&c);
+		rec->mapping.end = rec->mapping.start + cu(&c);
+		rec->mapping.offset = cu(&c);
+		rec->mapping.inode = cu(&c);
+		rec->mapping.path = cstr(&c);
+		rec->mapping.build_id = cbytes(&c, HS_MAX_BUILD_ID);
+		if (!c.bad && rec->mapping.end < rec->mapping.start)
+			c.bad = "mapping wraps around the address space";
+		break;
+	case HS_REC_UNMAP:
+		rec->time = cu(&c);
+		rec->pid = cu32(&c);
+		rec->unmap.start = cu(&c);
+		rec->unmap.end = rec->unmap.start + cu(&c);
+		break;
+	case HS_REC_STACK: {
+		uint64_t *ips;
+
+		rec->stack.id = cu(&c);
+		rec->stack.nr = (uint32_t)count(&c, HS_MAX_STACK_FRAMES, 1);
+		ips = arena_alloc(r, sizeof(*ips) * rec->stack.nr);
+		for (uint32_t i = 0; i < rec->stack.nr && !c.bad; i++) {
+			prev += (uint64_t)hs_unzigzag(cu(&c));
+			ips[i] = prev;
+		}
+		rec->stack.ips = ips;
+		break;
+	}
+	case HS_REC_SNAPSHOT:
+		rec->time = cu(&c);
+		rec->snapshot.label = cstr(&c);
+		rec->snapshot.origin = cu32(&c);
+		rec->snapshot.live_bytes = cu(&c);
+		break;
+	case HS_REC_RSS:
+		rec->time = cu(&c);
+		rec->pid = cu32(&c);
+		rec->rss.rss_bytes = cu(&c);
+		rec->rss.vm_bytes = cu(&c);
+		break;
+	case HS_REC_COUNTERS:
+	case HS_REC_END: {
+		struct hs_counter *items;
+
+		rec->time = cu(&c);
+		rec->counters.nr = (uint32_t)count(&c, HS_MAX_COUNTERS, 2);
+		items = arena_alloc(r, sizeof(*items) * rec->counters.nr);
+		for (uint32_t i = 0; i < rec->counters.nr && !c.bad; i++) {
+			items[i].name = cstr(&c);
+			items[i].value = cu(&c);
+		}
+		rec->counters.items = items;
+		break;
+	}
+	case HS_REC_THREAD_NAME:
+		rec->pid = cu32(&c);
+		rec->tid = cu32(&c);
+		rec->thread_name.comm = cstr(&c);
+		break;
+	case HS_REC_FRAME_INDEX: {
+		struct hs_frame_index_entry *e;
+
+		rec->frame_index.nr = (uint32_t)count(&c, UINT32_MAX, 3);
+		e = arena_alloc(r, sizeof(*e) * rec->frame_index.nr);
+		for (uint32_t i = 0; i < rec->frame_index.nr && !c.bad; i++) {
+			prev += cu(&c);
+			e[i].offset = prev;
+			e[i].first_time = cu(&c);
+			e[i].last_time = e[i].first_time + cu(&c);
+		}
+		rec->frame_index.entries = e;
+		break;
+	}
+	default:
+		return 1; /* unknown: caller skips it */
+	}
+	/* Bytes left over are fields a newer minor version appended; they are ignored. */
+	if (c.bad) {
+		set_status(r, HS_READ_CORRUPT, "frame at offset %" PRIu64 ", byte %zu: %s record: %s", r->frame_off,
+			   (size_t)(p - r->raw), hs_rec_type_name(rec->type), c.bad);
+		return -1;
+	}
+	return 0;
+}
+
+static int decode_next(struct record_reader *r, struct hs_record *rec)
+{
+	while (r->pos < r->raw_len) {
+		const uint8_t *base = r->raw + r->pos;
+		struct cur c = {.p = base, .end = r->raw + r->raw_len, .r = r};
+		uint32_t type = *c.p++;
+
+		memset(rec, 0, sizeof(*rec));
+		rec->type = type;
+		if (type == HS_REC_THREAD) {
+			r->cur_pid = cu32(&c);
+			r->cur_tid = cu32(&c);
+			if (c.bad)
+				goto bad;
+			r->pos = (size_t)(c.p - r->raw);
+			continue;
+		}
+		if (type == HS_REC_ALLOC || type == HS_REC_ALLOC_SAMPLED || type == HS_REC_FREE) {
+			uint64_t t = r->last_time + (uint64_t)hs_unzigzag(cu(&c));
+			uint64_t ptr = r->last_ptr + (uint64_t)hs_unzigzag(cu(&c));
+
+			rec->time = t;
+			rec->pid = r->cur_pid;
+			rec->tid = r->cur_tid;
+			if (type == HS_REC_FREE) {
+				rec->free.ptr = ptr;
+			} else {
+				rec->alloc.ptr = ptr;
+				rec->alloc.size = cu(&c);
+				rec->alloc.stack_id = cu(&c);
+				if (c.p >= c.end && !c.bad)
+					c.bad = "record ends inside a field";
+				else if (!c.bad)
+					rec->alloc.kind = *c.p++;
+				rec->alloc.weight = type == HS_REC_ALLOC_SAMPLED ? cu(&c) : HS_WEIGHT_ONE;
+			}
+			if (c.bad)
+				goto bad;
+			r->last_time = t;
+			r->last_ptr = ptr;
+			r->pos = (size_t)(c.p - r->raw);
+			return 1;
+		}
+		if (type <= HS_REC_CORE_MAX) {
+			c.bad = "unknown core record type (core types cannot be skipped)";
+			goto bad;
+		}
+		if (type > HS_REC_EXT_MAX) {
+			c.bad = "record type out of range";
+			goto bad;
+		}
+		{
+			uint64_t len = cu(&c);
+			int ret;
+
+			if (c.bad)
+				goto bad;
+			if (len > (uint64_t)(c.end - c.p)) {
+				c.bad = "record length runs past the end of its frame";
+				goto bad;
+			}
+			r->pos = (size_t)(c.p - r->raw) + (size_t)len;
+			/* Worst case per payload byte: an 8-aligned empty string or 8 bytes of array item (see FORMAT.md). */
+			if (ensure(&r->arena, &r->arena_cap, (size_t)len * 24 + 64)) {
+				set_status(r, HS_READ_IO, "out of memory decoding a record");
+				return -ENOMEM;
+			}
+			r->arena_len = 0;
+			ret = decode_extended(r, rec, c.p, (size_t)len);
+			if (ret < 0)
+				return 0;
+			if (ret > 0) {
+				r->skipped++;
+				continue;
+			}
+			return 1;
+		}
+bad:
+		set_status(r, HS_READ_CORRUPT, "frame at offset %" PRIu64 ", byte %zu: %s record: %s", r->frame_off,
+			   r->pos, hs_rec_type_name(type), c.bad);
+		return 0;
+	}
+	return 2; /* frame exhausted */
+}
+
+int record_reader__next(struct record_reader *r, struct hs_record *rec)
+{
+	for (;;) {
+		int ret;
+
+		if (r->status != HS_READ_OK)
+			return 0;
+		ret = decode_next(r, rec);
+		if (ret != 2)
+			return ret;
+		ret = load_frame(r, r->next_off, false);
+		if (ret <= 0)
+			return ret;
+	}
+}
+
+int record_reader__rewind(struct record_reader *r)
+{
+	r->next_off = r->data_start;
+	r->raw_len = r->pos = 0;
+	r->frames = 0;
+	r->skipped = 0;
+	r->status = HS_READ_OK;
+	r->err[0] = 0;
+	return 0;
+}
+
+int record_reader__footer(struct record_reader *r, int (*cb)(const struct hs_record *rec, void *ctx), void *ctx)
+{
+	uint8_t tr[HS_TRAILER_SIZE];
+	struct record_reader *f;
+	struct hs_record rec;
+	char err[64];
+	uint64_t off;
+	size_t got;
+	int ret;
+
+	if (r->file_size < HS_FILE_HEADER_SIZE + HS_TRAILER_SIZE)
+		return 0;
+	if (pread_all(r->fd, tr, sizeof(tr), r->file_size - sizeof(tr), &got) || got != sizeof(tr))
+		return 0;
+	if (memcmp(tr + 8, HS_TRAILER_MAGIC, 8))
+		return 0;
+	off = get_le64(tr);
+	if (off < HS_FILE_HEADER_SIZE || off >= r->file_size - sizeof(tr))
+		return -EINVAL;
+	/* A second reader keeps the caller's stream position untouched. */
+	ret = record_reader__open(r->path, &f, err, sizeof(err));
+	if (ret)
+		return ret;
+	f->file_size = r->file_size - sizeof(tr);
+	ret = load_frame(f, off, true);
+	if (ret <= 0) {
+		record_reader__free(f);
+		return ret < 0 ? ret : -EINVAL;
+	}
+	ret = 1;
+	for (;;) {
+		int d = decode_next(f, &rec);
+
+		if (d == 2)
+			break;
+		if (d <= 0) {
+			ret = -EINVAL;
+			break;
+		}
+		if (cb(&rec, ctx)) {
+			ret = -ECANCELED;
+			break;
+		}
+	}
+	record_reader__free(f);
+	return ret;
+}
+
+enum hs_read_status record_reader__status(const struct record_reader *r) { return r->status; }
+const char *record_reader__error(const struct record_reader *r) { return r->err; }
+uint64_t record_reader__offset(const struct record_reader *r) { return r->frame_off; }
+uint64_t record_reader__file_size(const struct record_reader *r) { return r->file_size; }
+uint64_t record_reader__frames(const struct record_reader *r) { return r->frames; }
+uint32_t record_reader__minor(const struct record_reader *r) { return r->minor; }
+uint64_t record_reader__skipped_records(const struct record_reader *r) { return r->skipped; }
+
+void record_reader__free(struct record_reader *r)
+{
+	if (!r)
+		return;
+	if (r->fd >= 0)
+		close(r->fd);
+	ZSTD_freeDCtx(r->dctx);
+	free(r->comp);
+	free(r->raw);
+	free(r->arena);
+	free(r->path);
+	free(r);
+}

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/* heapsnap record file: the one library both heapsnap-record and heapsnap-analyze use.
+ * docs/FORMAT.md is the byte-level specification of what this code reads and writes. */
+#ifndef HEAPSNAP_RECORD_H
+#define HEAPSNAP_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HS_FORMAT_MAJOR 1
+#define HS_FORMAT_MINOR 0
+
+#define HS_FILE_MAGIC "\x89HSNP\r\n\x1a"
+#define HS_FILE_HEADER_SIZE 16
+#define HS_FRAME_MAGIC 0x42465348u /* "HSFB" little-endian */
+#define HS_FRAME_HEADER_SIZE 16
+#define HS_TRAILER_MAGIC "HSNPEND\n"
+#define HS_TRAILER_SIZE 16
+
+/* Bounds the reader enforces whatever the file claims. */
+#define HS_MAX_FRAME_RAW (16u << 20)
+#define HS_MAX_STACK_FRAMES 1024
+#define HS_MAX_PROBES 4096
+#define HS_MAX_COUNTERS 1024
+#define HS_MAX_BUILD_ID 64
+
+#define HS_FRAME_FLAG_FOOTER 1u
+
+enum hs_rec_type {
+	/* Core records: fixed layout, no length prefix; every v1 reader knows them. */
+	HS_REC_THREAD = 1,
+	HS_REC_ALLOC = 2,
+	HS_REC_ALLOC_SAMPLED = 3,
+	HS_REC_FREE = 4,
+	HS_REC_CORE_MAX = 15,
+	/* Extended records: varint length prefix; unknown ones are skipped. */
+	HS_REC_SESSION = 16,
+	HS_REC_PROCESS = 17,
+	HS_REC_EXIT = 18,
+	HS_REC_MAPPING = 19,
+	HS_REC_UNMAP = 20,
+	HS_REC_STACK = 21,
+	HS_REC_SNAPSHOT = 22,
+	HS_REC_RSS = 23,
+	HS_REC_COUNTERS = 24,
+	HS_REC_END = 25,
+	HS_REC_THREAD_NAME = 26,
+	HS_REC_FRAME_INDEX = 27,
+	HS_REC_EXT_MAX = 127,
+};
+
+enum hs_alloc_kind {
+	HS_KIND_MALLOC = 0,
+	HS_KIND_CALLOC,
+	HS_KIND_REALLOC,
+	HS_KIND_MEMALIGN, /* memalign, aligned_alloc, posix_memalign, valloc, pvalloc */
+	HS_KIND_NEW,
+	HS_KIND_NEW_ARRAY,
+	HS_KIND_RUST,
+	HS_KIND_CUSTOM,
+	HS_KIND__COUNT,
+};
+
+enum hs_stack_mode { HS_STACK_NONE = 0, HS_STACK_FP = 1, HS_STACK_DWARF = 2 };
+
+enum hs_process_origin { HS_PROC_ATTACHED = 0, HS_PROC_STARTED = 1, HS_PROC_FORKED = 2, HS_PROC_EXEC = 3 };
+
+enum hs_snapshot_origin {
+	HS_SNAP_SIGNAL = 0,
+	HS_SNAP_INTERVAL = 1,
+	HS_SNAP_EXIT = 2,
+	HS_SNAP_PEAK = 3,
+	HS_SNAP_END = 4,
+};
+
+/* Weights are unsigned 16.16 fixed point; an unsampled event weighs exactly 1. */
+#define HS_WEIGHT_ONE 65536u
+
+struct hs_bytes {
+	const uint8_t *p;
+	uint32_t len;
+};
+
+struct hs_probe {
+	const char *symbol;
+	const char *path;
+	uint64_t offset;
+	struct hs_bytes build_id;
+	uint32_t kind; /* enum hs_probe_kind of the recorder, informational */
+};
+
+struct hs_counter {
+	const char *name;
+	uint64_t value;
+};
+
+struct hs_frame_index_entry {
+	uint64_t offset;
+	uint64_t first_time;
+	uint64_t last_time;
+};
+
+/* One decoded record. Strings, byte strings and arrays point into reader- or
+ * caller-owned memory that stays valid until the next record is read. */
+struct hs_record {
+	uint32_t type;
+	uint64_t time; /* absolute, in session ticks */
+	uint32_t pid, tid;
+	union {
+		struct {
+			uint64_t ptr, size, stack_id;
+			uint64_t weight; /* 16.16 fixed point */
+			uint32_t kind;
+		} alloc;
+		struct {
+			uint64_t ptr;
+		} free;
+		struct {
+			const char *tool_version, *hostname, *kernel, *cmdline;
+			uint64_t tick_ns, monotonic_start_ns, realtime_start_ns;
+			uint64_t sample_rate, max_stack, flags;
+			uint32_t stack_mode;
+			uint32_t nr_probes;
+			const struct hs_probe *probes;
+		} session;
+		struct {
+			uint32_t ppid, origin;
+			const char *comm, *cmdline, *exe;
+			struct hs_bytes build_id;
+		} process;
+		struct {
+			int64_t status;
+		} exit;
+		struct {
+			uint64_t start, end, offset, inode;
+			const char *path;
+			struct hs_bytes build_id;
+		} mapping;
+		struct {
+			uint64_t start, end;
+		} unmap;
+		struct {
+			uint64_t id;
+			uint32_t nr;
+			const uint64_t *ips;
+		} stack;
+		struct {
+			const char *label;
+			uint32_t origin;
+			uint64_t live_bytes;
+		} snapshot;
+		struct {
+			uint64_t rss_bytes, vm_bytes;
+		} rss;
+		struct {
+			uint32_t nr;
+			const struct hs_counter *items;
+		} counters; /* HS_REC_COUNTERS and HS_REC_END */
+		struct {
+			const char *comm;
+		} thread_name;
+		struct {
+			uint32_t nr;
+			const struct hs_frame_index_entry *entries;
+		} frame_index;
+	};
+};
+
+/* ---- writer ---- */
+
+struct record_writer;
+
+struct record_writer_opts {
+	uint32_t frame_size; /* raw bytes per frame before it is compressed; 0 = 1 MiB */
+	int zstd_level;      /* 0 = 3 */
+};
+
+/* Creates PATH (truncating it) and writes the file header. */
+int record_writer__open(const char *path, const struct record_writer_opts *opts, struct record_writer **out);
+/* Appends one record to the current frame; the frame is compressed and written when full. */
+int record_writer__write(struct record_writer *w, const struct hs_record *rec);
+/* Compresses and writes the current frame now, so a crash loses nothing before this point. */
+int record_writer__flush(struct record_writer *w);
+/* Writes the last frame, the footer (frame index and snapshots) and the trailer. */
+int record_writer__close(struct record_writer *w);
+void record_writer__free(struct record_writer *w);
+uint64_t record_writer__bytes_written(const struct record_writer *w);
+uint64_t record_writer__raw_bytes(const struct record_writer *w);
+
+/* ---- reader ---- */
+
+struct record_reader;
+
+enum hs_read_status {
+	HS_READ_OK = 0,        /* still reading */
+	HS_READ_END = 1,       /* clean end: footer and trailer present */
+	HS_READ_TRUNCATED = 2, /* the file stops after its last complete frame */
+	HS_READ_CORRUPT = 3,   /* a frame or record failed validation */
+	HS_READ_IO = 4,
+};
+
+int record_reader__open(const char *path, struct record_reader **out, char *err, size_t errlen);
+/* Returns 1 with *rec filled, 0 at the end of the data (see __status), or a negative errno. */
+int record_reader__next(struct record_reader *r, struct hs_record *rec);
+enum hs_read_status record_reader__status(const struct record_reader *r);
+/* Human-readable reason for TRUNCATED/CORRUPT/IO, naming the file and offset. */
+const char *record_reader__error(const struct record_reader *r);
+uint64_t record_reader__offset(const struct record_reader *r); /* file offset of the current frame */
+uint64_t record_reader__file_size(const struct record_reader *r);
+uint64_t record_reader__frames(const struct record_reader *r);
+uint32_t record_reader__minor(const struct record_reader *r);
+uint64_t record_reader__skipped_records(const struct record_reader *r);
+/* Starts again from the first frame. */
+int record_reader__rewind(struct record_reader *r);
+/* Reads the footer through the trailer without moving the stream. Returns 1 and calls CB for
+ * each footer record, 0 when the file has no footer, negative on a damaged footer. */
+int record_reader__footer(struct record_reader *r, int (*cb)(const struct hs_record *rec, void *ctx), void *ctx);
+void record_reader__free(struct record_reader *r);
+
+const char *hs_kind_name(uint32_t kind);
+const char *hs_rec_type_name(uint32_t type);
+
+/* ---- encoding helpers (exposed for tests) ---- */
+size_t hs_put_uvarint(uint8_t *p, uint64_t v);
+/* Returns bytes consumed, or 0 when the varint is unterminated within LEN or longer than 10 bytes. */
+size_t hs_get_uvarint(const uint8_t *p, size_t len, uint64_t *v);
+static inline uint64_t hs_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static inline int64_t hs_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+
+#endif

@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: MIT
+/* Record-file format tests: round trip, truncation at every offset, corrupted bytes,
+ * a newer major version, and unknown record types. Built with ASan/UBSan. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "record.h"
+
+static int failures;
+#define CHECK(cond, ...)                                                                                     \
+	do {                                                                                                 \
+		if (!(cond)) {                                                                               \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                      \
+			fprintf(stderr, __VA_ARGS__);                                                        \
+			fputc('\n', stderr);                                                                 \
+			failures++;                                                                          \
+		}                                                                                            \
+	} while (0)
+
+static char dir[] = "/tmp/hsfmt.XXXXXX";
+
+static void path_of(char *buf, size_t n, const char *name)
+{
+	snprintf(buf, n, "%s/%s", dir, name);
+}
+
+#define NR_EVENTS 5000
+
+static const struct hs_probe probes[] = {
+	{.symbol = "malloc", .path = "/lib/libc.so.6", .offset = 0x98930,
+	 .build_id = {(const uint8_t *)"\x01\x02\x03\x04", 4}, .kind = 1},
+	{.symbol = "free", .path = "/lib/libc.so.6", .offset = 0x98ef9, .kind = 2},
+};
+static const uint64_t ips[] = {0x401000, 0x401234, 0x7f0000001000ull, 0x400100};
+static const struct hs_counter counters[] = {{"lost.ringbuf_full", 7}, {"allocs", 123456789}};
+
+/* Writes a file with every record type and NR_EVENTS alloc/free events. */
+static void write_sample(const char *path, uint32_t frame_size, uint64_t *nr_records)
+{
+	struct record_writer_opts o = {.frame_size = frame_size};
+	struct record_writer *w;
+	struct hs_record r;
+	uint64_t n = 0;
+	int err = record_writer__open(path, &o, &w);
+
+	CHECK(!err, "open writer: %s", strerror(-err));
+	if (err)
+		exit(1);
+#define W(...)                                                                                               \
+	do {                                                                                                 \
+		r = (struct hs_record){__VA_ARGS__};                                                         \
+		err = record_writer__write(w, &r);                                                           \
+		CHECK(!err, "write type %u: %s", r.type, strerror(-err));                                    \
+		n++;                                                                                         \
+	} while (0)
+	W(.type = HS_REC_SESSION, .session = {.tool_version = "0.1.0", .hostname = "host", .kernel = "6.18",
+					      .cmdline = "./prog a b", .tick_ns = 1000, .monotonic_start_ns = 5,
+					      .realtime_start_ns = 1700000000000000000ull, .sample_rate = 524288,
+					      .stack_mode = HS_STACK_FP, .max_stack = 127, .nr_probes = 2,
+					      .probes = probes});
+	W(.type = HS_REC_PROCESS, .time = 1, .pid = 42,
+	  .process = {.ppid = 1, .origin = HS_PROC_STARTED, .comm = "prog", .cmdline = "./prog a b",
+		      .exe = "/usr/bin/prog", .build_id = {(const uint8_t *)"\xaa\xbb", 2}});
+	W(.type = HS_REC_MAPPING, .time = 2, .pid = 42,
+	  .mapping = {.start = 0x400000, .end = 0x401000, .offset = 0x1000, .inode = 77, .path = "/usr/bin/prog"});
+	W(.type = HS_REC_THREAD_NAME, .pid = 42, .tid = 43, .thread_name = {.comm = "worker"});
+	W(.type = HS_REC_STACK, .stack = {.id = 1, .nr = 4, .ips = ips});
+	for (int i = 0; i < NR_EVENTS; i++) {
+		uint64_t t = 10 + (uint64_t)i * 3;
+
+		if (i % 3 == 2)
+			W(.type = HS_REC_FREE, .time = t, .pid = 42, .tid = 42 + i % 2,
+			  .free = {.ptr = 0x5000000ull + (uint64_t)(i - 1) * 32});
+		else if (i % 7 == 0)
+			W(.type = HS_REC_ALLOC_SAMPLED, .time = t, .pid = 42, .tid = 42 + i % 2,
+			  .alloc = {.ptr = 0x5000000ull + (uint64_t)i * 32, .size = (uint64_t)i, .stack_id = 1,
+				    .weight = 3 * HS_WEIGHT_ONE + 5, .kind = HS_KIND_CALLOC});
+		else
+			W(.type = HS_REC_ALLOC, .time = t, .pid = 42, .tid = 42 + i % 2,
+			  .alloc = {.ptr = 0x5000000ull + (uint64_t)i * 32, .size = (uint64_t)i, .stack_id = 1,
+				    .kind = HS_KIND_MALLOC});
+		if (i == NR_EVENTS / 2)
+			W(.type = HS_REC_SNAPSHOT, .time = t, .snapshot = {.label = "half", .origin = HS_SNAP_SIGNAL,
+									     .live_bytes = 99});
+	}
+	W(.type = HS_REC_RSS, .time = 20000, .pid = 42, .rss = {.rss_bytes = 1 << 20, .vm_bytes = 1 << 24});
+	W(.type = HS_REC_COUNTERS, .time = 20001, .counters = {.nr = 2, .items = counters});
+	W(.type = HS_REC_UNMAP, .time = 20002, .pid = 42, .unmap = {.start = 0x400000, .end = 0x401000});
+	W(.type = HS_REC_EXIT, .time = 20003, .pid = 42, .exit = {.status = -9});
+	W(.type = HS_REC_END, .time = 20004, .counters = {.nr = 2, .items = counters});
+#undef W
+	err = record_writer__close(w);
+	CHECK(!err, "close: %s", strerror(-err));
+	record_writer__free(w);
+	*nr_records = n;
+}
+
+/* Reads everything; returns the number of records and the final status. */
+static uint64_t read_all(const char *path, enum hs_read_status *st, uint64_t *events, int *open_err)
+{
+	struct record_reader *r;
+	struct hs_record rec;
+	char err[256];
+	uint64_t n = 0;
+	int ret;
+
+	*events = 0;
+	*open_err = record_reader__open(path, &r, err, sizeof(err));
+	if (*open_err)
+		return 0;
+	while ((ret = record_reader__next(r, &rec)) == 1) {
+		n++;
+		if (rec.type == HS_REC_ALLOC || rec.type == HS_REC_ALLOC_SAMPLED || rec.type == HS_REC_FREE)
+			(*events)++;
+	}
+	*st = record_reader__status(r);
+	if (*st != HS_READ_END)
+		CHECK(strstr(record_reader__error(r), path) && strstr(record_reader__error(r), "offset"),
+		      "error must name the file and offset: %s", record_reader__error(r));
+	record_reader__free(r);
+	return n;
+}
+
+static void test_varint(void)
+{
+	const uint64_t vals[] = {0, 1, 127, 128, 300, 1ull << 35, UINT64_MAX, UINT64_MAX - 1};
+	uint8_t buf[16];
+	uint64_t v;
+
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		size_t n = hs_put_uvarint(buf, vals[i]);
+
+		CHECK(hs_get_uvarint(buf, n, &v) == n && v == vals[i], "varint %" PRIu64, vals[i]);
+		CHECK(hs_get_uvarint(buf, n - 1, &v) == 0, "short varint %" PRIu64 " must fail", vals[i]);
+	}
+	memset(buf, 0xff, sizeof(buf));
+	CHECK(hs_get_uvarint(buf, sizeof(buf), &v) == 0, "11-byte varint must fail");
+	for (int64_t s = -3; s <= 3; s++)
+		CHECK(hs_unzigzag(hs_zigzag(s)) == s, "zigzag %" PRId64, s);
+	CHECK(hs_unzigzag(hs_zigzag(INT64_MIN)) == INT64_MIN, "zigzag min");
+}
+
+static uint64_t footer_frames;
+
+static int footer_cb(const struct hs_record *fr, void *ctx)
+{
+	if (fr->type == HS_REC_SNAPSHOT && !strcmp(fr->snapshot.label, "half"))
+		(*(int *)ctx)++;
+	if (fr->type == HS_REC_FRAME_INDEX)
+		CHECK(fr->frame_index.nr == footer_frames, "index covers every frame");
+	return 0;
+}
+
+static void test_roundtrip(void)
+{
+	char path[256];
+	struct record_reader *r;
+	struct hs_record rec;
+	uint64_t written, seen = 0, allocs = 0, frees = 0, sampled = 0, last_time = 0;
+	char err[256];
+	bool have[HS_REC_EXT_MAX + 1] = {0};
+	int snaps_in_footer = 0;
+
+	path_of(path, sizeof(path), "rt.hsnap");
+	write_sample(path, 4096, &written);
+	CHECK(!record_reader__open(path, &r, err, sizeof(err)), "open: %s", err);
+	while (record_reader__next(r, &rec) == 1) {
+		seen++;
+		have[rec.type] = true;
+		switch (rec.type) {
+		case HS_REC_SESSION:
+			CHECK(!strcmp(rec.session.cmdline, "./prog a b") && rec.session.tick_ns == 1000 &&
+				      rec.session.sample_rate == 524288 && rec.session.nr_probes == 2 &&
+				      !strcmp(rec.session.probes[1].symbol, "free") &&
+				      rec.session.probes[1].offset == 0x98ef9 && rec.session.probes[0].build_id.len == 4 &&
+				      rec.session.realtime_start_ns == 1700000000000000000ull,
+			      "session fields");
+			break;
+		case HS_REC_PROCESS:
+			CHECK(rec.pid == 42 && rec.process.ppid == 1 && !strcmp(rec.process.exe, "/usr/bin/prog") &&
+				      rec.process.build_id.len == 2 && rec.process.build_id.p[1] == 0xbb,
+			      "process fields");
+			break;
+		case HS_REC_MAPPING:
+			CHECK(rec.mapping.start == 0x400000 && rec.mapping.end == 0x401000 &&
+				      rec.mapping.offset == 0x1000 && rec.mapping.inode == 77,
+			      "mapping fields");
+			break;
+		case HS_REC_THREAD_NAME:
+			CHECK(rec.tid == 43 && !strcmp(rec.thread_name.comm, "worker"), "thread name");
+			break;
+		case HS_REC_STACK:
+			CHECK(rec.stack.nr == 4 && !memcmp(rec.stack.ips, ips, sizeof(ips)), "stack frames");
+			break;
+		case HS_REC_ALLOC:
+		case HS_REC_ALLOC_SAMPLED: {
+			uint64_t i = rec.alloc.size;
+
+			CHECK(rec.alloc.ptr == 0x5000000ull + i * 32 && rec.time == 10 + i * 3 && rec.pid == 42 &&
+				      rec.tid == 42 + i % 2 && rec.alloc.stack_id == 1,
+			      "alloc %" PRIu64, i);
+			if (rec.type == HS_REC_ALLOC_SAMPLED) {
+				sampled++;
+				CHECK(rec.alloc.weight == 3 * HS_WEIGHT_ONE + 5 && rec.alloc.kind == HS_KIND_CALLOC,
+				      "sampled weight");
+			} else {
+				CHECK(rec.alloc.weight == HS_WEIGHT_ONE, "unsampled weight is one");
+			}
+			allocs++;
+			break;
+		}
+		case HS_REC_FREE:
+			frees++;
+			break;
+		case HS_REC_EXIT:
+			CHECK(rec.exit.status == -9, "exit status");
+			break;
+		case HS_REC_COUNTERS:
+		case HS_REC_END:
+			CHECK(rec.counters.nr == 2 && rec.counters.items[1].value == 123456789 &&
+				      !strcmp(rec.counters.items[0].name, "lost.ringbuf_full"),
+			      "counters");
+			break;
+		}
+		if (rec.time > last_time)
+			last_time = rec.time;
+	}
+	CHECK(record_reader__status(r) == HS_READ_END, "clean end, got %d: %s", record_reader__status(r),
+	      record_reader__error(r));
+	CHECK(seen == written, "records: wrote %" PRIu64 ", read %" PRIu64, written, seen);
+	CHECK(frees == NR_EVENTS / 3 && allocs == NR_EVENTS - NR_EVENTS / 3, "event counts");
+	CHECK(sampled > 0, "sampled allocs present");
+	CHECK(record_reader__frames(r) > 10, "small frames: %" PRIu64, record_reader__frames(r));
+	for (uint32_t t = HS_REC_ALLOC; t <= HS_REC_THREAD_NAME; t++)
+		if (t <= HS_REC_FREE || t >= HS_REC_SESSION)
+			CHECK(have[t], "type %s round-tripped", hs_rec_type_name(t));
+
+	footer_frames = record_reader__frames(r);
+	CHECK(record_reader__footer(r, footer_cb, &snaps_in_footer) == 1, "footer present");
+	CHECK(snaps_in_footer == 1, "snapshot in footer");
+	record_reader__free(r);
+}
+
+static int write_prefix(const char *src, const char *dst, size_t len, const uint8_t *data)
+{
+	int fd = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	(void)src;
+	if (fd < 0 || write(fd, data, len) != (ssize_t)len)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf;
+	long n;
+
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = malloc((size_t)n);
+	*len = fread(buf, 1, (size_t)n, f);
+	fclose(f);
+	return buf;
+}
+
+static void test_truncation(void)
+{
+	char path[256], cut[256];
+	uint64_t written, full_events, events, prev_events = 0;
+	enum hs_read_status st;
+	uint8_t *data;
+	size_t len;
+	int open_err, truncated = 0;
+
+	path_of(path, sizeof(path), "trunc.hsnap");
+	path_of(cut, sizeof(cut), "cut.hsnap");
+	write_sample(path, 2048, &written);
+	read_all(path, &st, &full_events, &open_err);
+	data = slurp(path, &len);
+	for (size_t n = 0; n < len; n++) {
+		write_prefix(path, cut, n, data);
+		st = HS_READ_OK;
+		read_all(cut, &st, &events, &open_err);
+		if (n < 16) {
+			CHECK(open_err, "a %zu-byte file has no header", n);
+			continue;
+		}
+		CHECK(!open_err, "prefix %zu opens", n);
+		CHECK(st == HS_READ_TRUNCATED || st == HS_READ_END, "prefix %zu: status %d", n, st);
+		CHECK(events >= prev_events && events <= full_events, "prefix %zu: events must grow with length", n);
+		prev_events = events;
+		truncated += st == HS_READ_TRUNCATED;
+	}
+	CHECK(prev_events == full_events, "the longest prefix keeps every event");
+	CHECK(truncated > 0, "truncations detected");
+	free(data);
+}
+
+static void test_corruption(void)
+{
+	char path[256], bad[256];
+	uint64_t written, full_events, events;
+	enum hs_read_status st;
+	uint8_t *data;
+	size_t len;
+	int open_err, corrupt = 0;
+
+	path_of(path, sizeof(path), "corrupt.hsnap");
+	path_of(bad, sizeof(bad), "bad.hsnap");
+	write_sample(path, 8192, &written);
+	read_all(path, &st, &full_events, &open_err);
+	data = slurp(path, &len);
+	/* Every byte of the file, flipped one at a time: never a crash, and a damaged frame
+	 * payload must be reported as corrupt, never decoded into wrong events. */
+	for (size_t i = 16; i < len; i++) {
+		data[i] ^= 0x5a;
+		write_prefix(path, bad, len, data);
+		st = HS_READ_OK;
+		read_all(bad, &st, &events, &open_err);
+		data[i] ^= 0x5a;
+		CHECK(!open_err, "byte %zu", i);
+		if (st == HS_READ_END)
+			CHECK(events <= full_events, "byte %zu", i);
+		corrupt += st == HS_READ_CORRUPT;
+	}
+	CHECK(corrupt > (int)(len / 2), "most flipped bytes are detected as corrupt (%d of %zu)", corrupt, len);
+	free(data);
+}
+
+static void test_versions(void)
+{
+	char path[256], err[512];
+	struct record_reader *r;
+	uint8_t *data;
+	size_t len;
+	uint64_t written;
+	int ret;
+
+	path_of(path, sizeof(path), "ver.hsnap");
+	write_sample(path, 0, &written);
+	data = slurp(path, &len);
+	data[8] = 2; /* major 2 */
+	write_prefix(path, path, len, data);
+	ret = record_reader__open(path, &r, err, sizeof(err));
+	CHECK(ret == -EPROTONOSUPPORT && strstr(err, "2.0") && strstr(err, path), "newer major refused: %s", err);
+	data[8] = 1;
+	data[10] = 7; /* minor 7: still readable */
+	write_prefix(path, path, len, data);
+	ret = record_reader__open(path, &r, err, sizeof(err));
+	CHECK(!ret && record_reader__minor(r) == 7, "newer minor accepted: %s", err);
+	if (!ret)
+		record_reader__free(r);
+	memcpy(data, "GARBAGE!", 8);
+	write_prefix(path, path, len, data);
+	ret = record_reader__open(path, &r, err, sizeof(err));
+	CHECK(ret && strstr(err, "not a heapsnap record file"), "foreign file refused: %s", err);
+	free(data);
+}
+
+/* A frame written by hand with an extended record type from a future minor version,
+ * and a known record with extra trailing fields. */
+static void test_unknown_types(void)
+{
+	char path[256], err[256];
+	uint8_t raw[64], *p = raw, hdr[16] = {0}, fh[16];
+	uint8_t comp[256];
+	struct record_reader *r;
+	struct hs_record rec;
+	size_t clen;
+	int n = 0, snaps = 0, fd;
+
+	extern size_t ZSTD_compress(void *, size_t, const void *, size_t, int);
+	*p++ = 99; /* unknown extended type */
+	*p++ = 3;
+	*p++ = 1; *p++ = 2; *p++ = 3;
+	*p++ = HS_REC_SNAPSHOT; /* time=5, label "x", origin 0, live 0, then a future field */
+	*p++ = 6;
+	*p++ = 5; *p++ = 1; *p++ = 'x'; *p++ = 0; *p++ = 0; *p++ = 42;
+	*p++ = HS_REC_THREAD; *p++ = 7; *p++ = 8;
+	*p++ = HS_REC_FREE; *p++ = 20; *p++ = 64; /* time 10, ptr 32 */
+	clen = ZSTD_compress(comp, sizeof(comp), raw, (size_t)(p - raw), 3);
+	memcpy(hdr, HS_FILE_MAGIC, 8);
+	hdr[8] = 1;
+	hdr[10] = 3;
+	fh[0] = 'H'; fh[1] = 'S'; fh[2] = 'F'; fh[3] = 'B';
+	for (int i = 0; i < 4; i++) {
+		fh[4 + i] = (uint8_t)(clen >> (8 * i));
+		fh[8 + i] = (uint8_t)((size_t)(p - raw) >> (8 * i));
+		fh[12 + i] = 0;
+	}
+	path_of(path, sizeof(path), "unknown.hsnap");
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(write(fd, hdr, 16) == 16 && write(fd, fh, 16) == 16 && write(fd, comp, clen) == (ssize_t)clen,
+	      "write");
+	close(fd);
+	CHECK(!record_reader__open(path, &r, err, sizeof(err)), "open: %s", err);
+	while (record_reader__next(r, &rec) == 1) {
+		n++;
+		if (rec.type == HS_REC_SNAPSHOT)
+			snaps += rec.time == 5 && !strcmp(rec.snapshot.label, "x");
+		if (rec.type == HS_REC_FREE)
+			CHECK(rec.pid == 7 && rec.tid == 8 && rec.time == 10 && rec.free.ptr == 32, "free after skip");
+	}
+	CHECK(n == 2 && snaps == 1, "unknown type skipped, known records kept (n=%d)", n);
+	CHECK(record_reader__skipped_records(r) == 1, "one record skipped");
+	CHECK(record_reader__status(r) == HS_READ_TRUNCATED, "no footer is reported");
+	record_reader__free(r);
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	test_varint();
+	test_roundtrip();
+	test_truncation();
+	test_corruption();
+	test_versions();
+	test_unknown_types();
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "warning: could not remove %s\n", dir);
+	printf("test_format: %d failures\n", failures);
+	return failures ? 1 : 0;
+}

@@ -17,6 +17,7 @@ const volatile __u64 sample_rate = 0; /* 0: every allocation */
 const volatile __u32 stack_depth = 64;
 const volatile __u32 stack_mode = 1; /* 0 none (callsite only), 1 fp */
 const volatile __u64 wakeup_bytes = 1 << 20;
+const volatile __u32 self_tgid = 0; /* -a: never record the recorder itself */
 
 struct thread_state {
 	__u64 outer_sp; /* sp at the outermost allocator entry */
@@ -108,7 +109,9 @@ static __always_inline void count(__u32 which)
 
 static __always_inline bool is_tracked(__u32 tgid)
 {
-	return !filter_pids || bpf_map_lookup_elem(&tracked, &tgid);
+	if (!filter_pids)
+		return tgid != self_tgid;
+	return bpf_map_lookup_elem(&tracked, &tgid);
 }
 
 /* Wake the consumer only when a good share of the buffer waits; it also drains on a timer. */

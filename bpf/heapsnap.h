@@ -19,7 +19,7 @@ enum hs_ev_type {
 #define HS_COOKIE_KIND_MASK 0xffu  /* enum hs_alloc_kind of format/record.h */
 #define HS_COOKIE_WRAPPER 0x100u   /* a free that calls another probed free (delete, __rust_dealloc) */
 
-enum hs_counter {
+enum hs_counter_id {
 	HS_CNT_RINGBUF_FULL,     /* events dropped: ring buffer full */
 	HS_CNT_LIVE_FULL,        /* allocations dropped: live map full */
 	HS_CNT_STACK_TRUNCATED,  /* stacks cut at --max-stack */

@@ -452,6 +452,15 @@ static int decode_extended(struct record_reader *r, struct hs_record *rec, const
 		rec->tid = cu32(&c);
 		rec->thread_name.comm = cstr(&c);
 		break;
+	case HS_REC_PROBE:
+		rec->time = cu(&c);
+		rec->pid = cu32(&c);
+		rec->probe.symbol = cstr(&c);
+		rec->probe.path = cstr(&c);
+		rec->probe.offset = cu(&c);
+		rec->probe.build_id = cbytes(&c, HS_MAX_BUILD_ID);
+		rec->probe.kind = cu32(&c);
+		break;
 	case HS_REC_FRAME_INDEX: {
 		struct hs_frame_index_entry *e;
 

@@ -47,6 +47,7 @@ enum hs_rec_type {
 	HS_REC_END = 25,
 	HS_REC_THREAD_NAME = 26,
 	HS_REC_FRAME_INDEX = 27,
+	HS_REC_PROBE = 28,
 	HS_REC_EXT_MAX = 127,
 };
 
@@ -164,6 +165,7 @@ struct hs_record {
 			uint32_t nr;
 			const struct hs_frame_index_entry *entries;
 		} frame_index;
+		struct hs_probe probe; /* HS_REC_PROBE: a probe attached after the session header */
 	};
 };
 

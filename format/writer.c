@@ -334,6 +334,15 @@ static int encode_extended(struct record_writer *w, const struct hs_record *r)
 		tu(w, r->tid);
 		tstr(w, r->thread_name.comm);
 		break;
+	case HS_REC_PROBE:
+		tu(w, r->time);
+		tu(w, r->pid);
+		tstr(w, r->probe.symbol);
+		tstr(w, r->probe.path);
+		tu(w, r->probe.offset);
+		tbuildid(w, r->probe.build_id);
+		tu(w, r->probe.kind);
+		break;
 	case HS_REC_FRAME_INDEX: {
 		uint64_t prev = 0;
 

@@ -70,6 +70,8 @@ static void write_sample(const char *path, uint32_t frame_size, uint64_t *nr_rec
 	  .mapping = {.start = 0x400000, .end = 0x401000, .offset = 0x1000, .inode = 77, .path = "/usr/bin/prog"});
 	W(.type = HS_REC_THREAD_NAME, .pid = 42, .tid = 43, .thread_name = {.comm = "worker"});
 	W(.type = HS_REC_STACK, .stack = {.id = 1, .nr = 4, .ips = ips});
+	W(.type = HS_REC_PROBE, .time = 3, .pid = 42,
+	  .probe = {.symbol = "_Znwm", .path = "/lib/libstdc++.so.6", .offset = 0xabc, .kind = 4});
 	for (int i = 0; i < NR_EVENTS; i++) {
 		uint64_t t = 10 + (uint64_t)i * 3;
 
@@ -217,6 +219,10 @@ static void test_roundtrip(void)
 		case HS_REC_FREE:
 			frees++;
 			break;
+		case HS_REC_PROBE:
+			CHECK(rec.pid == 42 && !strcmp(rec.probe.symbol, "_Znwm") && rec.probe.offset == 0xabc &&
+				      rec.probe.kind == 4, "probe fields");
+			break;
 		case HS_REC_EXIT:
 			CHECK(rec.exit.status == -9, "exit status");
 			break;
@@ -236,8 +242,8 @@ static void test_roundtrip(void)
 	CHECK(frees == NR_EVENTS / 3 && allocs == NR_EVENTS - NR_EVENTS / 3, "event counts");
 	CHECK(sampled > 0, "sampled allocs present");
 	CHECK(record_reader__frames(r) > 10, "small frames: %" PRIu64, record_reader__frames(r));
-	for (uint32_t t = HS_REC_ALLOC; t <= HS_REC_THREAD_NAME; t++)
-		if (t <= HS_REC_FREE || t >= HS_REC_SESSION)
+	for (uint32_t t = HS_REC_ALLOC; t <= HS_REC_PROBE; t++)
+		if (t <= HS_REC_FREE || (t >= HS_REC_SESSION && t != HS_REC_FRAME_INDEX))
 			CHECK(have[t], "type %s round-tripped", hs_rec_type_name(t));
 
 	footer_frames = record_reader__frames(r);

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPSNAP_ELFSYMS_H
+#define HEAPSNAP_ELFSYMS_H
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Which BPF entry program handles a function, by where its arguments are. */
+enum hs_prog {
+	PROG_SIZE1,        /* malloc(size), operator new(size, ...), __rust_alloc(size, align) */
+	PROG_SIZE2,        /* memalign(align, size), aligned_alloc(align, size) */
+	PROG_CALLOC,       /* calloc(n, size) */
+	PROG_REALLOC,      /* realloc(ptr, size) */
+	PROG_REALLOCARRAY, /* reallocarray(ptr, n, size) */
+	PROG_RUST_REALLOC, /* __rust_realloc(ptr, old_size, align, size) */
+	PROG_POSIX_MEMALIGN,
+	PROG_FREE,
+	PROG__COUNT,
+};
+
+struct alloc_func {
+	char *name;
+	uint64_t offset;       /* file offset of the function */
+	uint64_t probe_offset; /* where the entry probe goes (after a skippable NULL check for free) */
+	enum hs_prog prog;
+	uint32_t kind;         /* enum hs_alloc_kind */
+	bool wrapper;          /* a free that calls another probed free: needs a return probe */
+};
+
+struct alloc_func_list {
+	struct alloc_func *v;
+	int nr;
+};
+
+/* Classifies a symbol name. Returns false when it is not an allocator entry point. */
+bool alloc_func__classify(const char *name, bool in_libc, enum hs_prog *prog, uint32_t *kind, bool *wrapper);
+bool alloc_func__parse_kind(const char *s, enum hs_prog *prog, uint32_t *kind);
+/* Finds the allocator functions PATH defines. IN_LIBC marks glibc, whose free is a primary. */
+int alloc_funcs__scan(const char *path, bool in_libc, bool place_probes, struct alloc_func_list *out);
+/* Finds SYMBOL in PATH; returns its file offset in *off. */
+int elf_find_symbol(const char *path, const char *symbol, uint64_t *off);
+void alloc_funcs__free(struct alloc_func_list *l);
+/* Decodes the first bytes of a free-like function and returns the offset past a leading
+ * `test %rdi,%rdi; je` when the next instruction is one the kernel can emulate. */
+uint64_t probe_placement(const uint8_t *code, size_t len);
+extern int hs_verbose;
+#endif

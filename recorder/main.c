@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: MIT
+/* heapsnap-record: command line. Options, defaults and examples live here, in one place. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "record.h"
+#include "recorder.h"
+
+int hs_verbose;
+
+#define DEFAULT_RATE_PID (512 * 1024)
+
+static const char usage[] =
+	"Usage: heapsnap-record [OPTIONS] -p PID\n"
+	"       heapsnap-record [OPTIONS] -- COMMAND [ARGS...]\n"
+	"       heapsnap-record [OPTIONS] -a\n"
+	"\n"
+	"Records heap allocations and frees of a process with eBPF uprobes, for heapsnap-analyze.\n"
+	"\n"
+	"Target:\n"
+	"  -p, --pid PID            attach to a running process and all its threads\n"
+	"  -a, --all                record every process on the host\n"
+	"  -- COMMAND ARGS          start COMMAND held, attach, then let it run; its exit status is ours\n"
+	"      --no-follow-forks    do not follow fork children (default: follow)\n"
+	"\n"
+	"Output:\n"
+	"  -o, --output FILE        record file (default: heapsnap.<pid>.hsnap)\n"
+	"  -d, --duration SECONDS   stop after this long (default: until the target exits or Ctrl-C)\n"
+	"\n"
+	"Sampling and stacks:\n"
+	"  -s, --sample-rate BYTES  Poisson byte sampling, mean bytes between samples; 0 records every\n"
+	"                           allocation. Suffixes k, m. Default: 0 with -- COMMAND, 512k with -p/-a\n"
+	"      --stack MODE         fp (default): frame-pointer walk plus the return address at [sp];\n"
+	"                           none: the call site only\n"
+	"      --max-stack N        deepest stack recorded, 1..127 (default 64)\n"
+	"\n"
+	"Snapshots:\n"
+	"      --interval SECONDS   mark a snapshot every SECONDS (SIGUSR1 marks one at any time)\n"
+	"      --snapshot-at-peak   mark the moment of the highest live total\n"
+	"      --rss-interval SECS  sample the targets' RSS (default 1)\n"
+	"\n"
+	"Probes:\n"
+	"      --libc PATH          the C library to probe (default: found in the target's maps)\n"
+	"      --probe LIB:SYM:KIND a custom allocator function; KIND is malloc, calloc, realloc, free,\n"
+	"                           memalign, posix_memalign or new (repeatable)\n"
+	"      --probe-at-entry     put every probe at function entry (no probe placement)\n"
+	"\n"
+	"Limits:\n"
+	"      --max-live N         live allocations tracked in the kernel (default 1048576)\n"
+	"      --stack-cache N      stacks remembered in the kernel (default 65536)\n"
+	"      --ringbuf-size MB    ring buffer size, a power of two (default 16)\n"
+	"\n"
+	"  -v, --verbose            libbpf debug output and probe choices\n"
+	"      --stats              print the event and loss counters at the end\n"
+	"  -h, --help               this help\n"
+	"\n"
+	"Needs root, or CAP_BPF with CAP_PERFMON, and a kernel with BTF.\n"
+	"\n"
+	"Examples:\n"
+	"  sudo heapsnap-record -o app.hsnap -- ./app --serve\n"
+	"  sudo heapsnap-record -p 1234 --duration 60 --interval 10\n"
+	"  sudo heapsnap-record -p 1234 -s 0 --stack none      # every event, call sites only\n"
+	"  heapsnap-analyze pprof -o app.pb.gz app.hsnap && go tool pprof -http=:8080 app.pb.gz\n";
+
+enum {
+	OPT_STACK = 256,
+	OPT_MAX_STACK,
+	OPT_INTERVAL,
+	OPT_PEAK,
+	OPT_RSS,
+	OPT_LIBC,
+	OPT_PROBE,
+	OPT_PROBE_ENTRY,
+	OPT_MAX_LIVE,
+	OPT_STACK_CACHE,
+	OPT_RINGBUF,
+	OPT_STATS,
+	OPT_NO_FOLLOW,
+};
+
+static const struct option longopts[] = {
+	{"pid", required_argument, NULL, 'p'},
+	{"all", no_argument, NULL, 'a'},
+	{"output", required_argument, NULL, 'o'},
+	{"duration", required_argument, NULL, 'd'},
+	{"sample-rate", required_argument, NULL, 's'},
+	{"stack", required_argument, NULL, OPT_STACK},
+	{"max-stack", required_argument, NULL, OPT_MAX_STACK},
+	{"interval", required_argument, NULL, OPT_INTERVAL},
+	{"snapshot-at-peak", no_argument, NULL, OPT_PEAK},
+	{"rss-interval", required_argument, NULL, OPT_RSS},
+	{"libc", required_argument, NULL, OPT_LIBC},
+	{"probe", required_argument, NULL, OPT_PROBE},
+	{"probe-at-entry", no_argument, NULL, OPT_PROBE_ENTRY},
+	{"max-live", required_argument, NULL, OPT_MAX_LIVE},
+	{"stack-cache", required_argument, NULL, OPT_STACK_CACHE},
+	{"ringbuf-size", required_argument, NULL, OPT_RINGBUF},
+	{"no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW},
+	{"stats", no_argument, NULL, OPT_STATS},
+	{"verbose", no_argument, NULL, 'v'},
+	{"help", no_argument, NULL, 'h'},
+	{0},
+};
+
+static int bad_option(const char *opt, const char *arg, const char *why)
+{
+	fprintf(stderr, "heapsnap-record: invalid value '%s' for %s: %s\n", arg, opt, why);
+	return 2;
+}
+
+static int parse_u64(const char *s, uint64_t *out, bool suffixes)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -1;
+	if (suffixes && (*end == 'k' || *end == 'K'))
+		v <<= 10, end++;
+	else if (suffixes && (*end == 'm' || *end == 'M'))
+		v <<= 20, end++;
+	if (*end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_secs(const char *s, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	return errno || end == s || *end || *out < 0 ? -1 : 0;
+}
+
+static int parse_probe(const char *arg, struct custom_probe *p)
+{
+	char *copy = strdup(arg), *c1, *c2;
+
+	c2 = copy ? strrchr(copy, ':') : NULL;
+	if (!c2)
+		goto bad;
+	*c2 = 0;
+	c1 = strrchr(copy, ':');
+	if (!c1 || c1 == copy || c1[1] == 0)
+		goto bad;
+	*c1 = 0;
+	if (!alloc_func__parse_kind(c2 + 1, &p->prog, &p->kind))
+		goto bad;
+	p->lib = strdup(copy);
+	p->symbol = strdup(c1 + 1);
+	free(copy);
+	return 0;
+bad:
+	free(copy);
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct rec_opts o = {
+		.max_stack = 64,
+		.stack_mode = HS_STACK_FP,
+		.follow_forks = true,
+		.rss_interval = 1,
+		.max_live = 1u << 20,
+		.stack_cache = 1u << 16,
+		.ringbuf_mb = 16,
+	};
+	bool rate_set = false;
+	char default_out[64];
+	uint64_t v;
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "+p:ao:d:s:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_u64(optarg, &v, false) || !v || v > 0x3fffffff)
+				return bad_option("--pid", optarg, "expected a process id");
+			o.pid = (pid_t)v;
+			break;
+		case 'a':
+			o.all = true;
+			break;
+		case 'o':
+			o.output = optarg;
+			break;
+		case 'd':
+			if (parse_secs(optarg, &o.duration) || o.duration == 0)
+				return bad_option("--duration", optarg, "expected a positive number of seconds");
+			break;
+		case 's':
+			if (parse_u64(optarg, &o.sample_rate, true))
+				return bad_option("--sample-rate", optarg, "expected bytes, e.g. 0, 4096, 512k, 1m");
+			rate_set = true;
+			break;
+		case OPT_STACK:
+			if (!strcmp(optarg, "fp"))
+				o.stack_mode = HS_STACK_FP;
+			else if (!strcmp(optarg, "none"))
+				o.stack_mode = HS_STACK_NONE;
+			else
+				return bad_option("--stack", optarg, "expected fp or none");
+			break;
+		case OPT_MAX_STACK:
+			if (parse_u64(optarg, &v, false) || v < 1 || v > 127)
+				return bad_option("--max-stack", optarg, "expected 1..127");
+			o.max_stack = (uint32_t)v;
+			break;
+		case OPT_INTERVAL:
+			if (parse_secs(optarg, &o.interval) || o.interval < 0.1)
+				return bad_option("--interval", optarg, "expected seconds, at least 0.1");
+			break;
+		case OPT_PEAK:
+			o.snapshot_at_peak = true;
+			break;
+		case OPT_RSS:
+			if (parse_secs(optarg, &o.rss_interval) || o.rss_interval < 0.1)
+				return bad_option("--rss-interval", optarg, "expected seconds, at least 0.1");
+			break;
+		case OPT_LIBC:
+			if (access(optarg, R_OK))
+				return bad_option("--libc", optarg, strerror(errno));
+			o.libc = optarg;
+			break;
+		case OPT_PROBE: {
+			struct custom_probe *np = realloc(o.probes, sizeof(*np) * (size_t)(o.nr_probes + 1));
+
+			if (!np)
+				return 1;
+			o.probes = np;
+			if (parse_probe(optarg, &np[o.nr_probes]))
+				return bad_option("--probe", optarg,
+						  "expected LIB:SYMBOL:KIND with KIND one of malloc, calloc, realloc, "
+						  "free, memalign, posix_memalign, new");
+			o.nr_probes++;
+			break;
+		}
+		case OPT_PROBE_ENTRY:
+			o.probe_entry = true;
+			break;
+		case OPT_MAX_LIVE:
+			if (parse_u64(optarg, &v, true) || v < 1024 || v > (1u << 28))
+				return bad_option("--max-live", optarg, "expected 1024..268435456");
+			o.max_live = (uint32_t)v;
+			break;
+		case OPT_STACK_CACHE:
+			if (parse_u64(optarg, &v, true) || v < 1024 || v > (1u << 24))
+				return bad_option("--stack-cache", optarg, "expected 1024..16777216");
+			o.stack_cache = (uint32_t)v;
+			break;
+		case OPT_RINGBUF:
+			if (parse_u64(optarg, &v, false) || v < 1 || v > 1024 || (v & (v - 1)))
+				return bad_option("--ringbuf-size", optarg, "expected a power of two from 1 to 1024 (MiB)");
+			o.ringbuf_mb = (uint32_t)v;
+			break;
+		case OPT_NO_FOLLOW:
+			o.follow_forks = false;
+			break;
+		case OPT_STATS:
+			o.stats = true;
+			break;
+		case 'v':
+			o.verbose++;
+			hs_verbose = 1;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fprintf(stderr, "Try 'heapsnap-record --help'.\n");
+			return 2;
+		}
+	}
+	if (optind < argc)
+		o.argv = argv + optind;
+
+	/* Options checked against each other, once. */
+	if (!!o.pid + !!o.argv + o.all != 1) {
+		fprintf(stderr, "heapsnap-record: give exactly one target: -p PID, -a, or -- COMMAND\n"
+				"Try 'heapsnap-record --help'.\n");
+		return 2;
+	}
+	if (!rate_set)
+		o.sample_rate = o.argv ? 0 : DEFAULT_RATE_PID;
+	if (!o.output) {
+		snprintf(default_out, sizeof(default_out), "heapsnap.%d.hsnap", o.pid ? o.pid : getpid());
+		o.output = default_out;
+	}
+	ret = recorder_run(&o);
+	for (int i = 0; i < o.nr_probes; i++) {
+		free(o.probes[i].lib);
+		free(o.probes[i].symbol);
+	}
+	free(o.probes);
+	return ret;
+}

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: MIT
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "procfs.h"
+
+int proc_read_maps(pid_t pid, struct proc_map **out, int *nr)
+{
+	char path[64], *line = NULL;
+	struct proc_map *v = NULL;
+	size_t cap = 0;
+	int n = 0, err = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		uint64_t start, end, off, inode;
+		unsigned int maj, min;
+		char perms[8];
+		int pos = 0;
+		char *p;
+
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &start, &end, perms,
+			   &off, &maj, &min, &inode, &pos) < 7)
+			continue;
+		if (perms[2] != 'x' || !pos || line[pos] != '/')
+			continue;
+		p = line + pos;
+		p[strcspn(p, "\n")] = 0;
+		struct proc_map *nv = realloc(v, sizeof(*v) * (size_t)(n + 1));
+
+		if (!nv) {
+			err = -ENOMEM;
+			break;
+		}
+		v = nv;
+		v[n] = (struct proc_map){.start = start, .end = end, .offset = off, .inode = inode, .dev_major = maj,
+					 .dev_minor = min, .path = strdup(p)};
+		n++;
+	}
+	free(line);
+	fclose(f);
+	if (err) {
+		proc_maps_free(v, n);
+		return err;
+	}
+	*out = v;
+	*nr = n;
+	return 0;
+}
+
+void proc_maps_free(struct proc_map *m, int nr)
+{
+	for (int i = 0; i < nr; i++)
+		free(m[i].path);
+	free(m);
+}
+
+static char *read_small(const char *path, size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap + 1);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || !buf) {
+		if (fd >= 0)
+			close(fd);
+		free(buf);
+		return NULL;
+	}
+	for (;;) {
+		ssize_t r = read(fd, buf + n, cap - n);
+
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		if (n == cap) {
+			char *nb = realloc(buf, cap * 2 + 1);
+
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	buf[n] = 0;
+	*len = n;
+	return buf;
+}
+
+char *proc_read_string(pid_t pid, const char *file)
+{
+	char path[96];
+	size_t len;
+	char *s;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, file);
+	s = read_small(path, &len);
+	if (!s)
+		return NULL;
+	while (len && (s[len - 1] == '\n' || s[len - 1] == 0))
+		s[--len] = 0;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] == 0)
+			s[i] = ' ';
+	return s;
+}
+
+char *proc_exe(pid_t pid)
+{
+	char path[64], buf[4096];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = readlink(path, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return NULL;
+	buf[n] = 0;
+	return strdup(buf);
+}
+
+pid_t proc_ppid(pid_t pid)
+{
+	char *s = proc_read_string(pid, "stat"), *p;
+	int ppid = 0;
+
+	if (!s)
+		return 0;
+	/* comm may hold spaces and parentheses: parse after the last ')'. */
+	p = strrchr(s, ')');
+	if (p)
+		sscanf(p + 1, " %*c %d", &ppid);
+	free(s);
+	return ppid;
+}
+
+int proc_rss(pid_t pid, uint64_t *rss, uint64_t *vm)
+{
+	char path[64];
+	unsigned long long size, res;
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "/proc/%d/statm", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	ok = fscanf(f, "%llu %llu", &size, &res) == 2;
+	fclose(f);
+	if (!ok)
+		return -EINVAL;
+	*vm = size * (uint64_t)sysconf(_SC_PAGESIZE);
+	*rss = res * (uint64_t)sysconf(_SC_PAGESIZE);
+	return 0;
+}
+
+char *proc_thread_comm(pid_t pid, pid_t tid)
+{
+	char file[64];
+
+	snprintf(file, sizeof(file), "task/%d/comm", tid);
+	return proc_read_string(pid, file);
+}
+
+int proc_for_each_thread(pid_t pid, void (*cb)(pid_t tid, void *ctx), void *ctx)
+{
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dir = opendir(path);
+	if (!dir)
+		return -errno;
+	while ((d = readdir(dir)))
+		if (d->d_name[0] >= '0' && d->d_name[0] <= '9')
+			cb(atoi(d->d_name), ctx);
+	closedir(dir);
+	return 0;
+}

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPSNAP_PROCFS_H
+#define HEAPSNAP_PROCFS_H
+#include <stdint.h>
+#include <sys/types.h>
+
+struct proc_map {
+	uint64_t start, end, offset, inode;
+	uint32_t dev_major, dev_minor;
+	char *path;
+};
+
+/* The executable, file-backed mappings of PID. */
+int proc_read_maps(pid_t pid, struct proc_map **out, int *nr);
+void proc_maps_free(struct proc_map *m, int nr);
+/* A /proc/PID file as a NUL-terminated string (cmdline's NULs become spaces). */
+char *proc_read_string(pid_t pid, const char *file);
+char *proc_exe(pid_t pid);
+pid_t proc_ppid(pid_t pid);
+int proc_rss(pid_t pid, uint64_t *rss, uint64_t *vm);
+char *proc_thread_comm(pid_t pid, pid_t tid);
+/* Calls CB for each thread id of PID. */
+int proc_for_each_thread(pid_t pid, void (*cb)(pid_t tid, void *ctx), void *ctx);
+#endif

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPSNAP_RECORDER_H
+#define HEAPSNAP_RECORDER_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "elfsyms.h"
+
+struct custom_probe {
+	char *lib, *symbol;
+	enum hs_prog prog;
+	uint32_t kind;
+};
+
+struct rec_opts {
+	pid_t pid;          /* -p */
+	char **argv;        /* -- CMD ARGS */
+	bool all;           /* -a */
+	const char *output; /* -o */
+	double duration;    /* --duration, 0 = until the target exits or a signal */
+	uint64_t sample_rate;
+	int stack_mode;     /* enum hs_stack_mode */
+	uint32_t max_stack;
+	bool follow_forks;
+	double interval, rss_interval;
+	bool snapshot_at_peak, stats;
+	int verbose;
+	const char *libc;
+	struct custom_probe *probes;
+	int nr_probes;
+	uint32_t max_live, stack_cache, ringbuf_mb;
+	bool probe_entry; /* --probe-at-entry: disable probe placement */
+};
+
+/* Records until the target exits, the duration ends or a signal arrives. Returns the
+ * process exit status: the command's own for `-- CMD`. */
+int recorder_run(const struct rec_opts *o);
+#endif

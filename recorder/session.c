@@ -1,0 +1,1295 @@
+// SPDX-License-Identifier: MIT
+/* The recording session: open -> set rodata and map sizes -> load -> attach -> poll,
+ * turning ring-buffer events into record-file records. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "buildid.h"
+#include "heapsnap.h"
+#include "heapsnap.skel.h"
+#include "hmap.h"
+#include "procfs.h"
+#include "record.h"
+#include "recorder.h"
+
+#define TICK_NS 1000ull
+
+/* An ELF file some target maps: scanned once for allocator functions, whatever pids map it. */
+struct object {
+	uint64_t dev, ino;
+	char *path;
+	bool is_libc, scanned;
+	bool listed; /* its probes are in the file and were announced */
+	struct alloc_func_list funcs;
+	uint8_t build_id[HS_BUILD_ID_MAX];
+	int build_id_len;
+};
+
+struct proc {
+	pid_t pid;
+	bool alive;
+	struct proc_map *maps;
+	int nr_maps;
+};
+
+struct link_ent {
+	pid_t pid;
+	struct bpf_link *link;
+};
+
+struct session {
+	const struct rec_opts *o;
+	struct heapsnap_bpf *skel;
+	struct ring_buffer *rb;
+	struct record_writer *w;
+	bool header_written;
+	uint64_t mono_start;
+
+	struct hmap stacks; /* bpf stack hash -> id << 1 | written */
+	uint64_t next_stack_id;
+	struct hmap tids;     /* (pid, tid) already named */
+	struct hmap objs_by_id; /* (dev, ino) -> index + 1 */
+	struct hmap attached;   /* (pid, object index) */
+	struct object *objs;
+	int nr_objs;
+	struct proc *procs;
+	int nr_procs;
+	struct link_ent *links;
+	int nr_links;
+	struct hs_probe *probes; /* for the session header */
+	int nr_probes;
+	int nr_probe_fail;
+
+	double live_est, peak_est;
+	uint64_t peak_time;
+	uint64_t n_alloc, n_free, stacks_written;
+	double bytes_alloc;
+	uint64_t cnt[HS_CNT__MAX], cnt_warned[HS_CNT__MAX];
+	uint64_t maps_gen;
+	bool poll_maps; /* no mmap tracepoints: re-read maps on a timer */
+	uint64_t next_maps_poll;
+
+	pid_t child;
+	int child_status;
+	bool child_reaped;
+	int err; /* first fatal error, -errno */
+};
+
+static const char *const counter_names[HS_CNT__MAX] = {
+	[HS_CNT_RINGBUF_FULL] = "lost.ringbuf_full",
+	[HS_CNT_LIVE_FULL] = "lost.live_map_full",
+	[HS_CNT_STACK_TRUNCATED] = "lost.stack_truncated",
+	[HS_CNT_MISSED_URETPROBE] = "lost.missed_uretprobe",
+	[HS_CNT_UNKNOWN_FREE] = "lost.unknown_free",
+	[HS_CNT_STACK_ERROR] = "lost.stack_error",
+	[HS_CNT_THREAD_FULL] = "lost.thread_map_full",
+	[HS_CNT_ALLOC_CALLS] = "calls.alloc",
+	[HS_CNT_FREE_CALLS] = "calls.free",
+	[HS_CNT_NESTED] = "calls.nested",
+	[HS_CNT_SAMPLED] = "sampler.sampled",
+	[HS_CNT_FAILED_ALLOC] = "calls.failed_alloc",
+	[HS_CNT_STACKS_NEW] = "stacks.sent",
+};
+
+/* Signal flags, set by handlers and read by the poll loop. */
+static volatile sig_atomic_t stop_requested, snapshot_requested, child_changed;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		snapshot_requested = 1;
+	else if (sig == SIGCHLD)
+		child_changed = 1;
+	else
+		stop_requested = 1;
+}
+
+static void warnx(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("heapsnap-record: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t ticks(const struct session *s, uint64_t ns)
+{
+	return ns > s->mono_start ? (ns - s->mono_start) / TICK_NS : 0;
+}
+
+static void write_rec(struct session *s, const struct hs_record *r)
+{
+	int err;
+
+	if (s->err)
+		return;
+	err = record_writer__write(s->w, r);
+	if (err) {
+		s->err = err;
+		warnx("failed to write %s: %s; stopping", s->o->output, strerror(-err));
+	}
+}
+
+/* ---- objects and probes ---- */
+
+static struct object *object_get(struct session *s, uint64_t dev, uint64_t ino, const char *path)
+{
+	struct hmap_slot *slot;
+	struct object *o, *v;
+	bool created;
+
+	slot = hmap_put(&s->objs_by_id, dev, ino, &created);
+	if (!slot)
+		return NULL;
+	if (!created)
+		return &s->objs[slot->val - 1];
+	v = realloc(s->objs, sizeof(*v) * (size_t)(s->nr_objs + 1));
+	if (!v)
+		return NULL;
+	s->objs = v;
+	o = &v[s->nr_objs++];
+	*o = (struct object){.dev = dev, .ino = ino, .path = strdup(path)};
+	slot->val = (uint64_t)s->nr_objs;
+	{
+		const char *base = strrchr(path, '/');
+
+		base = base ? base + 1 : path;
+		o->is_libc = !strncmp(base, "libc.so", 7) || !strncmp(base, "libc-", 5);
+	}
+	return o;
+}
+
+static const char *prog_name(enum hs_prog p)
+{
+	static const char *const n[PROG__COUNT] = {"size1", "size2", "calloc", "realloc", "reallocarray",
+						    "rust_realloc", "posix_memalign", "free"};
+	return n[p];
+}
+
+static struct bpf_program *entry_prog(struct session *s, enum hs_prog p)
+{
+	switch (p) {
+	case PROG_SIZE1: return s->skel->progs.enter_size1;
+	case PROG_SIZE2: return s->skel->progs.enter_size2;
+	case PROG_CALLOC: return s->skel->progs.enter_calloc;
+	case PROG_REALLOC: return s->skel->progs.enter_realloc;
+	case PROG_REALLOCARRAY: return s->skel->progs.enter_reallocarray;
+	case PROG_RUST_REALLOC: return s->skel->progs.enter_rust_realloc;
+	case PROG_POSIX_MEMALIGN: return s->skel->progs.enter_posix_memalign;
+	case PROG_FREE: return s->skel->progs.enter_free;
+	default: return NULL;
+	}
+}
+
+static int add_link(struct session *s, pid_t pid, struct bpf_link *l)
+{
+	struct link_ent *v = realloc(s->links, sizeof(*v) * (size_t)(s->nr_links + 1));
+
+	if (!v) {
+		bpf_link__destroy(l);
+		return -ENOMEM;
+	}
+	s->links = v;
+	v[s->nr_links++] = (struct link_ent){.pid = pid, .link = l};
+	return 0;
+}
+
+static int attach_one(struct session *s, pid_t pid, const char *path, const struct alloc_func *f, bool ret)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo);
+	struct bpf_program *prog;
+	struct bpf_link *l;
+	uint64_t off = ret ? f->offset : f->probe_offset;
+
+	uo.retprobe = ret;
+	uo.bpf_cookie = f->kind | (f->wrapper ? HS_COOKIE_WRAPPER : 0);
+	if (ret)
+		prog = f->prog == PROG_POSIX_MEMALIGN ? s->skel->progs.ret_posix_memalign
+		       : f->prog == PROG_FREE	      ? s->skel->progs.ret_free_wrapper
+						      : s->skel->progs.ret_ptr;
+	else
+		prog = entry_prog(s, f->prog);
+	l = bpf_program__attach_uprobe_opts(prog, pid, path, (size_t)off, &uo);
+	if (!l) {
+		int err = -errno;
+		char buf[128];
+
+		libbpf_strerror(err, buf, sizeof(buf));
+		warnx("failed to attach %s to %s:%s: %s", ret ? "uretprobe" : "uprobe", path, f->name, buf);
+		s->nr_probe_fail++;
+		return err;
+	}
+	return add_link(s, pid, l);
+}
+
+static void note_probe(struct session *s, struct object *o, const struct alloc_func *f)
+{
+	struct hs_probe p = {.symbol = f->name, .path = o->path, .offset = f->probe_offset,
+			     .build_id = {o->build_id, (uint32_t)o->build_id_len}, .kind = f->kind};
+
+	if (s->header_written) {
+		struct hs_record r = {.type = HS_REC_PROBE, .time = ticks(s, mono_ns()), .probe = p};
+
+		write_rec(s, &r);
+		return;
+	}
+	struct hs_probe *v = realloc(s->probes, sizeof(*v) * (size_t)(s->nr_probes + 1));
+
+	if (v) {
+		s->probes = v;
+		v[s->nr_probes++] = p;
+	}
+}
+
+static void scan_object(struct session *s, struct object *o, const char *open_path)
+{
+	int ret;
+
+	if (o->scanned)
+		return;
+	o->scanned = true;
+	ret = hs_read_build_id(open_path, o->build_id, sizeof(o->build_id));
+	o->build_id_len = ret > 0 ? ret : 0;
+	ret = alloc_funcs__scan(open_path, o->is_libc, !s->o->probe_entry, &o->funcs);
+	if (ret < 0 && ret != -ENOEXEC && s->o->verbose)
+		warnx("cannot read symbols of %s: %s", open_path, strerror(-ret));
+	/* --probe LIB:SYMBOL:kind, for the object that is LIB. */
+	for (int i = 0; i < s->o->nr_probes; i++) {
+		const struct custom_probe *cp = &s->o->probes[i];
+		struct stat st;
+		struct alloc_func *v;
+		uint64_t off;
+
+		if (stat(cp->lib, &st) || (uint64_t)st.st_dev != o->dev || (uint64_t)st.st_ino != o->ino)
+			continue;
+		if (elf_find_symbol(open_path, cp->symbol, &off))
+			continue;
+		v = realloc(o->funcs.v, sizeof(*v) * (size_t)(o->funcs.nr + 1));
+		if (!v)
+			continue;
+		o->funcs.v = v;
+		v[o->funcs.nr++] = (struct alloc_func){.name = strdup(cp->symbol), .offset = off, .probe_offset = off,
+						       .prog = cp->prog, .kind = cp->kind,
+						       .wrapper = cp->prog == PROG_FREE};
+	}
+}
+
+/* Attaches every allocator probe of object O for PID (-1: every process). */
+static void attach_object(struct session *s, pid_t pid, struct object *o, const char *open_path)
+{
+	bool created;
+	int idx = (int)(o - s->objs), ok = 0;
+
+	hmap_put(&s->attached, (uint64_t)(int64_t)pid, (uint64_t)idx, &created);
+	if (!created)
+		return;
+	scan_object(s, o, open_path);
+	for (int i = 0; i < o->funcs.nr; i++) {
+		const struct alloc_func *f = &o->funcs.v[i];
+		bool need_ret = f->prog != PROG_FREE || f->wrapper;
+
+		if (attach_one(s, pid, open_path, f, false))
+			continue;
+		if (need_ret && attach_one(s, pid, open_path, f, true))
+			continue;
+		ok++;
+		if (pid == s->o->pid || pid == s->child || pid == -1) {
+			if (!o->listed)
+				note_probe(s, o, f);
+		}
+		if (s->o->verbose)
+			warnx("probe %s:%s (%s) at file offset 0x%" PRIx64 "%s", o->path, f->name, prog_name(f->prog),
+			      f->probe_offset, need_ret ? " + return" : "");
+	}
+	if (ok && (pid == s->o->pid || pid == s->child || pid == -1) && !o->listed) {
+		const char *base = strrchr(o->path, '/');
+
+		o->listed = true; /* probes of this object are listed once */
+		warnx("probing %d allocator functions in %s", ok, base ? base + 1 : o->path);
+	}
+}
+
+static void detach_pid(struct session *s, pid_t pid)
+{
+	int j = 0;
+
+	for (int i = 0; i < s->nr_links; i++) {
+		if (s->links[i].pid == pid)
+			bpf_link__destroy(s->links[i].link);
+		else
+			s->links[j++] = s->links[i];
+	}
+	s->nr_links = j;
+}
+
+/* ---- processes and mappings ---- */
+
+static struct proc *proc_find(struct session *s, pid_t pid)
+{
+	for (int i = 0; i < s->nr_procs; i++)
+		if (s->procs[i].pid == pid)
+			return &s->procs[i];
+	return NULL;
+}
+
+static bool same_map(const struct proc_map *a, const struct proc_map *b)
+{
+	return a->start == b->start && a->end == b->end && a->offset == b->offset && a->inode == b->inode;
+}
+
+static void write_mapping(struct session *s, pid_t pid, const struct proc_map *m, uint64_t now)
+{
+	struct hs_record r = {.type = HS_REC_MAPPING, .time = now, .pid = (uint32_t)pid};
+	uint8_t bid[HS_BUILD_ID_MAX];
+	char path[128];
+	int fd, n = 0;
+
+	/* map_files opens the very file mapped, even if it was replaced or deleted since. */
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = hs_read_build_id_fd(fd, bid, sizeof(bid));
+		close(fd);
+	}
+	r.mapping.start = m->start;
+	r.mapping.end = m->end;
+	r.mapping.offset = m->offset;
+	r.mapping.inode = m->inode;
+	r.mapping.path = m->path;
+	r.mapping.build_id = (struct hs_bytes){bid, n > 0 ? (uint32_t)n : 0};
+	write_rec(s, &r);
+}
+
+/* Re-reads PID's maps: writes what appeared and vanished, and probes new objects. */
+static void rescan_maps(struct session *s, struct proc *p, bool attach)
+{
+	struct proc_map *nm = NULL;
+	int nn = 0, i = 0, j = 0;
+	uint64_t now = ticks(s, mono_ns());
+
+	if (proc_read_maps(p->pid, &nm, &nn))
+		return;
+	if (s->header_written) {
+		/* Both lists are sorted by start address. */
+		while (i < p->nr_maps || j < nn) {
+			if (i < p->nr_maps && j < nn && same_map(&p->maps[i], &nm[j])) {
+				i++, j++;
+			} else if (j >= nn || (i < p->nr_maps && p->maps[i].start <= nm[j].start)) {
+				struct hs_record r = {.type = HS_REC_UNMAP, .time = now, .pid = (uint32_t)p->pid};
+
+				r.unmap.start = p->maps[i].start;
+				r.unmap.end = p->maps[i].end;
+				write_rec(s, &r);
+				i++;
+			} else {
+				write_mapping(s, p->pid, &nm[j++], now);
+			}
+		}
+	}
+	proc_maps_free(p->maps, p->nr_maps);
+	p->maps = nm;
+	p->nr_maps = nn;
+	if (!attach)
+		return;
+	for (int k = 0; k < nn; k++) {
+		char path[4200];
+		struct object *o;
+
+		snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, nm[k].path);
+		o = object_get(s, makedev(nm[k].dev_major, nm[k].dev_minor), nm[k].inode, nm[k].path);
+		if (o)
+			attach_object(s, s->o->all ? -1 : p->pid, o, path);
+	}
+}
+
+static void write_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid)
+{
+	struct hs_record r = {.type = HS_REC_PROCESS, .time = ticks(s, mono_ns()), .pid = (uint32_t)pid};
+	char *comm = proc_read_string(pid, "comm"), *cmdline = proc_read_string(pid, "cmdline");
+	char *exe = proc_exe(pid), path[64];
+	uint8_t bid[HS_BUILD_ID_MAX];
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = hs_read_build_id(path, bid, sizeof(bid));
+	r.process.ppid = (uint32_t)(ppid ? ppid : proc_ppid(pid));
+	r.process.origin = origin;
+	r.process.comm = comm ? comm : "";
+	r.process.cmdline = cmdline ? cmdline : "";
+	r.process.exe = exe ? exe : "";
+	r.process.build_id = (struct hs_bytes){bid, n > 0 ? (uint32_t)n : 0};
+	write_rec(s, &r);
+	free(comm);
+	free(cmdline);
+	free(exe);
+}
+
+static void name_thread(struct session *s, pid_t pid, pid_t tid)
+{
+	struct hs_record r = {.type = HS_REC_THREAD_NAME, .pid = (uint32_t)pid, .tid = (uint32_t)tid};
+	bool created;
+	char *comm;
+
+	if (!hmap_put(&s->tids, (uint64_t)pid, (uint64_t)tid, &created) || !created)
+		return;
+	comm = proc_thread_comm(pid, tid);
+	if (!comm)
+		return;
+	r.thread_name.comm = comm;
+	write_rec(s, &r);
+	free(comm);
+}
+
+struct thread_ctx {
+	struct session *s;
+	pid_t pid;
+};
+
+static void name_thread_cb(pid_t tid, void *ctx)
+{
+	struct thread_ctx *t = ctx;
+
+	name_thread(t->s, t->pid, tid);
+}
+
+static struct proc *add_proc(struct session *s, pid_t pid)
+{
+	struct proc *v;
+
+	if (proc_find(s, pid))
+		return proc_find(s, pid);
+	v = realloc(s->procs, sizeof(*v) * (size_t)(s->nr_procs + 1));
+	if (!v)
+		return NULL;
+	s->procs = v;
+	v[s->nr_procs] = (struct proc){.pid = pid, .alive = true};
+	return &v[s->nr_procs++];
+}
+
+/* A process joins the recording: its record, threads, mappings and probes. */
+static void track_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid)
+{
+	struct proc *p = add_proc(s, pid);
+	struct thread_ctx t = {s, pid};
+	uint8_t one = 1;
+	uint32_t key = (uint32_t)pid;
+
+	if (!p)
+		return;
+	if (!s->o->all)
+		bpf_map_update_elem(bpf_map__fd(s->skel->maps.tracked), &key, &one, BPF_ANY);
+	write_process(s, pid, origin, ppid);
+	proc_for_each_thread(pid, name_thread_cb, &t);
+	rescan_maps(s, p, true); /* writes every mapping: all are new to the file */
+}
+
+/* ---- events ---- */
+
+static uint64_t stack_id(struct session *s, uint64_t hash)
+{
+	bool created;
+	struct hmap_slot *slot = hmap_put(&s->stacks, hash, 0, &created);
+
+	if (!slot) {
+		s->err = -ENOMEM;
+		return 0;
+	}
+	if (created)
+		slot->val = ++s->next_stack_id << 1;
+	return slot->val >> 1;
+}
+
+/* Poisson sampling: an allocation of SIZE is picked with probability 1 - exp(-SIZE/R);
+ * weighting it by the inverse keeps totals unbiased. */
+static uint64_t sample_weight(uint64_t rate, uint64_t size)
+{
+	double p;
+
+	if (!rate || !size)
+		return HS_WEIGHT_ONE;
+	p = -expm1(-(double)size / (double)rate);
+	return (uint64_t)llround((double)HS_WEIGHT_ONE / p);
+}
+
+static void update_peak(struct session *s, uint64_t t)
+{
+	if (s->live_est > s->peak_est) {
+		s->peak_est = s->live_est;
+		s->peak_time = t;
+	}
+}
+
+static void on_proc_event(struct session *s, const struct hs_proc_event *e, uint64_t t)
+{
+	struct proc *p;
+
+	switch (e->h.type) {
+	case HS_EV_FORK:
+		if (s->o->verbose)
+			warnx("following fork: %u -> %u", e->ppid, e->h.pid);
+		track_process(s, (pid_t)e->h.pid, HS_PROC_FORKED, (pid_t)e->ppid);
+		break;
+	case HS_EV_EXEC:
+		p = proc_find(s, (pid_t)e->h.pid);
+		if (!p) {
+			/* The held command has just exec'd: it joins with its real image. */
+			if ((pid_t)e->h.pid == s->child)
+				track_process(s, s->child, HS_PROC_STARTED, getpid());
+			break;
+		}
+		write_process(s, p->pid, HS_PROC_EXEC, 0);
+		rescan_maps(s, p, true);
+		break;
+	case HS_EV_EXIT: {
+		struct hs_record r = {.type = HS_REC_EXIT, .time = t, .pid = e->h.pid};
+		int code = e->exit_code;
+
+		r.exit.status = (code & 0x7f) ? -(int64_t)(code & 0x7f) : (code >> 8) & 0xff;
+		write_rec(s, &r);
+		p = proc_find(s, (pid_t)e->h.pid);
+		if (p && p->alive) {
+			p->alive = false;
+			if (p->pid != s->o->pid && p->pid != s->child)
+				detach_pid(s, p->pid);
+		}
+		break;
+	}
+	}
+}
+
+static int handle_event(void *ctx, void *data, size_t len)
+{
+	struct session *s = ctx;
+	const struct hs_event_hdr *h = data;
+	struct hs_record r = {0};
+	uint64_t t;
+
+	if (len < sizeof(*h))
+		return 0;
+	t = ticks(s, h->ts);
+	switch (h->type) {
+	case HS_EV_ALLOC: {
+		const struct hs_alloc_event *e = data;
+		uint64_t w = sample_weight(s->o->sample_rate, e->size);
+
+		if (s->o->all && !proc_find(s, (pid_t)h->pid))
+			track_process(s, (pid_t)h->pid, HS_PROC_ATTACHED, 0);
+		name_thread(s, (pid_t)h->pid, (pid_t)h->tid);
+		r.type = s->o->sample_rate ? HS_REC_ALLOC_SAMPLED : HS_REC_ALLOC;
+		r.time = t;
+		r.pid = h->pid;
+		r.tid = h->tid;
+		r.alloc.ptr = e->ptr;
+		r.alloc.size = e->size;
+		r.alloc.stack_id = stack_id(s, e->stack);
+		r.alloc.kind = h->kind;
+		r.alloc.weight = w;
+		write_rec(s, &r);
+		s->n_alloc++;
+		s->bytes_alloc += (double)e->size * (double)w / HS_WEIGHT_ONE;
+		s->live_est += (double)e->size * (double)w / HS_WEIGHT_ONE;
+		update_peak(s, t);
+		break;
+	}
+	case HS_EV_FREE: {
+		const struct hs_free_event *e = data;
+
+		r.type = HS_REC_FREE;
+		r.time = t;
+		r.pid = h->pid;
+		r.tid = h->tid;
+		r.free.ptr = e->ptr;
+		write_rec(s, &r);
+		s->n_free++;
+		s->live_est -= (double)e->size * (double)sample_weight(s->o->sample_rate, e->size) / HS_WEIGHT_ONE;
+		break;
+	}
+	case HS_EV_STACK: {
+		const struct hs_stack_event *e = data;
+		uint64_t id = stack_id(s, e->hash);
+		struct hmap_slot *slot = hmap_find(&s->stacks, e->hash, 0);
+		uint32_t nr = h->nr;
+
+		if (!slot || (slot->val & 1))
+			break; /* already in the file: the kernel forgot it and sent it again */
+		if (len < offsetof(struct hs_stack_event, ips) + nr * sizeof(uint64_t) || nr > HS_MAX_STACK)
+			break;
+		slot->val |= 1;
+		r.type = HS_REC_STACK;
+		r.stack.id = id;
+		r.stack.nr = nr;
+		r.stack.ips = (const uint64_t *)e->ips;
+		write_rec(s, &r);
+		s->stacks_written++;
+		break;
+	}
+	case HS_EV_FORK:
+	case HS_EV_EXEC:
+	case HS_EV_EXIT:
+		if (len >= sizeof(struct hs_proc_event))
+			on_proc_event(s, data, t);
+		break;
+	}
+	return s->err ? -1 : 0;
+}
+
+/* ---- counters, snapshots, RSS ---- */
+
+static void read_counters(struct session *s)
+{
+	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(s->skel->maps.counters);
+	uint64_t *vals;
+
+	if (ncpu <= 0)
+		return;
+	vals = calloc((size_t)ncpu, sizeof(*vals));
+	if (!vals)
+		return;
+	for (uint32_t k = 0; k < HS_CNT__MAX; k++) {
+		uint64_t sum = 0;
+
+		if (bpf_map_lookup_elem(fd, &k, vals))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			sum += vals[c];
+		s->cnt[k] = sum;
+	}
+	free(vals);
+}
+
+static void write_counters(struct session *s, uint32_t type)
+{
+	struct hs_counter items[HS_CNT__MAX + 8];
+	struct hs_record r = {.type = type, .time = ticks(s, mono_ns())};
+	uint32_t n = 0;
+
+	for (int k = 0; k < HS_CNT__MAX; k++)
+		items[n++] = (struct hs_counter){counter_names[k], s->cnt[k]};
+	items[n++] = (struct hs_counter){"events.alloc", s->n_alloc};
+	items[n++] = (struct hs_counter){"events.free", s->n_free};
+	items[n++] = (struct hs_counter){"stacks.written", s->stacks_written};
+	items[n++] = (struct hs_counter){"probes.attached", (uint64_t)s->nr_links};
+	items[n++] = (struct hs_counter){"probes.failed", (uint64_t)s->nr_probe_fail};
+	items[n++] = (struct hs_counter){"map.live_max", s->o->max_live};
+	r.counters.nr = n;
+	r.counters.items = items;
+	write_rec(s, &r);
+}
+
+static void warn_losses(struct session *s)
+{
+	static const int lossy[] = {HS_CNT_RINGBUF_FULL, HS_CNT_LIVE_FULL, HS_CNT_STACK_ERROR, HS_CNT_THREAD_FULL,
+				    HS_CNT_MISSED_URETPROBE};
+
+	for (size_t i = 0; i < sizeof(lossy) / sizeof(lossy[0]); i++) {
+		int k = lossy[i];
+
+		if (s->cnt[k] > s->cnt_warned[k]) {
+			warnx("warning: %" PRIu64 " more events lost (%s, %" PRIu64 " in all)%s",
+			      s->cnt[k] - s->cnt_warned[k], counter_names[k], s->cnt[k],
+			      k == HS_CNT_RINGBUF_FULL ? "; raise --ringbuf-size or use --sample-rate"
+			      : k == HS_CNT_LIVE_FULL ? "; raise --max-live" : "");
+			s->cnt_warned[k] = s->cnt[k];
+		}
+	}
+}
+
+static void snapshot(struct session *s, uint32_t origin, const char *label, uint64_t t)
+{
+	struct hs_record r = {.type = HS_REC_SNAPSHOT, .time = t};
+	char buf[32];
+
+	if (!label) {
+		snprintf(buf, sizeof(buf), "%.3fs", (double)t * TICK_NS / 1e9);
+		label = buf;
+	}
+	r.snapshot.label = label;
+	r.snapshot.origin = origin;
+	r.snapshot.live_bytes = s->live_est > 0 ? (uint64_t)llround(s->live_est) : 0;
+	write_rec(s, &r);
+}
+
+static void sample_rss(struct session *s)
+{
+	for (int i = 0; i < s->nr_procs; i++) {
+		struct hs_record r = {.type = HS_REC_RSS, .time = ticks(s, mono_ns())};
+
+		if (!s->procs[i].alive || proc_rss(s->procs[i].pid, &r.rss.rss_bytes, &r.rss.vm_bytes))
+			continue;
+		r.pid = (uint32_t)s->procs[i].pid;
+		write_rec(s, &r);
+	}
+}
+
+/* ---- setup ---- */
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	return vfprintf(stderr, fmt, args);
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	return 0;
+}
+
+/* Exponential quantiles with mean RATE: the BPF sampler draws one at random per sample. */
+static int fill_thresholds(struct session *s)
+{
+	int fd = bpf_map__fd(s->skel->maps.thresholds);
+	double sum = 0, q[HS_NR_THRESHOLDS];
+
+	for (uint32_t i = 0; i < HS_NR_THRESHOLDS; i++) {
+		q[i] = -log1p(-((double)i + 0.5) / HS_NR_THRESHOLDS);
+		sum += q[i];
+	}
+	for (uint32_t i = 0; i < HS_NR_THRESHOLDS; i++) {
+		uint64_t v = (uint64_t)llround(q[i] / (sum / HS_NR_THRESHOLDS) * (double)s->o->sample_rate);
+
+		if (!v)
+			v = 1;
+		if (bpf_map_update_elem(fd, &i, &v, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+/* Finds a library for -a or for a command that has not started yet. */
+static char *find_system_lib(const char *name)
+{
+	static const char *const dirs[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
+					   "/usr/lib64", "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+					   "/lib", "/usr/lib"};
+	char path[512];
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dirs[i], name);
+		if (!access(path, R_OK))
+			return strdup(path);
+	}
+	return NULL;
+}
+
+static void attach_path(struct session *s, pid_t pid, const char *path)
+{
+	struct stat st;
+	struct object *o;
+
+	if (stat(path, &st))
+		return;
+	o = object_get(s, (uint64_t)st.st_dev, (uint64_t)st.st_ino, path);
+	if (o)
+		attach_object(s, pid, o, path);
+}
+
+/* The libraries a command will load, as the dynamic loader resolves them (ldd's method). */
+static int predict_libs(const char *exe, char ***out, int *nr)
+{
+	int pfd[2], n = 0;
+	char *line = NULL, **v = NULL;
+	size_t cap = 0;
+	pid_t pid;
+	FILE *f;
+
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		char *argv[] = {(char *)exe, NULL};
+
+		dup2(pfd[1], 1);
+		setenv("LD_TRACE_LOADED_OBJECTS", "1", 1);
+		execv(exe, argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	f = fdopen(pfd[0], "r");
+	while (f && getline(&line, &cap, f) > 0) {
+		char *p = strstr(line, "=> "), *e;
+
+		p = p ? p + 3 : strchr(line, '/');
+		if (!p || *p != '/')
+			continue;
+		e = strstr(p, " (");
+		if (e)
+			*e = 0;
+		p[strcspn(p, "\n")] = 0;
+		char **nv = realloc(v, sizeof(*v) * (size_t)(n + 1));
+
+		if (!nv)
+			break;
+		v = nv;
+		v[n++] = strdup(p);
+	}
+	free(line);
+	if (f)
+		fclose(f);
+	waitpid(pid, NULL, 0);
+	*out = v;
+	*nr = n;
+	return 0;
+}
+
+static char *resolve_command(const char *cmd)
+{
+	const char *path = getenv("PATH");
+	char buf[4096];
+
+	if (strchr(cmd, '/'))
+		return access(cmd, X_OK) ? NULL : strdup(cmd);
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t len = strcspn(path, ":");
+
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, len ? path : ".", cmd);
+		if (!access(buf, X_OK))
+			return strdup(buf);
+		path += len + (path[len] == ':');
+	}
+	return NULL;
+}
+
+static int check_privileges(void)
+{
+	if (geteuid() != 0) {
+		warnx("needs root (or CAP_BPF and CAP_PERFMON) to load BPF programs and attach uprobes; run it with sudo");
+		return -EPERM;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		warnx("this kernel has no BTF (/sys/kernel/btf/vmlinux): CONFIG_DEBUG_INFO_BTF=y is required");
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+static void write_header(struct session *s, char **argv)
+{
+	struct hs_record r = {.type = HS_REC_SESSION};
+	char host[256] = "", cmdline[4096] = "";
+	struct utsname u;
+	struct timespec rt;
+	size_t off = 0;
+
+	gethostname(host, sizeof(host) - 1);
+	uname(&u);
+	clock_gettime(CLOCK_REALTIME, &rt);
+	for (int i = 0; argv && argv[i]; i++) {
+		int n = snprintf(cmdline + off, sizeof(cmdline) - off, "%s%s", i ? " " : "", argv[i]);
+
+		if (n < 0 || (size_t)n >= sizeof(cmdline) - off)
+			break;
+		off += (size_t)n;
+	}
+	r.session.tool_version = HEAPSNAP_VERSION;
+	r.session.hostname = host;
+	r.session.kernel = u.release;
+	r.session.cmdline = cmdline;
+	r.session.tick_ns = TICK_NS;
+	r.session.monotonic_start_ns = s->mono_start;
+	r.session.realtime_start_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec -
+				      (mono_ns() - s->mono_start);
+	r.session.sample_rate = s->o->sample_rate;
+	r.session.stack_mode = (uint32_t)s->o->stack_mode;
+	r.session.max_stack = s->o->max_stack;
+	r.session.flags = (s->o->all ? 1 : 0) | (s->o->pid ? 2 : 0);
+	r.session.nr_probes = (uint32_t)s->nr_probes;
+	r.session.probes = s->probes;
+	write_rec(s, &r);
+	s->header_written = true;
+}
+
+static pid_t start_held_child(char **argv, const char *exe, int *go_fd)
+{
+	int pfd[2];
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		char c;
+
+		close(pfd[1]);
+		signal(SIGINT, SIG_DFL);
+		/* Held until the probes are attached; EOF means the recorder gave up. */
+		if (read(pfd[0], &c, 1) != 1)
+			_exit(127);
+		execv(exe, argv);
+		fprintf(stderr, "heapsnap-record: cannot execute %s: %s\n", exe, strerror(errno));
+		_exit(127);
+	}
+	close(pfd[0]);
+	*go_fd = pfd[1];
+	return pid;
+}
+
+static void print_summary(struct session *s, double secs)
+{
+	uint64_t bytes = record_writer__bytes_written(s->w), ev = s->n_alloc + s->n_free;
+
+	warnx("wrote %s: %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64 " stacks in %.1fs; %" PRIu64
+	      " bytes (%.2f bytes/event)",
+	      s->o->output, s->n_alloc, s->n_free, s->stacks_written, secs, bytes, ev ? (double)bytes / (double)ev : 0.0);
+	warnx("live at the end: %.0f bytes%s; peak %.0f bytes", s->live_est > 0 ? s->live_est : 0,
+	      s->o->sample_rate ? " (estimated from samples)" : "", s->peak_est);
+	if (s->o->pid)
+		warnx("note: attached to a running process: live bytes exclude memory allocated before the attach "
+		      "(%" PRIu64 " frees of unknown pointers)", s->cnt[HS_CNT_UNKNOWN_FREE]);
+	if (s->o->stats) {
+		fprintf(stderr, "counters:\n");
+		for (int k = 0; k < HS_CNT__MAX; k++)
+			fprintf(stderr, "  %-24s %" PRIu64 "\n", counter_names[k], s->cnt[k]);
+	}
+}
+
+int recorder_run(const struct rec_opts *o)
+{
+	struct session sess = {.o = o}, *s = &sess;
+	struct sigaction sa = {.sa_handler = on_signal};
+	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
+	struct record_writer_opts wo = {0};
+	uint64_t t_start, next_tick, next_rss, next_interval, deadline;
+	char *exe = NULL, **libs = NULL;
+	int nr_libs = 0, go_fd = -1, err, exit_code = 0;
+	bool stopping = false;
+
+	err = check_privileges();
+	if (err)
+		return 1;
+	libbpf_set_print(o->verbose ? libbpf_print : libbpf_quiet);
+	setrlimit(RLIMIT_MEMLOCK, &rl);
+	getrlimit(RLIMIT_NOFILE, &rl);
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+
+	if (o->pid && kill(o->pid, 0) && errno == ESRCH) {
+		warnx("process %d not found", o->pid);
+		return 1;
+	}
+	if (o->argv) {
+		exe = resolve_command(o->argv[0]);
+		if (!exe) {
+			warnx("command not found or not executable: %s", o->argv[0]);
+			return 127;
+		}
+	}
+	/* Open the output first: an unwritable path must fail before anything is attached. */
+	err = record_writer__open(o->output, &wo, &s->w);
+	if (err) {
+		warnx("cannot write %s: %s", o->output, strerror(-err));
+		free(exe);
+		return 1;
+	}
+
+	s->skel = heapsnap_bpf__open();
+	if (!s->skel) {
+		warnx("failed to open BPF object: %s", strerror(errno));
+		err = -errno;
+		goto cleanup;
+	}
+	s->skel->rodata->filter_pids = !o->all;
+	s->skel->rodata->follow_forks = o->follow_forks;
+	s->skel->rodata->sample_rate = o->sample_rate;
+	s->skel->rodata->stack_depth = o->max_stack;
+	s->skel->rodata->stack_mode = o->stack_mode == HS_STACK_NONE ? 0 : 1;
+	s->skel->rodata->wakeup_bytes = (uint64_t)o->ringbuf_mb << 18; /* a quarter of the buffer */
+	s->skel->rodata->self_tgid = (uint32_t)getpid();
+	bpf_map__set_max_entries(s->skel->maps.live, o->max_live);
+	bpf_map__set_max_entries(s->skel->maps.stacks_seen, o->stack_cache);
+	bpf_map__set_max_entries(s->skel->maps.events, o->ringbuf_mb << 20);
+	err = heapsnap_bpf__load(s->skel);
+	if (err) {
+		char buf[128];
+
+		libbpf_strerror(err, buf, sizeof(buf));
+		warnx("failed to load BPF programs: %s%s", buf, o->verbose ? "" : " (run with -v for the verifier log)");
+		goto cleanup;
+	}
+	if (o->sample_rate && (err = fill_thresholds(s))) {
+		warnx("failed to fill the sampling thresholds: %s", strerror(-err));
+		goto cleanup;
+	}
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGCHLD, &sa, NULL);
+	s->mono_start = mono_ns();
+
+	/* attach */
+	if (o->argv) {
+		s->child = start_held_child(o->argv, exe, &go_fd);
+		if (s->child < 0) {
+			err = s->child;
+			warnx("cannot start %s: %s", exe, strerror(-err));
+			s->child = 0;
+			goto cleanup;
+		}
+		uint32_t key = (uint32_t)s->child;
+		uint8_t one = 1;
+
+		bpf_map_update_elem(bpf_map__fd(s->skel->maps.tracked), &key, &one, BPF_ANY);
+		predict_libs(exe, &libs, &nr_libs);
+		if (o->libc)
+			attach_path(s, s->child, o->libc);
+		for (int i = 0; i < nr_libs; i++)
+			attach_path(s, s->child, libs[i]);
+		attach_path(s, s->child, exe);
+		for (int i = 0; i < o->nr_probes; i++)
+			attach_path(s, s->child, o->probes[i].lib);
+	} else if (o->pid) {
+		uint32_t key = (uint32_t)o->pid;
+		uint8_t one = 1;
+		struct proc *p = add_proc(s, o->pid);
+
+		bpf_map_update_elem(bpf_map__fd(s->skel->maps.tracked), &key, &one, BPF_ANY);
+		if (o->libc)
+			attach_path(s, o->pid, o->libc);
+		for (int i = 0; i < o->nr_probes; i++)
+			attach_path(s, o->pid, o->probes[i].lib);
+		if (p)
+			rescan_maps(s, p, true);
+	} else {
+		char *libc = o->libc ? strdup(o->libc) : find_system_lib("libc.so.6");
+		char *cxx = find_system_lib("libstdc++.so.6");
+
+		if (libc)
+			attach_path(s, -1, libc);
+		if (cxx)
+			attach_path(s, -1, cxx);
+		for (int i = 0; i < o->nr_probes; i++)
+			attach_path(s, -1, o->probes[i].lib);
+		free(libc);
+		free(cxx);
+	}
+	if (!s->nr_probes) {
+		warnx("error: no allocator to probe in the target (a static binary with a stripped allocator?); "
+		      "name one with --probe LIB:SYMBOL:KIND or --libc PATH");
+		err = -ENOENT;
+		goto cleanup;
+	}
+	{
+		struct bpf_program *tps[] = {s->skel->progs.on_fork, s->skel->progs.on_exec, s->skel->progs.on_exit};
+		struct bpf_program *mm[] = {s->skel->progs.on_mmap, s->skel->progs.on_munmap};
+
+		for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
+			struct bpf_link *l = bpf_program__attach(tps[i]);
+
+			if (!l) {
+				err = -errno;
+				warnx("failed to attach %s: %s", bpf_program__name(tps[i]), strerror(-err));
+				goto cleanup;
+			}
+			add_link(s, -2, l);
+		}
+		/* Syscall tracepoints need tracefs; mount it where the kernel expects it if absent. */
+		if (access("/sys/kernel/tracing/events", F_OK))
+			mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL);
+		for (size_t i = 0; i < sizeof(mm) / sizeof(mm[0]); i++) {
+			struct bpf_link *l = bpf_program__attach(mm[i]);
+
+			if (!l) {
+				s->poll_maps = true;
+				if (o->verbose)
+					warnx("cannot attach %s (%s): re-reading maps every 250 ms instead",
+					      bpf_program__name(mm[i]), strerror(errno));
+				continue;
+			}
+			add_link(s, -2, l);
+		}
+	}
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), handle_event, s, NULL);
+	if (!s->rb) {
+		err = -errno;
+		warnx("failed to create the ring buffer consumer: %s", strerror(-err));
+		goto cleanup;
+	}
+	write_header(s, o->argv);
+	if (o->pid) {
+		struct proc *p = proc_find(s, o->pid);
+		struct thread_ctx t = {s, o->pid};
+
+		write_process(s, o->pid, HS_PROC_ATTACHED, 0);
+		proc_for_each_thread(o->pid, name_thread_cb, &t);
+		for (int i = 0; p && i < p->nr_maps; i++)
+			write_mapping(s, o->pid, &p->maps[i], 0);
+		warnx("attached to %d; Ctrl-C to stop, SIGUSR1 to mark a snapshot", o->pid);
+	}
+	if (s->child) {
+		/* Released: the first allocation after exec is already probed. */
+		if (write(go_fd, "g", 1) != 1) {
+			err = -errno;
+			goto cleanup;
+		}
+		close(go_fd);
+		go_fd = -1;
+	}
+
+	/* poll */
+	t_start = mono_ns();
+	next_tick = t_start + 1000000000ull;
+	next_rss = t_start + (uint64_t)(o->rss_interval * 1e9);
+	next_interval = o->interval > 0 ? t_start + (uint64_t)(o->interval * 1e9) : UINT64_MAX;
+	deadline = o->duration > 0 ? t_start + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
+	while (!stopping && !s->err) {
+		uint64_t now, gen = 0;
+		uint32_t zero = 0;
+
+		err = ring_buffer__poll(s->rb, 100);
+		if (err < 0 && err != -EINTR) {
+			warnx("ring buffer poll failed: %s", strerror(-err));
+			break;
+		}
+		ring_buffer__consume(s->rb);
+		now = mono_ns();
+		if ((!bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.maps_gen), &zero, &gen) && gen != s->maps_gen) ||
+		    (s->poll_maps && now >= s->next_maps_poll)) {
+			s->maps_gen = gen;
+			s->next_maps_poll = now + 250000000ull;
+			for (int i = 0; i < s->nr_procs; i++)
+				if (s->procs[i].alive)
+					rescan_maps(s, &s->procs[i], true);
+		}
+		if (snapshot_requested) {
+			snapshot_requested = 0;
+			ring_buffer__consume(s->rb);
+			snapshot(s, HS_SNAP_SIGNAL, NULL, ticks(s, mono_ns()));
+		}
+		if (now >= next_interval) {
+			snapshot(s, HS_SNAP_INTERVAL, NULL, ticks(s, now));
+			next_interval += (uint64_t)(o->interval * 1e9);
+		}
+		if (now >= next_rss) {
+			sample_rss(s);
+			next_rss = now + (uint64_t)(o->rss_interval * 1e9);
+		}
+		if (now >= next_tick) {
+			read_counters(s);
+			warn_losses(s);
+			write_counters(s, HS_REC_COUNTERS);
+			if (o->all)
+				for (int i = 0; i < s->nr_procs; i++)
+					if (s->procs[i].alive)
+						rescan_maps(s, &s->procs[i], false);
+			/* One frame a second at least: a crash loses at most the last second. */
+			err = record_writer__flush(s->w);
+			if (err && !s->err) {
+				s->err = err;
+				warnx("failed to write %s: %s", o->output, strerror(-err));
+			}
+			next_tick = now + 1000000000ull;
+		}
+		if (child_changed && s->child) {
+			child_changed = 0;
+			if (waitpid(s->child, &s->child_status, WNOHANG) == s->child) {
+				s->child_reaped = true;
+				stopping = true;
+			}
+		}
+		if (o->pid && kill(o->pid, 0) && errno == ESRCH)
+			stopping = true;
+		if (stop_requested || now >= deadline)
+			stopping = true;
+	}
+	ring_buffer__consume(s->rb);
+	read_counters(s);
+	warn_losses(s);
+	{
+		uint64_t t_end = ticks(s, mono_ns());
+
+		snapshot(s, (s->child_reaped || (o->pid && kill(o->pid, 0))) ? HS_SNAP_EXIT : HS_SNAP_END,
+			 (s->child_reaped || (o->pid && kill(o->pid, 0))) ? "exit" : "end", t_end);
+		if (o->snapshot_at_peak && s->peak_time) {
+			double live = s->live_est;
+
+			s->live_est = s->peak_est;
+			snapshot(s, HS_SNAP_PEAK, "peak", s->peak_time);
+			s->live_est = live;
+		}
+		write_counters(s, HS_REC_END);
+	}
+	err = s->err;
+	if (!err) {
+		err = record_writer__close(s->w);
+		if (err)
+			warnx("failed to finish %s: %s", o->output, strerror(-err));
+	}
+	print_summary(s, (double)(mono_ns() - t_start) / 1e9);
+
+cleanup:
+	if (go_fd >= 0)
+		close(go_fd); /* a held child that never ran exits on EOF */
+	for (int i = s->nr_links - 1; i >= 0; i--)
+		bpf_link__destroy(s->links[i].link);
+	free(s->links);
+	ring_buffer__free(s->rb);
+	heapsnap_bpf__destroy(s->skel);
+	if (s->child && !s->child_reaped) {
+		if (err && !s->header_written)
+			kill(s->child, SIGKILL);
+		waitpid(s->child, &s->child_status, 0);
+		s->child_reaped = true;
+	}
+	record_writer__free(s->w);
+	for (int i = 0; i < s->nr_objs; i++) {
+		alloc_funcs__free(&s->objs[i].funcs);
+		free(s->objs[i].path);
+	}
+	free(s->objs);
+	for (int i = 0; i < s->nr_procs; i++)
+		proc_maps_free(s->procs[i].maps, s->procs[i].nr_maps);
+	free(s->procs);
+	free(s->probes);
+	hmap_free(&s->stacks);
+	hmap_free(&s->tids);
+	hmap_free(&s->objs_by_id);
+	hmap_free(&s->attached);
+	for (int i = 0; i < nr_libs; i++)
+		free(libs[i]);
+	free(libs);
+	free(exe);
+	if (s->child) {
+		if (WIFEXITED(s->child_status))
+			exit_code = WEXITSTATUS(s->child_status);
+		else if (WIFSIGNALED(s->child_status))
+			exit_code = 128 + WTERMSIG(s->child_status);
+		if (err && !exit_code)
+			exit_code = 1;
+		return exit_code;
+	}
+	return err ? 1 : 0;
+}

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+/* C++ allocations through libstdc++'s operator new (built without frame pointers):
+ *
+ *   cxx_new_objects   20 x sizeof(Widget) = 20 x 48 = 960 live
+ *   cxx_new_array     5 x 1000 = 5000 live
+ *   cxx_nothrow       3 x 333 = 999 live
+ *   cxx_aligned       2 x 128 = 256 live (alignas(64): the aligned operator new)
+ *   cxx_delete_churn  100 x 100 allocated with new[], all deleted
+ */
+#include <new>
+
+#define NOINLINE __attribute__((noinline))
+
+struct Widget {
+	long a[6];
+};
+
+struct alignas(64) Aligned {
+	char b[128];
+};
+
+static void *volatile keep[64];
+static int nkeep;
+
+NOINLINE void cxx_new_objects()
+{
+	for (int i = 0; i < 20; i++)
+		keep[nkeep++] = new Widget();
+}
+
+NOINLINE void cxx_new_array()
+{
+	for (int i = 0; i < 5; i++)
+		keep[nkeep++] = new char[1000];
+}
+
+NOINLINE void cxx_nothrow()
+{
+	for (int i = 0; i < 3; i++)
+		keep[nkeep++] = new (std::nothrow) char[333];
+}
+
+NOINLINE void cxx_aligned()
+{
+	for (int i = 0; i < 2; i++)
+		keep[nkeep++] = new Aligned();
+}
+
+NOINLINE void cxx_delete_churn()
+{
+	for (int i = 0; i < 100; i++) {
+		char *volatile p = new char[100];
+		delete[] p;
+	}
+}
+
+int main()
+{
+	static_assert(sizeof(Widget) == 48, "Widget size");
+	static_assert(sizeof(Aligned) == 128, "Aligned size");
+	cxx_new_objects();
+	cxx_new_array();
+	cxx_nothrow();
+	cxx_aligned();
+	cxx_delete_churn();
+	return 0;
+}

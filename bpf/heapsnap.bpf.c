@@ -207,7 +207,7 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u64 id)
 	return h;
 }
 
-static __always_inline void emit_alloc(__u64 id, __u64 ptr, const struct hs_live_val *v)
+static __always_inline void emit_alloc(__u64 id, __u64 ptr, const struct hs_live_val *v, __u8 flags)
 {
 	struct hs_alloc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	struct hs_live_key k = {.ptr = ptr, .tgid = id >> 32};
@@ -217,7 +217,7 @@ static __always_inline void emit_alloc(__u64 id, __u64 ptr, const struct hs_live
 		bpf_map_delete_elem(&live, &k);
 		return;
 	}
-	fill_hdr(&e->h, HS_EV_ALLOC, (__u8)v->kind, id);
+	fill_hdr(&e->h, HS_EV_ALLOC, (__u8)v->kind | flags, id);
 	e->ptr = ptr;
 	e->size = v->size;
 	e->stack = v->stack;
@@ -313,7 +313,7 @@ static __always_inline int alloc_return(struct pt_regs *ctx, __u64 ptr)
 			if (st->old_valid) {
 				k.ptr = st->aux;
 				if (!bpf_map_update_elem(&live, &k, &st->old, BPF_ANY))
-					emit_alloc(id, st->aux, &st->old);
+					emit_alloc(id, st->aux, &st->old, HS_KIND_FLAG_RESTORED);
 			}
 		}
 		return 0;
@@ -327,7 +327,7 @@ static __always_inline int alloc_return(struct pt_regs *ctx, __u64 ptr)
 		count(HS_CNT_LIVE_FULL);
 		return 0;
 	}
-	emit_alloc(id, ptr, &v);
+	emit_alloc(id, ptr, &v, 0);
 	return 0;
 }
 

@@ -18,6 +18,8 @@ enum hs_ev_type {
 /* The attach cookie of every allocator probe: what the function is, and how to treat it. */
 #define HS_COOKIE_KIND_MASK 0xffu  /* enum hs_alloc_kind of format/record.h */
 #define HS_COOKIE_WRAPPER 0x100u   /* a free that calls another probed free (delete, __rust_dealloc) */
+/* In an alloc event's kind: the block of a failed realloc, live again (undoes its free). */
+#define HS_KIND_FLAG_RESTORED 0x80u
 
 enum hs_counter_id {
 	HS_CNT_RINGBUF_FULL,     /* events dropped: ring buffer full */

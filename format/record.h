@@ -75,6 +75,10 @@ enum hs_snapshot_origin {
 	HS_SNAP_END = 4,
 };
 
+/* Set in an alloc record's kind when it re-creates the block a failed realloc released:
+ * it undoes the preceding free and is not a new allocation. */
+#define HS_KIND_RESTORED 0x80u
+
 /* Weights are unsigned 16.16 fixed point; an unsampled event weighs exactly 1. */
 #define HS_WEIGHT_ONE 65536u
 

@@ -88,6 +88,7 @@ struct session {
 	uint64_t next_maps_poll;
 
 	pid_t child;
+	pid_t probe_pid; /* the pid uprobes are bound to for a command: -1 when following forks */
 	int child_status;
 	bool child_reaped;
 	int err; /* first fatal error, -errno */
@@ -376,6 +377,13 @@ static void write_mapping(struct session *s, pid_t pid, const struct proc_map *m
 	/* map_files opens the very file mapped, even if it was replaced or deleted since. */
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		/* The process may be gone already: the file by path, if it is still the same inode. */
+		struct stat st;
+
+		if (!stat(m->path, &st) && (uint64_t)st.st_ino == m->inode)
+			fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	}
 	if (fd >= 0) {
 		n = hs_read_build_id_fd(fd, bid, sizeof(bid));
 		close(fd);
@@ -387,6 +395,15 @@ static void write_mapping(struct session *s, pid_t pid, const struct proc_map *m
 	r.mapping.path = m->path;
 	r.mapping.build_id = (struct hs_bytes){bid, n > 0 ? (uint32_t)n : 0};
 	write_rec(s, &r);
+}
+
+/* The pid a tracked process's uprobes are bound to: -1 (filtered in BPF) for -a and for a
+ * command whose forks are followed. */
+static pid_t bind_pid(const struct session *s, pid_t pid)
+{
+	if (s->o->all || (s->child && s->probe_pid == -1))
+		return -1;
+	return pid;
 }
 
 /* Re-reads PID's maps: writes what appeared and vanished, and probes new objects. */
@@ -427,7 +444,7 @@ static void rescan_maps(struct session *s, struct proc *p, bool attach)
 		snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, nm[k].path);
 		o = object_get(s, makedev(nm[k].dev_major, nm[k].dev_minor), nm[k].inode, nm[k].path);
 		if (o)
-			attach_object(s, s->o->all ? -1 : p->pid, o, path);
+			attach_object(s, bind_pid(s, p->pid), o, path);
 	}
 }
 
@@ -439,6 +456,15 @@ static void write_process(struct session *s, pid_t pid, uint32_t origin, pid_t p
 	uint8_t bid[HS_BUILD_ID_MAX];
 	int n;
 
+	/* A fork child that already exited is, for all we can still read, its parent. */
+	if (!comm && ppid > 0 && origin == HS_PROC_FORKED) {
+		free(cmdline);
+		comm = proc_read_string(ppid, "comm");
+		cmdline = proc_read_string(ppid, "cmdline");
+		free(exe);
+		exe = proc_exe(ppid);
+		pid = ppid;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	n = hs_read_build_id(path, bid, sizeof(bid));
 	r.process.ppid = (uint32_t)(ppid ? ppid : proc_ppid(pid));
@@ -510,6 +536,13 @@ static void track_process(struct session *s, pid_t pid, uint32_t origin, pid_t p
 	write_process(s, pid, origin, ppid);
 	proc_for_each_thread(pid, name_thread_cb, &t);
 	rescan_maps(s, p, true); /* writes every mapping: all are new to the file */
+	if (!p->nr_maps && origin == HS_PROC_FORKED) {
+		/* Gone before we looked: at fork its mappings were its parent's. */
+		struct proc *parent = proc_find(s, ppid);
+
+		for (int i = 0; parent && i < parent->nr_maps; i++)
+			write_mapping(s, pid, &parent->maps[i], ticks(s, mono_ns()));
+	}
 }
 
 /* ---- events ---- */
@@ -1059,18 +1092,21 @@ int recorder_run(const struct rec_opts *o)
 			s->child = 0;
 			goto cleanup;
 		}
+		/* A pid-bound uprobe misses a fork child until user space attaches for it; probes
+		 * bound to no pid and filtered in BPF by the tracked set see it from its first call. */
+		s->probe_pid = o->follow_forks ? -1 : s->child;
 		uint32_t key = (uint32_t)s->child;
 		uint8_t one = 1;
 
 		bpf_map_update_elem(bpf_map__fd(s->skel->maps.tracked), &key, &one, BPF_ANY);
 		predict_libs(exe, &libs, &nr_libs);
 		if (o->libc)
-			attach_path(s, s->child, o->libc);
+			attach_path(s, s->probe_pid, o->libc);
 		for (int i = 0; i < nr_libs; i++)
-			attach_path(s, s->child, libs[i]);
-		attach_path(s, s->child, exe);
+			attach_path(s, s->probe_pid, libs[i]);
+		attach_path(s, s->probe_pid, exe);
 		for (int i = 0; i < o->nr_probes; i++)
-			attach_path(s, s->child, o->probes[i].lib);
+			attach_path(s, s->probe_pid, o->probes[i].lib);
 	} else if (o->pid) {
 		uint32_t key = (uint32_t)o->pid;
 		uint8_t one = 1;

@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: MIT
+/* pprof output: a gzip-compressed perftools.profiles.Profile built with protobuf-c. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "hmap.h"
+#include "pprof.h"
+#include "profile.pb-c.h"
+
+typedef Perftools__Profiles__Profile PbProfile;
+typedef Perftools__Profiles__Sample PbSample;
+typedef Perftools__Profiles__Label PbLabel;
+typedef Perftools__Profiles__Mapping PbMapping;
+typedef Perftools__Profiles__Location PbLocation;
+typedef Perftools__Profiles__Line PbLine;
+typedef Perftools__Profiles__Function PbFunction;
+typedef Perftools__Profiles__ValueType PbValueType;
+
+struct pprof_builder {
+	PbProfile p;
+	char **strings;
+	size_t cap_strings;
+	struct hmap string_idx; /* (fnv hash, length) -> index; collisions append a duplicate */
+	struct hmap func_idx;   /* (name << 32 | system name, file) -> function id */
+	size_t cap_samples, cap_mappings, cap_locations, cap_functions;
+};
+
+static void *xcalloc(size_t n, size_t sz)
+{
+	void *p = calloc(n ? n : 1, sz);
+
+	if (!p) {
+		fputs("heapsnap-analyze: out of memory\n", stderr);
+		exit(1);
+	}
+	return p;
+}
+
+#define PUSH(arr, n, cap, item)                                                    \
+	do {                                                                       \
+		if ((n) == (cap)) {                                                \
+			(cap) = (cap) ? (cap) * 2 : 64;                            \
+			(arr) = realloc((arr), sizeof(*(arr)) * (cap));            \
+			if (!(arr))                                                \
+				exit(1);                                           \
+		}                                                                  \
+		(arr)[(n)++] = (item);                                             \
+	} while (0)
+
+int64_t pprof_builder__string(struct pprof_builder *b, const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t len = strlen(s);
+	struct hmap_slot *slot;
+	bool created;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
+	slot = hmap_put(&b->string_idx, h, len, &created);
+	if (!slot)
+		exit(1);
+	if (!created && !strcmp(b->p.string_table[slot->val], s))
+		return (int64_t)slot->val;
+	PUSH(b->p.string_table, b->p.n_string_table, b->cap_strings, strdup(s));
+	if (created)
+		slot->val = b->p.n_string_table - 1;
+	return (int64_t)b->p.n_string_table - 1;
+}
+
+struct pprof_builder *pprof_builder__new(const char *const *types, const char *const *units, int n,
+					 const char *period_type, const char *period_unit, int64_t period)
+{
+	struct pprof_builder *b = xcalloc(1, sizeof(*b));
+	PbValueType *pt;
+
+	perftools__profiles__profile__init(&b->p);
+	pprof_builder__string(b, ""); /* index 0 is the empty string, as pprof requires */
+	b->p.sample_type = xcalloc((size_t)n, sizeof(*b->p.sample_type));
+	b->p.n_sample_type = (size_t)n;
+	for (int i = 0; i < n; i++) {
+		PbValueType *vt = xcalloc(1, sizeof(*vt));
+
+		perftools__profiles__value_type__init(vt);
+		vt->type = pprof_builder__string(b, types[i]);
+		vt->unit = pprof_builder__string(b, units[i]);
+		b->p.sample_type[i] = vt;
+	}
+	pt = xcalloc(1, sizeof(*pt));
+	perftools__profiles__value_type__init(pt);
+	pt->type = pprof_builder__string(b, period_type);
+	pt->unit = pprof_builder__string(b, period_unit);
+	b->p.period_type = pt;
+	b->p.period = period;
+	return b;
+}
+
+void pprof_builder__set_default_type(struct pprof_builder *b, const char *type)
+{
+	b->p.default_sample_type = pprof_builder__string(b, type);
+}
+
+void pprof_builder__set_time(struct pprof_builder *b, int64_t time_ns, int64_t duration_ns)
+{
+	b->p.time_nanos = time_ns;
+	b->p.duration_nanos = duration_ns;
+}
+
+void pprof_builder__add_comment(struct pprof_builder *b, const char *text)
+{
+	b->p.comment = realloc(b->p.comment, sizeof(*b->p.comment) * (b->p.n_comment + 1));
+	if (!b->p.comment)
+		exit(1);
+	b->p.comment[b->p.n_comment++] = pprof_builder__string(b, text);
+}
+
+uint64_t pprof_builder__add_mapping(struct pprof_builder *b, const struct pprof_mapping *m)
+{
+	PbMapping *pm = xcalloc(1, sizeof(*pm));
+
+	perftools__profiles__mapping__init(pm);
+	pm->id = b->p.n_mapping + 1;
+	pm->memory_start = m->start;
+	pm->memory_limit = m->limit;
+	pm->file_offset = m->offset;
+	pm->filename = pprof_builder__string(b, m->filename);
+	pm->build_id = pprof_builder__string(b, m->build_id);
+	pm->has_functions = m->has_functions;
+	pm->has_filenames = m->has_filenames;
+	pm->has_line_numbers = m->has_line_numbers;
+	pm->has_inline_frames = m->has_inline_frames;
+	PUSH(b->p.mapping, b->p.n_mapping, b->cap_mappings, pm);
+	return pm->id;
+}
+
+uint64_t pprof_builder__function(struct pprof_builder *b, const char *name, const char *system_name,
+				 const char *file)
+{
+	int64_t n = pprof_builder__string(b, name), sn = pprof_builder__string(b, system_name ? system_name : name);
+	int64_t f = pprof_builder__string(b, file ? file : "");
+	struct hmap_slot *slot;
+	PbFunction *fn;
+	bool created;
+
+	slot = hmap_put(&b->func_idx, (uint64_t)n << 32 | (uint64_t)sn, (uint64_t)f, &created);
+	if (!slot)
+		exit(1);
+	if (!created)
+		return slot->val;
+	fn = xcalloc(1, sizeof(*fn));
+	perftools__profiles__function__init(fn);
+	fn->id = b->p.n_function + 1;
+	fn->name = n;
+	fn->system_name = sn;
+	fn->filename = f;
+	PUSH(b->p.function, b->p.n_function, b->cap_functions, fn);
+	slot->val = fn->id;
+	return fn->id;
+}
+
+uint64_t pprof_builder__add_location(struct pprof_builder *b, uint64_t mapping_id, uint64_t address,
+				     const uint64_t *function_ids, const int64_t *lines, int nr_lines)
+{
+	PbLocation *l = xcalloc(1, sizeof(*l));
+
+	perftools__profiles__location__init(l);
+	l->id = b->p.n_location + 1;
+	l->mapping_id = mapping_id;
+	l->address = address;
+	l->n_line = (size_t)nr_lines;
+	l->line = xcalloc((size_t)nr_lines, sizeof(*l->line));
+	for (int i = 0; i < nr_lines; i++) {
+		PbLine *ln = xcalloc(1, sizeof(*ln));
+
+		perftools__profiles__line__init(ln);
+		ln->function_id = function_ids[i];
+		ln->line = lines[i];
+		l->line[i] = ln;
+	}
+	PUSH(b->p.location, b->p.n_location, b->cap_locations, l);
+	return l->id;
+}
+
+void pprof_builder__add_sample(struct pprof_builder *b, const uint64_t *locs, int nr_locs, const int64_t *values,
+			       const struct pprof_label *labels, int nr_labels)
+{
+	PbSample *s = xcalloc(1, sizeof(*s));
+
+	perftools__profiles__sample__init(s);
+	s->n_location_id = (size_t)nr_locs;
+	s->location_id = xcalloc((size_t)nr_locs, sizeof(uint64_t));
+	memcpy(s->location_id, locs, sizeof(uint64_t) * (size_t)nr_locs);
+	s->n_value = b->p.n_sample_type;
+	s->value = xcalloc(s->n_value, sizeof(int64_t));
+	memcpy(s->value, values, sizeof(int64_t) * s->n_value);
+	s->n_label = (size_t)nr_labels;
+	s->label = xcalloc((size_t)nr_labels, sizeof(*s->label));
+	for (int i = 0; i < nr_labels; i++) {
+		PbLabel *l = xcalloc(1, sizeof(*l));
+
+		perftools__profiles__label__init(l);
+		l->key = pprof_builder__string(b, labels[i].key);
+		if (labels[i].str)
+			l->str = pprof_builder__string(b, labels[i].str);
+		else {
+			l->num = labels[i].num;
+			if (labels[i].num_unit)
+				l->num_unit = pprof_builder__string(b, labels[i].num_unit);
+		}
+		s->label[i] = l;
+	}
+	PUSH(b->p.sample, b->p.n_sample, b->cap_samples, s);
+}
+
+int pprof_builder__write(struct pprof_builder *b, FILE *out)
+{
+	size_t len = perftools__profiles__profile__get_packed_size(&b->p);
+	uint8_t *buf = malloc(len ? len : 1), chunk[65536];
+	z_stream z = {0};
+	int ret = 0, zr;
+
+	if (!buf)
+		return -1;
+	perftools__profiles__profile__pack(&b->p, buf);
+	/* windowBits 15 + 16: a gzip wrapper, which pprof expects. */
+	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(buf);
+		return -1;
+	}
+	z.next_in = buf;
+	z.avail_in = (uInt)len;
+	do {
+		z.next_out = chunk;
+		z.avail_out = sizeof(chunk);
+		zr = deflate(&z, Z_FINISH);
+		if (fwrite(chunk, 1, sizeof(chunk) - z.avail_out, out) != sizeof(chunk) - z.avail_out)
+			ret = -1;
+	} while (zr == Z_OK && !ret);
+	if (zr != Z_STREAM_END)
+		ret = -1;
+	deflateEnd(&z);
+	free(buf);
+	return ret;
+}
+
+void pprof_builder__free(struct pprof_builder *b)
+{
+	if (!b)
+		return;
+	for (size_t i = 0; i < b->p.n_string_table; i++)
+		free(b->p.string_table[i]);
+	free(b->p.string_table);
+	for (size_t i = 0; i < b->p.n_sample_type; i++)
+		free(b->p.sample_type[i]);
+	free(b->p.sample_type);
+	free(b->p.period_type);
+	for (size_t i = 0; i < b->p.n_sample; i++) {
+		PbSample *s = b->p.sample[i];
+
+		for (size_t j = 0; j < s->n_label; j++)
+			free(s->label[j]);
+		free(s->label);
+		free(s->location_id);
+		free(s->value);
+		free(s);
+	}
+	free(b->p.sample);
+	for (size_t i = 0; i < b->p.n_mapping; i++)
+		free(b->p.mapping[i]);
+	free(b->p.mapping);
+	for (size_t i = 0; i < b->p.n_location; i++) {
+		for (size_t j = 0; j < b->p.location[i]->n_line; j++)
+			free(b->p.location[i]->line[j]);
+		free(b->p.location[i]->line);
+		free(b->p.location[i]);
+	}
+	free(b->p.location);
+	for (size_t i = 0; i < b->p.n_function; i++)
+		free(b->p.function[i]);
+	free(b->p.function);
+	free(b->p.comment);
+	hmap_free(&b->string_idx);
+	hmap_free(&b->func_idx);
+	free(b);
+}
+
+/* ---- a replayed heap as a pprof heap profile ---- */
+
+int pprof_write_profile(const struct profile *p, const struct pprof_opts *o, FILE *out)
+{
+	static const char *const types[V__COUNT] = {"alloc_objects", "alloc_space", "inuse_objects", "inuse_space"};
+	static const char *const units[V__COUNT] = {"count", "bytes", "count", "bytes"};
+	const struct replay *r = p->r;
+	struct pprof_builder *b = pprof_builder__new(types, units, V__COUNT, "space", "bytes", (int64_t)r->sample_rate);
+	uint64_t *loc_ids = xcalloc(p->nr_locs, sizeof(uint64_t)), *stack = NULL, *fids = NULL;
+	int64_t *lines = NULL;
+	struct hmap map_ids = {0}; /* mapping pointer -> pprof id */
+	char buf[512];
+	size_t cap_stack = 0, cap_lines = 0;
+	int ret;
+
+	pprof_builder__set_default_type(b, "inuse_space");
+	pprof_builder__set_time(b, (int64_t)(r->realtime_start_ns + r->stop_time * r->tick_ns),
+				(int64_t)((r->last_time - r->first_time) * r->tick_ns));
+	snprintf(buf, sizeof(buf), "heapsnap %s on %s, kernel %s", r->tool_version, r->hostname, r->kernel);
+	pprof_builder__add_comment(b, buf);
+	snprintf(buf, sizeof(buf), "command: %s", r->cmdline && *r->cmdline ? r->cmdline : "(attached)");
+	pprof_builder__add_comment(b, buf);
+	snprintf(buf, sizeof(buf), "snapshot: %s", o->snapshot_desc ? o->snapshot_desc : r->stop_desc);
+	pprof_builder__add_comment(b, buf);
+	if (r->sample_rate)
+		snprintf(buf, sizeof(buf), "sampling: Poisson, one sample per %" PRIu64 " bytes on average",
+			 r->sample_rate);
+	else
+		snprintf(buf, sizeof(buf), "sampling: every allocation");
+	pprof_builder__add_comment(b, buf);
+
+	for (uint32_t i = 0; i < p->nr_locs; i++) {
+		const struct prof_loc *l = &p->locs[i];
+		uint64_t mid = 0;
+		int n = o->no_symbolize ? 0 : (int)l->nr_lines;
+
+		if (l->map) {
+			bool created;
+			struct hmap_slot *slot = hmap_put(&map_ids, (uint64_t)(uintptr_t)l->map, 0, &created);
+
+			if (created) {
+				struct pprof_mapping pm = {.start = l->map->start, .limit = l->map->end,
+							   .offset = l->map->offset, .filename = l->map->path};
+				char hex[2 * HS_MAX_BUILD_ID + 1];
+
+				hs_hex(l->map->build_id, l->map->build_id_len, hex);
+				pm.build_id = hex;
+				if (!o->no_symbolize)
+					symbolizer__module_flags(p->sym, l->module, &pm.has_functions, &pm.has_filenames,
+								 &pm.has_line_numbers, &pm.has_inline_frames);
+				slot->val = pprof_builder__add_mapping(b, &pm);
+			}
+			mid = slot->val;
+		}
+		if ((size_t)n > cap_lines) {
+			cap_lines = (size_t)n * 2;
+			fids = realloc(fids, sizeof(*fids) * cap_lines);
+			lines = realloc(lines, sizeof(*lines) * cap_lines);
+			if (!fids || !lines)
+				exit(1);
+		}
+		for (int k = 0; k < n; k++) {
+			const struct prof_line *ln = &p->lines[l->first_line + (uint32_t)k];
+			char nb[128];
+
+			fids[k] = pprof_builder__function(b, profile__line_name(p, l, ln, nb, sizeof(nb)), ln->system_name,
+							  ln->file);
+			lines[k] = ln->line;
+		}
+		/* Unsymbolized frames in a symbolized profile still get a name pprof can show. */
+		if (!n && !o->no_symbolize && !l->map) {
+			char nb[128];
+
+			fids = fids ? fids : malloc(sizeof(*fids));
+			lines = lines ? lines : malloc(sizeof(*lines));
+			cap_lines = cap_lines ? cap_lines : 1;
+			fids[0] = pprof_builder__function(b, profile__line_name(p, l, NULL, nb, sizeof(nb)), NULL, NULL);
+			lines[0] = 0;
+			n = 1;
+		}
+		loc_ids[i] = pprof_builder__add_location(b, mid, l->addr, fids, lines, n);
+	}
+	for (uint32_t i = 0; i < p->nr_samples; i++) {
+		const struct prof_sample *s = &p->samples[i];
+		int64_t v[V__COUNT];
+		struct pprof_label labels[3];
+		char pid[16];
+		const char *tname = replay__thread_name(r, s->pid, s->tid);
+		int nl = 0;
+		bool any = false;
+
+		for (int k = 0; k < V__COUNT; k++) {
+			v[k] = llround(s->v[k]);
+			any |= v[k] != 0;
+		}
+		if (!any)
+			continue;
+		if (s->nr_locs > cap_stack) {
+			cap_stack = s->nr_locs * 2;
+			stack = realloc(stack, sizeof(*stack) * cap_stack);
+			if (!stack)
+				exit(1);
+		}
+		for (uint32_t k = 0; k < s->nr_locs; k++)
+			stack[k] = loc_ids[p->loc_refs[s->first_loc + k]];
+		snprintf(pid, sizeof(pid), "%u", s->pid);
+		labels[nl++] = (struct pprof_label){.key = "bytes", .num = (int64_t)s->size, .num_unit = "bytes"};
+		labels[nl++] = (struct pprof_label){.key = "pid", .str = pid};
+		if (tname)
+			labels[nl++] = (struct pprof_label){.key = "thread", .str = tname};
+		pprof_builder__add_sample(b, stack, (int)s->nr_locs, v, labels, nl);
+	}
+	ret = pprof_builder__write(b, out);
+	free(loc_ids);
+	free(stack);
+	free(fids);
+	free(lines);
+	hmap_free(&map_ids);
+	pprof_builder__free(b);
+	return ret;
+}

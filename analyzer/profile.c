@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile.h"
+
+const char *const value_names[V__COUNT] = {"alloc_objects", "alloc_space", "inuse_objects", "inuse_space"};
+
+int value_index(const char *name)
+{
+	for (int i = 0; i < V__COUNT; i++)
+		if (!strcmp(name, value_names[i]))
+			return i;
+	return -1;
+}
+
+#define GROW(arr, nr, cap)                                                                 \
+	do {                                                                               \
+		if ((nr) == (cap)) {                                                       \
+			(cap) = (cap) ? (cap) * 2 : 256;                                   \
+			(arr) = realloc((arr), sizeof(*(arr)) * (cap));                    \
+			if (!(arr)) {                                                      \
+				fputs("heapsnap-analyze: out of memory\n", stderr);        \
+				exit(EXIT_FAIL);                                           \
+			}                                                                  \
+		}                                                                          \
+	} while (0)
+
+int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym)
+{
+	uint32_t cap_samples = 0, cap_locs = 0, cap_refs = 0, cap_lines = 0;
+	struct hmap loc_idx = {0}; /* (pid, addr) -> loc */
+
+	memset(p, 0, sizeof(*p));
+	p->r = r;
+	p->sym = sym;
+	for (uint32_t i = 0; i < r->nr_aggs; i++) {
+		const struct agg *a = &r->aggs[i];
+		struct prof_sample *s;
+		const uint64_t *ips;
+		uint32_t nr;
+
+		if (a->alloc_objects < 1e-9 && a->inuse_objects < 1e-9)
+			continue;
+		ips = replay__stack(r, a->stack_id, &nr);
+		if (!ips)
+			p->missing_stacks++;
+		GROW(p->samples, p->nr_samples, cap_samples);
+		s = &p->samples[p->nr_samples++];
+		*s = (struct prof_sample){.pid = a->pid, .tid = a->tid, .size = a->size, .first_loc = p->nr_loc_refs};
+		s->v[V_ALLOC_OBJECTS] = a->alloc_objects;
+		s->v[V_ALLOC_SPACE] = a->alloc_space;
+		s->v[V_INUSE_OBJECTS] = a->inuse_objects;
+		s->v[V_INUSE_SPACE] = a->inuse_space;
+		for (int k = 0; k < V__COUNT; k++)
+			p->total[k] += s->v[k];
+		for (uint32_t f = 0; f < nr; f++) {
+			uint64_t addr = ips[f] ? ips[f] - 1 : 0; /* every frame is a return address */
+			bool created;
+			struct hmap_slot *slot;
+
+			/* A frame-pointer walk through code built without them wanders into data: stop at
+			 * the first frame outside every executable mapping. */
+			if (f > 0 && !replay__mapping(r, a->pid, addr, r->stop_time)) {
+				p->cut_frames += nr - f;
+				break;
+			}
+			slot = hmap_put(&loc_idx, a->pid, addr, &created);
+
+			if (!slot)
+				exit(EXIT_FAIL);
+			if (created) {
+				struct prof_loc *l;
+				struct sym_result res;
+
+				GROW(p->locs, p->nr_locs, cap_locs);
+				l = &p->locs[p->nr_locs];
+				l->addr = addr;
+				l->map = replay__mapping(r, a->pid, addr, r->stop_time);
+				symbolizer__lookup(sym, l->map, addr, &res);
+				l->module = res.module;
+				l->first_line = p->nr_lines;
+				l->nr_lines = res.nr;
+				for (uint32_t k = 0; k < res.nr; k++) {
+					GROW(p->lines, p->nr_lines, cap_lines);
+					p->lines[p->nr_lines++] = (struct prof_line){
+						.function = res.frames[k].function, .system_name = res.frames[k].system_name,
+						.file = res.frames[k].file, .line = res.frames[k].line};
+				}
+				slot->val = p->nr_locs++;
+			}
+			GROW(p->loc_refs, p->nr_loc_refs, cap_refs);
+			p->loc_refs[p->nr_loc_refs++] = (uint32_t)slot->val;
+			s->nr_locs++;
+		}
+	}
+	hmap_free(&loc_idx);
+	return 0;
+}
+
+const char *profile__line_name(const struct profile *p, const struct prof_loc *l, const struct prof_line *ln,
+			       char *buf, size_t len)
+{
+	if (ln && ln->function)
+		return ln->function;
+	if (l->map) {
+		const char *base = strrchr(l->map->path, '/');
+
+		snprintf(buf, len, "%s+0x%" PRIx64, base ? base + 1 : l->map->path,
+			 l->addr - l->map->start + l->map->offset);
+	} else {
+		snprintf(buf, len, "0x%" PRIx64, l->addr);
+	}
+	return buf;
+}
+
+void profile__free(struct profile *p)
+{
+	free(p->samples);
+	free(p->locs);
+	free(p->loc_refs);
+	free(p->lines);
+	memset(p, 0, sizeof(*p));
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/* A symbolized profile built from a replay: what every output format reads. */
+#ifndef HEAPSNAP_PROFILE_H
+#define HEAPSNAP_PROFILE_H
+#include <stdint.h>
+#include <stdio.h>
+
+#include "replay.h"
+#include "symbolize.h"
+
+enum { V_ALLOC_OBJECTS, V_ALLOC_SPACE, V_INUSE_OBJECTS, V_INUSE_SPACE, V__COUNT };
+
+struct prof_line {
+	const char *function, *system_name, *file; /* owned by the symbolizer; may be NULL */
+	uint32_t line;
+};
+
+struct prof_loc {
+	uint64_t addr; /* the looked-up address: return address - 1 */
+	const struct mapping *map;
+	int module;
+	uint32_t first_line, nr_lines;
+};
+
+struct prof_sample {
+	uint32_t pid, tid;
+	uint64_t size;
+	uint32_t first_loc, nr_locs; /* into loc_refs, leaf first */
+	double v[V__COUNT];
+};
+
+struct profile {
+	struct replay *r;
+	struct symbolizer *sym;
+	struct prof_sample *samples;
+	uint32_t nr_samples;
+	struct prof_loc *locs;
+	uint32_t nr_locs;
+	uint32_t *loc_refs;
+	uint32_t nr_loc_refs;
+	struct prof_line *lines;
+	uint32_t nr_lines;
+	double total[V__COUNT];
+	uint64_t missing_stacks;
+	uint64_t cut_frames; /* frames dropped after a walk left the executable mappings */
+};
+
+int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym);
+void profile__free(struct profile *p);
+/* A frame's display name: the function, or module+0xOFFSET, or the address. Writes into BUF. */
+const char *profile__line_name(const struct profile *p, const struct prof_loc *l, const struct prof_line *ln,
+			       char *buf, size_t len);
+int value_index(const char *name);
+extern const char *const value_names[V__COUNT];
+#endif

@@ -1,0 +1,674 @@
+// SPDX-License-Identifier: MIT
+/* Replay: a streaming pass over the record file that keeps only the live set, the
+ * interned stacks and per-(thread, stack, size) aggregates in memory. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "replay.h"
+
+static char *xstrdup(const char *s)
+{
+	char *d = strdup(s ? s : "");
+
+	if (!d) {
+		fputs("heapsnap-analyze: out of memory\n", stderr);
+		exit(EXIT_FAIL);
+	}
+	return d;
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+
+	if (!q) {
+		fputs("heapsnap-analyze: out of memory\n", stderr);
+		exit(EXIT_FAIL);
+	}
+	return q;
+}
+
+static int fail(struct replay *r, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->error, sizeof(r->error), fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+struct process *replay__process(const struct replay *r, uint32_t pid)
+{
+	struct hmap_slot *s = hmap_find(&r->proc_idx, pid, 0);
+
+	return s ? &r->procs[s->val - 1] : NULL;
+}
+
+static struct process *get_process(struct replay *r, uint32_t pid)
+{
+	struct hmap_slot *s;
+	bool created;
+
+	s = hmap_put(&r->proc_idx, pid, 0, &created);
+	if (!s)
+		exit(EXIT_FAIL);
+	if (created) {
+		r->procs = xrealloc(r->procs, sizeof(*r->procs) * (r->nr_procs + 1));
+		r->procs[r->nr_procs] = (struct process){.pid = pid, .comm = xstrdup(""), .cmdline = xstrdup(""),
+							 .exe = xstrdup("")};
+		s->val = ++r->nr_procs;
+	}
+	return &r->procs[s->val - 1];
+}
+
+const char *replay__thread_name(const struct replay *r, uint32_t pid, uint32_t tid)
+{
+	struct hmap_slot *s = hmap_find(&r->threads, pid, tid);
+
+	return s ? (const char *)(uintptr_t)s->val : NULL;
+}
+
+const uint64_t *replay__stack(const struct replay *r, uint64_t id, uint32_t *nr)
+{
+	struct hmap_slot *s = hmap_find(&r->stack_idx, id, 0);
+
+	if (!s) {
+		*nr = 0;
+		return NULL;
+	}
+	*nr = (uint32_t)r->stacks[s->val - 1][0];
+	return r->stacks[s->val - 1] + 1;
+}
+
+double replay__seconds(const struct replay *r, uint64_t t)
+{
+	return (double)t * (double)(r->tick_ns ? r->tick_ns : 1000) / 1e9;
+}
+
+static uint32_t agg_get(struct replay *r, uint32_t pid, uint32_t tid, uint64_t stack, uint64_t size)
+{
+	uint64_t k1 = (uint64_t)pid << 32 | tid, k2 = stack * 0x9e3779b97f4a7c15ull ^ size;
+
+	for (;; k2++) {
+		bool created;
+		struct hmap_slot *s = hmap_put(&r->agg_idx, k1, k2, &created);
+
+		if (!s)
+			exit(EXIT_FAIL);
+		if (created) {
+			if (r->nr_aggs == r->cap_aggs) {
+				r->cap_aggs = r->cap_aggs ? r->cap_aggs * 2 : 256;
+				r->aggs = xrealloc(r->aggs, sizeof(*r->aggs) * r->cap_aggs);
+			}
+			r->aggs[r->nr_aggs] = (struct agg){.pid = pid, .tid = tid, .stack_id = stack, .size = size};
+			s->val = r->nr_aggs;
+			return r->nr_aggs++;
+		}
+		struct agg *a = &r->aggs[s->val];
+
+		if (a->pid == pid && a->tid == tid && a->stack_id == stack && a->size == size)
+			return (uint32_t)s->val;
+	}
+}
+
+static uint32_t pool_get(struct replay *r)
+{
+	if (r->free_head != UINT32_MAX) {
+		uint32_t i = r->free_head;
+
+		r->free_head = r->live_pool[i].agg;
+		return i;
+	}
+	if (r->nr_pool == r->cap_pool) {
+		r->cap_pool = r->cap_pool ? r->cap_pool * 2 : 1024;
+		r->live_pool = xrealloc(r->live_pool, sizeof(*r->live_pool) * r->cap_pool);
+	}
+	return r->nr_pool++;
+}
+
+static void pool_put(struct replay *r, uint32_t i)
+{
+	r->live_pool[i].agg = r->free_head;
+	r->free_head = i;
+}
+
+static void note_time(struct replay *r, uint64_t t)
+{
+	if (!r->have_time || t < r->first_time)
+		r->first_time = t;
+	if (!r->have_time || t > r->last_time)
+		r->last_time = t;
+	r->have_time = true;
+}
+
+/* Removes a live block. Returns false when PTR is not live. */
+static bool release(struct replay *r, uint32_t pid, uint64_t ptr, bool count_free)
+{
+	struct hmap_slot *s = hmap_find(&r->live, pid, ptr);
+	struct live_ent *e;
+	struct agg *a;
+	struct process *p;
+	double w, bytes;
+
+	if (!s)
+		return false;
+	e = &r->live_pool[s->val];
+	a = &r->aggs[e->agg];
+	w = e->weight / (double)HS_WEIGHT_ONE;
+	bytes = (double)a->size * w;
+	a->inuse_objects -= w;
+	a->inuse_space -= bytes;
+	r->live_bytes -= bytes;
+	r->live_count -= w;
+	p = get_process(r, pid);
+	p->live_bytes -= bytes;
+	p->live_count -= w;
+	if (count_free) {
+		p->free_bytes += bytes;
+		p->free_count += w;
+	}
+	pool_put(r, (uint32_t)s->val);
+	hmap_remove_slot(&r->live, s);
+	return true;
+}
+
+static void on_alloc(struct replay *r, const struct hs_record *rec)
+{
+	bool restored = rec->alloc.kind & HS_KIND_RESTORED;
+	double w = rec->alloc.weight / (double)HS_WEIGHT_ONE, bytes = (double)rec->alloc.size * w;
+	struct process *p = get_process(r, rec->pid);
+	uint32_t ai = agg_get(r, rec->pid, rec->tid, rec->alloc.stack_id, rec->alloc.size), li;
+	struct hmap_slot *s;
+	struct agg *a = &r->aggs[ai];
+	bool created;
+
+	/* A live pointer handed out again means its free was lost: drop the stale block. */
+	release(r, rec->pid, rec->alloc.ptr, false);
+	if (restored) {
+		p->free_bytes -= bytes;
+		p->free_count -= w;
+		r->restored++;
+	} else {
+		a->alloc_objects += w;
+		a->alloc_space += bytes;
+		p->alloc_bytes += bytes;
+		p->alloc_count += w;
+		if (rec->alloc.size > p->largest)
+			p->largest = rec->alloc.size;
+		r->allocs++;
+	}
+	a->inuse_objects += w;
+	a->inuse_space += bytes;
+	r->live_bytes += bytes;
+	r->live_count += w;
+	p->live_bytes += bytes;
+	p->live_count += w;
+	if (p->live_bytes > p->peak_bytes) {
+		p->peak_bytes = p->live_bytes;
+		p->peak_time = rec->time;
+	}
+	if (r->live_bytes > r->peak_bytes) {
+		r->peak_bytes = r->live_bytes;
+		r->peak_time = rec->time;
+		r->peak_event = r->records;
+	}
+	li = pool_get(r);
+	r->live_pool[li] = (struct live_ent){.time = rec->time, .agg = ai, .weight = (uint32_t)rec->alloc.weight};
+	s = hmap_put(&r->live, rec->pid, rec->alloc.ptr, &created);
+	if (!s)
+		exit(EXIT_FAIL);
+	s->val = li;
+}
+
+static void copy_build_id(uint8_t *dst, uint32_t *len, struct hs_bytes b)
+{
+	*len = b.len > HS_MAX_BUILD_ID ? HS_MAX_BUILD_ID : b.len;
+	memcpy(dst, b.p, *len);
+}
+
+static void set_counters(struct replay *r, const struct hs_record *rec)
+{
+	for (uint32_t i = 0; i < rec->counters.nr; i++) {
+		const struct hs_counter *c = &rec->counters.items[i];
+		uint32_t j;
+
+		for (j = 0; j < r->nr_counters; j++)
+			if (!strcmp(r->counters[j].name, c->name))
+				break;
+		if (j == r->nr_counters) {
+			r->counters = xrealloc(r->counters, sizeof(*r->counters) * (r->nr_counters + 1));
+			r->counters[r->nr_counters++] = (struct counter_val){.name = xstrdup(c->name)};
+		}
+		r->counters[j].value = c->value;
+	}
+}
+
+/* Metadata is applied wherever it sits; events only up to the stop point. */
+static void on_meta(struct replay *r, const struct hs_record *rec, bool before_stop)
+{
+	switch (rec->type) {
+	case HS_REC_SESSION:
+		if (r->have_session)
+			break;
+		r->have_session = true;
+		r->tool_version = xstrdup(rec->session.tool_version);
+		r->hostname = xstrdup(rec->session.hostname);
+		r->kernel = xstrdup(rec->session.kernel);
+		r->cmdline = xstrdup(rec->session.cmdline);
+		r->tick_ns = rec->session.tick_ns;
+		r->realtime_start_ns = rec->session.realtime_start_ns;
+		r->sample_rate = rec->session.sample_rate;
+		r->max_stack = rec->session.max_stack;
+		r->stack_mode = rec->session.stack_mode;
+		r->probes = xrealloc(NULL, sizeof(*r->probes) * rec->session.nr_probes);
+		for (uint32_t i = 0; i < rec->session.nr_probes; i++) {
+			r->probes[i] = rec->session.probes[i];
+			r->probes[i].symbol = xstrdup(rec->session.probes[i].symbol);
+			r->probes[i].path = xstrdup(rec->session.probes[i].path);
+			r->probes[i].build_id = (struct hs_bytes){0};
+		}
+		r->nr_probes = rec->session.nr_probes;
+		break;
+	case HS_REC_PROBE:
+		r->probes = xrealloc(r->probes, sizeof(*r->probes) * (r->nr_probes + 1));
+		r->probes[r->nr_probes] = rec->probe;
+		r->probes[r->nr_probes].symbol = xstrdup(rec->probe.symbol);
+		r->probes[r->nr_probes].path = xstrdup(rec->probe.path);
+		r->probes[r->nr_probes].build_id = (struct hs_bytes){0};
+		r->nr_probes++;
+		break;
+	case HS_REC_PROCESS: {
+		struct process *p = get_process(r, rec->pid);
+
+		free(p->comm);
+		free(p->cmdline);
+		free(p->exe);
+		p->comm = xstrdup(rec->process.comm);
+		p->cmdline = xstrdup(rec->process.cmdline);
+		p->exe = xstrdup(rec->process.exe);
+		if (rec->process.origin != HS_PROC_EXEC) {
+			p->ppid = rec->process.ppid;
+			p->t_start = rec->time;
+		}
+		p->origin = rec->process.origin;
+		copy_build_id(p->build_id, &p->build_id_len, rec->process.build_id);
+		break;
+	}
+	case HS_REC_MAPPING: {
+		struct mapping *m;
+
+		r->maps = xrealloc(r->maps, sizeof(*r->maps) * (r->nr_maps + 1));
+		m = &r->maps[r->nr_maps++];
+		*m = (struct mapping){.pid = rec->pid, .start = rec->mapping.start, .end = rec->mapping.end,
+				      .offset = rec->mapping.offset, .inode = rec->mapping.inode, .t_map = rec->time,
+				      .t_unmap = UINT64_MAX, .path = xstrdup(rec->mapping.path)};
+		copy_build_id(m->build_id, &m->build_id_len, rec->mapping.build_id);
+		break;
+	}
+	case HS_REC_UNMAP:
+		for (uint32_t i = r->nr_maps; i-- > 0;) {
+			struct mapping *m = &r->maps[i];
+
+			if (m->pid == rec->pid && m->start == rec->unmap.start && m->t_unmap == UINT64_MAX) {
+				m->t_unmap = rec->time;
+				break;
+			}
+		}
+		break;
+	case HS_REC_STACK: {
+		bool created;
+		struct hmap_slot *s = hmap_put(&r->stack_idx, rec->stack.id, 0, &created);
+		uint64_t *v;
+
+		if (!s || !created)
+			break;
+		v = xrealloc(NULL, sizeof(uint64_t) * (rec->stack.nr + 1));
+		v[0] = rec->stack.nr;
+		memcpy(v + 1, rec->stack.ips, sizeof(uint64_t) * rec->stack.nr);
+		r->stacks = xrealloc(r->stacks, sizeof(*r->stacks) * (r->nr_stack_slots + 1));
+		r->stacks[r->nr_stack_slots++] = v;
+		s->val = r->nr_stack_slots;
+		break;
+	}
+	case HS_REC_THREAD_NAME: {
+		bool created;
+		struct hmap_slot *s = hmap_put(&r->threads, rec->pid, rec->tid, &created);
+
+		if (s && created)
+			s->val = (uint64_t)(uintptr_t)xstrdup(rec->thread_name.comm);
+		break;
+	}
+	case HS_REC_SNAPSHOT:
+		r->snaps = xrealloc(r->snaps, sizeof(*r->snaps) * (r->nr_snaps + 1));
+		r->snaps[r->nr_snaps++] = (struct snapshot_info){
+			.time = rec->time, .origin = rec->snapshot.origin, .live_bytes = rec->snapshot.live_bytes,
+			.record_index = rec->snapshot.origin == HS_SNAP_PEAK ? UINT64_MAX : r->records,
+			.label = xstrdup(rec->snapshot.label)};
+		break;
+	case HS_REC_EXIT:
+		if (before_stop) {
+			struct process *p = get_process(r, rec->pid);
+
+			p->exited = true;
+			p->t_exit = rec->time;
+			p->exit_status = rec->exit.status;
+		}
+		break;
+	case HS_REC_RSS:
+		if (before_stop) {
+			struct process *p = get_process(r, rec->pid);
+
+			if (rec->rss.rss_bytes > p->rss_max)
+				p->rss_max = rec->rss.rss_bytes;
+		}
+		break;
+	case HS_REC_COUNTERS:
+	case HS_REC_END:
+		if (before_stop || rec->type == HS_REC_END)
+			set_counters(r, rec);
+		break;
+	}
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct progress {
+	bool on;
+	double start, last;
+};
+
+static void progress_tick(struct progress *pg, struct record_reader *rd, const char *path)
+{
+	double t = now_s();
+
+	if (!pg->on || t - pg->last < 0.25 || t - pg->start < 1.0)
+		return;
+	pg->last = t;
+	fprintf(stderr, "\rheapsnap-analyze: reading %s: %3.0f%%", path,
+		100.0 * (double)record_reader__offset(rd) / (double)(record_reader__file_size(rd) + 1));
+}
+
+static void progress_done(struct progress *pg)
+{
+	if (pg->on && pg->last > 0)
+		fputs("\r\033[K", stderr);
+}
+
+/* One pass. Events stop at STOP_INDEX records or STOP_TIME; metadata is read to the end. */
+static int pass(struct replay *r, struct record_reader *rd, uint64_t stop_index, uint64_t stop_time, bool events)
+{
+	struct progress pg = {.on = isatty(2), .start = now_s()};
+	struct hs_record rec;
+	bool stopped = false;
+	int ret;
+
+	while ((ret = record_reader__next(rd, &rec)) == 1) {
+		if ((r->records & 0xffff) == 0)
+			progress_tick(&pg, rd, r->path);
+		if (!stopped && (r->records >= stop_index ||
+				 ((rec.type == HS_REC_ALLOC || rec.type == HS_REC_ALLOC_SAMPLED || rec.type == HS_REC_FREE) &&
+				  rec.time > stop_time))) {
+			stopped = true;
+			r->stop_time = stop_time != UINT64_MAX ? stop_time : r->last_time;
+		}
+		switch (rec.type) {
+		case HS_REC_ALLOC:
+		case HS_REC_ALLOC_SAMPLED:
+			if (!stopped && events) {
+				r->events++;
+				note_time(r, rec.time);
+				on_alloc(r, &rec);
+			}
+			break;
+		case HS_REC_FREE:
+			if (!stopped && events) {
+				r->events++;
+				note_time(r, rec.time);
+				if (release(r, rec.pid, rec.free.ptr, true)) {
+					r->frees++;
+				} else {
+					r->unknown_frees++;
+					get_process(r, rec.pid)->unknown_frees++;
+				}
+			}
+			break;
+		default:
+			on_meta(r, &rec, !stopped);
+			if (!stopped && rec.type != HS_REC_SESSION && rec.type != HS_REC_STACK &&
+			    rec.type != HS_REC_THREAD_NAME && rec.type != HS_REC_PROBE)
+				note_time(r, rec.time);
+			break;
+		}
+		r->records++;
+	}
+	progress_done(&pg);
+	if (!stopped)
+		r->stop_time = r->last_time;
+	r->status = record_reader__status(rd);
+	r->frames = record_reader__frames(rd);
+	r->skipped = record_reader__skipped_records(rd);
+	if (ret < 0 || r->status == HS_READ_IO)
+		return fail(r, EXIT_FAIL, "%s", record_reader__error(rd));
+	if (r->status == HS_READ_CORRUPT)
+		snprintf(r->error, sizeof(r->error), "%s", record_reader__error(rd));
+	else if (r->status == HS_READ_TRUNCATED)
+		snprintf(r->error, sizeof(r->error), "%s", record_reader__error(rd));
+	return EXIT_OK;
+}
+
+static void reset_state(struct replay *r)
+{
+	const char *path = r->path;
+
+	replay__free(r);
+	memset(r, 0, sizeof(*r));
+	r->path = path;
+	r->free_head = UINT32_MAX;
+}
+
+static bool all_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+int replay__run(struct replay *r, const char *path, const struct replay_target *target)
+{
+	struct record_reader *rd;
+	char err[512];
+	uint64_t stop_index = UINT64_MAX, stop_time = UINT64_MAX;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->path = path;
+	r->free_head = UINT32_MAX;
+	ret = record_reader__open(path, &rd, err, sizeof(err));
+	if (ret)
+		return fail(r, EXIT_FAIL, "%s", err);
+	r->file_size = record_reader__file_size(rd);
+	r->format_minor = record_reader__minor(rd);
+
+	if (target->kind == STOP_SNAPSHOT || target->kind == STOP_PEAK) {
+		/* First pass: find where to stop. */
+		ret = pass(r, rd, UINT64_MAX, UINT64_MAX, target->kind == STOP_PEAK);
+		if (ret)
+			goto out;
+		if (target->kind == STOP_PEAK) {
+			stop_index = r->peak_event + 1;
+			snprintf(r->stop_desc, sizeof(r->stop_desc), "peak (%.0f bytes live at %.3fs)", r->peak_bytes,
+				 replay__seconds(r, r->peak_time));
+		} else {
+			struct snapshot_info *sn = NULL;
+
+			if (all_digits(target->snapshot)) {
+				unsigned long n = strtoul(target->snapshot, NULL, 10);
+
+				if (n >= 1 && n <= r->nr_snaps)
+					sn = &r->snaps[n - 1];
+			} else {
+				for (uint32_t i = 0; i < r->nr_snaps && !sn; i++)
+					if (!strcmp(r->snaps[i].label, target->snapshot))
+						sn = &r->snaps[i];
+			}
+			if (!sn) {
+				ret = fail(r, EXIT_NODATA,
+					   "%s: no snapshot '%s' (the file has %u; `heapsnap-analyze info` lists them)",
+					   path, target->snapshot, r->nr_snaps);
+				goto out;
+			}
+			if (sn->record_index == UINT64_MAX)
+				stop_time = sn->time;
+			else
+				stop_index = sn->record_index;
+			snprintf(r->stop_desc, sizeof(r->stop_desc), "snapshot '%s' at %.3fs", sn->label,
+				 replay__seconds(r, sn->time));
+		}
+		reset_state(r);
+		r->file_size = record_reader__file_size(rd);
+		r->format_minor = record_reader__minor(rd);
+		record_reader__rewind(rd);
+	} else if (target->kind == STOP_TIME) {
+		stop_time = (uint64_t)(target->at_seconds * 1e9 / 1000.0); /* refined below once tick_ns is known */
+		snprintf(r->stop_desc, sizeof(r->stop_desc), "%.3fs", target->at_seconds);
+	} else {
+		snprintf(r->stop_desc, sizeof(r->stop_desc), "end of recording");
+	}
+	if (target->kind == STOP_TIME) {
+		/* The session header comes first; read it to turn seconds into ticks. */
+		struct hs_record rec;
+
+		if (record_reader__next(rd, &rec) == 1 && rec.type == HS_REC_SESSION && rec.session.tick_ns)
+			stop_time = (uint64_t)(target->at_seconds * 1e9 / (double)rec.session.tick_ns);
+		record_reader__rewind(rd);
+	}
+	ret = pass(r, rd, stop_index, stop_time, true);
+	if (ret)
+		goto out;
+	if (!r->have_session) {
+		ret = fail(r, r->status == HS_READ_OK || r->status == HS_READ_END ? EXIT_NODATA : EXIT_CORRUPT,
+			   "%s: no session header%s%s", path, r->error[0] ? ": " : "", r->error);
+		goto out;
+	}
+	if (r->status == HS_READ_CORRUPT)
+		ret = EXIT_CORRUPT;
+	else if (r->events == 0 && target->kind == STOP_END && r->nr_snaps == 0)
+		ret = fail(r, EXIT_NODATA, "%s: the recording holds no allocation events", path);
+out:
+	record_reader__free(rd);
+	return ret;
+}
+
+static int map_cmp(const void *a, const void *b)
+{
+	const struct mapping *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->t_map < y->t_map ? -1 : x->t_map > y->t_map;
+}
+
+const struct mapping *replay__mapping(const struct replay *r, uint32_t pid, uint64_t addr, uint64_t t)
+{
+	const struct mapping *best = NULL;
+	size_t lo = 0, hi = r->nr_maps;
+
+	/* Sorted once, on first use, after the file has been read. */
+	if (!r->maps_sorted) {
+		qsort(r->maps, r->nr_maps, sizeof(*r->maps), map_cmp);
+		((struct replay *)r)->maps_sorted = true;
+	}
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct mapping *m = &r->maps[mid];
+
+		if (m->pid < pid || (m->pid == pid && m->start <= addr))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Walk back over mappings of PID starting at or below ADDR. */
+	for (size_t i = lo; i-- > 0;) {
+		const struct mapping *m = &r->maps[i];
+
+		if (m->pid != pid)
+			break;
+		if (addr >= m->end)
+			continue;
+		if (m->t_map <= t && t < m->t_unmap)
+			return m;
+		if (!best)
+			best = m;
+		if (addr - m->start > (1ull << 36))
+			break;
+	}
+	return best;
+}
+
+void replay__for_each_live(const struct replay *r, void (*cb)(const struct agg *a, uint64_t time, double w, void *ctx),
+			   void *ctx)
+{
+	hmap_for_each(&r->live, it)
+	{
+		const struct live_ent *e = &r->live_pool[it->val];
+
+		cb(&r->aggs[e->agg], e->time, e->weight / (double)HS_WEIGHT_ONE, ctx);
+	}
+}
+
+void replay__free(struct replay *r)
+{
+	free(r->tool_version);
+	free(r->hostname);
+	free(r->kernel);
+	free(r->cmdline);
+	for (uint32_t i = 0; i < r->nr_probes; i++) {
+		free((char *)r->probes[i].symbol);
+		free((char *)r->probes[i].path);
+	}
+	free(r->probes);
+	for (uint32_t i = 0; i < r->nr_procs; i++) {
+		free(r->procs[i].comm);
+		free(r->procs[i].cmdline);
+		free(r->procs[i].exe);
+	}
+	free(r->procs);
+	hmap_free(&r->proc_idx);
+	for (uint32_t i = 0; i < r->nr_maps; i++)
+		free(r->maps[i].path);
+	free(r->maps);
+	hmap_for_each(&r->threads, it) free((char *)(uintptr_t)it->val);
+	hmap_free(&r->threads);
+	for (uint64_t i = 0; i < r->nr_stack_slots; i++)
+		free(r->stacks[i]);
+	free(r->stacks);
+	hmap_free(&r->stack_idx);
+	free(r->aggs);
+	hmap_free(&r->agg_idx);
+	hmap_free(&r->live);
+	free(r->live_pool);
+	for (uint32_t i = 0; i < r->nr_snaps; i++)
+		free(r->snaps[i].label);
+	free(r->snaps);
+	for (uint32_t i = 0; i < r->nr_counters; i++)
+		free(r->counters[i].name);
+	free(r->counters);
+}

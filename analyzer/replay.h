@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/* Replays a record file into the live heap at a chosen point, streaming it. */
+#ifndef HEAPSNAP_REPLAY_H
+#define HEAPSNAP_REPLAY_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hmap.h"
+#include "record.h"
+
+/* Exit codes shared by every subcommand. */
+enum {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,    /* an error: unreadable file, failed output */
+	EXIT_USAGE = 2,   /* bad options */
+	EXIT_CORRUPT = 3, /* the file is corrupt part way (output covers what came before) */
+	EXIT_NODATA = 4,  /* empty recording, or a snapshot that does not exist */
+};
+
+struct mapping {
+	uint32_t pid;
+	uint64_t start, end, offset, inode;
+	uint64_t t_map, t_unmap; /* t_unmap = UINT64_MAX while mapped */
+	char *path;
+	uint8_t build_id[HS_MAX_BUILD_ID];
+	uint32_t build_id_len;
+};
+
+struct process {
+	uint32_t pid, ppid, origin;
+	char *comm, *cmdline, *exe;
+	uint8_t build_id[HS_MAX_BUILD_ID];
+	uint32_t build_id_len;
+	uint64_t t_start, t_exit;
+	bool exited;
+	int64_t exit_status;
+	double alloc_bytes, alloc_count, free_bytes, free_count, live_bytes, live_count, peak_bytes;
+	uint64_t peak_time, largest, rss_max, unknown_frees;
+};
+
+/* One aggregate: allocations of one size from one stack on one thread. */
+struct agg {
+	uint32_t pid, tid;
+	uint64_t stack_id, size;
+	double alloc_objects, alloc_space, inuse_objects, inuse_space;
+};
+
+struct live_ent {
+	uint64_t time;
+	uint32_t agg;    /* index into aggs */
+	uint32_t weight; /* 16.16 */
+};
+
+struct snapshot_info {
+	uint64_t time;
+	uint32_t origin;
+	uint64_t live_bytes;
+	uint64_t record_index; /* records read before it; UINT64_MAX for time-based (peak) */
+	char *label;
+};
+
+struct counter_val {
+	char *name;
+	uint64_t value;
+};
+
+enum replay_stop { STOP_END, STOP_SNAPSHOT, STOP_TIME, STOP_PEAK };
+
+struct replay_target {
+	enum replay_stop kind;
+	const char *snapshot; /* number (1-based) or label */
+	double at_seconds;
+};
+
+struct replay {
+	const char *path;
+	/* session */
+	bool have_session;
+	char *tool_version, *hostname, *kernel, *cmdline;
+	uint64_t tick_ns, realtime_start_ns, sample_rate, max_stack;
+	uint32_t stack_mode, format_minor;
+	struct hs_probe *probes; /* strings owned */
+	uint32_t nr_probes;
+
+	struct process *procs;
+	uint32_t nr_procs;
+	struct hmap proc_idx; /* pid -> index + 1 */
+	struct mapping *maps;
+	uint32_t nr_maps;
+	bool maps_sorted;
+	struct hmap threads; /* (pid, tid) -> strdup'd name pointer */
+
+	uint64_t **stacks; /* by id: [0] = nr, then frames */
+	uint64_t nr_stack_slots;
+	struct hmap stack_idx; /* id -> slot + 1 */
+
+	struct agg *aggs;
+	uint32_t nr_aggs, cap_aggs;
+	struct hmap agg_idx; /* hash of (pid, tid, stack, size) -> index (chained through equality) */
+	struct hmap live;    /* (pid, ptr) -> live_ent packed */
+	struct live_ent *live_pool;
+	uint32_t nr_pool, cap_pool, free_head;
+
+	struct snapshot_info *snaps;
+	uint32_t nr_snaps;
+	struct counter_val *counters;
+	uint32_t nr_counters;
+
+	/* totals */
+	uint64_t records, events, allocs, frees, unknown_frees, restored, skipped;
+	double live_bytes, live_count, peak_bytes;
+	uint64_t peak_time, peak_event;
+	uint64_t first_time, last_time, stop_time;
+	bool have_time;
+	const char *stopped_at; /* description of where replay stopped */
+	char stop_desc[160];
+
+	enum hs_read_status status;
+	char error[600];
+	uint64_t file_size;
+	uint64_t frames;
+};
+
+/* Replays PATH to TARGET. Returns an EXIT_* code; r->error explains anything but OK. */
+int replay__run(struct replay *r, const char *path, const struct replay_target *target);
+void replay__free(struct replay *r);
+const char *replay__thread_name(const struct replay *r, uint32_t pid, uint32_t tid);
+const uint64_t *replay__stack(const struct replay *r, uint64_t id, uint32_t *nr);
+struct process *replay__process(const struct replay *r, uint32_t pid);
+/* The mapping of PID that holds ADDR, preferring the one mapped at time T. */
+const struct mapping *replay__mapping(const struct replay *r, uint32_t pid, uint64_t addr, uint64_t t);
+double replay__seconds(const struct replay *r, uint64_t t);
+/* Iterates live allocations: calls CB with the aggregate and the allocation time. */
+void replay__for_each_live(const struct replay *r, void (*cb)(const struct agg *a, uint64_t time, double w, void *ctx),
+			   void *ctx);
+#endif

@@ -49,7 +49,8 @@ static const char usage[] =
 	"                           .build-id/xx/rest layout or a plain tree); then PPROF_BINARY_PATH,\n"
 	"                           /usr/lib/debug, the original path if its build-id matches, and\n"
 	"                           debuginfod when DEBUGINFOD_URLS is set\n"
-	"      --no-symbolize       pprof: addresses, mappings and build-ids only\n"
+	"      --no-symbolize       no symbol lookups: pprof gets addresses, mappings and build-ids\n"
+	"                           for its own symbolizer; text shows module+offset\n"
 	"  -h, --help\n"
 	"\n"
 	"Exit status: 0 ok, 1 error, 2 bad usage, 3 corrupt file (output covers the readable part),\n"
@@ -405,8 +406,6 @@ int main(int argc, char **argv)
 	}
 	if (o.json && (o.cmd == C_PPROF || o.cmd == C_COLLAPSED))
 		return usage_error("--json does not apply to %s", cmd_names[o.cmd]);
-	if (o.no_sym && o.cmd != C_PPROF && o.cmd != C_DIFF)
-		return usage_error("--no-symbolize applies to pprof output, not %s", cmd_names[o.cmd]);
 	if (o.value_set && o.cmd != C_COLLAPSED && o.cmd != C_TOP && o.cmd != C_DIFF)
 		return usage_error("--value applies to collapsed, top and diff, not %s", cmd_names[o.cmd]);
 	if (o.cmd == C_PPROF && !o.output && isatty(1))
@@ -414,7 +413,7 @@ int main(int argc, char **argv)
 
 	so.debug_dirs = o.debug_dirs;
 	so.nr_debug_dirs = o.nr_debug_dirs;
-	so.no_symbolize = o.no_sym && o.cmd == C_PPROF;
+	so.no_symbolize = o.no_sym;
 	sym = symbolizer__new(&so);
 	if (!sym)
 		return EXIT_FAIL;

@@ -320,6 +320,18 @@ static void resolve(struct symbolizer *s, struct sym_module *m, uint64_t addr, s
 	cudie = dwfl_module_addrdie(m->mod, addr, &bias);
 	nscopes = cudie ? dwarf_getscopes(cudie, addr - bias, &scopes) : 0;
 	if (nscopes > 0) {
+		/* getscopes stops at the inlined instance (then lists its abstract origin's
+		 * scopes); the DIE's own chain holds the functions it was inlined into. */
+		Dwarf_Die innermost = scopes[0], *chain = NULL;
+		int nchain = dwarf_getscopes_die(&innermost, &chain);
+
+		if (nchain > 0) {
+			free(scopes);
+			scopes = chain;
+			nscopes = nchain;
+		}
+	}
+	if (nscopes > 0) {
 		Dwarf_Files *files = NULL;
 		size_t nfiles = 0;
 

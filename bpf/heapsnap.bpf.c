@@ -21,6 +21,7 @@ const volatile __u32 self_tgid = 0; /* -a: never record the recorder itself */
 
 struct thread_state {
 	__u64 outer_sp; /* sp at the outermost allocator entry */
+	__u64 outer_ret; /* [sp] there: the caller's return address */
 	__u64 size;
 	__u64 aux;      /* posix_memalign: memptr */
 	__u64 stack;
@@ -253,7 +254,7 @@ static __always_inline bool release(__u64 id, __u64 ptr, struct hs_live_val *out
 static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 size, __u64 aux, bool realloc, __u64 old)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u64 sp = PT_REGS_SP(ctx);
+	__u64 sp = PT_REGS_SP(ctx), ret = 0;
 	struct thread_state *st;
 
 	if (!is_tracked(id >> 32))
@@ -261,18 +262,22 @@ static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 size, __u64 au
 	st = get_state((__u32)id);
 	if (!st)
 		return 0;
+	bpf_probe_read_user(&ret, sizeof(ret), (void *)sp);
 	if (st->depth) {
-		if (sp < st->outer_sp) {
+		/* Deeper, or a tail call (operator new[] -> operator new, __rust_alloc -> malloc):
+		 * same sp, but [sp] is already the uretprobe trampoline, not the caller. */
+		if (sp < st->outer_sp || (sp == st->outer_sp && ret != st->outer_ret)) {
 			st->depth++;
 			count(HS_CNT_NESTED);
 			return 0;
 		}
-		/* The stack is above the outer call: its return probe never fired. */
+		/* The stack is back at or above the outer call: its return probe never fired. */
 		count(HS_CNT_MISSED_URETPROBE);
 	}
 	count(HS_CNT_ALLOC_CALLS);
 	st->depth = 1;
 	st->outer_sp = sp;
+	st->outer_ret = ret;
 	st->size = size;
 	st->aux = aux;
 	st->kind = (__u32)(bpf_get_attach_cookie(ctx) & HS_COOKIE_KIND_MASK);
@@ -489,12 +494,76 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	return 0;
 }
 
+struct pending_mmap {
+	__u64 len, off;
+	__s64 fd;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct pending_mmap);
+} mmaps SEC(".maps");
+
 SEC("tracepoint/syscalls/sys_enter_mmap")
 int on_mmap(struct trace_event_raw_sys_enter *ctx)
 {
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct pending_mmap pm;
+
 	/* PROT_EXEC: a library or code being mapped (dlopen). */
-	if ((ctx->args[2] & 4) && filter_pids && is_tracked(bpf_get_current_pid_tgid() >> 32))
-		bump_maps_gen();
+	if (!(ctx->args[2] & 4) || !filter_pids || !is_tracked(id >> 32))
+		return 0;
+	bump_maps_gen();
+	pm.len = ctx->args[1];
+	pm.fd = (__s64)ctx->args[4];
+	pm.off = ctx->args[5];
+	bpf_map_update_elem(&mmaps, &tid, &pm, BPF_ANY);
+	return 0;
+}
+
+/* Sends where the code landed, with the file's identity, so the mapping is known even
+ * when the process exits before user space can read its maps. */
+SEC("tracepoint/syscalls/sys_exit_mmap")
+int on_mmap_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct pending_mmap *pm = bpf_map_lookup_elem(&mmaps, &tid);
+	struct task_struct *task;
+	struct hs_mmap_event *e;
+	struct file **fds, *f = NULL;
+	__u32 max;
+
+	if (!pm)
+		return 0;
+	if (ctx->ret < 0 || pm->fd < 0)
+		goto out;
+	task = (struct task_struct *)bpf_get_current_task();
+	fds = BPF_CORE_READ(task, files, fdt, fd);
+	max = BPF_CORE_READ(task, files, fdt, max_fds);
+	if ((__u64)pm->fd >= max)
+		goto out;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[pm->fd]);
+	if (!f)
+		goto out;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(HS_CNT_RINGBUF_FULL);
+		goto out;
+	}
+	fill_hdr(&e->h, HS_EV_MMAP, 0, id);
+	e->addr = (__u64)ctx->ret;
+	e->len = pm->len;
+	e->off = pm->off;
+	e->ino = BPF_CORE_READ(f, f_inode, i_ino);
+	e->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	e->pad = 0;
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+out:
+	bpf_map_delete_elem(&mmaps, &tid);
 	return 0;
 }
 

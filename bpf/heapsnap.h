@@ -13,6 +13,7 @@ enum hs_ev_type {
 	HS_EV_FORK = 4,
 	HS_EV_EXEC = 5,
 	HS_EV_EXIT = 6,
+	HS_EV_MMAP = 7,
 };
 
 /* The attach cookie of every allocator probe: what the function is, and how to treat it. */
@@ -71,6 +72,13 @@ struct hs_proc_event {
 	struct hs_event_hdr h;
 	__u32 ppid;
 	__s32 exit_code;
+};
+
+struct hs_mmap_event {
+	struct hs_event_hdr h;
+	__u64 addr, len, off, ino;
+	__u32 dev; /* kernel encoding: major << 20 | minor */
+	__u32 pad;
 };
 
 struct hs_live_key {

@@ -619,6 +619,38 @@ static void on_proc_event(struct session *s, const struct hs_proc_event *e, uint
 	}
 }
 
+/* Code was mapped: read the maps while the process lives, or keep what the kernel said. */
+static void on_mmap_event(struct session *s, const struct hs_mmap_event *e, uint64_t t)
+{
+	struct proc *p = proc_find(s, (pid_t)e->h.pid);
+	struct hs_record r = {.type = HS_REC_MAPPING, .time = t, .pid = e->h.pid};
+	uint64_t dev = makedev(e->dev >> 20, e->dev & 0xfffff);
+	struct hmap_slot *slot;
+	struct object *o = NULL;
+	char name[64];
+
+	if (!p)
+		return;
+	rescan_maps(s, p, true);
+	for (int i = 0; i < p->nr_maps; i++)
+		if (p->maps[i].start <= e->addr && e->addr < p->maps[i].end)
+			return;
+	slot = hmap_find(&s->objs_by_id, dev, e->ino);
+	if (slot)
+		o = &s->objs[slot->val - 1];
+	if (o && !o->scanned)
+		scan_object(s, o, o->path);
+	snprintf(name, sizeof(name), "[inode %" PRIu64 "]", (uint64_t)e->ino);
+	r.mapping.start = e->addr;
+	r.mapping.end = e->addr + e->len;
+	r.mapping.offset = e->off;
+	r.mapping.inode = e->ino;
+	r.mapping.path = o ? o->path : name;
+	if (o)
+		r.mapping.build_id = (struct hs_bytes){o->build_id, (uint32_t)o->build_id_len};
+	write_rec(s, &r);
+}
+
 static int handle_event(void *ctx, void *data, size_t len)
 {
 	struct session *s = ctx;
@@ -685,6 +717,10 @@ static int handle_event(void *ctx, void *data, size_t len)
 		s->stacks_written++;
 		break;
 	}
+	case HS_EV_MMAP:
+		if (len >= sizeof(struct hs_mmap_event))
+			on_mmap_event(s, data, t);
+		break;
 	case HS_EV_FORK:
 	case HS_EV_EXEC:
 	case HS_EV_EXIT:
@@ -1040,6 +1076,17 @@ int recorder_run(const struct rec_opts *o)
 			return 127;
 		}
 	}
+	for (int i = 0; i < o->nr_probes; i++) {
+		uint64_t off;
+
+		err = elf_find_symbol(o->probes[i].lib, o->probes[i].symbol, &off);
+		if (err) {
+			warnx("--probe: %s has no function %s%s%s", o->probes[i].lib, o->probes[i].symbol,
+			      err == -ENOENT ? "" : ": ", err == -ENOENT ? "" : strerror(-err));
+			free(exe);
+			return 1;
+		}
+	}
 	/* Open the output first: an unwritable path must fail before anything is attached. */
 	err = record_writer__open(o->output, &wo, &s->w);
 	if (err) {
@@ -1140,7 +1187,7 @@ int recorder_run(const struct rec_opts *o)
 	}
 	{
 		struct bpf_program *tps[] = {s->skel->progs.on_fork, s->skel->progs.on_exec, s->skel->progs.on_exit};
-		struct bpf_program *mm[] = {s->skel->progs.on_mmap, s->skel->progs.on_munmap};
+		struct bpf_program *mm[] = {s->skel->progs.on_mmap, s->skel->progs.on_mmap_exit, s->skel->progs.on_munmap};
 
 		for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
 			struct bpf_link *l = bpf_program__attach(tps[i]);

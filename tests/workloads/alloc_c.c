@@ -14,8 +14,12 @@
  *   plugin_alloc     3 x 4096 = 12288      12288 (in libplugin.so, dlopen'd)
  *   child_work       5 x 3000 = 15000      15000 (in a fork child)
  *
+ *   inline_outer     2222 live through inline_helper, inlined into it (always_inline)
+ *
  * Modes: no argument runs everything; "wait FIFO" allocates 5 x 777 in before_attach,
- * waits for a line on FIFO, frees them, then keeps 7 x 1111 from after_attach. */
+ * waits for a line on FIFO, frees them, then keeps 7 x 1111 from after_attach;
+ * "bulk" keeps 20000 x 4096 from bulk_keep and churns 200000 x 100 in bulk_churn;
+ * "loop SECONDS" allocates and frees in loop_work until SECONDS have passed. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
@@ -25,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
@@ -145,6 +150,50 @@ static void run_plugin(const char *self)
 		fn(4096);
 }
 
+static inline __attribute__((always_inline)) void *inline_helper(size_t n)
+{
+	return malloc(n);
+}
+
+NOINLINE void inline_outer(void)
+{
+	park(inline_helper(2222));
+}
+
+static void *volatile *bulk_blocks;
+
+NOINLINE void bulk_keep(void)
+{
+	bulk_blocks = malloc(20000 * sizeof(void *));
+	for (int i = 0; i < 20000; i++)
+		bulk_blocks[i] = malloc(4096);
+}
+
+NOINLINE void bulk_churn(void)
+{
+	for (int i = 0; i < 200000; i++) {
+		void *volatile p = malloc(100);
+
+		free(p);
+	}
+}
+
+NOINLINE void loop_work(double secs)
+{
+	struct timespec a, b;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do {
+		for (int i = 0; i < 1000; i++) {
+			void *volatile p = malloc(48);
+
+			free(p);
+		}
+		usleep(1000);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	} while ((double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9 < secs);
+}
+
 NOINLINE void before_attach(void)
 {
 	for (int i = 0; i < 5; i++)
@@ -183,6 +232,15 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && !strcmp(argv[1], "wait"))
 		return wait_mode(argv[2]);
+	if (argc == 2 && !strcmp(argv[1], "bulk")) {
+		bulk_keep();
+		bulk_churn();
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "loop")) {
+		loop_work(atof(argv[2]));
+		return 0;
+	}
 	leak_malloc();
 	churn_malloc();
 	make_calloc();
@@ -190,6 +248,7 @@ int main(int argc, char **argv)
 	realloc_fail();
 	realloc_zero();
 	aligned_allocs();
+	inline_outer();
 	for (int i = 0; i < 2; i++)
 		pthread_create(&t[i], NULL, thread_main, (void *)(intptr_t)(i + 1));
 	for (int i = 0; i < 2; i++)

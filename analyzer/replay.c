@@ -341,8 +341,12 @@ static void on_meta(struct replay *r, const struct hs_record *rec, bool before_s
 		bool created;
 		struct hmap_slot *s = hmap_put(&r->threads, rec->pid, rec->tid, &created);
 
-		if (s && created)
+		/* The latest name wins: threads are usually named just after they start. */
+		if (s) {
+			if (!created)
+				free((char *)(uintptr_t)s->val);
 			s->val = (uint64_t)(uintptr_t)xstrdup(rec->thread_name.comm);
+		}
 		break;
 	}
 	case HS_REC_SNAPSHOT:
@@ -562,8 +566,11 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 	if (ret)
 		goto out;
 	if (!r->have_session) {
-		ret = fail(r, r->status == HS_READ_OK || r->status == HS_READ_END ? EXIT_NODATA : EXIT_CORRUPT,
-			   "%s: no session header%s%s", path, r->error[0] ? ": " : "", r->error);
+		char why[sizeof(r->error)];
+
+		snprintf(why, sizeof(why), "%s", r->error);
+		ret = fail(r, r->status == HS_READ_CORRUPT ? EXIT_CORRUPT : EXIT_NODATA, "no session header in %s%s%s",
+			   path, why[0] ? "; " : "", why);
 		goto out;
 	}
 	if (r->status == HS_READ_CORRUPT)

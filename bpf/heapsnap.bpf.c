@@ -130,6 +130,35 @@ static __always_inline __s64 draw_threshold(void)
 	return t ? (__s64)*t : (__s64)sample_rate;
 }
 
+static __always_inline void fill_hdr(struct hs_event_hdr *h, __u8 type, __u8 kind, __u64 id)
+{
+	h->type = type;
+	h->kind = kind;
+	h->nr = 0;
+	h->pid = id >> 32;
+	h->tid = (__u32)id;
+	h->pad = 0;
+	h->ts = bpf_ktime_get_ns();
+}
+
+/* A thread's name, when first seen and whenever it is renamed: threads often outlive
+ * their allocations by less than user space takes to read /proc. */
+static __always_inline void emit_comm(__u32 tgid, __u32 tid, const char *comm, bool kernel_ptr)
+{
+	struct hs_comm_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		count(HS_CNT_RINGBUF_FULL);
+		return;
+	}
+	fill_hdr(&e->h, HS_EV_COMM, 0, (__u64)tgid << 32 | tid);
+	if (kernel_ptr)
+		bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), comm);
+	else
+		bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, 0);
+}
+
 static __always_inline struct thread_state *get_state(__u32 tid)
 {
 	struct thread_state *st = bpf_map_lookup_elem(&threads, &tid);
@@ -143,18 +172,8 @@ static __always_inline struct thread_state *get_state(__u32 tid)
 		count(HS_CNT_THREAD_FULL);
 		return NULL;
 	}
+	emit_comm((__u32)(bpf_get_current_pid_tgid() >> 32), tid, NULL, false);
 	return bpf_map_lookup_elem(&threads, &tid);
-}
-
-static __always_inline void fill_hdr(struct hs_event_hdr *h, __u8 type, __u8 kind, __u64 id)
-{
-	h->type = type;
-	h->kind = kind;
-	h->nr = 0;
-	h->pid = id >> 32;
-	h->tid = (__u32)id;
-	h->pad = 0;
-	h->ts = bpf_ktime_get_ns();
 }
 
 /* The user stack of an allocation, with the caller's return address read from [sp]:
@@ -505,6 +524,16 @@ struct {
 	__type(key, __u32);
 	__type(value, struct pending_mmap);
 } mmaps SEC(".maps");
+
+SEC("tp_btf/task_rename")
+int BPF_PROG(on_rename, struct task_struct *task, const char *comm)
+{
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+
+	if (filter_pids && bpf_map_lookup_elem(&tracked, &tgid))
+		emit_comm(tgid, BPF_CORE_READ(task, pid), comm, true);
+	return 0;
+}
 
 SEC("tracepoint/syscalls/sys_enter_mmap")
 int on_mmap(struct trace_event_raw_sys_enter *ctx)

@@ -14,6 +14,7 @@ enum hs_ev_type {
 	HS_EV_EXEC = 5,
 	HS_EV_EXIT = 6,
 	HS_EV_MMAP = 7,
+	HS_EV_COMM = 8,
 };
 
 /* The attach cookie of every allocator probe: what the function is, and how to treat it. */
@@ -79,6 +80,11 @@ struct hs_mmap_event {
 	__u64 addr, len, off, ino;
 	__u32 dev; /* kernel encoding: major << 20 | minor */
 	__u32 pad;
+};
+
+struct hs_comm_event {
+	struct hs_event_hdr h;
+	char comm[16];
 };
 
 struct hs_live_key {

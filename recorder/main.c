@@ -215,8 +215,8 @@ int main(int argc, char **argv)
 			o.max_stack = (uint32_t)v;
 			break;
 		case OPT_INTERVAL:
-			if (parse_secs(optarg, &o.interval) || o.interval < 0.1)
-				return bad_option("--interval", optarg, "expected seconds, at least 0.1");
+			if (parse_secs(optarg, &o.interval) || o.interval < 0.01)
+				return bad_option("--interval", optarg, "expected seconds, at least 0.01");
 			break;
 		case OPT_PEAK:
 			o.snapshot_at_peak = true;

@@ -717,6 +717,22 @@ static int handle_event(void *ctx, void *data, size_t len)
 		s->stacks_written++;
 		break;
 	}
+	case HS_EV_COMM: {
+		const struct hs_comm_event *e = data;
+		char comm[17];
+
+		if (len < sizeof(*e))
+			break;
+		memcpy(comm, e->comm, 16);
+		comm[16] = 0;
+		hmap_put(&s->tids, h->pid, h->tid, NULL);
+		r.type = HS_REC_THREAD_NAME;
+		r.pid = h->pid;
+		r.tid = h->tid;
+		r.thread_name.comm = comm;
+		write_rec(s, &r);
+		break;
+	}
 	case HS_EV_MMAP:
 		if (len >= sizeof(struct hs_mmap_event))
 			on_mmap_event(s, data, t);
@@ -1186,7 +1202,8 @@ int recorder_run(const struct rec_opts *o)
 		goto cleanup;
 	}
 	{
-		struct bpf_program *tps[] = {s->skel->progs.on_fork, s->skel->progs.on_exec, s->skel->progs.on_exit};
+		struct bpf_program *tps[] = {s->skel->progs.on_fork, s->skel->progs.on_exec, s->skel->progs.on_exit,
+					     s->skel->progs.on_rename};
 		struct bpf_program *mm[] = {s->skel->progs.on_mmap, s->skel->progs.on_mmap_exit, s->skel->progs.on_munmap};
 
 		for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {

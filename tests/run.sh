@@ -1,0 +1,391 @@
+#!/usr/bin/env bash
+# heapsnap test runner. Every test compares against figures known independently of the
+# code under test: the exact sizes the workloads in tests/workloads allocate (see their
+# header comments), `go tool pprof` reading our output, and golden files in testdata/.
+# Ends with one line: N passed, N failed, N skipped. Exits non-zero on any failure.
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUTPUT:-.output}
+R=$OUT/heapsnap-record
+A=$OUT/heapsnap-analyze
+T=$OUT/tests
+TMP=$(mktemp -d /tmp/heapsnap-tests.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+PASS=0 FAIL=0 SKIP=0
+ONLY=${1:-}
+
+# ---- helpers (each test runs in a subshell: `die` ends only that test) ----
+die() { echo "FAILED: $*"; exit 1; }
+skip() { echo "SKIP: $*"; exit 77; }
+eq() { [ "$2" = "$3" ] || die "$1: expected '$2', got '$3'"; }
+# within NAME EXPECTED ACTUAL PERCENT
+within() {
+	awk -v e="$2" -v a="$3" -v p="$4" 'BEGIN { d = a - e; if (d < 0) d = -d; exit !(e > 0 && d <= e * p / 100) }' ||
+		die "$1: expected $2 +-$4%, got $3"
+}
+contains() { grep -qF -- "$2" "$1" || { echo "--- $1:"; head -50 "$1"; die "'$2' not found in $1"; }; }
+
+# pv FILE SAMPLE_INDEX FUNCTION [flat|cum]: one function's exact value, as go tool pprof reads it.
+pv() {
+	local col=1
+	[ "${4:-flat}" = cum ] && col=4
+	go tool pprof -symbolize=none -top -nodecount=100000 -nodefraction=0 -edgefraction=0 -unit=B -sample_index="$2" "$1" 2>/dev/null |
+		awk -v fn="$3" -v col="$col" '
+			/^ *flat/ { body = 1; next }
+			body { name = $6; for (i = 7; i <= NF; i++) name = name " " $i
+			       if (name == fn) { v = $col; sub(/B$/, "", v); print v; found = 1; exit } }
+			END { if (!found) print "absent" }'
+}
+
+record() { "$R" "$@" >"$TMP/record.out" 2>"$TMP/record.err" || { cat "$TMP/record.err"; return 1; }; }
+
+BPF_REASON=
+bpf_check() {
+	if [ "$(id -u)" != 0 ]; then
+		BPF_REASON="not root: the recorder needs root (or CAP_BPF and CAP_PERFMON) to load BPF"
+	elif [ ! -r /sys/kernel/btf/vmlinux ]; then
+		BPF_REASON="the kernel has no BTF (/sys/kernel/btf/vmlinux)"
+	elif ! "$R" -o "$TMP/probe.hsnap" -- /bin/true >"$TMP/probe.log" 2>&1; then
+		BPF_REASON="the recorder cannot load or attach here: $(grep -m1 heapsnap-record "$TMP/probe.log")"
+	fi
+}
+need_bpf() { [ -z "$BPF_REASON" ] || skip "$BPF_REASON"; }
+need_go() { command -v go >/dev/null || skip "go (golang-go) is not installed: no go tool pprof to check against"; }
+
+run() {
+	local name=$1 rc
+	[ -n "$ONLY" ] && [[ "$name" != *"$ONLY"* ]] && return
+	(set -u; "$name") >"$TMP/$name.log" 2>&1
+	rc=$?
+	case $rc in
+	0) PASS=$((PASS + 1)); echo "PASS $name" ;;
+	77) SKIP=$((SKIP + 1)); echo "SKIP $name: $(grep -m1 '^SKIP:' "$TMP/$name.log" | cut -c7-)" ;;
+	*) FAIL=$((FAIL + 1)); echo "FAIL $name (exit $rc)"; tail -30 "$TMP/$name.log" | sed 's/^/    /' ;;
+	esac
+}
+
+# ---- format library ----
+
+t_format_unit() { "$T/test_format"; }
+
+# ---- analyzer: golden outputs of a recorded fixture (no symbols needed) ----
+
+golden() {
+	local name=$1; shift
+	"$A" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" || { cat "$TMP/$name.err"; die "$A $*"; }
+	diff -u "testdata/$name" "$TMP/$name.out" || die "output differs from testdata/$name"
+}
+
+t_golden() {
+	local f=testdata/alloc_c.hsnap
+	golden alloc_c.top top -n 0 --no-symbolize $f
+	golden alloc_c.alloc.top top -n 0 --no-symbolize --value alloc_space $f
+	golden alloc_c.collapsed collapsed --no-symbolize $f
+	golden alloc_c.summary summary --no-symbolize $f
+	golden alloc_c.leaks leaks -n 5 --no-symbolize $f
+	golden alloc_c.info info $f
+	golden alloc_c.summary.json summary --json --no-symbolize $f
+}
+
+t_analyzer_usage() {
+	local rc
+	"$A" frobnicate x 2>"$TMP/e"; rc=$?; eq "unknown subcommand exit" 2 $rc; contains "$TMP/e" "unknown subcommand 'frobnicate'"
+	"$A" top --value bogus x 2>"$TMP/e"; rc=$?; eq "bad --value exit" 2 $rc; contains "$TMP/e" "invalid --value 'bogus'"
+	"$A" top --peak --snapshot 1 x 2>"$TMP/e"; rc=$?; eq "conflicting options exit" 2 $rc
+	"$A" top 2>"$TMP/e"; rc=$?; eq "no file exit" 2 $rc; contains "$TMP/e" "needs a record file"
+	"$A" leaks --min-age 5parsecs x 2>"$TMP/e"; rc=$?; eq "bad duration" 2 $rc; contains "$TMP/e" "--min-age '5parsecs'"
+	"$A" --help | grep -q "Usage: heapsnap-analyze" || die "help"
+}
+
+t_bad_input() {
+	local f=testdata/alloc_c.hsnap rc size
+	"$T/garbage_ok" "$TMP/garbage.bin" 4096
+	"$A" info "$TMP/garbage.bin" 2>"$TMP/e"; rc=$?
+	eq "garbage exit" 1 $rc; contains "$TMP/e" "$TMP/garbage.bin: offset 0: not a heapsnap record file"
+	: >"$TMP/empty.hsnap"
+	"$A" top "$TMP/empty.hsnap" 2>"$TMP/e"; rc=$?; eq "empty file exit" 1 $rc; contains "$TMP/e" "shorter than its 16-byte header"
+	"$A" top "$TMP/missing.hsnap" 2>"$TMP/e"; rc=$?; eq "missing file exit" 1 $rc; contains "$TMP/e" "$TMP/missing.hsnap: cannot open"
+	"$A" top "$TMP" 2>"$TMP/e"; rc=$?; eq "directory exit" 1 $rc; contains "$TMP/e" "not a regular file"
+	head -c 16 $f >"$TMP/header-only.hsnap"
+	"$A" top "$TMP/header-only.hsnap" 2>"$TMP/e"; rc=$?; eq "header-only exit" 4 $rc; contains "$TMP/e" "no session header"
+	# A newer major version is refused by name.
+	cp $f "$TMP/v2.hsnap"; printf '\x02' | dd of="$TMP/v2.hsnap" bs=1 seek=8 conv=notrunc 2>/dev/null
+	"$A" info "$TMP/v2.hsnap" 2>"$TMP/e"; rc=$?; eq "newer major exit" 1 $rc; contains "$TMP/e" "format version 2.0 is not supported"
+	# A damaged frame: exit 3, naming the offset; what came before is still reported.
+	size=$(stat -c %s $f)
+	cp $f "$TMP/bad.hsnap"; printf '\xff\xff\xff\xff' | dd of="$TMP/bad.hsnap" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+	"$A" summary --no-symbolize "$TMP/bad.hsnap" >/dev/null 2>"$TMP/e"; rc=$?
+	eq "corrupt exit" 3 $rc; contains "$TMP/e" "offset"
+	# No such snapshot.
+	"$A" top --snapshot 99 $f 2>"$TMP/e"; rc=$?; eq "missing snapshot exit" 4 $rc; contains "$TMP/e" "no snapshot '99'"
+	"$A" top --snapshot nolabel $f 2>"$TMP/e"; rc=$?; eq "missing label exit" 4 $rc
+	# Truncated anywhere: never a crash; a cut file reads up to its last complete frame.
+	local cut ok=0
+	for cut in $(seq 16 53 "$size") $((size - 1)); do
+		head -c "$cut" $f >"$TMP/cut.hsnap"
+		for sub in summary pprof collapsed info stats; do
+			"$A" $sub --no-symbolize -o "$TMP/cut.out" "$TMP/cut.hsnap" >/dev/null 2>"$TMP/e"; rc=$?
+			[ $rc -lt 5 ] || die "$sub on a $cut-byte prefix exited $rc: $(cat "$TMP/e")"
+			[ $rc = 0 ] && grep -q "truncated\|no footer" "$TMP/e" && ok=$((ok + 1))
+		done
+	done
+	[ $ok -gt 0 ] || die "no truncated prefix was read with a warning"
+	# Random garbage behind a valid header.
+	for seed in 1 2 3 4 5 6 7 8; do
+		head -c 16 $f >"$TMP/g.hsnap"; "$T/garbage_ok" "$TMP/gb" $((seed * 300)); cat "$TMP/gb" >>"$TMP/g.hsnap"
+		"$A" summary --no-symbolize "$TMP/g.hsnap" >/dev/null 2>&1; rc=$?
+		[ $rc -lt 5 ] || die "garbage after the header crashed the analyzer ($rc)"
+	done
+}
+
+# ---- recorder + analyzer on real programs (BPF) ----
+
+c_profile() {
+	[ -f "$TMP/c.pb.gz" ] && return
+	record -o "$TMP/c.hsnap" -- "$T/alloc_c" || die "recording alloc_c failed"
+	"$A" pprof -o "$TMP/c.pb.gz" "$TMP/c.hsnap" || die "pprof"
+}
+
+t_bpf_c_exact() {
+	need_bpf; need_go; c_profile
+	local p=$TMP/c.pb.gz
+	eq "thread_work inuse_space" 20000 "$(pv $p inuse_space thread_work)"
+	eq "child_work inuse_space (fork child)" 15000 "$(pv $p inuse_space child_work)"
+	eq "plugin_alloc inuse_space (dlopen)" 12288 "$(pv $p inuse_space plugin_alloc)"
+	eq "leak_malloc inuse_space" 10000 "$(pv $p inuse_space leak_malloc)"
+	eq "make_calloc inuse_space" 4000 "$(pv $p inuse_space make_calloc)"
+	eq "aligned_allocs inuse_space" 1792 "$(pv $p inuse_space aligned_allocs)"
+	eq "realloc_chain inuse_space" 300 "$(pv $p inuse_space realloc_chain)"
+	eq "realloc_fail inuse_space (old block kept)" 128 "$(pv $p inuse_space realloc_fail)"
+	eq "realloc_fail alloc_space (failure not recorded)" 128 "$(pv $p alloc_space realloc_fail)"
+	eq "realloc_chain alloc_space" 5600 "$(pv $p alloc_space realloc_chain)"
+	eq "realloc_chain alloc_objects" 4 "$(pv $p alloc_objects realloc_chain)"
+	eq "churn_malloc alloc_space" 6400 "$(pv $p alloc_space churn_malloc)"
+	eq "churn_malloc alloc_objects" 100 "$(pv $p alloc_objects churn_malloc)"
+	eq "churn_malloc inuse_space" absent "$(pv $p inuse_space churn_malloc)"
+	eq "realloc_zero alloc_space" 77 "$(pv $p alloc_space realloc_zero)"
+	eq "realloc_zero inuse_space" absent "$(pv $p inuse_space realloc_zero)"
+	eq "leak_malloc inuse_objects" 10 "$(pv $p inuse_objects leak_malloc)"
+	eq "thread_work inuse_objects" 100 "$(pv $p inuse_objects thread_work)"
+	eq "inline_helper inuse_space (an inline frame)" 2222 "$(pv $p inuse_space 'inline_helper (inline)')"
+	eq "inline_outer cum inuse_space" 2222 "$(pv $p inuse_space inline_outer cum)"
+	eq "thread_main cum inuse_space (caller chain)" 20000 "$(pv $p inuse_space thread_main cum)"
+}
+
+t_bpf_c_labels_inline() {
+	need_bpf; need_go; c_profile
+	go tool pprof -symbolize=none -tags "$TMP/c.pb.gz" >"$TMP/tags" 2>&1 || die "pprof -tags"
+	contains "$TMP/tags" "worker-1"
+	contains "$TMP/tags" "worker-2"
+	contains "$TMP/tags" "bytes"
+	go tool pprof -symbolize=none -traces "$TMP/c.pb.gz" >"$TMP/traces" 2>&1 || die "pprof -traces"
+	grep -A1 "inline_helper (inline)" "$TMP/traces" | grep -q "inline_outer" || die "inline frame chain missing"
+	go tool pprof -symbolize=none -raw "$TMP/c.pb.gz" >"$TMP/raw" 2>&1 || die "pprof -raw"
+	contains "$TMP/raw" "inline_outer"
+	local bid
+	bid=$("$A" info "$TMP/c.hsnap" | awk '/\/alloc_c build-id/ {print $NF; exit}')
+	[ -n "$bid" ] || die "no build-id recorded for alloc_c"
+	contains "$TMP/raw" "$bid"
+	"$A" collapsed "$TMP/c.hsnap" >"$TMP/coll"
+	grep -q ";thread_main;thread_work 20000$" "$TMP/coll" || die "collapsed thread_work line"
+	grep -q ";inline_outer;inline_helper 2222$" "$TMP/coll" || die "collapsed inline line"
+	"$A" stats --json "$TMP/c.hsnap" >"$TMP/stats.json"
+	contains "$TMP/stats.json" '"restored":1'
+	contains "$TMP/stats.json" '"lost.ringbuf_full":0'
+	"$A" summary --json "$TMP/c.hsnap" >"$TMP/sum.json"
+	[ "$(grep -o '"pid":' "$TMP/sum.json" | wc -l)" = 2 ] || die "two processes (parent and fork child) expected"
+	"$A" leaks --min-age 0 -n 0 "$TMP/c.hsnap" >"$TMP/leaks"
+	contains "$TMP/leaks" "20000 bytes in 100 blocks"
+	contains "$TMP/leaks" "leak_malloc"
+}
+
+t_bpf_cxx_exact() {
+	need_bpf; need_go
+	record -o "$TMP/cxx.hsnap" -- "$T/alloc_cxx" || die "recording alloc_cxx failed"
+	contains "$TMP/record.err" "allocator functions in libstdc++"
+	"$A" pprof -o "$TMP/cxx.pb.gz" "$TMP/cxx.hsnap"
+	local p=$TMP/cxx.pb.gz
+	eq "new Widget x20" 960 "$(pv $p inuse_space 'cxx_new_objects()')"
+	eq "new char[1000] x5" 5000 "$(pv $p inuse_space 'cxx_new_array()')"
+	eq "nothrow new x3" 999 "$(pv $p inuse_space 'cxx_nothrow()')"
+	eq "aligned new x2" 256 "$(pv $p inuse_space 'cxx_aligned()')"
+	eq "delete churn allocated" 10000 "$(pv $p alloc_space 'cxx_delete_churn()')"
+	eq "delete churn objects" 100 "$(pv $p alloc_objects 'cxx_delete_churn()')"
+	eq "delete churn live" absent "$(pv $p inuse_space 'cxx_delete_churn()')"
+	"$A" stats --json "$TMP/cxx.hsnap" >"$TMP/s.json"
+	contains "$TMP/s.json" '"lost.missed_uretprobe":0'
+}
+
+t_bpf_rust_exact() {
+	need_bpf; need_go
+	[ -x "$T/alloc_rust" ] || skip "no Rust compiler: the Rust workload was not built"
+	record -o "$TMP/rs.hsnap" -- "$T/alloc_rust" || die "recording alloc_rust failed"
+	contains "$TMP/record.err" "allocator functions in alloc_rust"
+	"$A" pprof -o "$TMP/rs.pb.gz" "$TMP/rs.hsnap"
+	local p=$TMP/rs.pb.gz
+	eq "rust_boxes (leaked boxes)" 5000 "$(pv $p inuse_space alloc_rust::rust_boxes)"
+	eq "rust_vec cum" 3000 "$(pv $p inuse_space alloc_rust::rust_vec cum)"
+	eq "rust_churn allocated cum" 6400 "$(pv $p alloc_space alloc_rust::rust_churn cum)"
+	eq "rust_churn objects cum (counted once, not again in malloc)" 100 "$(pv $p alloc_objects alloc_rust::rust_churn cum)"
+	eq "rust_churn live" absent "$(pv $p inuse_space alloc_rust::rust_churn cum)"
+}
+
+t_bpf_attach_pid() {
+	need_bpf; need_go
+	local fifo=$TMP/go.fifo rpid tpid i
+	mkfifo "$fifo"
+	"$T/alloc_c" wait "$fifo" >"$TMP/target.out" &
+	tpid=$!
+	for i in $(seq 50); do grep -q ready "$TMP/target.out" && break; sleep 0.1; done
+	"$R" -p $tpid -s 0 -o "$TMP/pid.hsnap" >"$TMP/rec.out" 2>"$TMP/rec.err" &
+	rpid=$!
+	for i in $(seq 100); do grep -q "attached to" "$TMP/rec.err" && break; sleep 0.1; done
+	contains "$TMP/rec.err" "attached to $tpid"
+	echo go >"$fifo"
+	wait $tpid || die "target failed"
+	wait $rpid || { cat "$TMP/rec.err"; die "recorder failed"; }
+	contains "$TMP/rec.err" "live bytes exclude memory allocated before the attach"
+	"$A" pprof -o "$TMP/pid.pb.gz" "$TMP/pid.hsnap"
+	eq "after_attach inuse_space" 7777 "$(pv "$TMP/pid.pb.gz" inuse_space after_attach)"
+	eq "after_attach inuse_objects" 7 "$(pv "$TMP/pid.pb.gz" inuse_objects after_attach)"
+	eq "before_attach unseen" absent "$(pv "$TMP/pid.pb.gz" alloc_space before_attach)"
+	"$A" stats --json "$TMP/pid.hsnap" >"$TMP/s.json"
+	local unknown
+	unknown=$(grep -o '"lost.unknown_free":[0-9]*' "$TMP/s.json" | cut -d: -f2)
+	[ "${unknown:-0}" -ge 5 ] || die "the 5 frees of pre-attach blocks must count as unknown, got ${unknown:-none}"
+}
+
+t_bpf_sampled() {
+	need_bpf; need_go
+	record -s 64k -o "$TMP/s.hsnap" -- "$T/alloc_c" bulk || die "sampled recording failed"
+	"$A" pprof -o "$TMP/s.pb.gz" "$TMP/s.hsnap"
+	# bulk_keep: 20000 x 4096 + its 160000-byte table; bulk_churn: 200000 x 100 = 20000000.
+	within "bulk_keep inuse_space estimate" 82080000 "$(pv "$TMP/s.pb.gz" inuse_space bulk_keep)" 10
+	within "bulk_churn alloc_space estimate" 20000000 "$(pv "$TMP/s.pb.gz" alloc_space bulk_churn)" 20
+	within "bulk_churn alloc_objects estimate" 200000 "$(pv "$TMP/s.pb.gz" alloc_objects bulk_churn)" 20
+	eq "bulk_churn inuse" absent "$(pv "$TMP/s.pb.gz" inuse_space bulk_churn)"
+	"$A" stats "$TMP/s.hsnap" >"$TMP/st"
+	contains "$TMP/st" "Sampler: Poisson, mean 65536 bytes"
+	local events
+	events=$("$A" stats --json "$TMP/s.hsnap" | grep -o '"events":[0-9]*' | cut -d: -f2)
+	[ "$events" -lt 20000 ] || die "sampling must keep far fewer than the 220000 events, kept $events"
+}
+
+t_bpf_snapshots_diff() {
+	need_bpf; need_go
+	record --interval 0.05 --snapshot-at-peak -o "$TMP/d.hsnap" -- "$T/demo" || die "demo recording"
+	"$A" info --json "$TMP/d.hsnap" >"$TMP/info.json"
+	contains "$TMP/info.json" '"origin":"interval"'
+	contains "$TMP/info.json" '"label":"peak"'
+	contains "$TMP/info.json" '"label":"exit"'
+	"$A" top --snapshot peak "$TMP/d.hsnap" >"$TMP/peak.top" || die "top at peak"
+	contains "$TMP/peak.top" "cache_insert"
+	"$A" top --snapshot exit "$TMP/d.hsnap" >"$TMP/exit.top"
+	grep -q "^ *819200 .*cache_insert$" "$TMP/exit.top" || die "cache_insert must hold 819200 bytes at exit"
+	grep -q "^ *25600 .*session_open$" "$TMP/exit.top" || die "session_open must hold 25600 bytes at exit"
+	"$A" diff --json --from 1 --to exit "$TMP/d.hsnap" >"$TMP/diff.json" || die "diff"
+	grep -q '"name":"cache_insert","from":[0-9]*,"to":819200' "$TMP/diff.json" || die "diff cache_insert"
+	"$A" diff --from 1 --to exit --pprof "$TMP/to.pb.gz" --base-pprof "$TMP/from.pb.gz" "$TMP/d.hsnap" >"$TMP/diff.txt"
+	contains "$TMP/diff.txt" "cache_insert"
+	go tool pprof -symbolize=none -top -unit=B -diff_base "$TMP/from.pb.gz" "$TMP/to.pb.gz" >"$TMP/pd" 2>&1 ||
+		{ cat "$TMP/pd"; die "go tool pprof -diff_base rejected our output"; }
+	contains "$TMP/pd" "cache_insert"
+	# Two files: a second run of the same program does not grow.
+	record -o "$TMP/d2.hsnap" -- "$T/demo" || die "second demo recording"
+	"$A" diff --json "$TMP/d.hsnap" "$TMP/d2.hsnap" >"$TMP/diff2.json" || die "diff of two files"
+	contains "$TMP/diff2.json" '"delta":0,'
+	# SIGUSR1 marks a snapshot.
+	"$R" -o "$TMP/u.hsnap" -- "$T/alloc_c" loop 1.5 2>"$TMP/u.err" &
+	local rpid=$!
+	sleep 0.7; kill -USR1 $rpid
+	wait $rpid || die "recorder with SIGUSR1"
+	"$A" info --json "$TMP/u.hsnap" | grep -q '"origin":"signal"' || die "no signal snapshot"
+	"$A" top --snapshot 1 "$TMP/u.hsnap" >/dev/null || die "top at the signal snapshot"
+}
+
+t_bpf_errors() {
+	need_bpf
+	local rc
+	"$R" -p 999999 -o "$TMP/x.hsnap" 2>"$TMP/e"; rc=$?
+	eq "missing pid exit" 1 $rc; contains "$TMP/e" "process 999999 not found"
+	"$R" -o "$TMP/x.hsnap" -- /nonexistent/cmd 2>"$TMP/e"; rc=$?
+	eq "missing command exit" 127 $rc; contains "$TMP/e" "command not found or not executable: /nonexistent/cmd"
+	"$R" -o /proc/nonexistent/x.hsnap -- /bin/true 2>"$TMP/e"; rc=$?
+	eq "unwritable output exit" 1 $rc; contains "$TMP/e" "cannot write /proc/nonexistent/x.hsnap"
+	"$R" --probe "$T/alloc_c:no_such_fn:malloc" -o "$TMP/x.hsnap" -- /bin/true 2>"$TMP/e"; rc=$?
+	eq "missing symbol exit" 1 $rc; contains "$TMP/e" "has no function no_such_fn"
+	"$R" --probe "junk" -- /bin/true 2>"$TMP/e"; rc=$?
+	eq "bad --probe exit" 2 $rc; contains "$TMP/e" "invalid value 'junk' for --probe"
+	"$R" -o "$TMP/x.hsnap" 2>"$TMP/e"; rc=$?
+	eq "no target exit" 2 $rc; contains "$TMP/e" "give exactly one target"
+	"$R" --stack dwarfish -- /bin/true 2>"$TMP/e"; rc=$?
+	eq "bad --stack exit" 2 $rc; contains "$TMP/e" "--stack"
+	[ "$(grep -c . "$TMP/e")" -le 2 ] || die "errors must be one clear line, not a libbpf trace"
+	"$R" -o "$TMP/x.hsnap" -- /bin/sh -c 'exit 7' 2>/dev/null; rc=$?
+	eq "the command's exit status" 7 $rc
+}
+
+t_bpf_killed_recorder() {
+	need_bpf
+	local rpid tpid i
+	"$R" -o "$TMP/k.hsnap" -- "$T/alloc_c" loop 3 2>"$TMP/k.err" &
+	rpid=$!
+	for i in $(seq 50); do tpid=$(pgrep -P $rpid alloc_c) && break; sleep 0.1; done
+	[ -n "$tpid" ] || die "target not started"
+	sleep 1.5
+	kill -9 $rpid; wait $rpid 2>/dev/null
+	kill -0 "$tpid" 2>/dev/null || die "the target died with the recorder"
+	for i in $(seq 60); do kill -0 "$tpid" 2>/dev/null || break; sleep 0.1; done
+	kill -0 "$tpid" 2>/dev/null && die "the target did not finish its run"
+	"$A" top --no-symbolize "$TMP/k.hsnap" >"$TMP/k.top" 2>"$TMP/k.e" || { cat "$TMP/k.e"; die "a killed recorder's file must stay readable"; }
+	contains "$TMP/k.e" "no footer"
+	"$A" stats --json "$TMP/k.hsnap" | grep -q '"allocs":[1-9]' || die "allocations recorded before the kill are lost"
+}
+
+t_bpf_symbolize_moved() {
+	need_bpf; need_go
+	mkdir -p "$TMP/bin" "$TMP/dbg" "$TMP/wrong"
+	cp "$T/alloc_c" "$T/libplugin.so" "$TMP/bin/"
+	record -o "$TMP/m.hsnap" -- "$TMP/bin/alloc_c" || die "recording the copy"
+	mv "$TMP/bin" "$TMP/moved"
+	# Original path gone: unsymbolized, and the analyzer says why.
+	"$A" top -n 0 "$TMP/m.hsnap" >"$TMP/m.top" 2>"$TMP/m.err"
+	grep -q "leak_malloc" "$TMP/m.top" && die "symbolized without the binary"
+	contains "$TMP/m.err" "$TMP/bin/alloc_c (build-id"
+	contains "$TMP/m.err" "stays unsymbolized"
+	# --debug-dir, plain tree.
+	"$A" pprof --debug-dir "$TMP/moved" -o "$TMP/m1.pb.gz" "$TMP/m.hsnap" 2>/dev/null
+	eq "found by --debug-dir" 10000 "$(pv "$TMP/m1.pb.gz" inuse_space leak_malloc)"
+	eq "plugin found too" 12288 "$(pv "$TMP/m1.pb.gz" inuse_space plugin_alloc)"
+	# --debug-dir, .build-id layout.
+	local bid
+	bid=$("$A" info "$TMP/m.hsnap" | awk -v p="$TMP/bin/alloc_c" '$0 ~ p " build-id" {print $NF; exit}')
+	[ -n "$bid" ] || die "no build-id for the copy"
+	mkdir -p "$TMP/dbg/.build-id/${bid:0:2}"
+	cp "$TMP/moved/alloc_c" "$TMP/dbg/.build-id/${bid:0:2}/${bid:2}"
+	"$A" pprof --debug-dir "$TMP/dbg" -o "$TMP/m2.pb.gz" "$TMP/m.hsnap" 2>/dev/null
+	eq "found by build-id layout" 10000 "$(pv "$TMP/m2.pb.gz" inuse_space leak_malloc)"
+	# PPROF_BINARY_PATH.
+	PPROF_BINARY_PATH="$TMP/moved" "$A" pprof -o "$TMP/m3.pb.gz" "$TMP/m.hsnap" 2>/dev/null
+	eq "found by PPROF_BINARY_PATH" 10000 "$(pv "$TMP/m3.pb.gz" inuse_space leak_malloc)"
+	# A file with the right name and the wrong build-id is never used.
+	cp "$T/demo" "$TMP/wrong/alloc_c"
+	"$A" top -n 0 --debug-dir "$TMP/wrong" "$TMP/m.hsnap" >"$TMP/w.top" 2>/dev/null
+	grep -q "leak_malloc\|main" "$TMP/w.top" && grep -q "cache_insert\|handle_request" "$TMP/w.top" && die "symbolized against the wrong build-id"
+	grep -q "leak_malloc" "$TMP/w.top" && die "symbolized against a file with another build-id"
+	# --no-symbolize: addresses, mappings and build-ids for pprof's own symbolizer.
+	"$A" pprof --no-symbolize -o "$TMP/ns.pb.gz" "$TMP/m.hsnap"
+	go tool pprof -symbolize=none -raw "$TMP/ns.pb.gz" >"$TMP/ns.raw" 2>&1
+	contains "$TMP/ns.raw" "$bid"
+	grep -q "leak_malloc" "$TMP/ns.raw" && die "--no-symbolize wrote function names"
+	true
+}
+
+bpf_check
+for t in t_format_unit t_golden t_analyzer_usage t_bad_input t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
+	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_killed_recorder \
+	t_bpf_symbolize_moved; do
+	run $t
+done
+echo "$PASS passed, $FAIL failed, $SKIP skipped"
+[ $FAIL -eq 0 ]

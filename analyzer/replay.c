@@ -544,7 +544,13 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 			snprintf(r->stop_desc, sizeof(r->stop_desc), "snapshot '%s' at %.3fs", sn->label,
 				 replay__seconds(r, sn->time));
 		}
-		reset_state(r);
+		{
+			char desc[sizeof(r->stop_desc)];
+
+			memcpy(desc, r->stop_desc, sizeof(desc));
+			reset_state(r);
+			memcpy(r->stop_desc, desc, sizeof(desc));
+		}
 		r->file_size = record_reader__file_size(rd);
 		r->format_minor = record_reader__minor(rd);
 		record_reader__rewind(rd);

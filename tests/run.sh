@@ -283,6 +283,8 @@ t_bpf_snapshots_diff() {
 	"$A" top --snapshot exit "$TMP/d.hsnap" >"$TMP/exit.top"
 	grep -q "^ *819200 .*cache_insert$" "$TMP/exit.top" || die "cache_insert must hold 819200 bytes at exit"
 	grep -q "^ *25600 .*session_open$" "$TMP/exit.top" || die "session_open must hold 25600 bytes at exit"
+	"$A" top --value alloc_space "$TMP/d.hsnap" >"$TMP/alloc.top"
+	grep -q "^ *512000 .*parse_request$" "$TMP/alloc.top" || die "parse_request must allocate 1000 x 512 bytes"
 	"$A" diff --json --from 1 --to exit "$TMP/d.hsnap" >"$TMP/diff.json" || die "diff"
 	grep -q '"name":"cache_insert","from":[0-9]*,"to":819200' "$TMP/diff.json" || die "diff cache_insert"
 	"$A" diff --from 1 --to exit --pprof "$TMP/to.pb.gz" --base-pprof "$TMP/from.pb.gz" "$TMP/d.hsnap" >"$TMP/diff.txt"
@@ -323,6 +325,30 @@ t_bpf_errors() {
 	[ "$(grep -c . "$TMP/e")" -le 2 ] || die "errors must be one clear line, not a libbpf trace"
 	"$R" -o "$TMP/x.hsnap" -- /bin/sh -c 'exit 7' 2>/dev/null; rc=$?
 	eq "the command's exit status" 7 $rc
+}
+
+t_bpf_all_processes() {
+	need_bpf
+	"$R" -a -s 0 --duration 2 -o "$TMP/all.hsnap" 2>"$TMP/all.err" &
+	local rpid=$!
+	sleep 0.7
+	"$T/demo"
+	wait $rpid || { cat "$TMP/all.err"; die "recorder -a failed"; }
+	"$A" summary --json "$TMP/all.hsnap" >"$TMP/all.json"
+	# demo's own 1000 frees land in its process (its pid may also carry the shell's pre-exec allocations).
+	grep -q '"comm":"demo","cmdline":"[^"]*demo","allocated_bytes":[0-9]*,"allocated_count":[0-9]*,"freed_bytes":512000,"freed_count":1000' "$TMP/all.json" ||
+		{ cat "$TMP/all.json"; die "-a must attribute demo's frees to its own process"; }
+	"$A" top "$TMP/all.hsnap" | grep -q "^ *819200 .*cache_insert$" || die "cache_insert under -a"
+	"$A" top --value alloc_space "$TMP/all.hsnap" | grep -q "^ *512000 .*parse_request$" || die "parse_request under -a"
+}
+
+t_bpf_not_root() {
+	need_bpf
+	command -v setpriv >/dev/null || skip "no setpriv to drop root"
+	local rc
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$R" -o "$TMP/nr.hsnap" -- /bin/true 2>"$TMP/e"; rc=$?
+	eq "not root exit" 1 $rc
+	contains "$TMP/e" "needs root (or CAP_BPF and CAP_PERFMON)"
 }
 
 t_bpf_killed_recorder() {
@@ -383,7 +409,8 @@ t_bpf_symbolize_moved() {
 
 bpf_check
 for t in t_format_unit t_golden t_analyzer_usage t_bad_input t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
-	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_killed_recorder \
+	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
+	t_bpf_not_root t_bpf_killed_recorder \
 	t_bpf_symbolize_moved; do
 	run $t
 done

@@ -21,11 +21,14 @@ NOINLINE void cache_insert(int i)
 	memset(cache[i % 200], i, 4096);
 }
 
+static volatile int checksum;
+
 NOINLINE void parse_request(int i)
 {
-	char *buf = malloc(512);
+	char *volatile buf = malloc(512);
 
 	memset(buf, i, 512);
+	checksum += buf[i % 512];
 	free(buf);
 }
 

@@ -18,6 +18,8 @@ const volatile __u32 stack_depth = 64;
 const volatile __u32 stack_mode = 1; /* 0 none (callsite only), 1 fp */
 const volatile __u64 wakeup_bytes = 1 << 20;
 const volatile __u32 self_tgid = 0; /* -a: never record the recorder itself */
+/* Benchmark floor: every probe fires and returns at once, measuring the bare trap cost. */
+const volatile bool noop = false;
 
 struct thread_state {
 	__u64 outer_sp; /* sp at the outermost allocator entry */
@@ -176,35 +178,44 @@ static __always_inline struct thread_state *get_state(__u32 tid)
 	return bpf_map_lookup_elem(&threads, &tid);
 }
 
-/* The user stack of an allocation, with the caller's return address read from [sp]:
- * at function entry the frame-pointer walk skips the function that called us. */
+/* The user stack of an allocation. Frame 0 is the caller's return address, read from [sp]:
+ * at function entry a frame-pointer walk would skip the function that called us. The rest
+ * is our own walk of the rbp chain. It stops at the first frame pointer that cannot be one
+ * (below sp, unaligned, not increasing, too far up), so it never takes a fault on the junk
+ * rbp of code built without frame pointers: the kernel's walk pays a fault for that. */
 static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u64 id)
 {
 	__u32 zero = 0, nr = 1;
 	struct hs_stack_event *s = bpf_map_lookup_elem(&stack_scratch, &zero);
-	__u64 h = HS_HASH_INIT, ret = 0;
-	long n;
+	__u64 h = HS_HASH_INIT, sp = PT_REGS_SP(ctx), fp = PT_REGS_FP(ctx);
+	struct {
+		__u64 next, ret;
+	} frame;
 
 	if (!s)
 		return 0;
+	s->ips[0] = 0;
+	bpf_probe_read_user(&s->ips[0], sizeof(s->ips[0]), (void *)sp);
+	h = hs_hash_word(h, s->ips[0]);
 	if (stack_mode) {
-		n = bpf_get_stack(ctx, s->ips, stack_depth * sizeof(__u64), BPF_F_USER_STACK);
-		if (n < 0) {
-			count(HS_CNT_STACK_ERROR);
-			n = 0;
+		for (__u32 i = 1; i < HS_MAX_STACK; i++) {
+			if (i >= stack_depth) {
+				count(HS_CNT_STACK_TRUNCATED);
+				break;
+			}
+			if (fp <= sp || (fp & 7) || fp - sp > (64ull << 20))
+				break;
+			if (bpf_probe_read_user(&frame, sizeof(frame), (void *)fp) || !frame.ret) {
+				count(HS_CNT_STACK_ERROR);
+				break;
+			}
+			s->ips[i] = frame.ret;
+			h = hs_hash_word(h, frame.ret);
+			nr = i + 1;
+			if (frame.next <= fp)
+				break;
+			fp = frame.next;
 		}
-		nr = (__u32)n / sizeof(__u64);
-		if (nr >= stack_depth)
-			count(HS_CNT_STACK_TRUNCATED);
-		if (nr == 0)
-			nr = 1;
-	}
-	bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx));
-	s->ips[0] = ret;
-	for (__u32 i = 0; i < HS_MAX_STACK; i++) {
-		if (i >= nr)
-			break;
-		h = hs_hash_word(h, s->ips[i]);
 	}
 	if (!h)
 		h = 1;
@@ -358,54 +369,72 @@ static __always_inline int alloc_return(struct pt_regs *ctx, __u64 ptr)
 SEC("uprobe")
 int BPF_KPROBE(enter_size1, __u64 size)
 {
+	if (noop)
+		return 0;
 	return alloc_enter(ctx, size, 0, false, 0);
 }
 
 SEC("uprobe")
 int BPF_KPROBE(enter_size2, __u64 align, __u64 size)
 {
+	if (noop)
+		return 0;
 	return alloc_enter(ctx, size, 0, false, 0);
 }
 
 SEC("uprobe")
 int BPF_KPROBE(enter_calloc, __u64 nmemb, __u64 size)
 {
+	if (noop)
+		return 0;
 	return alloc_enter(ctx, nmemb * size, 0, false, 0);
 }
 
 SEC("uprobe")
 int BPF_KPROBE(enter_realloc, __u64 old, __u64 size)
 {
+	if (noop)
+		return 0;
 	return alloc_enter(ctx, size, old, true, old);
 }
 
 SEC("uprobe")
 int BPF_KPROBE(enter_reallocarray, __u64 old, __u64 nmemb, __u64 size)
 {
+	if (noop)
+		return 0;
 	return alloc_enter(ctx, nmemb * size, old, true, old);
 }
 
 SEC("uprobe")
 int BPF_KPROBE(enter_rust_realloc, __u64 old, __u64 old_size, __u64 align, __u64 size)
 {
+	if (noop)
+		return 0;
 	return alloc_enter(ctx, size, old, true, old);
 }
 
 SEC("uprobe")
 int BPF_KPROBE(enter_posix_memalign, __u64 memptr, __u64 align, __u64 size)
 {
+	if (noop)
+		return 0;
 	return alloc_enter(ctx, size, memptr, false, 0);
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(ret_ptr, __u64 ret)
 {
+	if (noop)
+		return 0;
 	return alloc_return(ctx, ret);
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(ret_posix_memalign, int ret)
 {
+	if (noop)
+		return 0;
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct thread_state *st = bpf_map_lookup_elem(&threads, &tid);
 	__u64 ptr = 0;
@@ -419,6 +448,8 @@ int BPF_KRETPROBE(ret_posix_memalign, int ret)
 SEC("uprobe")
 int BPF_KPROBE(enter_free, __u64 ptr)
 {
+	if (noop)
+		return 0;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u64 sp = PT_REGS_SP(ctx);
 	__u64 cookie = bpf_get_attach_cookie(ctx);
@@ -443,6 +474,8 @@ int BPF_KPROBE(enter_free, __u64 ptr)
 SEC("uretprobe")
 int BPF_KRETPROBE(ret_free_wrapper)
 {
+	if (noop)
+		return 0;
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct thread_state *st = bpf_map_lookup_elem(&threads, &tid);
 

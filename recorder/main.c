@@ -48,6 +48,8 @@ static const char usage[] =
 	"      --probe LIB:SYM:KIND a custom allocator function; KIND is malloc, calloc, realloc, free,\n"
 	"                           memalign, posix_memalign or new (repeatable)\n"
 	"      --probe-at-entry     put every probe at function entry (no probe placement)\n"
+	"      --noop-probes        benchmark floor: attach the same probes with programs that do\n"
+	"                           nothing, so the run costs only the kernel's traps\n"
 	"\n"
 	"Limits:\n"
 	"      --max-live N         live allocations tracked in the kernel (default 1048576)\n"
@@ -80,6 +82,7 @@ enum {
 	OPT_RINGBUF,
 	OPT_STATS,
 	OPT_NO_FOLLOW,
+	OPT_NOOP,
 };
 
 static const struct option longopts[] = {
@@ -100,6 +103,7 @@ static const struct option longopts[] = {
 	{"stack-cache", required_argument, NULL, OPT_STACK_CACHE},
 	{"ringbuf-size", required_argument, NULL, OPT_RINGBUF},
 	{"no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW},
+	{"noop-probes", no_argument, NULL, OPT_NOOP},
 	{"stats", no_argument, NULL, OPT_STATS},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
@@ -263,6 +267,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_NO_FOLLOW:
 			o.follow_forks = false;
+			break;
+		case OPT_NOOP:
+			o.noop = true;
 			break;
 		case OPT_STATS:
 			o.stats = true;

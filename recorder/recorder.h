@@ -31,6 +31,7 @@ struct rec_opts {
 	int nr_probes;
 	uint32_t max_live, stack_cache, ringbuf_mb;
 	bool probe_entry; /* --probe-at-entry: disable probe placement */
+	bool noop;        /* --noop-probes: benchmark floor, records nothing */
 };
 
 /* Records until the target exits, the duration ends or a signal arrives. Returns the

@@ -1055,6 +1055,14 @@ static void print_summary(struct session *s, double secs)
 		warnx("note: attached to a running process: live bytes exclude memory allocated before the attach "
 		      "(%" PRIu64 " frees of unknown pointers)", s->cnt[HS_CNT_UNKNOWN_FREE]);
 	if (s->o->stats) {
+		struct rusage ru;
+
+		getrusage(RUSAGE_SELF, &ru);
+		fprintf(stderr, "recorder: cpu %.3fs user %.3fs sys, peak rss %ld KiB; raw records %" PRIu64
+				" bytes, file %" PRIu64 " bytes\n",
+			(double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+			(double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, ru.ru_maxrss,
+			record_writer__raw_bytes(s->w), bytes);
 		fprintf(stderr, "counters:\n");
 		for (int k = 0; k < HS_CNT__MAX; k++)
 			fprintf(stderr, "  %-24s %" PRIu64 "\n", counter_names[k], s->cnt[k]);
@@ -1124,6 +1132,7 @@ int recorder_run(const struct rec_opts *o)
 	s->skel->rodata->stack_mode = o->stack_mode == HS_STACK_NONE ? 0 : 1;
 	s->skel->rodata->wakeup_bytes = (uint64_t)o->ringbuf_mb << 18; /* a quarter of the buffer */
 	s->skel->rodata->self_tgid = (uint32_t)getpid();
+	s->skel->rodata->noop = o->noop;
 	bpf_map__set_max_entries(s->skel->maps.live, o->max_live);
 	bpf_map__set_max_entries(s->skel->maps.stacks_seen, o->stack_cache);
 	bpf_map__set_max_entries(s->skel->maps.events, o->ringbuf_mb << 20);

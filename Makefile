@@ -43,7 +43,10 @@ all: $(BINS)
 deps:
 	$(Q)scripts/install-deps.sh
 
-$(OUTPUT) $(OUTPUT)/format $(OUTPUT)/recorder $(OUTPUT)/analyzer $(OUTPUT)/tests:
+$(OUTPUT)/format $(OUTPUT)/recorder $(OUTPUT)/analyzer $(OUTPUT)/tests:
+	$(Q)mkdir -p $@
+
+$(OUTPUT):
 	$(Q)mkdir -p $@
 
 $(OUTPUT)/vmlinux.h: | $(OUTPUT)
@@ -132,8 +135,25 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory all $(OUTPUT)/tests/demo
 	$(Q)OUTPUT=$(OUTPUT) scripts/demo.sh
 
+BENCH_PROGS := $(OUTPUT)/bench/workload $(OUTPUT)/bench/workload_cxx $(OUTPUT)/bench/genfile
+
+$(OUTPUT)/bench:
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/bench/workload: bench/workload.c | $(OUTPUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror $< -lpthread -o $@
+
+$(OUTPUT)/bench/workload_cxx: bench/workload_cxx.cc | $(OUTPUT)/bench
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror $< -o $@
+
+$(OUTPUT)/bench/genfile: bench/genfile.c $(FORMAT_OBJS) | $(OUTPUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $< $(FORMAT_OBJS) -lzstd -lelf -o $@
+
 bench: deps
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory all $(BENCH_PROGS)
 	$(Q)OUTPUT=$(OUTPUT) bench/run.sh
 
 install: all

@@ -121,23 +121,68 @@ bool alloc_func__parse_kind(const char *s, enum hs_prog *prog, uint32_t *kind)
 	return false;
 }
 
-uint64_t probe_placement(const uint8_t *c, size_t len)
+/* Length of an instruction the kernel's uprobe code emulates instead of single-stepping
+ * (push reg, jmp, jcc, call, nop), or 0. */
+static size_t emulated_len(const uint8_t *c, size_t len)
 {
-	size_t n;
-
-	/* test %rdi,%rdi */
-	if (len < 12 || c[0] != 0x48 || c[1] != 0x85 || c[2] != 0xff)
-		return 0;
-	if (c[3] == 0x74)
-		n = 5; /* je rel8 */
-	else if (c[3] == 0x0f && c[4] == 0x84)
-		n = 9; /* je rel32 */
-	else
-		return 0;
-	/* The kernel emulates push without a single-step; anything else stays at entry. */
-	if ((c[n] >= 0x50 && c[n] <= 0x57) || (c[n] == 0x41 && c[n + 1] >= 0x50 && c[n + 1] <= 0x57))
-		return n;
+	if (len >= 1 && ((c[0] >= 0x50 && c[0] <= 0x57) || c[0] == 0x90))
+		return 1;
+	if (len >= 2 && c[0] == 0x41 && c[1] >= 0x50 && c[1] <= 0x57)
+		return 2;
+	if (len >= 2 && (c[0] == 0xeb || (c[0] >= 0x70 && c[0] <= 0x7f)))
+		return 2;
+	if (len >= 5 && (c[0] == 0xe9 || c[0] == 0xe8))
+		return 5;
+	if (len >= 6 && c[0] == 0x0f && c[1] >= 0x80 && c[1] <= 0x8f)
+		return 6;
 	return 0;
+}
+
+/* Length of an instruction that changes neither rsp, the argument registers, memory nor
+ * control flow, so a probe may sit after it; or 0. */
+static size_t harmless_len(const uint8_t *c, size_t len)
+{
+	if (len >= 4 && c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa)
+		return 4; /* endbr64 */
+	if (len >= 3 && c[0] == 0x48 && c[1] == 0x85 && (c[2] & 0xc0) == 0xc0)
+		return 3; /* test r64, r64 */
+	if (len >= 2 && c[0] == 0x85 && (c[1] & 0xc0) == 0xc0)
+		return 2; /* test r32, r32 */
+	if (len >= 7 && c[0] == 0x80 && c[1] == 0x3d)
+		return 7; /* cmpb $imm8, disp32(%rip) */
+	if (len >= 5 && c[0] == 0xb8)
+		return 5; /* mov $imm32, %eax */
+	return 0;
+}
+
+uint64_t probe_placement(const uint8_t *c, size_t len, bool skip_null_check)
+{
+	size_t off = 0, n;
+
+	if (len >= 4 && c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa)
+		off = 4;
+	/* free-like: `test %rdi,%rdi; je` returns at once for NULL; past it is the real work. */
+	if (skip_null_check && off + 3 < len && c[off] == 0x48 && c[off + 1] == 0x85 && c[off + 2] == 0xff) {
+		size_t j = off + 3;
+
+		if (j + 2 <= len && c[j] == 0x74)
+			j += 2;
+		else if (j + 6 <= len && c[j] == 0x0f && c[j + 1] == 0x84)
+			j += 6;
+		else
+			j = 0;
+		if (j && emulated_len(c + j, len - j) && c[j] != 0xeb && c[j] != 0xe9 && c[j] != 0xe8)
+			return j;
+	}
+	for (size_t k = off; k < len;) {
+		if (emulated_len(c + k, len - k))
+			return k;
+		n = harmless_len(c + k, len - k);
+		if (!n)
+			break;
+		k += n;
+	}
+	return off; /* no emulated instruction in reach: at least step over endbr64 */
 }
 
 /* Converts a symbol's virtual address to a file offset through its section. */
@@ -229,15 +274,15 @@ static int scan_cb(Elf *elf, const char *name, GElf_Sym *sym, void *ctx)
 	f = &v[s->out->nr++];
 	*f = (struct alloc_func){.name = strdup(name), .offset = off, .probe_offset = off, .prog = prog,
 				 .kind = kind, .wrapper = wrapper};
-	if (s->place && prog == PROG_FREE && !wrapper) {
-		uint8_t code[16];
+	if (s->place) {
+		uint8_t code[32];
 
 		if (pread(s->fd, code, sizeof(code), (off_t)off) == (ssize_t)sizeof(code)) {
-			f->probe_offset = off + probe_placement(code, sizeof(code));
+			f->probe_offset = off + probe_placement(code, sizeof(code), prog == PROG_FREE && !wrapper);
 			if (hs_verbose)
 				fprintf(stderr, "heapsnap-record: %s:%s probed at +%llu%s\n", s->path, name,
 					(unsigned long long)(f->probe_offset - off),
-					f->probe_offset != off ? " (past the NULL check; the kernel emulates the push)" : "");
+					f->probe_offset != off ? " (past instructions that leave sp and the arguments alone)" : "");
 		}
 	}
 	return f->name ? 0 : -ENOMEM;

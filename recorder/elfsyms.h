@@ -39,8 +39,10 @@ int alloc_funcs__scan(const char *path, bool in_libc, bool place_probes, struct 
 /* Finds SYMBOL in PATH; returns its file offset in *off. */
 int elf_find_symbol(const char *path, const char *symbol, uint64_t *off);
 void alloc_funcs__free(struct alloc_func_list *l);
-/* Decodes the first bytes of a free-like function and returns the offset past a leading
- * `test %rdi,%rdi; je` when the next instruction is one the kernel can emulate. */
-uint64_t probe_placement(const uint8_t *code, size_t len);
+/* Decodes a function's first bytes and returns where to probe it: the first instruction
+ * the kernel emulates (push, jmp, jcc, call, nop), reached only over instructions that
+ * change neither rsp nor the arguments. SKIP_NULL_CHECK also steps over free's
+ * `test %rdi,%rdi; je`. Returns 0 for the entry. */
+uint64_t probe_placement(const uint8_t *code, size_t len, bool skip_null_check);
 extern int hs_verbose;
 #endif

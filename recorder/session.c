@@ -229,7 +229,9 @@ static int attach_one(struct session *s, pid_t pid, const char *path, const stru
 	LIBBPF_OPTS(bpf_uprobe_opts, uo);
 	struct bpf_program *prog;
 	struct bpf_link *l;
-	uint64_t off = ret ? f->offset : f->probe_offset;
+	/* The return probe shares the entry probe's address: sp is unchanged there, and one
+	 * trap serves both. */
+	uint64_t off = f->probe_offset;
 
 	uo.retprobe = ret;
 	uo.bpf_cookie = f->kind | (f->wrapper ? HS_COOKIE_WRAPPER : 0);

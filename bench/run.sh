@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# heapsnap benchmark (`make bench`). Runs each workload natively, under the bare trap floor
+# (the same probes with no-op BPF programs), and under heapsnap in three modes, RUNS times
+# each, in one run of this script. Prints medians as ratios to native and to the floor, then
+# writes bench/results/latest.txt and bench/results/latest.json.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUTPUT:-.output}
+R=$OUT/heapsnap-record
+A=$OUT/heapsnap-analyze
+B=$OUT/bench
+RUNS=${RUNS:-5}
+TMP=$(mktemp -d /tmp/heapsnap-bench.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+RES=bench/results
+mkdir -p "$RES"
+
+[ "$(id -u)" = 0 ] || { echo "bench: needs root for BPF" >&2; exit 1; }
+
+# name|command (each prints "elapsed S ops N events E" for its timed part)
+WORKLOADS=(
+	"churn|$B/workload churn 500000"
+	"mt2|$B/workload mt 2 500000"
+	"mt8|$B/workload mt 8 500000"
+	"live1M|$B/workload live 1000000"
+	"cxx|$B/workload_cxx 300000"
+)
+# name|recorder options ("native" runs the workload alone)
+MODES=(
+	"native|"
+	"floor|--noop-probes"
+	"fp|-s 0 --stack fp"
+	"sampled512k|-s 512k --stack fp"
+	"none|-s 0 --stack none"
+)
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+run_once() { # mode_opts command... -> writes $TMP/run.out, $TMP/run.err
+	local opts=$1; shift
+	if [ -z "$opts" ]; then
+		"$@" >"$TMP/run.out" 2>"$TMP/run.err"
+	else
+		# shellcheck disable=SC2086
+		"$R" $opts --stats -o "$TMP/run.hsnap" -- "$@" >"$TMP/run.out" 2>"$TMP/run.err"
+	fi
+}
+
+echo "heapsnap benchmark, $(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs, median of $RUNS runs"
+json="{\"date\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\",\"kernel\":\"$(uname -r)\",\"cpus\":$(nproc),\"runs\":$RUNS,\"workloads\":["
+table=$(printf '%-8s %-12s %10s %9s %9s %10s %9s %9s %11s\n' workload mode "time(s)" "x native" "x floor" "bytes/ev" "dropped" "rec cpu" "rec rss MiB")
+first_w=1
+for w in "${WORKLOADS[@]}"; do
+	wname=${w%%|*}; wcmd=${w#*|}
+	declare -A T=()
+	[ $first_w = 1 ] || json+=","
+	first_w=0
+	json+="{\"name\":\"$wname\",\"command\":\"$wcmd\",\"modes\":["
+	first_m=1
+	for m in "${MODES[@]}"; do
+		mname=${m%%|*}; mopts=${m#*|}
+		: >"$TMP/times"; : >"$TMP/cpu"; : >"$TMP/rss"; : >"$TMP/bpe"; : >"$TMP/drop"; : >"$TMP/evs"; : >"$TMP/ratio"
+		for _ in $(seq "$RUNS"); do
+			# shellcheck disable=SC2086
+			run_once "$mopts" $wcmd || { cat "$TMP/run.err"; exit 1; }
+			awk '/^elapsed/ { print $2 }' "$TMP/run.out" >>"$TMP/times"
+			awk '/^elapsed/ { print $6 }' "$TMP/run.out" >>"$TMP/evs"
+			if [ -n "$mopts" ]; then
+				awk '/^recorder: cpu/ { gsub(/s/, "", $3); gsub(/s/, "", $5); print $3 + $5 }' "$TMP/run.err" >>"$TMP/cpu"
+				awk '/^recorder: cpu/ { for (i = 1; i <= NF; i++) if ($i == "rss") print $(i + 1) / 1024 }' "$TMP/run.err" >>"$TMP/rss"
+				awk '/bytes\/event\)/ { for (i = 1; i <= NF; i++) if ($i == "bytes/event)") { v = $(i - 1); gsub(/\(/, "", v); print v } }' "$TMP/run.err" >>"$TMP/bpe"
+				awk '/^  lost\.(ringbuf_full|live_map_full|stack_error|thread_map_full|missed_uretprobe)/ { s += $2 } END { print s + 0 }' "$TMP/run.err" >>"$TMP/drop"
+				awk '/^recorder: cpu/ { for (i = 1; i <= NF; i++) { if ($i == "records") raw = $(i + 1); if ($i == "file") f = $(i + 1) } print (raw > 0 ? f / raw : 0) }' "$TMP/run.err" >>"$TMP/ratio"
+			fi
+		done
+		t=$(median <"$TMP/times")
+		T[$mname]=$t
+		evs=$(median <"$TMP/evs")
+		xn=$(awk -v a="$t" -v b="${T[native]}" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }')
+		xf=$(awk -v a="$t" -v b="${T[floor]:-0}" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }')
+		if [ -n "$mopts" ]; then
+			cpu=$(median <"$TMP/cpu"); rss=$(median <"$TMP/rss"); bpe=$(median <"$TMP/bpe")
+			drop=$(median <"$TMP/drop"); cr=$(median <"$TMP/ratio")
+		else
+			cpu=0; rss=0; bpe=0; drop=0; cr=0
+		fi
+		table+=$(printf '\n%-8s %-12s %10.4f %9s %9s %10.2f %9s %8.3fs %11.1f' "$wname" "$mname" "$t" "$xn" \
+			"$([ "$mname" = native ] && echo - || echo "$xf")" "$bpe" "$drop" "$cpu" "$rss")
+		[ $first_m = 1 ] || json+=","
+		first_m=0
+		json+="{\"mode\":\"$mname\",\"options\":\"$mopts\",\"seconds\":$t,\"events\":$evs,\"x_native\":$xn,\"x_floor\":$xf,"
+		json+="\"bytes_per_event\":$bpe,\"compressed_over_raw\":$cr,\"dropped\":$drop,\"recorder_cpu_s\":$cpu,\"recorder_rss_mib\":$rss}"
+	done
+	json+="]}"
+	unset T
+done
+json+="]"
+echo "$table"
+
+# Recorder CPU at a fixed event rate: its own CPU per event, scaled to 1M events/s.
+echo
+echo "Recorder CPU (excluding traps charged to the target), churn fp mode:"
+cpu_churn=$(echo "$table" | awk '$1 == "churn" && $2 == "fp" { gsub(/s$/, "", $8); print $8 }')
+pct=$(awk -v c="$cpu_churn" 'BEGIN { printf "%.2f", c / 1000000 * 1000000 * 100 }')
+echo "  $cpu_churn s for 1,000,000 events: $pct% of one core at 1M events/s"
+json+=",\"recorder_core_pct_at_1M_events_per_s\":$pct"
+
+# Analyzer throughput and memory on synthetic files with a constant 1M-block live set.
+echo
+echo "Analyzer (summary, no symbols) on synthetic churn with a constant 1M-block live set:"
+json+=",\"analyzer\":["
+first=1
+for n in 10000000 50000000; do
+	"$B/genfile" "$TMP/g.hsnap" $n 1000000
+	/usr/bin/time -f "%e %M" -o "$TMP/at" "$A" summary --no-symbolize "$TMP/g.hsnap" >/dev/null
+	read -r secs kib <"$TMP/at"
+	size=$(stat -c %s "$TMP/g.hsnap")
+	rate=$(awk -v n=$n -v s="$secs" 'BEGIN { printf "%.1f", s > 0 ? n / s / 1e6 : 0 }')
+	printf '  %9d events (%d MiB file): %.2fs, %sM events/s, peak RSS %d MiB\n' $n $((size >> 20)) "$secs" "$rate" $((kib / 1024))
+	[ $first = 1 ] || json+=","
+	first=0
+	json+="{\"events\":$n,\"file_bytes\":$size,\"seconds\":$secs,\"m_events_per_s\":$rate,\"peak_rss_kib\":$kib}"
+	rm -f "$TMP/g.hsnap"
+done
+json+="]}"
+echo "$json" >"$RES/latest.json"
+{
+	echo "heapsnap benchmark, $(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs, median of $RUNS runs"
+	echo "$table"
+} >"$RES/latest.txt"
+echo
+echo "Wrote $RES/latest.txt and $RES/latest.json"

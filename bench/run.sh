@@ -70,14 +70,14 @@ for w in "${WORKLOADS[@]}"; do
 				awk '/^recorder: cpu/ { for (i = 1; i <= NF; i++) if ($i == "rss") print $(i + 1) / 1024 }' "$TMP/run.err" >>"$TMP/rss"
 				awk '/bytes\/event\)/ { for (i = 1; i <= NF; i++) if ($i == "bytes/event)") { v = $(i - 1); gsub(/\(/, "", v); print v } }' "$TMP/run.err" >>"$TMP/bpe"
 				awk '/^  lost\.(ringbuf_full|live_map_full|stack_error|thread_map_full|missed_uretprobe)/ { s += $2 } END { print s + 0 }' "$TMP/run.err" >>"$TMP/drop"
-				awk '/^recorder: cpu/ { for (i = 1; i <= NF; i++) { if ($i == "records") raw = $(i + 1); if ($i == "file") f = $(i + 1) } print (raw > 0 ? f / raw : 0) }' "$TMP/run.err" >>"$TMP/ratio"
+				awk '/^recorder: cpu/ { for (i = 1; i <= NF; i++) { if ($i == "records") raw = $(i + 1); if ($i == "file") f = $(i + 1) } print ((raw > 0) ? f / raw : 0) }' "$TMP/run.err" >>"$TMP/ratio"
 			fi
 		done
 		t=$(median <"$TMP/times")
 		T[$mname]=$t
 		evs=$(median <"$TMP/evs")
-		xn=$(awk -v a="$t" -v b="${T[native]}" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }')
-		xf=$(awk -v a="$t" -v b="${T[floor]:-0}" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }')
+		xn=$(awk -v a="$t" -v b="${T[native]}" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+		xf=$(awk -v a="$t" -v b="${T[floor]:-0}" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
 		if [ -n "$mopts" ]; then
 			cpu=$(median <"$TMP/cpu"); rss=$(median <"$TMP/rss"); bpe=$(median <"$TMP/bpe")
 			drop=$(median <"$TMP/drop"); cr=$(median <"$TMP/ratio")
@@ -115,7 +115,7 @@ for n in 10000000 50000000; do
 	/usr/bin/time -f "%e %M" -o "$TMP/at" "$A" summary --no-symbolize "$TMP/g.hsnap" >/dev/null
 	read -r secs kib <"$TMP/at"
 	size=$(stat -c %s "$TMP/g.hsnap")
-	rate=$(awk -v n=$n -v s="$secs" 'BEGIN { printf "%.1f", s > 0 ? n / s / 1e6 : 0 }')
+	rate=$(awk -v n=$n -v s="$secs" 'BEGIN { printf "%.1f", (s > 0 ? n / s / 1e6 : 0) }')
 	printf '  %9d events (%d MiB file): %.2fs, %sM events/s, peak RSS %d MiB\n' $n $((size >> 20)) "$secs" "$rate" $((kib / 1024))
 	[ $first = 1 ] || json+=","
 	first=0

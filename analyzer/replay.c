@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,6 +57,10 @@ static struct process *get_process(struct replay *r, uint32_t pid)
 	struct hmap_slot *s;
 	bool created;
 
+	/* Events come in long runs from one process. */
+	if (r->nr_procs && r->last_proc < r->nr_procs && r->procs[r->last_proc].pid == pid)
+		return &r->procs[r->last_proc];
+
 	s = hmap_put(&r->proc_idx, pid, 0, &created);
 	if (!s)
 		exit(EXIT_FAIL);
@@ -65,6 +70,7 @@ static struct process *get_process(struct replay *r, uint32_t pid)
 							 .exe = xstrdup("")};
 		s->val = ++r->nr_procs;
 	}
+	r->last_proc = (uint32_t)s->val - 1;
 	return &r->procs[s->val - 1];
 }
 
@@ -118,25 +124,92 @@ static uint32_t agg_get(struct replay *r, uint32_t pid, uint32_t tid, uint64_t s
 	}
 }
 
-static uint32_t pool_get(struct replay *r)
+static inline size_t live_home(const struct live_table *t, uint32_t pid, uint64_t ptr)
 {
-	if (r->free_head != UINT32_MAX) {
-		uint32_t i = r->free_head;
+	uint64_t h = (ptr >> 4) * 0x9e3779b97f4a7c15ull ^ (uint64_t)pid * 0xc2b2ae3d27d4eb4full;
 
-		r->free_head = r->live_pool[i].agg;
-		return i;
-	}
-	if (r->nr_pool == r->cap_pool) {
-		r->cap_pool = r->cap_pool ? r->cap_pool * 2 : 1024;
-		r->live_pool = xrealloc(r->live_pool, sizeof(*r->live_pool) * r->cap_pool);
-	}
-	return r->nr_pool++;
+	return (size_t)(h ^ (h >> 29)) & t->mask;
 }
 
-static void pool_put(struct replay *r, uint32_t i)
+static struct live_slot *live_find(const struct live_table *t, uint32_t pid, uint64_t ptr)
 {
-	r->live_pool[i].agg = r->free_head;
-	r->free_head = i;
+	if (!t->s)
+		return NULL;
+	for (size_t i = live_home(t, pid, ptr);; i = (i + 1) & t->mask) {
+		struct live_slot *s = &t->s[i];
+
+		if (!s->ptr)
+			return NULL;
+		if (s->ptr == ptr && s->pid == pid)
+			return s;
+	}
+}
+
+/* Kept at most half full, so probe runs stay short. */
+static void live_grow(struct live_table *t)
+{
+	size_t ncap = t->s ? (t->mask + 1) * 2 : 1024, ocap = t->s ? t->mask + 1 : 0;
+	struct live_slot *old = t->s;
+
+	/* Huge pages: random lookups in a table of many megabytes otherwise miss the TLB too. */
+	if (ncap * sizeof(*t->s) >= (2u << 20)) {
+		t->s = aligned_alloc(2u << 20, ncap * sizeof(*t->s));
+		if (t->s) {
+			madvise(t->s, ncap * sizeof(*t->s), MADV_HUGEPAGE);
+			memset(t->s, 0, ncap * sizeof(*t->s));
+		}
+	} else {
+		t->s = calloc(ncap, sizeof(*t->s));
+	}
+	if (!t->s) {
+		fputs("heapsnap-analyze: out of memory\n", stderr);
+		exit(EXIT_FAIL);
+	}
+	t->mask = ncap - 1;
+	for (size_t i = 0; i < ocap; i++) {
+		if (!old[i].ptr)
+			continue;
+		size_t j = live_home(t, old[i].pid, old[i].ptr);
+
+		while (t->s[j].ptr)
+			j = (j + 1) & t->mask;
+		t->s[j] = old[i];
+	}
+	free(old);
+}
+
+static struct live_slot *live_insert(struct live_table *t, uint32_t pid, uint64_t ptr)
+{
+	size_t i;
+
+	if ((t->nr + 1) * 2 > (t->s ? t->mask + 1 : 0))
+		live_grow(t);
+	for (i = live_home(t, pid, ptr); t->s[i].ptr; i = (i + 1) & t->mask)
+		;
+	t->nr++;
+	t->s[i].ptr = ptr;
+	t->s[i].pid = pid;
+	return &t->s[i];
+}
+
+/* Backward-shift deletion: no tombstones, however heavy the churn. */
+static void live_remove(struct live_table *t, struct live_slot *s)
+{
+	size_t i = (size_t)(s - t->s), j = i;
+
+	for (;;) {
+		j = (j + 1) & t->mask;
+		if (!t->s[j].ptr)
+			break;
+		size_t home = live_home(t, t->s[j].pid, t->s[j].ptr);
+
+		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+			t->s[i] = t->s[j];
+			i = j;
+		}
+	}
+	t->s[i].ptr = 0;
+	t->nr--;
 }
 
 static void note_time(struct replay *r, uint64_t t)
@@ -151,15 +224,13 @@ static void note_time(struct replay *r, uint64_t t)
 /* Removes a live block. Returns false when PTR is not live. */
 static bool release(struct replay *r, uint32_t pid, uint64_t ptr, bool count_free)
 {
-	struct hmap_slot *s = hmap_find(&r->live, pid, ptr);
-	struct live_ent *e;
+	struct live_slot *e = live_find(&r->live, pid, ptr);
 	struct agg *a;
 	struct process *p;
 	double w, bytes;
 
-	if (!s)
+	if (!e)
 		return false;
-	e = &r->live_pool[s->val];
 	a = &r->aggs[e->agg];
 	w = e->weight / (double)HS_WEIGHT_ONE;
 	bytes = (double)a->size * w;
@@ -174,8 +245,7 @@ static bool release(struct replay *r, uint32_t pid, uint64_t ptr, bool count_fre
 		p->free_bytes += bytes;
 		p->free_count += w;
 	}
-	pool_put(r, (uint32_t)s->val);
-	hmap_remove_slot(&r->live, s);
+	live_remove(&r->live, e);
 	return true;
 }
 
@@ -184,10 +254,9 @@ static void on_alloc(struct replay *r, const struct hs_record *rec)
 	bool restored = rec->alloc.kind & HS_KIND_RESTORED;
 	double w = rec->alloc.weight / (double)HS_WEIGHT_ONE, bytes = (double)rec->alloc.size * w;
 	struct process *p = get_process(r, rec->pid);
-	uint32_t ai = agg_get(r, rec->pid, rec->tid, rec->alloc.stack_id, rec->alloc.size), li;
-	struct hmap_slot *s;
+	uint32_t ai = agg_get(r, rec->pid, rec->tid, rec->alloc.stack_id, rec->alloc.size);
+	struct live_slot *e;
 	struct agg *a = &r->aggs[ai];
-	bool created;
 
 	/* A live pointer handed out again means its free was lost: drop the stale block. */
 	release(r, rec->pid, rec->alloc.ptr, false);
@@ -219,12 +288,10 @@ static void on_alloc(struct replay *r, const struct hs_record *rec)
 		r->peak_time = rec->time;
 		r->peak_event = r->records;
 	}
-	li = pool_get(r);
-	r->live_pool[li] = (struct live_ent){.time = rec->time, .agg = ai, .weight = (uint32_t)rec->alloc.weight};
-	s = hmap_put(&r->live, rec->pid, rec->alloc.ptr, &created);
-	if (!s)
-		exit(EXIT_FAIL);
-	s->val = li;
+	e = live_insert(&r->live, rec->pid, rec->alloc.ptr);
+	e->agg = ai;
+	e->time = rec->time;
+	e->weight = (uint32_t)rec->alloc.weight;
 }
 
 static void copy_build_id(uint8_t *dst, uint32_t *len, struct hs_bytes b)
@@ -411,53 +478,96 @@ static void progress_done(struct progress *pg)
 		fputs("\r\033[K", stderr);
 }
 
+static void apply_event(struct replay *r, const struct hs_record *rec)
+{
+	r->events++;
+	note_time(r, rec->time);
+	if (rec->type != HS_REC_FREE) {
+		on_alloc(r, rec);
+	} else if (release(r, rec->pid, rec->free.ptr, true)) {
+		r->frees++;
+	} else {
+		r->unknown_frees++;
+		get_process(r, rec->pid)->unknown_frees++;
+	}
+}
+
+/* Events wait here a few records, their live-table slot prefetched: with a large live set
+ * every lookup is a cache miss, and overlapping them is most of the analyzer's speed. */
+#define LOOKAHEAD 32
+
+struct event_queue {
+	struct hs_record rec[LOOKAHEAD]; /* only the event fields are copied */
+	uint64_t index[LOOKAHEAD];
+	unsigned head, n;
+};
+
+static void queue_drain(struct replay *r, struct event_queue *q, unsigned keep)
+{
+	while (q->n > keep) {
+		uint64_t saved = r->records;
+
+		r->records = q->index[q->head]; /* peak_event names the record that made the peak */
+		apply_event(r, &q->rec[q->head]);
+		r->records = saved;
+		q->head = (q->head + 1) % LOOKAHEAD;
+		q->n--;
+	}
+}
+
+static void queue_push(struct replay *r, struct event_queue *q, const struct hs_record *rec)
+{
+	unsigned tail = (q->head + q->n) % LOOKAHEAD;
+	uint64_t ptr = rec->type == HS_REC_FREE ? rec->free.ptr : rec->alloc.ptr;
+
+	if (r->live.s)
+		__builtin_prefetch(&r->live.s[live_home(&r->live, rec->pid, ptr)]);
+	q->rec[tail].type = rec->type;
+	q->rec[tail].time = rec->time;
+	q->rec[tail].pid = rec->pid;
+	q->rec[tail].tid = rec->tid;
+	q->rec[tail].alloc = rec->alloc; /* free.ptr shares alloc.ptr's place */
+	q->index[tail] = r->records;
+	q->n++;
+	queue_drain(r, q, LOOKAHEAD - 1);
+}
+
 /* One pass. Events stop at STOP_INDEX records or STOP_TIME; metadata is read to the end. */
 static int pass(struct replay *r, struct record_reader *rd, uint64_t stop_index, uint64_t stop_time, bool events)
 {
 	struct progress pg = {.on = isatty(2), .start = now_s()};
+	struct event_queue *q = calloc(1, sizeof(*q));
 	struct hs_record rec;
 	bool stopped = false;
 	int ret;
 
+	if (!q)
+		return fail(r, EXIT_FAIL, "out of memory");
 	while ((ret = record_reader__next(rd, &rec)) == 1) {
+		bool is_event = rec.type == HS_REC_ALLOC || rec.type == HS_REC_ALLOC_SAMPLED || rec.type == HS_REC_FREE;
+
 		if ((r->records & 0xffff) == 0)
 			progress_tick(&pg, rd, r->path);
-		if (!stopped && (r->records >= stop_index ||
-				 ((rec.type == HS_REC_ALLOC || rec.type == HS_REC_ALLOC_SAMPLED || rec.type == HS_REC_FREE) &&
-				  rec.time > stop_time))) {
+		if (!stopped && (r->records >= stop_index || (is_event && rec.time > stop_time))) {
+			queue_drain(r, q, 0);
 			stopped = true;
 			r->stop_time = stop_time != UINT64_MAX ? stop_time : r->last_time;
 		}
-		switch (rec.type) {
-		case HS_REC_ALLOC:
-		case HS_REC_ALLOC_SAMPLED:
-			if (!stopped && events) {
-				r->events++;
-				note_time(r, rec.time);
-				on_alloc(r, &rec);
-			}
-			break;
-		case HS_REC_FREE:
-			if (!stopped && events) {
-				r->events++;
-				note_time(r, rec.time);
-				if (release(r, rec.pid, rec.free.ptr, true)) {
-					r->frees++;
-				} else {
-					r->unknown_frees++;
-					get_process(r, rec.pid)->unknown_frees++;
-				}
-			}
-			break;
-		default:
+		if (is_event) {
+			if (!stopped && events)
+				queue_push(r, q, &rec);
+		} else {
+			/* Metadata keeps its place among the events. */
+			queue_drain(r, q, 0);
 			on_meta(r, &rec, !stopped);
 			if (!stopped && rec.type != HS_REC_SESSION && rec.type != HS_REC_STACK &&
 			    rec.type != HS_REC_THREAD_NAME && rec.type != HS_REC_PROBE)
 				note_time(r, rec.time);
-			break;
 		}
 		r->records++;
 	}
+	queue_drain(r, q, 0);
+	free(q);
 	progress_done(&pg);
 	if (!stopped)
 		r->stop_time = r->last_time;
@@ -466,9 +576,7 @@ static int pass(struct replay *r, struct record_reader *rd, uint64_t stop_index,
 	r->skipped = record_reader__skipped_records(rd);
 	if (ret < 0 || r->status == HS_READ_IO)
 		return fail(r, EXIT_FAIL, "%s", record_reader__error(rd));
-	if (r->status == HS_READ_CORRUPT)
-		snprintf(r->error, sizeof(r->error), "%s", record_reader__error(rd));
-	else if (r->status == HS_READ_TRUNCATED)
+	if (r->status == HS_READ_CORRUPT || r->status == HS_READ_TRUNCATED)
 		snprintf(r->error, sizeof(r->error), "%s", record_reader__error(rd));
 	return EXIT_OK;
 }
@@ -480,7 +588,6 @@ static void reset_state(struct replay *r)
 	replay__free(r);
 	memset(r, 0, sizeof(*r));
 	r->path = path;
-	r->free_head = UINT32_MAX;
 }
 
 static bool all_digits(const char *s)
@@ -502,7 +609,6 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 
 	memset(r, 0, sizeof(*r));
 	r->path = path;
-	r->free_head = UINT32_MAX;
 	ret = record_reader__open(path, &rd, err, sizeof(err));
 	if (ret)
 		return fail(r, EXIT_FAIL, "%s", err);
@@ -639,11 +745,11 @@ const struct mapping *replay__mapping(const struct replay *r, uint32_t pid, uint
 void replay__for_each_live(const struct replay *r, void (*cb)(const struct agg *a, uint64_t time, double w, void *ctx),
 			   void *ctx)
 {
-	hmap_for_each(&r->live, it)
-	{
-		const struct live_ent *e = &r->live_pool[it->val];
+	for (size_t i = 0; r->live.s && i <= r->live.mask; i++) {
+		const struct live_slot *e = &r->live.s[i];
 
-		cb(&r->aggs[e->agg], e->time, e->weight / (double)HS_WEIGHT_ONE, ctx);
+		if (e->ptr)
+			cb(&r->aggs[e->agg], e->time, e->weight / (double)HS_WEIGHT_ONE, ctx);
 	}
 }
 
@@ -676,8 +782,7 @@ void replay__free(struct replay *r)
 	hmap_free(&r->stack_idx);
 	free(r->aggs);
 	hmap_free(&r->agg_idx);
-	hmap_free(&r->live);
-	free(r->live_pool);
+	free(r->live.s);
 	for (uint32_t i = 0; i < r->nr_snaps; i++)
 		free(r->snaps[i].label);
 	free(r->snaps);

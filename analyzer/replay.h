@@ -46,10 +46,20 @@ struct agg {
 	double alloc_objects, alloc_space, inuse_objects, inuse_space;
 };
 
-struct live_ent {
-	uint64_t time;
+/* One live block, stored in the table itself: one cache line holds two, and a lookup
+ * touches no other memory. ptr == 0 marks an empty slot (NULL is never recorded). */
+struct live_slot {
+	uint64_t ptr;
+	uint32_t pid;
 	uint32_t agg;    /* index into aggs */
+	uint64_t time;
 	uint32_t weight; /* 16.16 */
+	uint32_t pad;
+};
+
+struct live_table {
+	struct live_slot *s;
+	size_t mask, nr;
 };
 
 struct snapshot_info {
@@ -86,6 +96,7 @@ struct replay {
 	struct process *procs;
 	uint32_t nr_procs;
 	struct hmap proc_idx; /* pid -> index + 1 */
+	uint32_t last_proc;   /* index of the last process looked up */
 	struct mapping *maps;
 	uint32_t nr_maps;
 	bool maps_sorted;
@@ -98,9 +109,7 @@ struct replay {
 	struct agg *aggs;
 	uint32_t nr_aggs, cap_aggs;
 	struct hmap agg_idx; /* hash of (pid, tid, stack, size) -> index (chained through equality) */
-	struct hmap live;    /* (pid, ptr) -> live_ent packed */
-	struct live_ent *live_pool;
-	uint32_t nr_pool, cap_pool, free_head;
+	struct live_table live;
 
 	struct snapshot_info *snaps;
 	uint32_t nr_snaps;

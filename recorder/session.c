@@ -65,6 +65,8 @@ struct session {
 
 	struct hmap stacks; /* bpf stack hash -> id << 1 | written */
 	uint64_t next_stack_id;
+	uint64_t last_hash, last_id; /* the previous lookup in stacks */
+	uint32_t last_pid;           /* -a: the previous event's process, known to be tracked */
 	struct hmap tids;     /* (pid, tid) already named */
 	struct hmap objs_by_id; /* (dev, ino) -> index + 1 */
 	struct hmap attached;   /* (pid, object index) */
@@ -552,15 +554,21 @@ static void track_process(struct session *s, pid_t pid, uint32_t origin, pid_t p
 static uint64_t stack_id(struct session *s, uint64_t hash)
 {
 	bool created;
-	struct hmap_slot *slot = hmap_put(&s->stacks, hash, 0, &created);
+	struct hmap_slot *slot;
 
+	/* Allocations come in runs from one call path: skip the table for a repeat. */
+	if (hash == s->last_hash && s->last_id)
+		return s->last_id;
+	slot = hmap_put(&s->stacks, hash, 0, &created);
 	if (!slot) {
 		s->err = -ENOMEM;
 		return 0;
 	}
 	if (created)
 		slot->val = ++s->next_stack_id << 1;
-	return slot->val >> 1;
+	s->last_hash = hash;
+	s->last_id = slot->val >> 1;
+	return s->last_id;
 }
 
 /* Poisson sampling: an allocation of SIZE is picked with probability 1 - exp(-SIZE/R);
@@ -668,9 +676,12 @@ static int handle_event(void *ctx, void *data, size_t len)
 		const struct hs_alloc_event *e = data;
 		uint64_t w = sample_weight(s->o->sample_rate, e->size);
 
-		if (s->o->all && !proc_find(s, (pid_t)h->pid))
-			track_process(s, (pid_t)h->pid, HS_PROC_ATTACHED, 0);
-		name_thread(s, (pid_t)h->pid, (pid_t)h->tid);
+		/* Threads are named by HS_EV_COMM from BPF: no /proc read on this path. */
+		if (s->o->all && h->pid != s->last_pid) {
+			if (!proc_find(s, (pid_t)h->pid))
+				track_process(s, (pid_t)h->pid, HS_PROC_ATTACHED, 0);
+			s->last_pid = h->pid;
+		}
 		r.type = s->o->sample_rate ? HS_REC_ALLOC_SAMPLED : HS_REC_ALLOC;
 		r.time = t;
 		r.pid = h->pid;

@@ -92,7 +92,8 @@ $(OUTPUT)/heapsnap-analyze: $(ANALYZE_OBJS) $(FORMAT_OBJS)
 # ---- tests ----
 TEST_CFLAGS := -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror -D_GNU_SOURCE
 TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/alloc_c $(OUTPUT)/tests/demo \
-	$(OUTPUT)/tests/alloc_cxx $(OUTPUT)/tests/libplugin.so $(OUTPUT)/tests/garbage_ok
+	$(OUTPUT)/tests/alloc_cxx $(OUTPUT)/tests/libplugin.so $(OUTPUT)/tests/garbage_ok \
+	$(OUTPUT)/tests/nofp $(OUTPUT)/tests/alloc_cxx_nofp
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -115,6 +116,15 @@ $(OUTPUT)/tests/libplugin.so: tests/workloads/plugin.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
 
+# Built without frame pointers on purpose: the --stack dwarf tests.
+$(OUTPUT)/tests/nofp: tests/workloads/nofp.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -fomit-frame-pointer -fno-optimize-sibling-calls -Wall -Wextra -Werror $< -o $@
+
+$(OUTPUT)/tests/alloc_cxx_nofp: tests/workloads/alloc_cxx.cc | $(OUTPUT)/tests
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -O1 -g -fomit-frame-pointer -fno-inline -Wall -Wextra -Werror $< -o $@
+
 $(OUTPUT)/tests/garbage_ok: tests/workloads/garbage.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
@@ -124,8 +134,12 @@ $(OUTPUT)/tests/alloc_rust: tests/workloads/alloc_rust.rs | $(OUTPUT)/tests
 	$(Q)rustc -C opt-level=1 -C debuginfo=2 -C force-frame-pointers=yes -C panic=abort $< -o $@ 2>/dev/null || \
 		rustc -C opt-level=1 -C debuginfo=2 -C force-frame-pointers=yes $< -o $@
 
+$(OUTPUT)/tests/alloc_rust_nofp: tests/workloads/alloc_rust.rs | $(OUTPUT)/tests
+	$(call msg,RUSTC,$@)
+	$(Q)rustc -C opt-level=1 -C debuginfo=2 -C force-frame-pointers=no $< -o $@
+
 test-programs: $(TEST_PROGS)
-	-$(Q)$(MAKE) --no-print-directory $(OUTPUT)/tests/alloc_rust
+	-$(Q)$(MAKE) --no-print-directory $(OUTPUT)/tests/alloc_rust $(OUTPUT)/tests/alloc_rust_nofp
 
 check: deps
 	$(Q)$(MAKE) --no-print-directory all test-programs

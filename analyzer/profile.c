@@ -27,6 +27,17 @@ int value_index(const char *name)
 		}                                                                          \
 	} while (0)
 
+const uint64_t *profile__stack(const struct profile *cp, uint32_t pid, uint64_t id, uint32_t *nr)
+{
+	struct profile *p = (struct profile *)cp; /* the unwinder is a cache */
+
+	if (!replay__dwarf_stack(p->r, id))
+		return replay__stack(p->r, id, nr);
+	if (!p->unw)
+		p->unw = unwinder__new(p->r, p->sym);
+	return p->unw ? unwinder__stack(p->unw, pid, id, nr) : NULL;
+}
+
 int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym)
 {
 	uint32_t cap_samples = 0, cap_locs = 0, cap_refs = 0, cap_lines = 0;
@@ -43,7 +54,7 @@ int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym)
 
 		if (a->alloc_objects < 1e-9 && a->inuse_objects < 1e-9)
 			continue;
-		ips = replay__stack(r, a->stack_id, &nr);
+		ips = profile__stack(p, a->pid, a->stack_id, &nr);
 		if (!ips)
 			p->missing_stacks++;
 		GROW(p->samples, p->nr_samples, cap_samples);
@@ -117,6 +128,7 @@ const char *profile__line_name(const struct profile *p, const struct prof_loc *l
 
 void profile__free(struct profile *p)
 {
+	unwinder__free(p->unw);
 	free(p->samples);
 	free(p->locs);
 	free(p->loc_refs);

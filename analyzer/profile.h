@@ -7,6 +7,7 @@
 
 #include "replay.h"
 #include "symbolize.h"
+#include "unwind.h"
 
 enum { V_ALLOC_OBJECTS, V_ALLOC_SPACE, V_INUSE_OBJECTS, V_INUSE_SPACE, V__COUNT };
 
@@ -43,9 +44,13 @@ struct profile {
 	double total[V__COUNT];
 	uint64_t missing_stacks;
 	uint64_t cut_frames; /* frames dropped after a walk left the executable mappings */
+	struct unwinder *unw; /* created on the first --stack dwarf capture */
 };
 
 int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym);
+/* The frames of stack ID in PID, return addresses innermost first: a recorded frame list,
+ * or a --stack dwarf capture unwound (once) on demand. */
+const uint64_t *profile__stack(const struct profile *p, uint32_t pid, uint64_t id, uint32_t *nr);
 void profile__free(struct profile *p);
 /* A frame's display name: the function, or module+0xOFFSET, or the address. Writes into BUF. */
 const char *profile__line_name(const struct profile *p, const struct prof_loc *l, const struct prof_line *ln,

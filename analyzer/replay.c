@@ -85,12 +85,19 @@ const uint64_t *replay__stack(const struct replay *r, uint64_t id, uint32_t *nr)
 {
 	struct hmap_slot *s = hmap_find(&r->stack_idx, id, 0);
 
-	if (!s) {
+	if (!s || !r->stacks[s->val - 1]) {
 		*nr = 0;
 		return NULL;
 	}
 	*nr = (uint32_t)r->stacks[s->val - 1][0];
 	return r->stacks[s->val - 1] + 1;
+}
+
+const struct dwarf_stack *replay__dwarf_stack(const struct replay *r, uint64_t id)
+{
+	struct hmap_slot *s = hmap_find(&r->stack_idx, id, 0);
+
+	return s && !r->stacks[s->val - 1] ? &r->dwarf[s->val - 1] : NULL;
 }
 
 double replay__seconds(const struct replay *r, uint64_t t)
@@ -400,8 +407,32 @@ static void on_meta(struct replay *r, const struct hs_record *rec, bool before_s
 		v[0] = rec->stack.nr;
 		memcpy(v + 1, rec->stack.ips, sizeof(uint64_t) * rec->stack.nr);
 		r->stacks = xrealloc(r->stacks, sizeof(*r->stacks) * (r->nr_stack_slots + 1));
+		r->dwarf = xrealloc(r->dwarf, sizeof(*r->dwarf) * (r->nr_stack_slots + 1));
+		memset(&r->dwarf[r->nr_stack_slots], 0, sizeof(*r->dwarf));
 		r->stacks[r->nr_stack_slots++] = v;
 		s->val = r->nr_stack_slots;
+		break;
+	}
+	case HS_REC_STACK_DWARF: {
+		bool created;
+		struct hmap_slot *s = hmap_put(&r->stack_idx, rec->dwarf.id, 0, &created);
+		struct dwarf_stack *d;
+
+		if (!s || !created)
+			break;
+		r->stacks = xrealloc(r->stacks, sizeof(*r->stacks) * (r->nr_stack_slots + 1));
+		r->dwarf = xrealloc(r->dwarf, sizeof(*r->dwarf) * (r->nr_stack_slots + 1));
+		r->stacks[r->nr_stack_slots] = NULL;
+		d = &r->dwarf[r->nr_stack_slots++];
+		memset(d, 0, sizeof(*d));
+		for (uint32_t i = 0; i < rec->dwarf.nregs && i < 8; i++)
+			d->regs[i] = rec->dwarf.regs[i];
+		d->used = rec->dwarf.used;
+		d->len = rec->dwarf.window.len;
+		d->data = xrealloc(NULL, d->len);
+		memcpy(d->data, rec->dwarf.window.p, d->len);
+		s->val = r->nr_stack_slots;
+		r->dwarf_stacks++;
 		break;
 	}
 	case HS_REC_THREAD_NAME: {
@@ -776,9 +807,12 @@ void replay__free(struct replay *r)
 	free(r->maps);
 	hmap_for_each(&r->threads, it) free((char *)(uintptr_t)it->val);
 	hmap_free(&r->threads);
-	for (uint64_t i = 0; i < r->nr_stack_slots; i++)
+	for (uint64_t i = 0; i < r->nr_stack_slots; i++) {
 		free(r->stacks[i]);
+		free(r->dwarf[i].data);
+	}
 	free(r->stacks);
+	free(r->dwarf);
 	hmap_free(&r->stack_idx);
 	free(r->aggs);
 	hmap_free(&r->agg_idx);

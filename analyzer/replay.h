@@ -70,6 +70,14 @@ struct snapshot_info {
 	char *label;
 };
 
+/* A --stack dwarf capture: registers at allocator entry and the stack above sp. */
+struct dwarf_stack {
+	uint64_t regs[8]; /* ip, sp, bp, bx, r12, r13, r14, r15 */
+	uint64_t used;    /* stack in use above sp when captured */
+	uint32_t len;
+	uint8_t *data;
+};
+
 struct counter_val {
 	char *name;
 	uint64_t value;
@@ -102,8 +110,10 @@ struct replay {
 	bool maps_sorted;
 	struct hmap threads; /* (pid, tid) -> strdup'd name pointer */
 
-	uint64_t **stacks; /* by id: [0] = nr, then frames */
+	uint64_t **stacks; /* by id: [0] = nr, then frames; dwarf stacks: NULL */
+	struct dwarf_stack *dwarf; /* parallel to stacks */
 	uint64_t nr_stack_slots;
+	uint64_t dwarf_stacks;
 	struct hmap stack_idx; /* id -> slot + 1 */
 
 	struct agg *aggs;
@@ -136,6 +146,8 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 void replay__free(struct replay *r);
 const char *replay__thread_name(const struct replay *r, uint32_t pid, uint32_t tid);
 const uint64_t *replay__stack(const struct replay *r, uint64_t id, uint32_t *nr);
+/* The dwarf capture for stack ID, or NULL when ID is a frame list (or unknown). */
+const struct dwarf_stack *replay__dwarf_stack(const struct replay *r, uint64_t id);
 struct process *replay__process(const struct replay *r, uint32_t pid);
 /* The mapping of PID that holds ADDR, preferring the one mapped at time T. */
 const struct mapping *replay__mapping(const struct replay *r, uint32_t pid, uint64_t addr, uint64_t t);

@@ -339,7 +339,7 @@ static const char *frame_name(const struct profile *p, uint32_t pid, uint64_t ip
 static const char *stack_leaf(const struct profile *p, uint32_t pid, uint64_t stack_id, char *buf, size_t len)
 {
 	uint32_t nr;
-	const uint64_t *ips = replay__stack(p->r, stack_id, &nr);
+	const uint64_t *ips = profile__stack(p, pid, stack_id, &nr);
 
 	if (!ips || !nr) {
 		snprintf(buf, len, "(stack %" PRIu64 " not recorded)", stack_id);
@@ -481,7 +481,7 @@ static int cmp_leak(const void *a, const void *b)
 static void print_stack(const struct profile *p, uint32_t pid, uint64_t stack_id, FILE *out, bool json)
 {
 	uint32_t nr;
-	const uint64_t *ips = replay__stack(p->r, stack_id, &nr);
+	const uint64_t *ips = profile__stack(p, pid, stack_id, &nr);
 
 	for (uint32_t i = 0; i < nr && i < 12; i++) {
 		struct prof_line ln;
@@ -594,6 +594,19 @@ int report_stats(const struct profile *p, const struct report_opts *o, FILE *out
 			p->total[V_ALLOC_SPACE]);
 	} else {
 		fprintf(out, "Sampler: off (every allocation recorded)\n");
+	}
+	if (r->dwarf_stacks) {
+		const struct unwind_stats *us = p->unw ? unwinder__stats(p->unw) : NULL;
+
+		fprintf(out, "DWARF stacks: %" PRIu64 " captures", r->dwarf_stacks);
+		if (us) {
+			fprintf(out, "; %" PRIu64 " unwinds (%" PRIu64 " cached) at %.0f/s, %.1f frames each; failures:",
+				us->unwinds, us->cache_hits, us->seconds > 0 ? (double)us->unwinds / us->seconds : 0.0,
+				us->unwinds ? (double)us->frames / (double)us->unwinds : 0.0);
+			for (int k = UNW_NO_BINARY; k < UNW__COUNT; k++)
+				fprintf(out, " %s %" PRIu64 "%s", unwind_fail_names[k], us->fail[k], k + 1 < UNW__COUNT ? "," : "");
+		}
+		fputc('\n', out);
 	}
 	fprintf(out, "Live map: peak %.0f live blocks of %" PRIu64 " slots\n", r->peak_bytes > 0 ? r->live_count : 0,
 		counter(r, "map.live_max"));

@@ -125,6 +125,39 @@ static bool try_dir(const char *dir, struct sym_module *m, char *out, size_t out
 	return false;
 }
 
+/* A separate debug file: its .text (and .eh_frame) are NOBITS. Fine for symbols, but
+ * the unwinder needs the CFI that only the real binary carries. */
+static bool debug_only(const char *path)
+{
+	Elf_Scn *scn = NULL;
+	bool text = false;
+	size_t shstrndx;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *elf;
+
+	if (fd < 0)
+		return false;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && !elf_getshdrstrndx(elf, &shstrndx)) {
+		while ((scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			const char *name;
+
+			if (!gelf_getshdr(scn, &sh))
+				continue;
+			name = elf_strptr(elf, shstrndx, sh.sh_name);
+			if (name && !strcmp(name, ".text")) {
+				text = sh.sh_type != SHT_NOBITS;
+				break;
+			}
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return !text;
+}
+
 static void find_file(struct symbolizer *s, struct sym_module *m)
 {
 	char path[4200], hex[2 * HS_MAX_BUILD_ID + 1];
@@ -190,6 +223,13 @@ static void find_file(struct symbolizer *s, struct sym_module *m)
 	(void)hex;
 	return;
 found:
+	/* A debug-only file: use the binary, if it is still at its path with this build-id;
+	 * libdwfl then finds the debug file by build-id for lines and inlines. */
+	if (debug_only(path) && m->bid_len && !access(m->orig_path, R_OK) &&
+	    build_id_matches(m->orig_path, m->bid, m->bid_len)) {
+		snprintf(path, sizeof(path), "%s", m->orig_path);
+		m->how = "original path, with separate debug info";
+	}
 	m->found = strdup(path);
 	m->why[0] = 0;
 }
@@ -429,6 +469,13 @@ void symbolizer__lookup(struct symbolizer *s, const struct mapping *map, uint64_
 	resolve(s, m, vaddr, c);
 	out->frames = s->frames + c->first;
 	out->nr = c->nr;
+}
+
+const char *symbolizer__file(struct symbolizer *s, const struct mapping *map)
+{
+	int mi = map ? module_for(s, map) : -1;
+
+	return mi >= 0 ? s->mods[mi].found : NULL;
 }
 
 void symbolizer__module_flags(const struct symbolizer *s, int module, bool *functions, bool *filenames, bool *lines,

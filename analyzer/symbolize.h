@@ -31,6 +31,8 @@ struct symbolizer;
 struct symbolizer *symbolizer__new(const struct sym_opts *o);
 /* Resolves ADDR (already pc - 1 for return addresses) in mapping M. */
 void symbolizer__lookup(struct symbolizer *s, const struct mapping *m, uint64_t addr, struct sym_result *out);
+/* The local file whose build-id matches mapping M (found as for symbols), or NULL. */
+const char *symbolizer__file(struct symbolizer *s, const struct mapping *m);
 /* What symbolization found in a module: the truthful pprof has_* flags. */
 void symbolizer__module_flags(const struct symbolizer *s, int module, bool *functions, bool *filenames, bool *lines,
 			      bool *inlines);

@@ -15,7 +15,8 @@ const volatile bool filter_pids = true;
 const volatile bool follow_forks = true;
 const volatile __u64 sample_rate = 0; /* 0: every allocation */
 const volatile __u32 stack_depth = 64;
-const volatile __u32 stack_mode = 1; /* 0 none (callsite only), 1 fp */
+const volatile __u32 stack_mode = 1; /* 0 none (callsite only), 1 fp, 2 dwarf */
+const volatile __u32 dwarf_bytes = 8192;
 const volatile __u64 wakeup_bytes = 1 << 20;
 const volatile __u32 self_tgid = 0; /* -a: never record the recorder itself */
 /* Benchmark floor: every probe fires and returns at once, measuring the bare trap cost. */
@@ -30,6 +31,8 @@ struct thread_state {
 	__s64 countdown; /* bytes until the next sample */
 	__u64 free_ptr;  /* pointer a free wrapper is releasing */
 	__u64 free_sp;
+	__u64 stack_end; /* --stack dwarf: end of this thread's stack mapping */
+	__u64 dwarf_seq;
 	struct hs_live_val old; /* realloc: the old block, restored if realloc fails */
 	__u32 depth;
 	__u32 kind;
@@ -73,6 +76,15 @@ struct {
 	__type(key, __u32);
 	__type(value, struct hs_stack_event);
 } stack_scratch SEC(".maps");
+
+/* One 32 KiB window per CPU: too large for a per-CPU map, so indexed by CPU number.
+ * The loader sets max_entries to the number of CPUs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct hs_dwarf_event);
+} dwarf_scratch SEC(".maps");
 
 /* Exponential sampling thresholds with mean sample_rate, drawn by a random index. */
 struct {
@@ -238,6 +250,71 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u64 id)
 	return h;
 }
 
+static long vma_end_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	*(__u64 *)data = BPF_CORE_READ(vma, vm_end);
+	return 0;
+}
+
+/* --stack dwarf: copy the registers and the stack in use above sp, for offline unwinding.
+ * Each capture gets a key of its own; user space merges identical windows. */
+static __always_inline __u64 capture_dwarf(struct pt_regs *ctx, __u64 id, struct thread_state *st)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct hs_dwarf_event *e = bpf_map_lookup_elem(&dwarf_scratch, &cpu);
+	__u64 sp = PT_REGS_SP(ctx), used, len;
+
+	if (!e)
+		return 0;
+	if (!st->stack_end || sp >= st->stack_end) {
+		__u64 end = 0;
+
+		bpf_find_vma(bpf_get_current_task_btf(), sp, vma_end_cb, &end, 0);
+		st->stack_end = end;
+	}
+	used = st->stack_end > sp ? st->stack_end - sp : 0;
+	len = used < dwarf_bytes ? used : dwarf_bytes;
+	if (used > len)
+		count(HS_CNT_DWARF_TRUNCATED);
+	/* Page by page: a read fails whole if any page is absent, and the initial stack has an
+	 * untouched random gap below argv. The frames are all below it; stop there. */
+	__u64 off = 0;
+
+	for (int i = 0; i < HS_MAX_DWARF_BYTES / 4096 + 1; i++) {
+		__u64 addr = sp + off, chunk = 4096 - (addr & 4095);
+
+		if (off >= len)
+			break;
+		if (chunk > len - off)
+			chunk = len - off;
+		off &= HS_MAX_DWARF_BYTES - 1;
+		chunk &= 8191;
+		if (off + chunk > HS_MAX_DWARF_BYTES || !chunk)
+			break;
+		if (bpf_probe_read_user(e->data + off, chunk, (void *)addr))
+			break;
+		off += chunk;
+	}
+	len = off;
+	fill_hdr(&e->h, HS_EV_DWARF, 0, id);
+	e->key = (id << 32) ^ ++st->dwarf_seq ^ (1ull << 63);
+	e->regs[0] = PT_REGS_IP(ctx);
+	e->regs[1] = sp;
+	e->regs[2] = PT_REGS_FP(ctx);
+	e->regs[3] = ctx->bx;
+	e->regs[4] = ctx->r12;
+	e->regs[5] = ctx->r13;
+	e->regs[6] = ctx->r14;
+	e->regs[7] = ctx->r15;
+	e->len = (__u32)len;
+	e->used = (__u32)used;
+	if (bpf_ringbuf_output(&events, e, offsetof(struct hs_dwarf_event, data) + len, rb_flags())) {
+		count(HS_CNT_RINGBUF_FULL);
+		return 0;
+	}
+	return e->key;
+}
+
 static __always_inline void emit_alloc(__u64 id, __u64 ptr, const struct hs_live_val *v, __u8 flags)
 {
 	struct hs_alloc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -325,7 +402,7 @@ static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 size, __u64 au
 		count(HS_CNT_SAMPLED);
 	}
 	st->sampled = 1;
-	st->stack = capture_stack(ctx, id);
+	st->stack = stack_mode == 2 ? capture_dwarf(ctx, id, st) : capture_stack(ctx, id);
 	return 0;
 }
 
@@ -484,7 +561,7 @@ int BPF_KRETPROBE(ret_free_wrapper)
 	return 0;
 }
 
-static __always_inline void emit_proc(__u8 type, __u32 pid, __u32 ppid, __s32 code)
+static __always_inline void emit_proc(__u8 type, __u32 pid, __u32 ppid, __s32 code, struct task_struct *task)
 {
 	struct hs_proc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
@@ -495,6 +572,14 @@ static __always_inline void emit_proc(__u8 type, __u32 pid, __u32 ppid, __s32 co
 	fill_hdr(&e->h, type, 0, (__u64)pid << 32 | pid);
 	e->ppid = ppid;
 	e->exit_code = code;
+	e->start_code = e->end_code = e->exe_ino = 0;
+	e->exe_dev = e->pad = 0;
+	if (task) {
+		e->start_code = BPF_CORE_READ(task, mm, start_code);
+		e->end_code = BPF_CORE_READ(task, mm, end_code);
+		e->exe_ino = BPF_CORE_READ(task, mm, exe_file, f_inode, i_ino);
+		e->exe_dev = BPF_CORE_READ(task, mm, exe_file, f_inode, i_sb, s_dev);
+	}
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
@@ -519,7 +604,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	if (!bpf_map_lookup_elem(&tracked, &ptgid))
 		return 0;
 	bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY);
-	emit_proc(HS_EV_FORK, ctgid, ptgid, 0);
+	emit_proc(HS_EV_FORK, ctgid, ptgid, 0, NULL);
 	return 0;
 }
 
@@ -531,7 +616,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	if (!is_tracked(tgid) || !filter_pids)
 		return 0;
 	bump_maps_gen();
-	emit_proc(HS_EV_EXEC, tgid, 0, 0);
+	emit_proc(HS_EV_EXEC, tgid, 0, 0, p);
 	return 0;
 }
 
@@ -542,7 +627,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 
 	if (tgid != BPF_CORE_READ(p, pid) || !filter_pids || !bpf_map_lookup_elem(&tracked, &tgid))
 		return 0;
-	emit_proc(HS_EV_EXIT, tgid, 0, BPF_CORE_READ(p, exit_code));
+	emit_proc(HS_EV_EXIT, tgid, 0, BPF_CORE_READ(p, exit_code), NULL);
 	return 0;
 }
 

@@ -4,6 +4,9 @@
 #define HEAPSNAP_BPF_SHARED_H
 
 #define HS_MAX_STACK 127
+#define HS_MAX_DWARF_BYTES 32768
+/* Registers copied for --stack dwarf, in this order. */
+#define HS_DWARF_NREGS 8 /* ip, sp, bp, bx, r12, r13, r14, r15 */
 #define HS_NR_THRESHOLDS 1024
 
 enum hs_ev_type {
@@ -15,6 +18,7 @@ enum hs_ev_type {
 	HS_EV_EXIT = 6,
 	HS_EV_MMAP = 7,
 	HS_EV_COMM = 8,
+	HS_EV_DWARF = 9,
 };
 
 /* The attach cookie of every allocator probe: what the function is, and how to treat it. */
@@ -37,6 +41,7 @@ enum hs_counter_id {
 	HS_CNT_SAMPLED,          /* allocations chosen by the sampler */
 	HS_CNT_FAILED_ALLOC,     /* allocator returned NULL */
 	HS_CNT_STACKS_NEW,       /* distinct stacks sent to user space */
+	HS_CNT_DWARF_TRUNCATED,  /* dwarf stack windows cut at --stack dwarf=BYTES */
 	HS_CNT__MAX,
 };
 
@@ -73,6 +78,10 @@ struct hs_proc_event {
 	struct hs_event_hdr h;
 	__u32 ppid;
 	__s32 exit_code;
+	/* HS_EV_EXEC: the new image's text, in case the process is gone before its maps are read */
+	__u64 start_code, end_code, exe_ino;
+	__u32 exe_dev; /* kernel encoding: major << 20 | minor */
+	__u32 pad;
 };
 
 struct hs_mmap_event {
@@ -80,6 +89,16 @@ struct hs_mmap_event {
 	__u64 addr, len, off, ino;
 	__u32 dev; /* kernel encoding: major << 20 | minor */
 	__u32 pad;
+};
+
+/* --stack dwarf: the registers at allocator entry and the stack from sp upwards. */
+struct hs_dwarf_event {
+	struct hs_event_hdr h;
+	__u64 key; /* what the allocation's `stack` field refers to */
+	__u64 regs[HS_DWARF_NREGS];
+	__u32 len;  /* bytes of data that follow */
+	__u32 used; /* bytes of stack in use above sp (may exceed len: truncated) */
+	__u8 data[HS_MAX_DWARF_BYTES];
 };
 
 struct hs_comm_event {

@@ -63,6 +63,7 @@ const char *hs_rec_type_name(uint32_t type)
 	case HS_REC_THREAD_NAME: return "thread-name";
 	case HS_REC_FRAME_INDEX: return "frame-index";
 	case HS_REC_PROBE: return "probe";
+	case HS_REC_STACK_DWARF: return "stack-dwarf";
 	default: return "unknown";
 	}
 }

@@ -461,6 +461,19 @@ static int decode_extended(struct record_reader *r, struct hs_record *rec, const
 		rec->probe.build_id = cbytes(&c, HS_MAX_BUILD_ID);
 		rec->probe.kind = cu32(&c);
 		break;
+	case HS_REC_STACK_DWARF: {
+		uint64_t *regs;
+
+		rec->dwarf.id = cu(&c);
+		rec->dwarf.nregs = (uint32_t)count(&c, HS_MAX_DWARF_REGS, 1);
+		regs = arena_alloc(r, sizeof(*regs) * rec->dwarf.nregs);
+		for (uint32_t i = 0; i < rec->dwarf.nregs && !c.bad; i++)
+			regs[i] = cu(&c);
+		rec->dwarf.regs = regs;
+		rec->dwarf.used = cu(&c);
+		rec->dwarf.window = cbytes(&c, HS_MAX_DWARF_WINDOW);
+		break;
+	}
 	case HS_REC_FRAME_INDEX: {
 		struct hs_frame_index_entry *e;
 

@@ -24,6 +24,8 @@
 #define HS_MAX_PROBES 4096
 #define HS_MAX_COUNTERS 1024
 #define HS_MAX_BUILD_ID 64
+#define HS_MAX_DWARF_REGS 32
+#define HS_MAX_DWARF_WINDOW (1u << 20)
 
 #define HS_FRAME_FLAG_FOOTER 1u
 
@@ -48,6 +50,7 @@ enum hs_rec_type {
 	HS_REC_THREAD_NAME = 26,
 	HS_REC_FRAME_INDEX = 27,
 	HS_REC_PROBE = 28,
+	HS_REC_STACK_DWARF = 29,
 	HS_REC_EXT_MAX = 127,
 };
 
@@ -170,6 +173,13 @@ struct hs_record {
 			const struct hs_frame_index_entry *entries;
 		} frame_index;
 		struct hs_probe probe; /* HS_REC_PROBE: a probe attached after the session header */
+		struct {
+			uint64_t id;
+			uint32_t nregs;
+			const uint64_t *regs; /* ip, sp, bp, bx, r12, r13, r14, r15 */
+			uint64_t used;        /* stack bytes in use above sp; > len when truncated */
+			struct hs_bytes window; /* the stack from sp upwards */
+		} dwarf;
 	};
 };
 

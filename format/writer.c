@@ -343,6 +343,14 @@ static int encode_extended(struct record_writer *w, const struct hs_record *r)
 		tbuildid(w, r->probe.build_id);
 		tu(w, r->probe.kind);
 		break;
+	case HS_REC_STACK_DWARF:
+		tu(w, r->dwarf.id);
+		tu(w, r->dwarf.nregs);
+		for (uint32_t i = 0; i < r->dwarf.nregs; i++)
+			tu(w, r->dwarf.regs[i]);
+		tu(w, r->dwarf.used);
+		tbytes(w, r->dwarf.window.p, r->dwarf.window.len);
+		break;
 	case HS_REC_FRAME_INDEX: {
 		uint64_t prev = 0;
 

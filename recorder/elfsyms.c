@@ -330,6 +330,32 @@ int elf_find_symbol(const char *path, const char *symbol, uint64_t *off)
 	return 0;
 }
 
+int elf_exec_offset(const char *path, uint64_t *off)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = -ENOENT;
+	size_t phnum;
+	Elf *elf;
+
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && !elf_getphdrnum(elf, &phnum)) {
+		for (size_t i = 0; i < phnum; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+				*off = ph.p_offset & ~0xfffull;
+				ret = 0;
+				break;
+			}
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return ret;
+}
+
 void alloc_funcs__free(struct alloc_func_list *l)
 {
 	if (!l)

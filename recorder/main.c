@@ -35,6 +35,9 @@ static const char usage[] =
 	"  -s, --sample-rate BYTES  Poisson byte sampling, mean bytes between samples; 0 records every\n"
 	"                           allocation. Suffixes k, m. Default: 0 with -- COMMAND, 512k with -p/-a\n"
 	"      --stack MODE         fp (default): frame-pointer walk plus the return address at [sp];\n"
+	"                           dwarf[=BYTES]: copy the registers and up to BYTES of stack (default\n"
+	"                           8k, at most 32k) and unwind offline with DWARF CFI, for code built\n"
+	"                           without frame pointers; auto: dwarf when sampling, else fp;\n"
 	"                           none: the call site only\n"
 	"      --max-stack N        deepest stack recorded, 1..127 (default 64)\n"
 	"\n"
@@ -177,8 +180,9 @@ int main(int argc, char **argv)
 		.max_live = 1u << 20,
 		.stack_cache = 1u << 16,
 		.ringbuf_mb = 16,
+		.dwarf_bytes = 8192,
 	};
-	bool rate_set = false;
+	bool rate_set = false, stack_auto = false;
 	char default_out[64];
 	uint64_t v;
 	int c, ret;
@@ -206,12 +210,21 @@ int main(int argc, char **argv)
 			rate_set = true;
 			break;
 		case OPT_STACK:
-			if (!strcmp(optarg, "fp"))
+			if (!strcmp(optarg, "fp")) {
 				o.stack_mode = HS_STACK_FP;
-			else if (!strcmp(optarg, "none"))
+			} else if (!strcmp(optarg, "none")) {
 				o.stack_mode = HS_STACK_NONE;
-			else
-				return bad_option("--stack", optarg, "expected fp or none");
+			} else if (!strcmp(optarg, "auto")) {
+				stack_auto = true;
+			} else if (!strncmp(optarg, "dwarf", 5) && (!optarg[5] || optarg[5] == '=')) {
+				o.stack_mode = HS_STACK_DWARF;
+				if (optarg[5] && (parse_u64(optarg + 6, &v, true) || v < 256 || v > 32768))
+					return bad_option("--stack", optarg, "dwarf=BYTES takes 256 to 32768 (32k)");
+				if (optarg[5])
+					o.dwarf_bytes = (uint32_t)v;
+			} else {
+				return bad_option("--stack", optarg, "expected fp, dwarf[=BYTES], auto or none");
+			}
 			break;
 		case OPT_MAX_STACK:
 			if (parse_u64(optarg, &v, false) || v < 1 || v > 127)
@@ -297,6 +310,10 @@ int main(int argc, char **argv)
 	}
 	if (!rate_set)
 		o.sample_rate = o.argv ? 0 : DEFAULT_RATE_PID;
+	/* auto: a dwarf copy costs a memcpy of the stack per sample, affordable when sampled;
+	 * recording every event, frame pointers keep the cost near the trap floor. */
+	if (stack_auto)
+		o.stack_mode = o.sample_rate ? HS_STACK_DWARF : HS_STACK_FP;
 	if (!o.output) {
 		snprintf(default_out, sizeof(default_out), "heapsnap.%d.hsnap", o.pid ? o.pid : getpid());
 		o.output = default_out;

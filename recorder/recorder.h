@@ -22,6 +22,7 @@ struct rec_opts {
 	uint64_t sample_rate;
 	int stack_mode;     /* enum hs_stack_mode */
 	uint32_t max_stack;
+	uint32_t dwarf_bytes; /* --stack dwarf=BYTES */
 	bool follow_forks;
 	double interval, rss_interval;
 	bool snapshot_at_peak, stats;

@@ -66,6 +66,7 @@ struct session {
 	struct hmap stacks; /* bpf stack hash -> id << 1 | written */
 	uint64_t next_stack_id;
 	uint64_t last_hash, last_id; /* the previous lookup in stacks */
+	struct hmap dwarf_windows;   /* content hash of a dwarf window -> stack id */
 	uint32_t last_pid;           /* -a: the previous event's process, known to be tracked */
 	struct hmap tids;     /* (pid, tid) already named */
 	struct hmap objs_by_id; /* (dev, ino) -> index + 1 */
@@ -110,6 +111,7 @@ static const char *const counter_names[HS_CNT__MAX] = {
 	[HS_CNT_SAMPLED] = "sampler.sampled",
 	[HS_CNT_FAILED_ALLOC] = "calls.failed_alloc",
 	[HS_CNT_STACKS_NEW] = "stacks.sent",
+	[HS_CNT_DWARF_TRUNCATED] = "lost.dwarf_window_truncated",
 };
 
 /* Signal flags, set by handlers and read by the poll loop. */
@@ -591,6 +593,38 @@ static void update_peak(struct session *s, uint64_t t)
 	}
 }
 
+/* After an exec: if the image's text is not among the mappings read (the process already
+ * exited), write it from what the kernel reported and the file's program headers. */
+static void ensure_exe_mapping(struct session *s, struct proc *p, const struct hs_proc_event *e, uint64_t t)
+{
+	uint64_t dev = makedev(e->exe_dev >> 20, e->exe_dev & 0xfffff);
+	struct hs_record r = {.type = HS_REC_MAPPING, .time = t, .pid = e->h.pid};
+	struct hmap_slot *slot;
+	struct object *o;
+	uint64_t off;
+
+	if (!e->start_code || !e->exe_ino)
+		return;
+	for (int i = 0; i < p->nr_maps; i++)
+		if (p->maps[i].start <= e->start_code && e->start_code < p->maps[i].end)
+			return;
+	slot = hmap_find(&s->objs_by_id, dev, e->exe_ino);
+	if (!slot)
+		return;
+	o = &s->objs[slot->val - 1];
+	if (!o->scanned)
+		scan_object(s, o, o->path);
+	if (elf_exec_offset(o->path, &off))
+		return;
+	r.mapping.start = e->start_code & ~0xfffull;
+	r.mapping.end = (e->end_code + 0xfff) & ~0xfffull;
+	r.mapping.offset = off;
+	r.mapping.inode = e->exe_ino;
+	r.mapping.path = o->path;
+	r.mapping.build_id = (struct hs_bytes){o->build_id, (uint32_t)o->build_id_len};
+	write_rec(s, &r);
+}
+
 static void on_proc_event(struct session *s, const struct hs_proc_event *e, uint64_t t)
 {
 	struct proc *p;
@@ -605,12 +639,17 @@ static void on_proc_event(struct session *s, const struct hs_proc_event *e, uint
 		p = proc_find(s, (pid_t)e->h.pid);
 		if (!p) {
 			/* The held command has just exec'd: it joins with its real image. */
-			if ((pid_t)e->h.pid == s->child)
+			if ((pid_t)e->h.pid == s->child) {
 				track_process(s, s->child, HS_PROC_STARTED, getpid());
+				p = proc_find(s, s->child);
+				if (p)
+					ensure_exe_mapping(s, p, e, t);
+			}
 			break;
 		}
 		write_process(s, p->pid, HS_PROC_EXEC, 0);
 		rescan_maps(s, p, true);
+		ensure_exe_mapping(s, p, e, t);
 		break;
 	case HS_EV_EXIT: {
 		struct hs_record r = {.type = HS_REC_EXIT, .time = t, .pid = e->h.pid};
@@ -627,6 +666,53 @@ static void on_proc_event(struct session *s, const struct hs_proc_event *e, uint
 		break;
 	}
 	}
+}
+
+/* A --stack dwarf window. Identical windows (same registers, same bytes) share one record:
+ * a loop allocating from one frame sends the same window again and again. */
+static void on_dwarf_event(struct session *s, const struct hs_dwarf_event *e, size_t len)
+{
+	struct hs_record r = {.type = HS_REC_STACK_DWARF};
+	uint64_t h = 0xcbf29ce484222325ull, id;
+	struct hmap_slot *slot, *content;
+	bool created;
+
+	if (len < offsetof(struct hs_dwarf_event, data) || e->len > HS_MAX_DWARF_BYTES ||
+	    len < offsetof(struct hs_dwarf_event, data) + e->len)
+		return;
+	for (int i = 0; i < HS_DWARF_NREGS; i++)
+		h = (h ^ e->regs[i]) * 0x100000001b3ull;
+	for (uint32_t i = 0; i + 8 <= e->len; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, e->data + i, 8);
+		h = (h ^ w) * 0x100000001b3ull;
+	}
+	h ^= e->len;
+	content = hmap_put(&s->dwarf_windows, h, e->len, &created);
+	if (!content) {
+		s->err = -ENOMEM;
+		return;
+	}
+	slot = hmap_put(&s->stacks, e->key, 0, NULL);
+	if (!slot) {
+		s->err = -ENOMEM;
+		return;
+	}
+	if (!created) {
+		slot->val = content->val << 1 | 1; /* the same window is in the file already */
+		return;
+	}
+	id = ++s->next_stack_id;
+	slot->val = id << 1 | 1;
+	content->val = id;
+	r.dwarf.id = id;
+	r.dwarf.nregs = HS_DWARF_NREGS;
+	r.dwarf.regs = (const uint64_t *)e->regs;
+	r.dwarf.used = e->used;
+	r.dwarf.window = (struct hs_bytes){e->data, e->len};
+	write_rec(s, &r);
+	s->stacks_written++;
 }
 
 /* Code was mapped: read the maps while the process lives, or keep what the kernel said. */
@@ -730,6 +816,9 @@ static int handle_event(void *ctx, void *data, size_t len)
 		s->stacks_written++;
 		break;
 	}
+	case HS_EV_DWARF:
+		on_dwarf_event(s, data, len);
+		break;
 	case HS_EV_COMM: {
 		const struct hs_comm_event *e = data;
 		char comm[17];
@@ -1142,13 +1231,15 @@ int recorder_run(const struct rec_opts *o)
 	s->skel->rodata->follow_forks = o->follow_forks;
 	s->skel->rodata->sample_rate = o->sample_rate;
 	s->skel->rodata->stack_depth = o->max_stack;
-	s->skel->rodata->stack_mode = o->stack_mode == HS_STACK_NONE ? 0 : 1;
+	s->skel->rodata->stack_mode = o->stack_mode == HS_STACK_NONE ? 0 : o->stack_mode == HS_STACK_DWARF ? 2 : 1;
+	s->skel->rodata->dwarf_bytes = o->dwarf_bytes;
 	s->skel->rodata->wakeup_bytes = (uint64_t)o->ringbuf_mb << 18; /* a quarter of the buffer */
 	s->skel->rodata->self_tgid = (uint32_t)getpid();
 	s->skel->rodata->noop = o->noop;
 	bpf_map__set_max_entries(s->skel->maps.live, o->max_live);
 	bpf_map__set_max_entries(s->skel->maps.stacks_seen, o->stack_cache);
 	bpf_map__set_max_entries(s->skel->maps.events, o->ringbuf_mb << 20);
+	bpf_map__set_max_entries(s->skel->maps.dwarf_scratch, (uint32_t)libbpf_num_possible_cpus());
 	err = heapsnap_bpf__load(s->skel);
 	if (err) {
 		char buf[128];
@@ -1397,6 +1488,7 @@ cleanup:
 	free(s->procs);
 	free(s->probes);
 	hmap_free(&s->stacks);
+	hmap_free(&s->dwarf_windows);
 	hmap_free(&s->tids);
 	hmap_free(&s->objs_by_id);
 	hmap_free(&s->attached);

@@ -351,6 +351,59 @@ t_bpf_not_root() {
 	contains "$TMP/e" "needs root (or CAP_BPF and CAP_PERFMON)"
 }
 
+# --stack dwarf: the point is the contrast with fp on code built without frame pointers.
+t_bpf_dwarf_nofp() {
+	need_bpf; need_go
+	record --stack dwarf -o "$TMP/nd.hsnap" -- "$T/nofp" || die "dwarf recording"
+	record --stack fp -o "$TMP/nf.hsnap" -- "$T/nofp" || die "fp recording"
+	"$A" pprof -o "$TMP/nd.pb.gz" "$TMP/nd.hsnap"
+	"$A" pprof -o "$TMP/nf.pb.gz" "$TMP/nf.hsnap"
+	local p=$TMP/nd.pb.gz
+	eq "dwarf: nofp_level3 flat" 20000 "$(pv $p inuse_space nofp_level3)"
+	eq "dwarf: nofp_level2 cum" 20000 "$(pv $p inuse_space nofp_level2 cum)"
+	eq "dwarf: nofp_level1 cum" 20000 "$(pv $p inuse_space nofp_level1 cum)"
+	eq "dwarf: main cum" 20000 "$(pv $p inuse_space main cum)"
+	# fp keeps the allocating function ([sp]) but loses its callers.
+	eq "fp: nofp_level3 flat" 20000 "$(pv "$TMP/nf.pb.gz" inuse_space nofp_level3)"
+	eq "fp: nofp_level1 lost" absent "$(pv "$TMP/nf.pb.gz" inuse_space nofp_level1 cum)"
+	"$A" stats "$TMP/nd.hsnap" >"$TMP/st"
+	grep -q "DWARF stacks: 20 captures; 20 unwinds .*no binary 0, no CFI 0, window too small 0" "$TMP/st" ||
+		{ cat "$TMP/st"; die "every dwarf stack must unwind"; }
+	# A window too small to reach the callers is counted, and the frames reached are kept.
+	record --stack dwarf=256 -o "$TMP/ns.hsnap" -- "$T/nofp" || die "small-window recording"
+	"$A" stats --json "$TMP/ns.hsnap" | grep -q '"lost.dwarf_window_truncated":[1-9]' || die "truncations not counted"
+	"$A" top "$TMP/ns.hsnap" | grep -q "^ *20000 .*nofp_level3$" || die "frames reached must be kept"
+}
+
+t_bpf_dwarf_cxx_rust() {
+	need_bpf; need_go
+	record --stack dwarf -o "$TMP/cd.hsnap" -- "$T/alloc_cxx_nofp" || die "C++ dwarf recording"
+	"$A" pprof -o "$TMP/cd.pb.gz" "$TMP/cd.hsnap"
+	eq "C++ new Widget x20" 960 "$(pv "$TMP/cd.pb.gz" inuse_space 'cxx_new_objects()')"
+	eq "C++ main cum (every level reached)" 7215 "$(pv "$TMP/cd.pb.gz" inuse_space main cum)"
+	[ -x "$T/alloc_rust_nofp" ] || skip "no Rust compiler: the Rust workload was not built"
+	record --stack dwarf -o "$TMP/rd.hsnap" -- "$T/alloc_rust_nofp" || die "Rust dwarf recording"
+	"$A" pprof -o "$TMP/rd.pb.gz" "$TMP/rd.hsnap"
+	eq "Rust rust_boxes" 5000 "$(pv "$TMP/rd.pb.gz" inuse_space alloc_rust::rust_boxes)"
+	eq "Rust alloc_rust::main cum" 8000 "$(pv "$TMP/rd.pb.gz" inuse_space alloc_rust::main cum)"
+}
+
+t_bpf_dwarf_debian() {
+	need_bpf
+	[ -x /usr/bin/python3 ] && command -v sqlite3 >/dev/null || skip "python3 or sqlite3 from Debian is missing"
+	PYTHONMALLOC=malloc "$R" --stack dwarf -s 64k --snapshot-at-peak -o "$TMP/py.hsnap" -- /usr/bin/python3 -c \
+		'd = {i: str(i) * 3 for i in range(300000)}; print(len(d))' >/dev/null 2>"$TMP/py.err" || { cat "$TMP/py.err"; die "python3"; }
+	"$A" top -n 0 --snapshot peak "$TMP/py.hsnap" >"$TMP/py.top" 2>/dev/null
+	grep -q " Py_BytesMain$" "$TMP/py.top" || die "python3 stacks must reach Py_BytesMain"
+	grep -qE " _?Py[A-Za-z_]+$" "$TMP/py.top" || die "no CPython function names"
+	"$R" --stack dwarf -s 64k --snapshot-at-peak -o "$TMP/sq.hsnap" -- sqlite3 :memory: \
+		"create table t(a integer primary key, b text); with recursive c(x) as (select 1 union all select x+1 from c where x < 200000) insert into t select x, hex(randomblob(20)) from c;" \
+		>/dev/null 2>"$TMP/sq.err" || { cat "$TMP/sq.err"; die "sqlite3"; }
+	"$A" top -n 0 --snapshot peak "$TMP/sq.hsnap" >"$TMP/sq.top" 2>/dev/null
+	grep -q " sqlite3_step$" "$TMP/sq.top" || die "sqlite3 stacks must reach sqlite3_step"
+	grep -q " sqlite3VdbeExec$" "$TMP/sq.top" || die "sqlite3 stacks must reach sqlite3VdbeExec"
+}
+
 t_bpf_killed_recorder() {
 	need_bpf
 	local rpid tpid i
@@ -410,7 +463,7 @@ t_bpf_symbolize_moved() {
 bpf_check
 for t in t_format_unit t_golden t_analyzer_usage t_bad_input t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
-	t_bpf_not_root t_bpf_killed_recorder \
+	t_bpf_not_root t_bpf_dwarf_nofp t_bpf_dwarf_cxx_rust t_bpf_dwarf_debian t_bpf_killed_recorder \
 	t_bpf_symbolize_moved; do
 	run $t
 done

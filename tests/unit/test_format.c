@@ -70,6 +70,8 @@ static void write_sample(const char *path, uint32_t frame_size, uint64_t *nr_rec
 	  .mapping = {.start = 0x400000, .end = 0x401000, .offset = 0x1000, .inode = 77, .path = "/usr/bin/prog"});
 	W(.type = HS_REC_THREAD_NAME, .pid = 42, .tid = 43, .thread_name = {.comm = "worker"});
 	W(.type = HS_REC_STACK, .stack = {.id = 1, .nr = 4, .ips = ips});
+	W(.type = HS_REC_STACK_DWARF,
+	  .dwarf = {.id = 9, .nregs = 4, .regs = ips, .used = 9000, .window = {(const uint8_t *)"stackbytes", 10}});
 	W(.type = HS_REC_PROBE, .time = 3, .pid = 42,
 	  .probe = {.symbol = "_Znwm", .path = "/lib/libstdc++.so.6", .offset = 0xabc, .kind = 4});
 	for (int i = 0; i < NR_EVENTS; i++) {
@@ -219,6 +221,11 @@ static void test_roundtrip(void)
 		case HS_REC_FREE:
 			frees++;
 			break;
+		case HS_REC_STACK_DWARF:
+			CHECK(rec.dwarf.id == 9 && rec.dwarf.nregs == 4 && rec.dwarf.regs[3] == 0x400100 &&
+				      rec.dwarf.used == 9000 && rec.dwarf.window.len == 10 &&
+				      !memcmp(rec.dwarf.window.p, "stackbytes", 10), "dwarf stack fields");
+			break;
 		case HS_REC_PROBE:
 			CHECK(rec.pid == 42 && !strcmp(rec.probe.symbol, "_Znwm") && rec.probe.offset == 0xabc &&
 				      rec.probe.kind == 4, "probe fields");
@@ -242,7 +249,7 @@ static void test_roundtrip(void)
 	CHECK(frees == NR_EVENTS / 3 && allocs == NR_EVENTS - NR_EVENTS / 3, "event counts");
 	CHECK(sampled > 0, "sampled allocs present");
 	CHECK(record_reader__frames(r) > 10, "small frames: %" PRIu64, record_reader__frames(r));
-	for (uint32_t t = HS_REC_ALLOC; t <= HS_REC_PROBE; t++)
+	for (uint32_t t = HS_REC_ALLOC; t <= HS_REC_STACK_DWARF; t++)
 		if (t <= HS_REC_FREE || (t >= HS_REC_SESSION && t != HS_REC_FRAME_INDEX))
 			CHECK(have[t], "type %s round-tripped", hs_rec_type_name(t));
 

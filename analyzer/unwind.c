@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: MIT
+/* Offline unwinding of --stack dwarf captures, as perf --call-graph dwarf does: one Dwfl
+ * per process with every mapped file reported at its load bias, and a thread whose
+ * registers and memory come from the capture. */
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hmap.h"
+#include "unwind.h"
+
+const char *const unwind_fail_names[UNW__COUNT] = {"ok", "no binary", "no CFI", "window too small", "other"};
+
+#define MAX_FRAMES 256
+
+struct proc_dwfl {
+	uint32_t pid;
+	Dwfl *dwfl;
+	bool attached;
+};
+
+struct unwinder {
+	struct replay *r;
+	struct symbolizer *sym;
+	char *debuginfo_path;
+	Dwfl_Callbacks cb;
+	struct proc_dwfl *procs;
+	uint32_t nr_procs;
+	struct hmap cache; /* (pid, id) -> index into results */
+	uint64_t **results; /* [0] = nr, then frames */
+	uint32_t nr_results;
+	struct unwind_stats st;
+
+	/* The capture being unwound, for the thread callbacks. */
+	const struct dwarf_stack *cur;
+	uint32_t cur_pid;
+	bool window_miss;
+	uint64_t pcs[MAX_FRAMES];
+	uint32_t npcs;
+};
+
+struct unwinder *unwinder__new(struct replay *r, struct symbolizer *sym)
+{
+	struct unwinder *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	u->r = r;
+	u->sym = sym;
+	u->debuginfo_path = strdup(":.debug:/usr/lib/debug");
+	u->cb.find_elf = dwfl_build_id_find_elf;
+	u->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	u->cb.debuginfo_path = &u->debuginfo_path;
+	return u;
+}
+
+/* ---- the thread a capture describes ---- */
+
+static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	struct unwinder *u = arg;
+
+	if (*thread_argp)
+		return 0;
+	*thread_argp = arg;
+	return (pid_t)u->cur_pid;
+}
+
+static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	struct unwinder *u = arg;
+	const struct dwarf_stack *d = u->cur;
+	uint64_t sp = d->regs[1];
+
+	if (addr < sp || addr - sp + sizeof(*result) > d->len) {
+		if (getenv("HEAPSNAP_DEBUG_UNWIND"))
+			fprintf(stderr, "unwind: read 0x%lx outside [0x%lx, +%u)\n", (unsigned long)addr,
+				(unsigned long)sp, d->len);
+		/* Past the end of a window that was cut short: more bytes would have helped. A read
+		 * anywhere else is a bad frame, not a small window. */
+		if (addr >= sp + d->len && addr < sp + d->used)
+			u->window_miss = true;
+		return false;
+	}
+	memcpy(result, d->data + (addr - sp), sizeof(*result));
+	return true;
+}
+
+/* x86-64 DWARF register numbers: rbx 3, rbp 6, rsp 7, r12-r15 12-15. Caller-saved
+ * registers are unknown at a call, and are left unset. */
+static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
+{
+	struct unwinder *u = arg;
+	const uint64_t *g = u->cur->regs;
+	Dwarf_Word bx = g[3], bpsp[2] = {g[2], g[1]}, r12_15[4] = {g[4], g[5], g[6], g[7]};
+
+	return dwfl_thread_state_registers(thread, 3, 1, &bx) && dwfl_thread_state_registers(thread, 6, 2, bpsp) &&
+	       dwfl_thread_state_registers(thread, 12, 4, r12_15) && (dwfl_thread_state_register_pc(thread, g[0]), true);
+}
+
+static const Dwfl_Thread_Callbacks thread_callbacks = {
+	.next_thread = next_thread,
+	.memory_read = memory_read,
+	.set_initial_registers = set_initial_registers,
+};
+
+static int frame_cb(Dwfl_Frame *state, void *arg)
+{
+	struct unwinder *u = arg;
+	Dwarf_Addr pc;
+	bool activation;
+
+	if (!dwfl_frame_pc(state, &pc, &activation) || u->npcs >= MAX_FRAMES)
+		return DWARF_CB_ABORT;
+	u->pcs[u->npcs++] = pc;
+	return DWARF_CB_OK;
+}
+
+/* ---- one Dwfl per process ---- */
+
+/* Reports mapping M's file at its load bias: runtime address = ELF address + bias. */
+static void report_mapping(struct unwinder *u, Dwfl *dwfl, const struct mapping *m)
+{
+	const char *path = symbolizer__file(u->sym, m);
+	Dwfl_Module *mod;
+	GElf_Addr bias;
+	Elf *elf;
+	size_t phnum;
+
+	if (getenv("HEAPSNAP_DEBUG_UNWIND"))
+		fprintf(stderr, "unwind: mapping %s -> %s\n", m->path, path ? path : "(not found)");
+	if (!path)
+		return;
+	/* Report once at bias 0 to read the program headers, then again at the real bias. */
+	Dwfl *probe = dwfl_begin(&u->cb);
+
+	if (!probe)
+		return;
+	dwfl_report_begin(probe);
+	mod = dwfl_report_elf(probe, m->path, path, -1, 0, true);
+	dwfl_report_end(probe, NULL, NULL);
+	elf = mod ? dwfl_module_getelf(mod, &bias) : NULL;
+	if (elf && !elf_getphdrnum(elf, &phnum)) {
+		GElf_Phdr ph, pick = {0};
+		bool found = false;
+
+		/* The executable segment the kernel mapped at m->start: its page-aligned file offset
+		 * is the mapping's. Matching by containment alone can pick the segment before it,
+		 * when the code starts mid-page (lld's layout). */
+		for (size_t i = 0; i < phnum && !found; i++)
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X) &&
+			    (ph.p_offset & ~(GElf_Off)0xfff) == m->offset)
+				pick = ph, found = true;
+		for (size_t i = 0; i < phnum && !found; i++)
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && m->offset >= ph.p_offset &&
+			    m->offset < ph.p_offset + ph.p_filesz)
+				pick = ph, found = true;
+		if (found) {
+			GElf_Addr base = m->start - (pick.p_vaddr - (pick.p_offset - m->offset));
+			Dwfl_Module *rm = dwfl_report_elf(dwfl, m->path, path, -1, base, true);
+
+			if (getenv("HEAPSNAP_DEBUG_UNWIND")) {
+				Dwarf_Addr lo = 0, hi = 0;
+
+				if (rm)
+					dwfl_module_info(rm, NULL, &lo, &hi, NULL, NULL, NULL, NULL);
+				fprintf(stderr, "unwind: %s mapped %lx-%lx off %lx: bias %lx module %lx-%lx\n", path,
+					(unsigned long)m->start, (unsigned long)m->end, (unsigned long)m->offset,
+					(unsigned long)base, (unsigned long)lo, (unsigned long)hi);
+			}
+		}
+	}
+	dwfl_end(probe);
+}
+
+static struct proc_dwfl *proc_dwfl(struct unwinder *u, uint32_t pid)
+{
+	struct proc_dwfl *p;
+
+	for (uint32_t i = 0; i < u->nr_procs; i++)
+		if (u->procs[i].pid == pid)
+			return &u->procs[i];
+	p = realloc(u->procs, sizeof(*p) * (u->nr_procs + 1));
+	if (!p)
+		return NULL;
+	u->procs = p;
+	p = &u->procs[u->nr_procs++];
+	*p = (struct proc_dwfl){.pid = pid, .dwfl = dwfl_begin(&u->cb)};
+	if (!p->dwfl)
+		return p;
+	dwfl_report_begin(p->dwfl);
+	for (uint32_t i = 0; i < u->r->nr_maps; i++) {
+		const struct mapping *m = &u->r->maps[i];
+
+		if (m->pid == pid && m->t_unmap == UINT64_MAX)
+			report_mapping(u, p->dwfl, m);
+	}
+	dwfl_report_end(p->dwfl, NULL, NULL);
+	p->attached = dwfl_attach_state(p->dwfl, NULL, (pid_t)pid, &thread_callbacks, u);
+	return p;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+const uint64_t *unwinder__stack(struct unwinder *u, uint32_t pid, uint64_t id, uint32_t *nr)
+{
+	const struct dwarf_stack *d = replay__dwarf_stack(u->r, id);
+	struct proc_dwfl *p;
+	struct hmap_slot *slot;
+	uint64_t *res, ret0 = 0;
+	enum unwind_fail why = UNW_OK;
+	bool created;
+	double t0;
+
+	*nr = 0;
+	if (!d)
+		return NULL;
+	slot = hmap_put(&u->cache, pid, id, &created);
+	if (!slot)
+		return NULL;
+	if (!created) {
+		u->st.cache_hits++;
+		*nr = (uint32_t)u->results[slot->val][0];
+		return u->results[slot->val] + 1;
+	}
+	t0 = now_s();
+	u->st.unwinds++;
+	u->cur = d;
+	u->cur_pid = pid;
+	u->window_miss = false;
+	u->npcs = 0;
+	p = proc_dwfl(u, pid);
+	if (p && p->attached) {
+		int rc = dwfl_getthread_frames(p->dwfl, (pid_t)pid, frame_cb, u);
+
+		if (getenv("HEAPSNAP_DEBUG_UNWIND"))
+			fprintf(stderr, "unwind: pid %u id %lu rc %d frames %u: %s\n", pid, (unsigned long)id, rc, u->npcs,
+				rc ? dwfl_errmsg(-1) : "ok");
+
+		if (rc != 0 && u->npcs < MAX_FRAMES) {
+			Dwarf_Addr last = u->npcs ? u->pcs[u->npcs - 1] : d->regs[0];
+
+			if (u->window_miss)
+				why = UNW_WINDOW;
+			else if (!dwfl_addrmodule(p->dwfl, last - (u->npcs > 1)))
+				why = UNW_NO_BINARY;
+			else
+				why = UNW_NO_CFI; /* libdwfl found the module but no rule to unwind this pc */
+		}
+	} else {
+		why = UNW_NO_BINARY;
+	}
+	/* pcs[0] is the allocator itself; the rest are return addresses. Whatever happened,
+	 * the caller's return address at [sp] is known. */
+	if (d->len >= 8)
+		memcpy(&ret0, d->data, 8);
+	res = malloc(sizeof(uint64_t) * (MAX_FRAMES + 2));
+	if (!res)
+		exit(1);
+	res[0] = 0;
+	if (u->npcs >= 2) {
+		for (uint32_t i = 1; i < u->npcs; i++)
+			res[1 + res[0]++] = u->pcs[i];
+	} else if (ret0) {
+		res[1 + res[0]++] = ret0;
+	}
+	u->st.fail[why]++;
+	u->st.frames += res[0];
+	u->results = realloc(u->results, sizeof(*u->results) * (u->nr_results + 1));
+	if (!u->results)
+		exit(1);
+	slot->val = u->nr_results;
+	u->results[u->nr_results++] = res;
+	u->st.seconds += now_s() - t0;
+	*nr = (uint32_t)res[0];
+	return res + 1;
+}
+
+const struct unwind_stats *unwinder__stats(const struct unwinder *u)
+{
+	return &u->st;
+}
+
+void unwinder__free(struct unwinder *u)
+{
+	if (!u)
+		return;
+	for (uint32_t i = 0; i < u->nr_procs; i++)
+		if (u->procs[i].dwfl)
+			dwfl_end(u->procs[i].dwfl);
+	free(u->procs);
+	for (uint32_t i = 0; i < u->nr_results; i++)
+		free(u->results[i]);
+	free(u->results);
+	hmap_free(&u->cache);
+	free(u->debuginfo_path);
+	free(u);
+}

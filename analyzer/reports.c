@@ -633,6 +633,11 @@ static const char *snap_origin(uint32_t o)
 	return o < 5 ? n[o] : "unknown";
 }
 
+static const char *stack_mode_name(uint32_t m)
+{
+	return m == HS_STACK_FP ? "fp" : m == HS_STACK_DWARF ? "dwarf" : "none (call site)";
+}
+
 static const char *status_name(enum hs_read_status s)
 {
 	switch (s) {
@@ -660,7 +665,7 @@ int report_info(const struct replay *r, const struct report_opts *o, FILE *out)
 		fprintf(out, ",\"command\":");
 		json_str(out, r->cmdline);
 		fprintf(out, ",\"sample_rate\":%" PRIu64 ",\"stack_mode\":\"%s\",\"first_time\":%.6f,\"last_time\":%.6f",
-			r->sample_rate, r->stack_mode ? "fp" : "none", replay__seconds(r, r->first_time),
+			r->sample_rate, stack_mode_name(r->stack_mode), replay__seconds(r, r->first_time),
 			replay__seconds(r, r->last_time));
 		fprintf(out, ",\"processes\":[");
 		for (uint32_t i = 0; i < r->nr_procs; i++) {
@@ -699,8 +704,10 @@ int report_info(const struct replay *r, const struct report_opts *o, FILE *out)
 	fprintf(out, "Sampling: %s", r->sample_rate ? "Poisson, mean " : "every allocation");
 	if (r->sample_rate)
 		fprintf(out, "%" PRIu64 " bytes", r->sample_rate);
-	fprintf(out, "; stacks: %s, up to %" PRIu64 " frames\n", r->stack_mode ? "fp" : "none (call site)",
-		r->max_stack);
+	if (r->stack_mode == HS_STACK_DWARF)
+		fprintf(out, "; stacks: dwarf (%" PRIu64 " captures, unwound offline)\n", r->dwarf_stacks);
+	else
+		fprintf(out, "; stacks: %s, up to %" PRIu64 " frames\n", stack_mode_name(r->stack_mode), r->max_stack);
 	fprintf(out, "Time range: %.3fs to %.3fs\n", replay__seconds(r, r->first_time), replay__seconds(r, r->last_time));
 	fprintf(out, "Processes: %u\n", r->nr_procs);
 	for (uint32_t i = 0; i < r->nr_procs; i++) {

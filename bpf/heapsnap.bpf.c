@@ -49,10 +49,12 @@ struct {
 	__type(value, __u8);
 } tracked SEC(".maps");
 
+/* Per-thread state hangs off the task itself: no hash lookup per call, and it goes away
+ * with the thread. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct thread_state);
 } threads SEC(".maps");
 
@@ -173,21 +175,26 @@ static __always_inline void emit_comm(__u32 tgid, __u32 tid, const char *comm, b
 	bpf_ringbuf_submit(e, 0);
 }
 
+static __always_inline struct thread_state *find_state(void)
+{
+	return bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
+}
+
 static __always_inline struct thread_state *get_state(__u32 tid)
 {
-	struct thread_state *st = bpf_map_lookup_elem(&threads, &tid);
+	struct thread_state *st = find_state();
+	struct thread_state init = {};
 
 	if (st)
 		return st;
-	struct thread_state init = {};
-
 	init.countdown = sample_rate ? draw_threshold() : 0;
-	if (bpf_map_update_elem(&threads, &tid, &init, BPF_NOEXIST) && bpf_map_update_elem(&threads, &tid, &init, BPF_ANY)) {
+	st = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), &init, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st) {
 		count(HS_CNT_THREAD_FULL);
 		return NULL;
 	}
 	emit_comm((__u32)(bpf_get_current_pid_tgid() >> 32), tid, NULL, false);
-	return bpf_map_lookup_elem(&threads, &tid);
+	return st;
 }
 
 /* The user stack of an allocation. Frame 0 is the caller's return address, read from [sp]:
@@ -409,8 +416,7 @@ static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 size, __u64 au
 static __always_inline int alloc_return(struct pt_regs *ctx, __u64 ptr)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id;
-	struct thread_state *st = bpf_map_lookup_elem(&threads, &tid);
+	struct thread_state *st = find_state();
 	struct hs_live_key k = {.ptr = ptr, .tgid = id >> 32};
 	struct hs_live_val v = {};
 
@@ -512,8 +518,7 @@ int BPF_KRETPROBE(ret_posix_memalign, int ret)
 {
 	if (noop)
 		return 0;
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct thread_state *st = bpf_map_lookup_elem(&threads, &tid);
+	struct thread_state *st = find_state();
 	__u64 ptr = 0;
 
 	/* *memptr is only defined when posix_memalign returned 0. */
@@ -553,8 +558,7 @@ int BPF_KRETPROBE(ret_free_wrapper)
 {
 	if (noop)
 		return 0;
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct thread_state *st = bpf_map_lookup_elem(&threads, &tid);
+	struct thread_state *st = find_state();
 
 	if (st)
 		st->free_depth = 0;

@@ -340,8 +340,9 @@ int pprof_write_profile(const struct profile *p, const struct pprof_opts *o, FIL
 			}
 			mid = slot->val;
 		}
-		if ((size_t)n > cap_lines) {
-			cap_lines = (size_t)n * 2;
+		/* Room for the lines, or for the one name given to an address in no mapping. */
+		if ((size_t)n + 1 > cap_lines) {
+			cap_lines = (size_t)n * 2 + 2;
 			fids = realloc(fids, sizeof(*fids) * cap_lines);
 			lines = realloc(lines, sizeof(*lines) * cap_lines);
 			if (!fids || !lines)
@@ -359,9 +360,6 @@ int pprof_write_profile(const struct profile *p, const struct pprof_opts *o, FIL
 		if (!n && !o->no_symbolize && !l->map) {
 			char nb[128];
 
-			fids = fids ? fids : malloc(sizeof(*fids));
-			lines = lines ? lines : malloc(sizeof(*lines));
-			cap_lines = cap_lines ? cap_lines : 1;
 			fids[0] = pprof_builder__function(b, profile__line_name(p, l, NULL, nb, sizeof(nb)), NULL, NULL);
 			lines[0] = 0;
 			n = 1;

@@ -324,6 +324,16 @@ static void set_counters(struct replay *r, const struct hs_record *rec)
 	}
 }
 
+static void add_probe(struct replay *r, const struct hs_probe *p)
+{
+	r->probes = xrealloc(r->probes, sizeof(*r->probes) * (r->nr_probes + 1));
+	r->probes[r->nr_probes] = *p;
+	r->probes[r->nr_probes].symbol = xstrdup(p->symbol);
+	r->probes[r->nr_probes].path = xstrdup(p->path);
+	r->probes[r->nr_probes].build_id = (struct hs_bytes){0};
+	r->nr_probes++;
+}
+
 /* Metadata is applied wherever it sits; events only up to the stop point. */
 static void on_meta(struct replay *r, const struct hs_record *rec, bool before_stop)
 {
@@ -341,22 +351,11 @@ static void on_meta(struct replay *r, const struct hs_record *rec, bool before_s
 		r->sample_rate = rec->session.sample_rate;
 		r->max_stack = rec->session.max_stack;
 		r->stack_mode = rec->session.stack_mode;
-		r->probes = xrealloc(NULL, sizeof(*r->probes) * rec->session.nr_probes);
-		for (uint32_t i = 0; i < rec->session.nr_probes; i++) {
-			r->probes[i] = rec->session.probes[i];
-			r->probes[i].symbol = xstrdup(rec->session.probes[i].symbol);
-			r->probes[i].path = xstrdup(rec->session.probes[i].path);
-			r->probes[i].build_id = (struct hs_bytes){0};
-		}
-		r->nr_probes = rec->session.nr_probes;
+		for (uint32_t i = 0; i < rec->session.nr_probes; i++)
+			add_probe(r, &rec->session.probes[i]);
 		break;
 	case HS_REC_PROBE:
-		r->probes = xrealloc(r->probes, sizeof(*r->probes) * (r->nr_probes + 1));
-		r->probes[r->nr_probes] = rec->probe;
-		r->probes[r->nr_probes].symbol = xstrdup(rec->probe.symbol);
-		r->probes[r->nr_probes].path = xstrdup(rec->probe.path);
-		r->probes[r->nr_probes].build_id = (struct hs_bytes){0};
-		r->nr_probes++;
+		add_probe(r, &rec->probe);
 		break;
 	case HS_REC_PROCESS: {
 		struct process *p = get_process(r, rec->pid);

@@ -341,6 +341,16 @@ static uint64_t count(struct cur *c, uint64_t max, size_t min_item_bytes)
 	return n;
 }
 
+/* PROBE-BODY: shared by SESSION's probe list and PROBE records. */
+static void cprobe(struct cur *c, struct hs_probe *p)
+{
+	p->symbol = cstr(c);
+	p->path = cstr(c);
+	p->offset = cu(c);
+	p->build_id = cbytes(c, HS_MAX_BUILD_ID);
+	p->kind = cu32(c);
+}
+
 static int decode_extended(struct record_reader *r, struct hs_record *rec, const uint8_t *p, size_t len)
 {
 	struct cur c = {.p = p, .end = p + len, .r = r};
@@ -364,13 +374,8 @@ static int decode_extended(struct record_reader *r, struct hs_record *rec, const
 		rec->session.nr_probes = (uint32_t)count(&c, HS_MAX_PROBES, 5);
 		probes = arena_alloc(r, sizeof(*probes) * rec->session.nr_probes);
 		rec->session.probes = probes;
-		for (uint32_t i = 0; i < rec->session.nr_probes && !c.bad; i++) {
-			probes[i].symbol = cstr(&c);
-			probes[i].path = cstr(&c);
-			probes[i].offset = cu(&c);
-			probes[i].build_id = cbytes(&c, HS_MAX_BUILD_ID);
-			probes[i].kind = cu32(&c);
-		}
+		for (uint32_t i = 0; i < rec->session.nr_probes && !c.bad; i++)
+			cprobe(&c, &probes[i]);
 		if (!c.bad && rec->session.tick_ns == 0)
 			c.bad = "session tick_ns is zero";
 		break;
@@ -455,11 +460,7 @@ static int decode_extended(struct record_reader *r, struct hs_record *rec, const
 	case HS_REC_PROBE:
 		rec->time = cu(&c);
 		rec->pid = cu32(&c);
-		rec->probe.symbol = cstr(&c);
-		rec->probe.path = cstr(&c);
-		rec->probe.offset = cu(&c);
-		rec->probe.build_id = cbytes(&c, HS_MAX_BUILD_ID);
-		rec->probe.kind = cu32(&c);
+		cprobe(&c, &rec->probe);
 		break;
 	case HS_REC_STACK_DWARF: {
 		uint64_t *regs;

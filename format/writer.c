@@ -239,6 +239,16 @@ static void tbuildid(struct record_writer *w, struct hs_bytes b)
 	tbytes(w, b.p, b.len > HS_MAX_BUILD_ID ? HS_MAX_BUILD_ID : b.len);
 }
 
+/* PROBE-BODY: shared by SESSION's probe list and PROBE records. */
+static void tprobe(struct record_writer *w, const struct hs_probe *p)
+{
+	tstr(w, p->symbol);
+	tstr(w, p->path);
+	tu(w, p->offset);
+	tbuildid(w, p->build_id);
+	tu(w, p->kind);
+}
+
 static int encode_extended(struct record_writer *w, const struct hs_record *r)
 {
 	w->tmp_len = 0;
@@ -256,15 +266,8 @@ static int encode_extended(struct record_writer *w, const struct hs_record *r)
 		tu(w, r->session.max_stack);
 		tu(w, r->session.flags);
 		tu(w, r->session.nr_probes);
-		for (uint32_t i = 0; i < r->session.nr_probes; i++) {
-			const struct hs_probe *p = &r->session.probes[i];
-
-			tstr(w, p->symbol);
-			tstr(w, p->path);
-			tu(w, p->offset);
-			tbuildid(w, p->build_id);
-			tu(w, p->kind);
-		}
+		for (uint32_t i = 0; i < r->session.nr_probes; i++)
+			tprobe(w, &r->session.probes[i]);
 		break;
 	case HS_REC_PROCESS:
 		tu(w, r->time);
@@ -337,11 +340,7 @@ static int encode_extended(struct record_writer *w, const struct hs_record *r)
 	case HS_REC_PROBE:
 		tu(w, r->time);
 		tu(w, r->pid);
-		tstr(w, r->probe.symbol);
-		tstr(w, r->probe.path);
-		tu(w, r->probe.offset);
-		tbuildid(w, r->probe.build_id);
-		tu(w, r->probe.kind);
+		tprobe(w, &r->probe);
 		break;
 	case HS_REC_STACK_DWARF:
 		tu(w, r->dwarf.id);

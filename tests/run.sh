@@ -283,6 +283,10 @@ t_bpf_snapshots_diff() {
 	"$A" top --snapshot exit "$TMP/d.hsnap" >"$TMP/exit.top"
 	grep -q "^ *819200 .*cache_insert$" "$TMP/exit.top" || die "cache_insert must hold 819200 bytes at exit"
 	grep -q "^ *25600 .*session_open$" "$TMP/exit.top" || die "session_open must hold 25600 bytes at exit"
+	# --peak replays to the analyzer's own peak; --at past the end equals the end.
+	"$A" top --peak "$TMP/d.hsnap" | grep -q "cache_insert$" || die "top --peak"
+	"$A" top --at 3600 "$TMP/d.hsnap" | grep -q "^ *819200 .*cache_insert$" || die "top --at past the end"
+	[ "$("$A" top --at 0 "$TMP/d.hsnap" | grep -c cache_insert)" = 0 ] || die "nothing is live at 0s"
 	"$A" top --value alloc_space "$TMP/d.hsnap" >"$TMP/alloc.top"
 	grep -q "^ *512000 .*parse_request$" "$TMP/alloc.top" || die "parse_request must allocate 1000 x 512 bytes"
 	"$A" diff --json --from 1 --to exit "$TMP/d.hsnap" >"$TMP/diff.json" || die "diff"

@@ -312,8 +312,12 @@ int main(int argc, char **argv)
 		o.sample_rate = o.argv ? 0 : DEFAULT_RATE_PID;
 	/* auto: a dwarf copy costs a memcpy of the stack per sample, affordable when sampled;
 	 * recording every event, frame pointers keep the cost near the trap floor. */
-	if (stack_auto)
+	if (stack_auto) {
 		o.stack_mode = o.sample_rate ? HS_STACK_DWARF : HS_STACK_FP;
+		fprintf(stderr, "heapsnap-record: --stack auto: %s\n",
+			o.sample_rate ? "dwarf (sampled: a stack copy per sample is cheap)"
+				      : "fp (every event: a stack copy per allocation would cost too much)");
+	}
 	if (!o.output) {
 		snprintf(default_out, sizeof(default_out), "heapsnap.%d.hsnap", o.pid ? o.pid : getpid());
 		o.output = default_out;

@@ -4,7 +4,8 @@
 set -euo pipefail
 
 PKGS=(make gcc g++ clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-dev libdebuginfod-dev
-      libprotobuf-c-dev protobuf-c-compiler libzstd-dev zlib1g-dev libiberty-dev golang-go time util-linux python3 sqlite3)
+      libprotobuf-c-dev protobuf-c-compiler libzstd-dev zlib1g-dev libiberty-dev golang-go time util-linux python3 sqlite3
+      libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0)
 
 missing=()
 for p in "${PKGS[@]}"; do

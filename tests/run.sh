@@ -346,6 +346,27 @@ t_bpf_all_processes() {
 	"$A" top --value alloc_space "$TMP/all.hsnap" | grep -q "^ *512000 .*parse_request$" || die "parse_request under -a"
 }
 
+# Other allocators, preloaded in front of glibc: their entry points must be found and
+# probed, nested calls counted once, and the figures stay exact.
+t_bpf_other_allocators() {
+	need_bpf
+	local lib n=0 top
+	for lib in libjemalloc.so.2 libtcmalloc_minimal.so.4 libmimalloc.so.2.0; do
+		lib=/usr/lib/x86_64-linux-gnu/$lib
+		[ -r "$lib" ] || continue
+		n=$((n + 1))
+		LD_PRELOAD=$lib "$R" -o "$TMP/o.hsnap" -- "$T/alloc_c" >/dev/null 2>"$TMP/o.err" || { cat "$TMP/o.err"; die "$lib"; }
+		contains "$TMP/o.err" "allocator functions in $(basename "$lib")"
+		top=$("$A" top -n 0 "$TMP/o.hsnap" 2>/dev/null)
+		for want in "20000 thread_work" "15000 child_work" "12288 plugin_alloc" "10000 leak_malloc" \
+			"4000 make_calloc" "1792 aligned_allocs" "300 realloc_chain"; do
+			echo "$top" | grep -qE "^ *${want% *} .* ${want#* }$" || die "$(basename "$lib"): expected $want"
+		done
+		"$A" stats --json "$TMP/o.hsnap" | grep -q '"lost.missed_uretprobe":0' || die "$(basename "$lib"): missed uretprobes"
+	done
+	[ $n -gt 0 ] || skip "none of jemalloc, tcmalloc or mimalloc is installed"
+}
+
 t_bpf_not_root() {
 	need_bpf
 	command -v setpriv >/dev/null || skip "no setpriv to drop root"
@@ -467,7 +488,7 @@ t_bpf_symbolize_moved() {
 bpf_check
 for t in t_format_unit t_golden t_analyzer_usage t_bad_input t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
-	t_bpf_not_root t_bpf_dwarf_nofp t_bpf_dwarf_cxx_rust t_bpf_dwarf_debian t_bpf_killed_recorder \
+	t_bpf_other_allocators t_bpf_not_root t_bpf_dwarf_nofp t_bpf_dwarf_cxx_rust t_bpf_dwarf_debian t_bpf_killed_recorder \
 	t_bpf_symbolize_moved; do
 	run $t
 done

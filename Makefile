@@ -91,7 +91,7 @@ $(OUTPUT)/heapsnap-analyze: $(ANALYZE_OBJS) $(FORMAT_OBJS)
 
 # ---- tests ----
 TEST_CFLAGS := -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror -D_GNU_SOURCE
-TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/alloc_c $(OUTPUT)/tests/demo \
+TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/mutate $(OUTPUT)/tests/alloc_c $(OUTPUT)/tests/demo \
 	$(OUTPUT)/tests/alloc_cxx $(OUTPUT)/tests/libplugin.so $(OUTPUT)/tests/garbage_ok \
 	$(OUTPUT)/tests/nofp $(OUTPUT)/tests/alloc_cxx_nofp
 
@@ -99,6 +99,11 @@ $(OUTPUT)/tests/test_format: tests/unit/test_format.c $(FORMAT_SRCS) format/*.h 
 	$(call msg,CC,$@)
 	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -Iformat \
 		-fsanitize=address,undefined -fno-sanitize-recover=all $< $(FORMAT_SRCS) -lzstd -lelf -o $@
+
+$(OUTPUT)/tests/mutate: tests/unit/mutate.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -Iformat \
+		$< $(FORMAT_SRCS) -lzstd -lelf -o $@
 
 $(OUTPUT)/tests/alloc_c: tests/workloads/alloc_c.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -137,6 +142,22 @@ $(OUTPUT)/tests/alloc_rust: tests/workloads/alloc_rust.rs | $(OUTPUT)/tests
 $(OUTPUT)/tests/alloc_rust_nofp: tests/workloads/alloc_rust.rs | $(OUTPUT)/tests
 	$(call msg,RUSTC,$@)
 	$(Q)rustc -C opt-level=1 -C debuginfo=2 -C force-frame-pointers=no $< -o $@
+
+# ASan/UBSan builds of both programs, for tests/run.sh's sanitizer test.
+SAN_FLAGS := -std=gnu11 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+	-D_GNU_SOURCE -DHEAPSNAP_VERSION='"$(VERSION)-asan"' -I$(OUTPUT) -Iformat -Ibpf
+
+$(OUTPUT)/asan/heapsnap-analyze: $(ANALYZE_SRCS) $(FORMAT_SRCS) $(OUTPUT)/profile.pb-c.c analyzer/*.h format/*.h
+	$(call msg,CC-ASAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(SAN_FLAGS) -Ianalyzer $(ANALYZE_SRCS) $(FORMAT_SRCS) $(OUTPUT)/profile.pb-c.c $(ANALYZE_LIBS) -o $@
+
+$(OUTPUT)/asan/heapsnap-record: $(RECORD_SRCS) $(FORMAT_SRCS) $(OUTPUT)/heapsnap.skel.h recorder/*.h format/*.h
+	$(call msg,CC-ASAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(SAN_FLAGS) -Irecorder $(RECORD_SRCS) $(FORMAT_SRCS) $(RECORD_LIBS) -o $@
+
+TEST_PROGS += $(OUTPUT)/asan/heapsnap-analyze $(OUTPUT)/asan/heapsnap-record
 
 test-programs: $(TEST_PROGS)
 	-$(Q)$(MAKE) --no-print-directory $(OUTPUT)/tests/alloc_rust $(OUTPUT)/tests/alloc_rust_nofp

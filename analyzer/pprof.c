@@ -191,7 +191,8 @@ void pprof_builder__add_sample(struct pprof_builder *b, const uint64_t *locs, in
 	perftools__profiles__sample__init(s);
 	s->n_location_id = (size_t)nr_locs;
 	s->location_id = xcalloc((size_t)nr_locs, sizeof(uint64_t));
-	memcpy(s->location_id, locs, sizeof(uint64_t) * (size_t)nr_locs);
+	if (nr_locs)
+		memcpy(s->location_id, locs, sizeof(uint64_t) * (size_t)nr_locs);
 	s->n_value = b->p.n_sample_type;
 	s->value = xcalloc(s->n_value, sizeof(int64_t));
 	memcpy(s->value, values, sizeof(int64_t) * s->n_value);

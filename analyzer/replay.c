@@ -742,7 +742,8 @@ const struct mapping *replay__mapping(const struct replay *r, uint32_t pid, uint
 
 	/* Sorted once, on first use, after the file has been read. */
 	if (!r->maps_sorted) {
-		qsort(r->maps, r->nr_maps, sizeof(*r->maps), map_cmp);
+		if (r->nr_maps)
+			qsort(r->maps, r->nr_maps, sizeof(*r->maps), map_cmp);
 		((struct replay *)r)->maps_sorted = true;
 	}
 	while (lo < hi) {

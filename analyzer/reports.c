@@ -174,7 +174,8 @@ int report_collapsed(const struct profile *p, const struct report_opts *o, FILE 
 		free(names);
 		free(bufs);
 	}
-	qsort(rows, nr, sizeof(*rows), coll_cmp);
+	if (nr)
+		qsort(rows, nr, sizeof(*rows), coll_cmp);
 	for (uint32_t i = 0; i < nr;) {
 		double v = 0;
 		uint32_t j = i;
@@ -239,7 +240,8 @@ int report_top(const struct profile *p, const struct report_opts *o, FILE *out)
 	uint32_t shown;
 
 	function_totals(p, o->value, &t);
-	qsort(t.rows, t.nr, sizeof(*t.rows), cmp_flat);
+	if (t.nr)
+		qsort(t.rows, t.nr, sizeof(*t.rows), cmp_flat);
 	shown = o->nodecount && (uint32_t)o->nodecount < t.nr ? (uint32_t)o->nodecount : t.nr;
 	if (o->json) {
 		fprintf(out, "{\"file\":");
@@ -507,7 +509,8 @@ int report_leaks(const struct profile *p, const struct report_opts *o, FILE *out
 	uint32_t shown;
 
 	replay__for_each_live(p->r, leak_cb, &c);
-	qsort(c.rows, c.nr, sizeof(*c.rows), cmp_leak);
+	if (c.nr)
+		qsort(c.rows, c.nr, sizeof(*c.rows), cmp_leak);
 	shown = o->nodecount && (uint32_t)o->nodecount < c.nr ? (uint32_t)o->nodecount : c.nr;
 	if (o->json) {
 		fprintf(out, "{\"file\":");
@@ -799,7 +802,8 @@ static void diff_rows(FILE *out, struct named_table *t, const struct report_opts
 {
 	uint32_t shown = 0;
 
-	qsort(t->rows, t->nr, sizeof(*t->rows), cmp_growth);
+	if (t->nr)
+		qsort(t->rows, t->nr, sizeof(*t->rows), cmp_growth);
 	if (!json)
 		fprintf(out, "\n%s by growth in %s:\n%14s %14s %14s  %s\n", what, value_names[o->value], "delta", "from",
 			"to", what);

@@ -38,6 +38,7 @@ struct object {
 	char *path;
 	bool is_libc, scanned;
 	bool listed; /* its probes are in the file and were announced */
+	int index;   /* in session.objs */
 	struct alloc_func_list funcs;
 	uint8_t build_id[HS_BUILD_ID_MAX];
 	int build_id_len;
@@ -69,9 +70,9 @@ struct session {
 	struct hmap dwarf_windows;   /* content hash of a dwarf window -> stack id */
 	uint32_t last_pid;           /* -a: the previous event's process, known to be tracked */
 	struct hmap tids;     /* (pid, tid) already named */
-	struct hmap objs_by_id; /* (dev, ino) -> index + 1 */
+	struct hmap objs_by_id; /* (dev, ino) -> struct object * */
 	struct hmap attached;   /* (pid, object index) */
-	struct object *objs;
+	struct object **objs;
 	int nr_objs;
 	struct proc *procs;
 	int nr_procs;
@@ -169,21 +170,25 @@ static void write_rec(struct session *s, const struct hs_record *r)
 static struct object *object_get(struct session *s, uint64_t dev, uint64_t ino, const char *path)
 {
 	struct hmap_slot *slot;
-	struct object *o, *v;
+	struct object *o, **v;
 	bool created;
 
 	slot = hmap_put(&s->objs_by_id, dev, ino, &created);
 	if (!slot)
 		return NULL;
 	if (!created)
-		return &s->objs[slot->val - 1];
+		return (struct object *)(uintptr_t)slot->val;
+	/* Each object is allocated on its own: probe records point into it. */
 	v = realloc(s->objs, sizeof(*v) * (size_t)(s->nr_objs + 1));
-	if (!v)
+	o = calloc(1, sizeof(*o));
+	if (!v || !o) {
+		free(o);
 		return NULL;
+	}
 	s->objs = v;
-	o = &v[s->nr_objs++];
-	*o = (struct object){.dev = dev, .ino = ino, .path = strdup(path)};
-	slot->val = (uint64_t)s->nr_objs;
+	v[s->nr_objs] = o;
+	*o = (struct object){.dev = dev, .ino = ino, .path = strdup(path), .index = s->nr_objs++};
+	slot->val = (uint64_t)(uintptr_t)o;
 	{
 		const char *base = strrchr(path, '/');
 
@@ -314,7 +319,7 @@ static void scan_object(struct session *s, struct object *o, const char *open_pa
 static void attach_object(struct session *s, pid_t pid, struct object *o, const char *open_path)
 {
 	bool created;
-	int idx = (int)(o - s->objs), ok = 0;
+	int idx = o->index, ok = 0;
 
 	hmap_put(&s->attached, (uint64_t)(int64_t)pid, (uint64_t)idx, &created);
 	if (!created)
@@ -611,7 +616,7 @@ static void ensure_exe_mapping(struct session *s, struct proc *p, const struct h
 	slot = hmap_find(&s->objs_by_id, dev, e->exe_ino);
 	if (!slot)
 		return;
-	o = &s->objs[slot->val - 1];
+	o = (struct object *)(uintptr_t)slot->val;
 	if (!o->scanned)
 		scan_object(s, o, o->path);
 	if (elf_exec_offset(o->path, &off))
@@ -733,7 +738,7 @@ static void on_mmap_event(struct session *s, const struct hs_mmap_event *e, uint
 			return;
 	slot = hmap_find(&s->objs_by_id, dev, e->ino);
 	if (slot)
-		o = &s->objs[slot->val - 1];
+		o = (struct object *)(uintptr_t)slot->val;
 	if (o && !o->scanned)
 		scan_object(s, o, o->path);
 	snprintf(name, sizeof(name), "[inode %" PRIu64 "]", (uint64_t)e->ino);
@@ -1479,8 +1484,9 @@ cleanup:
 	}
 	record_writer__free(s->w);
 	for (int i = 0; i < s->nr_objs; i++) {
-		alloc_funcs__free(&s->objs[i].funcs);
-		free(s->objs[i].path);
+		alloc_funcs__free(&s->objs[i]->funcs);
+		free(s->objs[i]->path);
+		free(s->objs[i]);
 	}
 	free(s->objs);
 	for (int i = 0; i < s->nr_procs; i++)

@@ -138,6 +138,22 @@ t_bad_input() {
 	done
 }
 
+# Mutated records (valid encoding, absurd values) must never crash the analyzer.
+t_fuzz_records() {
+	local seed rc sub crashes=0
+	for seed in $(seq 1 60); do
+		"$T/mutate" testdata/alloc_c.hsnap "$TMP/m.hsnap" $seed || die "mutate $seed"
+		for sub in summary pprof collapsed leaks stats info top; do
+			timeout 20 "$A" $sub -o "$TMP/m.out" "$TMP/m.hsnap" >/dev/null 2>"$TMP/m.err"; rc=$?
+			if [ $rc -ge 5 ]; then
+				echo "seed $seed: $sub exited $rc: $(head -2 "$TMP/m.err")"
+				crashes=$((crashes + 1))
+			fi
+		done
+	done
+	[ $crashes = 0 ] || die "$crashes crashes or hangs on mutated records"
+}
+
 # ---- recorder + analyzer on real programs (BPF) ----
 
 c_profile() {
@@ -429,6 +445,34 @@ t_bpf_dwarf_debian() {
 	grep -q " sqlite3VdbeExec$" "$TMP/sq.top" || die "sqlite3 stacks must reach sqlite3VdbeExec"
 }
 
+# The same programs built with ASan and UBSan (leak checks on): a memory error anywhere in
+# recording, unwinding, symbolizing or writing output fails the test.
+t_sanitizers() {
+	local SR=$OUT/asan/heapsnap-record SA=$OUT/asan/heapsnap-analyze sub seed
+	[ -x "$SA" ] || die "no sanitizer build"
+	export ASAN_OPTIONS=abort_on_error=0:exitcode=99 UBSAN_OPTIONS=halt_on_error=1:exitcode=99
+	for sub in pprof top leaks stats summary info collapsed; do
+		"$SA" $sub --no-symbolize -o "$TMP/san.out" testdata/alloc_c.hsnap 2>"$TMP/san.err" || { cat "$TMP/san.err"; die "analyzer $sub"; }
+	done
+	for seed in 1 2 3 4 5 6 7 8 9 10; do
+		"$T/mutate" testdata/alloc_c.hsnap "$TMP/sm.hsnap" $seed
+		"$SA" pprof --no-symbolize -o "$TMP/san.out" "$TMP/sm.hsnap" 2>"$TMP/san.err"
+		[ $? -ne 99 ] || { cat "$TMP/san.err"; die "analyzer on mutant $seed"; }
+	done
+	[ -z "$BPF_REASON" ] || skip "analyzer checked; the recorder half needs BPF: $BPF_REASON"
+	"$SR" -o "$TMP/s1.hsnap" -- "$T/alloc_c" >/dev/null 2>"$TMP/san.err" || { cat "$TMP/san.err"; die "recorder"; }
+	"$SR" --stack dwarf -o "$TMP/s2.hsnap" -- "$T/nofp" >/dev/null 2>"$TMP/san.err" || { cat "$TMP/san.err"; die "recorder dwarf"; }
+	"$SR" -s 64k --interval 0.05 --snapshot-at-peak -o "$TMP/s3.hsnap" -- "$T/demo" >/dev/null 2>"$TMP/san.err" ||
+		{ cat "$TMP/san.err"; die "recorder sampled"; }
+	for f in s1 s2 s3; do
+		for sub in pprof top leaks stats; do
+			"$SA" $sub -o "$TMP/san.out" "$TMP/$f.hsnap" 2>"$TMP/san.err" || { cat "$TMP/san.err"; die "analyzer $sub $f"; }
+		done
+	done
+	"$SA" diff --pprof "$TMP/san.pb.gz" "$TMP/s1.hsnap" "$TMP/s3.hsnap" >/dev/null 2>"$TMP/san.err" ||
+		{ cat "$TMP/san.err"; die "analyzer diff"; }
+}
+
 t_bpf_killed_recorder() {
 	need_bpf
 	local rpid tpid i
@@ -486,9 +530,9 @@ t_bpf_symbolize_moved() {
 }
 
 bpf_check
-for t in t_format_unit t_golden t_analyzer_usage t_bad_input t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
+for t in t_format_unit t_golden t_analyzer_usage t_bad_input t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
-	t_bpf_other_allocators t_bpf_not_root t_bpf_dwarf_nofp t_bpf_dwarf_cxx_rust t_bpf_dwarf_debian t_bpf_killed_recorder \
+	t_sanitizers t_bpf_other_allocators t_bpf_not_root t_bpf_dwarf_nofp t_bpf_dwarf_cxx_rust t_bpf_dwarf_debian t_bpf_killed_recorder \
 	t_bpf_symbolize_moved; do
 	run $t
 done

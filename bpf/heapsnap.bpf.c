@@ -371,7 +371,7 @@ static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 size, __u64 au
 	__u64 sp = PT_REGS_SP(ctx), ret = 0;
 	struct thread_state *st;
 
-	if (!is_tracked(id >> 32))
+	if (noop || !is_tracked(id >> 32))
 		return 0;
 	st = get_state((__u32)id);
 	if (!st)
@@ -420,7 +420,7 @@ static __always_inline int alloc_return(struct pt_regs *ctx, __u64 ptr)
 	struct hs_live_key k = {.ptr = ptr, .tgid = id >> 32};
 	struct hs_live_val v = {};
 
-	if (!st || !st->depth)
+	if (noop || !st || !st->depth)
 		return 0;
 	if (--st->depth)
 		return 0;
@@ -452,64 +452,48 @@ static __always_inline int alloc_return(struct pt_regs *ctx, __u64 ptr)
 SEC("uprobe")
 int BPF_KPROBE(enter_size1, __u64 size)
 {
-	if (noop)
-		return 0;
 	return alloc_enter(ctx, size, 0, false, 0);
 }
 
 SEC("uprobe")
 int BPF_KPROBE(enter_size2, __u64 align, __u64 size)
 {
-	if (noop)
-		return 0;
 	return alloc_enter(ctx, size, 0, false, 0);
 }
 
 SEC("uprobe")
 int BPF_KPROBE(enter_calloc, __u64 nmemb, __u64 size)
 {
-	if (noop)
-		return 0;
 	return alloc_enter(ctx, nmemb * size, 0, false, 0);
 }
 
 SEC("uprobe")
 int BPF_KPROBE(enter_realloc, __u64 old, __u64 size)
 {
-	if (noop)
-		return 0;
 	return alloc_enter(ctx, size, old, true, old);
 }
 
 SEC("uprobe")
 int BPF_KPROBE(enter_reallocarray, __u64 old, __u64 nmemb, __u64 size)
 {
-	if (noop)
-		return 0;
 	return alloc_enter(ctx, nmemb * size, old, true, old);
 }
 
 SEC("uprobe")
 int BPF_KPROBE(enter_rust_realloc, __u64 old, __u64 old_size, __u64 align, __u64 size)
 {
-	if (noop)
-		return 0;
 	return alloc_enter(ctx, size, old, true, old);
 }
 
 SEC("uprobe")
 int BPF_KPROBE(enter_posix_memalign, __u64 memptr, __u64 align, __u64 size)
 {
-	if (noop)
-		return 0;
 	return alloc_enter(ctx, size, memptr, false, 0);
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(ret_ptr, __u64 ret)
 {
-	if (noop)
-		return 0;
 	return alloc_return(ctx, ret);
 }
 

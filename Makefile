@@ -93,7 +93,7 @@ $(OUTPUT)/heapsnap-analyze: $(ANALYZE_OBJS) $(FORMAT_OBJS)
 TEST_CFLAGS := -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror -D_GNU_SOURCE
 TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/mutate $(OUTPUT)/tests/alloc_c $(OUTPUT)/tests/demo \
 	$(OUTPUT)/tests/alloc_cxx $(OUTPUT)/tests/libplugin.so $(OUTPUT)/tests/garbage_ok \
-	$(OUTPUT)/tests/nofp $(OUTPUT)/tests/alloc_cxx_nofp
+	$(OUTPUT)/tests/nofp $(OUTPUT)/tests/alloc_cxx_nofp $(OUTPUT)/tests/static_once
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -129,6 +129,10 @@ $(OUTPUT)/tests/nofp: tests/workloads/nofp.c | $(OUTPUT)/tests
 $(OUTPUT)/tests/alloc_cxx_nofp: tests/workloads/alloc_cxx.cc | $(OUTPUT)/tests
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -O1 -g -fomit-frame-pointer -fno-inline -Wall -Wextra -Werror $< -o $@
+
+$(OUTPUT)/tests/static_once: tests/workloads/static_once.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -static $(TEST_CFLAGS) $< -o $@
 
 $(OUTPUT)/tests/garbage_ok: tests/workloads/garbage.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)

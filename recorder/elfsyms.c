@@ -330,6 +330,32 @@ int elf_find_symbol(const char *path, const char *symbol, uint64_t *off)
 	return 0;
 }
 
+bool elf_is_dynamic(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool interp = false;
+	size_t phnum;
+	Elf *elf;
+
+	if (fd < 0 || elf_version(EV_CURRENT) == EV_NONE) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF && !elf_getphdrnum(elf, &phnum)) {
+		for (size_t i = 0; i < phnum && !interp; i++) {
+			GElf_Phdr ph;
+
+			interp = gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_INTERP;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return interp;
+}
+
 int elf_exec_offset(const char *path, uint64_t *off)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = -ENOENT;

@@ -39,6 +39,8 @@ int alloc_funcs__scan(const char *path, bool in_libc, bool place_probes, struct 
 /* Finds SYMBOL in PATH; returns its file offset in *off. */
 int elf_find_symbol(const char *path, const char *symbol, uint64_t *off);
 void alloc_funcs__free(struct alloc_func_list *l);
+/* True when PATH is an ELF executable with an interpreter (the dynamic loader). */
+bool elf_is_dynamic(const char *path);
 /* The page-aligned file offset of PATH's first executable segment. */
 int elf_exec_offset(const char *path, uint64_t *off);
 /* Decodes a function's first bytes and returns where to probe it: the first instruction

@@ -1012,11 +1012,20 @@ static int predict_libs(const char *exe, char ***out, int *nr)
 	pid_t pid;
 	FILE *f;
 
+	/* Only the dynamic loader honours LD_TRACE_LOADED_OBJECTS: anything else (a static
+	 * binary, a script) would simply run the user's command an extra time. */
+	if (!elf_is_dynamic(exe))
+		return 0;
 	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;
 	pid = fork();
-	if (pid < 0)
-		return -errno;
+	if (pid < 0) {
+		int err = -errno;
+
+		close(pfd[0]);
+		close(pfd[1]);
+		return err;
+	}
 	if (pid == 0) {
 		char *argv[] = {(char *)exe, NULL};
 
@@ -1130,8 +1139,13 @@ static pid_t start_held_child(char **argv, const char *exe, int *go_fd)
 	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;
 	pid = fork();
-	if (pid < 0)
-		return -errno;
+	if (pid < 0) {
+		int err = -errno;
+
+		close(pfd[0]);
+		close(pfd[1]);
+		return err;
+	}
 	if (pid == 0) {
 		char c;
 

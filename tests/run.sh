@@ -383,6 +383,17 @@ t_bpf_other_allocators() {
 	[ $n -gt 0 ] || skip "none of jemalloc, tcmalloc or mimalloc is installed"
 }
 
+# A static binary: probed in the executable itself, and run exactly once (the dynamic
+# loader's library listing must never be asked of it).
+t_bpf_static() {
+	need_bpf
+	: >"$TMP/runs"
+	record -o "$TMP/st.hsnap" -- "$T/static_once" "$TMP/runs" || die "recording a static binary"
+	eq "times the command ran" 1 "$(wc -l <"$TMP/runs")"
+	contains "$TMP/record.err" "allocator functions in static_once"
+	"$A" top "$TMP/st.hsnap" | grep -q "^ *12963 .*static_alloc$" || die "static_alloc must hold 3 x 4321 bytes"
+}
+
 t_bpf_not_root() {
 	need_bpf
 	command -v setpriv >/dev/null || skip "no setpriv to drop root"
@@ -532,7 +543,7 @@ t_bpf_symbolize_moved() {
 bpf_check
 for t in t_format_unit t_golden t_analyzer_usage t_bad_input t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
-	t_sanitizers t_bpf_other_allocators t_bpf_not_root t_bpf_dwarf_nofp t_bpf_dwarf_cxx_rust t_bpf_dwarf_debian t_bpf_killed_recorder \
+	t_sanitizers t_bpf_other_allocators t_bpf_static t_bpf_not_root t_bpf_dwarf_nofp t_bpf_dwarf_cxx_rust t_bpf_dwarf_debian t_bpf_killed_recorder \
 	t_bpf_symbolize_moved; do
 	run $t
 done

@@ -1295,6 +1295,15 @@ int recorder_run(const struct rec_opts *o)
 
 		bpf_map_update_elem(bpf_map__fd(s->skel->maps.tracked), &key, &one, BPF_ANY);
 		predict_libs(exe, &libs, &nr_libs);
+		/* A script or an unlisted image: the system's libc is the best guess for its
+		 * interpreter, so its first allocations are not missed either. */
+		if (!nr_libs && !o->libc) {
+			char *libc = find_system_lib("libc.so.6");
+
+			if (libc)
+				attach_path(s, s->probe_pid, libc);
+			free(libc);
+		}
 		if (o->libc)
 			attach_path(s, s->probe_pid, o->libc);
 		for (int i = 0; i < nr_libs; i++)

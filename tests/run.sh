@@ -392,6 +392,12 @@ t_bpf_static() {
 	eq "times the command ran" 1 "$(wc -l <"$TMP/runs")"
 	contains "$TMP/record.err" "allocator functions in static_once"
 	"$A" top "$TMP/st.hsnap" | grep -q "^ *12963 .*static_alloc$" || die "static_alloc must hold 3 x 4321 bytes"
+	# A script: libc is probed before its interpreter starts, and the exec'd program is followed.
+	printf '#!/bin/sh\nexec "%s"\n' "$(readlink -f "$T/demo")" >"$TMP/demo.sh"
+	chmod +x "$TMP/demo.sh"
+	record -o "$TMP/sh.hsnap" -- "$TMP/demo.sh" || die "recording a script"
+	"$A" top "$TMP/sh.hsnap" | grep -q "^ *819200 .*cache_insert$" || die "cache_insert through a script"
+	"$A" top --value alloc_objects "$TMP/sh.hsnap" | grep -q "^ *1000 .*parse_request$" || die "parse_request through a script"
 }
 
 t_bpf_not_root() {

@@ -161,7 +161,7 @@ $(OUTPUT)/asan/heapsnap-record: $(RECORD_SRCS) $(FORMAT_SRCS) $(OUTPUT)/heapsnap
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(SAN_FLAGS) -Irecorder $(RECORD_SRCS) $(FORMAT_SRCS) $(RECORD_LIBS) -o $@
 
-TEST_PROGS += $(OUTPUT)/asan/heapsnap-analyze $(OUTPUT)/asan/heapsnap-record
+TEST_PROGS += $(OUTPUT)/asan/heapsnap-analyze $(OUTPUT)/asan/heapsnap-record $(OUTPUT)/bench/genfile
 
 test-programs: $(TEST_PROGS)
 	-$(Q)$(MAKE) --no-print-directory $(OUTPUT)/tests/alloc_rust $(OUTPUT)/tests/alloc_rust_nofp

@@ -138,6 +138,18 @@ t_bad_input() {
 	done
 }
 
+# Progress goes to stderr for files that take over a second, and only when it is a terminal.
+t_analyzer_progress() {
+	command -v script >/dev/null || skip "no script(1) to give the analyzer a terminal"
+	"$OUT/bench/genfile" "$TMP/big.hsnap" 20000000 100000 || die "genfile"
+	script -qec "$A summary --no-symbolize -o $TMP/big.txt $TMP/big.hsnap" /dev/null >"$TMP/tty.out" </dev/null ||
+		die "summary under a terminal"
+	grep -q "reading $TMP/big.hsnap: *[0-9]*%" "$TMP/tty.out" || { cat -v "$TMP/tty.out" | head -5; die "no progress on a terminal"; }
+	"$A" summary --no-symbolize -o "$TMP/big2.txt" "$TMP/big.hsnap" 2>"$TMP/notty.err" || die "summary"
+	[ ! -s "$TMP/notty.err" ] || { cat "$TMP/notty.err"; die "progress printed to a non-terminal"; }
+	cmp -s "$TMP/big.txt" "$TMP/big2.txt" || die "output differs with a terminal"
+}
+
 # Mutated records (valid encoding, absurd values) must never crash the analyzer.
 t_fuzz_records() {
 	local seed rc sub crashes=0
@@ -547,7 +559,7 @@ t_bpf_symbolize_moved() {
 }
 
 bpf_check
-for t in t_format_unit t_golden t_analyzer_usage t_bad_input t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
+for t in t_format_unit t_golden t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
 	t_sanitizers t_bpf_other_allocators t_bpf_static t_bpf_not_root t_bpf_dwarf_nofp t_bpf_dwarf_cxx_rust t_bpf_dwarf_debian t_bpf_killed_recorder \
 	t_bpf_symbolize_moved; do

@@ -39,7 +39,7 @@ struct thread_state {
 	__u8 sampled;
 	__u8 old_valid;
 	__u8 free_depth;
-	__u8 pad;
+	__u8 is_realloc;
 };
 
 struct {
@@ -339,13 +339,28 @@ static __always_inline void emit_alloc(__u64 id, __u64 ptr, const struct hs_live
 	bpf_ringbuf_submit(e, rb_flags());
 }
 
-/* Removes PTR from the live set and tells user space. Returns the block's record, if known. */
-static __always_inline bool release(__u64 id, __u64 ptr, struct hs_live_val *out)
+/* Removes PTR from the live set and tells user space. Returns the block's record, if known.
+ * Recording every event, the live set is user space's: every free goes there, and the
+ * traced thread pays no hash map update or delete. */
+static __always_inline bool release(__u64 id, __u64 ptr, struct hs_live_val *out, __u8 flags)
 {
 	struct hs_live_key k = {.ptr = ptr, .tgid = id >> 32};
-	struct hs_live_val *v = bpf_map_lookup_elem(&live, &k);
+	struct hs_live_val *v;
 	struct hs_free_event *e;
 
+	if (!sample_rate) {
+		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		if (!e) {
+			count(HS_CNT_RINGBUF_FULL);
+			return false;
+		}
+		fill_hdr(&e->h, HS_EV_FREE, flags, id);
+		e->ptr = ptr;
+		e->size = 0;
+		bpf_ringbuf_submit(e, rb_flags());
+		return false;
+	}
+	v = bpf_map_lookup_elem(&live, &k);
 	if (!v) {
 		if (!sample_rate)
 			count(HS_CNT_UNKNOWN_FREE);
@@ -396,9 +411,10 @@ static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 size, __u64 au
 	st->aux = aux;
 	st->kind = (__u32)(bpf_get_attach_cookie(ctx) & HS_COOKIE_KIND_MASK);
 	st->old_valid = 0;
+	st->is_realloc = realloc && old;
 	/* The old block is released at entry, before the allocator can hand it to another thread. */
 	if (realloc && old)
-		st->old_valid = release(id, old, &st->old);
+		st->old_valid = release(id, old, &st->old, HS_FREE_FLAG_REALLOC);
 	if (sample_rate) {
 		st->countdown -= (__s64)size;
 		if (st->countdown > 0) {
@@ -432,6 +448,11 @@ static __always_inline int alloc_return(struct pt_regs *ctx, __u64 ptr)
 				k.ptr = st->aux;
 				if (!bpf_map_update_elem(&live, &k, &st->old, BPF_ANY))
 					emit_alloc(id, st->aux, &st->old, HS_KIND_FLAG_RESTORED);
+			} else if (!sample_rate && st->is_realloc) {
+				/* User space knows the block: it fills in size and stack. */
+				struct hs_live_val none = {};
+
+				emit_alloc(id, st->aux, &none, HS_KIND_FLAG_RESTORED);
 			}
 		}
 		return 0;
@@ -441,7 +462,7 @@ static __always_inline int alloc_return(struct pt_regs *ctx, __u64 ptr)
 	v.size = st->size;
 	v.stack = st->stack;
 	v.kind = st->kind;
-	if (bpf_map_update_elem(&live, &k, &v, BPF_ANY)) {
+	if (sample_rate && bpf_map_update_elem(&live, &k, &v, BPF_ANY)) {
 		count(HS_CNT_LIVE_FULL);
 		return 0;
 	}
@@ -533,7 +554,7 @@ int BPF_KPROBE(enter_free, __u64 ptr)
 		st->free_depth = 1;
 	}
 	count(HS_CNT_FREE_CALLS);
-	release(id, ptr, &old);
+	release(id, ptr, &old, 0);
 	return 0;
 }
 

@@ -26,6 +26,8 @@ enum hs_ev_type {
 #define HS_COOKIE_WRAPPER 0x100u   /* a free that calls another probed free (delete, __rust_dealloc) */
 /* In an alloc event's kind: the block of a failed realloc, live again (undoes its free). */
 #define HS_KIND_FLAG_RESTORED 0x80u
+/* In a free event's kind: realloc released this block at its entry (every-event mode). */
+#define HS_FREE_FLAG_REALLOC 0x40u
 
 enum hs_counter_id {
 	HS_CNT_RINGBUF_FULL,     /* events dropped: ring buffer full */

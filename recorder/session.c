@@ -51,6 +51,12 @@ struct proc {
 	int nr_maps;
 };
 
+/* A live block, recording every event: user space keeps the live set then. */
+struct live_info {
+	uint64_t size, stack_id;
+	uint32_t kind, next_free;
+};
+
 struct link_ent {
 	pid_t pid;
 	struct bpf_link *link;
@@ -68,6 +74,11 @@ struct session {
 	uint64_t next_stack_id;
 	uint64_t last_hash, last_id; /* the previous lookup in stacks */
 	struct hmap dwarf_windows;   /* content hash of a dwarf window -> stack id */
+	struct hmap ulive;           /* every-event mode: (pid, ptr) -> index into pool */
+	struct hmap pending;         /* (pid, tid) -> pool index of the block its realloc released */
+	struct live_info *pool;
+	uint32_t nr_pool, cap_pool, pool_free;
+	uint64_t user_unknown_frees;
 	uint32_t last_pid;           /* -a: the previous event's process, known to be tracked */
 	struct hmap tids;     /* (pid, tid) already named */
 	struct hmap objs_by_id; /* (dev, ino) -> struct object * */
@@ -673,6 +684,100 @@ static void on_proc_event(struct session *s, const struct hs_proc_event *e, uint
 	}
 }
 
+static uint32_t pool_get(struct session *s)
+{
+	uint32_t i;
+
+	if (s->pool_free != UINT32_MAX) {
+		i = s->pool_free;
+		s->pool_free = s->pool[i].next_free;
+		return i;
+	}
+	if (s->nr_pool == s->cap_pool) {
+		struct live_info *np;
+
+		s->cap_pool = s->cap_pool ? s->cap_pool * 2 : 4096;
+		np = realloc(s->pool, sizeof(*np) * s->cap_pool);
+		if (!np) {
+			s->err = -ENOMEM;
+			return 0;
+		}
+		s->pool = np;
+	}
+	return s->nr_pool++;
+}
+
+static void pool_put(struct session *s, uint32_t i)
+{
+	s->pool[i].next_free = s->pool_free;
+	s->pool_free = i;
+}
+
+/* Every-event mode: the block ALLOC describes joins the live set. Returns false when the
+ * record should not be written (a restore with nothing to restore). */
+static bool ulive_alloc(struct session *s, struct hs_record *r, uint32_t tid)
+{
+	struct hmap_slot *slot;
+	bool created;
+	uint32_t i;
+
+	if (r->alloc.kind & HS_KIND_RESTORED) {
+		/* realloc failed: the block it released at entry is the caller's again. */
+		slot = hmap_find(&s->pending, r->pid, tid);
+		if (!slot)
+			return false;
+		i = (uint32_t)slot->val;
+		hmap_remove_slot(&s->pending, slot);
+		r->alloc.size = s->pool[i].size;
+		r->alloc.stack_id = s->pool[i].stack_id;
+		r->alloc.kind = s->pool[i].kind | HS_KIND_RESTORED;
+	} else {
+		i = pool_get(s);
+		if (s->err)
+			return false;
+		s->pool[i] = (struct live_info){.size = r->alloc.size, .stack_id = r->alloc.stack_id,
+						.kind = r->alloc.kind};
+	}
+	slot = hmap_put(&s->ulive, r->pid, r->alloc.ptr, &created);
+	if (!slot) {
+		s->err = -ENOMEM;
+		return false;
+	}
+	if (!created)
+		pool_put(s, (uint32_t)slot->val); /* its free was lost */
+	slot->val = i;
+	return true;
+}
+
+/* Every-event mode: a free. Returns the block's size, or -1 for a pointer not live. */
+static int64_t ulive_free(struct session *s, uint32_t pid, uint32_t tid, uint64_t ptr, bool by_realloc)
+{
+	struct hmap_slot *slot = hmap_find(&s->ulive, pid, ptr), *pend;
+	uint32_t i;
+	bool created;
+
+	if (!slot) {
+		s->user_unknown_frees++;
+		return -1;
+	}
+	i = (uint32_t)slot->val;
+	hmap_remove_slot(&s->ulive, slot);
+	if (!by_realloc) {
+		pool_put(s, i);
+		return (int64_t)s->pool[i].size;
+	}
+	/* Kept until the realloc returns: if it fails, the block is restored from here. */
+	pend = hmap_put(&s->pending, pid, tid, &created);
+	if (!pend) {
+		s->err = -ENOMEM;
+		return -1;
+	}
+	if (!created)
+		pool_put(s, (uint32_t)pend->val);
+	pend->val = i;
+	return (int64_t)s->pool[i].size;
+}
+
 /* A --stack dwarf window. Identical windows (same registers, same bytes) share one record:
  * a loop allocating from one frame sends the same window again and again. */
 static void on_dwarf_event(struct session *s, const struct hs_dwarf_event *e, size_t len)
@@ -779,19 +884,27 @@ static int handle_event(void *ctx, void *data, size_t len)
 		r.tid = h->tid;
 		r.alloc.ptr = e->ptr;
 		r.alloc.size = e->size;
-		r.alloc.stack_id = stack_id(s, e->stack);
+		r.alloc.stack_id = (h->kind & HS_KIND_FLAG_RESTORED) && !s->o->sample_rate ? 0 : stack_id(s, e->stack);
 		r.alloc.kind = h->kind;
 		r.alloc.weight = w;
+		if (!s->o->sample_rate && !ulive_alloc(s, &r, h->tid))
+			break;
 		write_rec(s, &r);
 		s->n_alloc++;
-		s->bytes_alloc += (double)e->size * (double)w / HS_WEIGHT_ONE;
-		s->live_est += (double)e->size * (double)w / HS_WEIGHT_ONE;
+		s->bytes_alloc += (double)r.alloc.size * (double)w / HS_WEIGHT_ONE;
+		s->live_est += (double)r.alloc.size * (double)w / HS_WEIGHT_ONE;
 		update_peak(s, t);
 		break;
 	}
 	case HS_EV_FREE: {
 		const struct hs_free_event *e = data;
+		int64_t size = (int64_t)e->size;
 
+		if (!s->o->sample_rate) {
+			size = ulive_free(s, h->pid, h->tid, e->ptr, h->kind & HS_FREE_FLAG_REALLOC);
+			if (size < 0)
+				break; /* allocated before recording began: counted, not written */
+		}
 		r.type = HS_REC_FREE;
 		r.time = t;
 		r.pid = h->pid;
@@ -799,7 +912,7 @@ static int handle_event(void *ctx, void *data, size_t len)
 		r.free.ptr = e->ptr;
 		write_rec(s, &r);
 		s->n_free++;
-		s->live_est -= (double)e->size * (double)sample_weight(s->o->sample_rate, e->size) / HS_WEIGHT_ONE;
+		s->live_est -= (double)size * (double)sample_weight(s->o->sample_rate, (uint64_t)size) / HS_WEIGHT_ONE;
 		break;
 	}
 	case HS_EV_STACK: {
@@ -875,6 +988,7 @@ static void read_counters(struct session *s)
 			sum += vals[c];
 		s->cnt[k] = sum;
 	}
+	s->cnt[HS_CNT_UNKNOWN_FREE] += s->user_unknown_frees;
 	free(vals);
 }
 
@@ -1192,7 +1306,7 @@ static void print_summary(struct session *s, double secs)
 
 int recorder_run(const struct rec_opts *o)
 {
-	struct session sess = {.o = o}, *s = &sess;
+	struct session sess = {.o = o, .pool_free = UINT32_MAX}, *s = &sess;
 	struct sigaction sa = {.sa_handler = on_signal};
 	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
 	struct record_writer_opts wo = {0};
@@ -1518,6 +1632,9 @@ cleanup:
 	free(s->probes);
 	hmap_free(&s->stacks);
 	hmap_free(&s->dwarf_windows);
+	hmap_free(&s->ulive);
+	hmap_free(&s->pending);
+	free(s->pool);
 	hmap_free(&s->tids);
 	hmap_free(&s->objs_by_id);
 	hmap_free(&s->attached);

@@ -30,7 +30,8 @@ static const char usage[] =
 	"  diff        growth between two snapshots of one file (--from/--to) or two files\n"
 	"\n"
 	"Where to look (default: the end of the recording):\n"
-	"      --snapshot N|LABEL   the Nth snapshot (1-based) or the one with LABEL ('peak', 'exit', ...)\n"
+	"      --snapshot N|LABEL   the Nth snapshot (1-based), 'last', or the one with LABEL ('peak',\n"
+	"                           'exit', ...)\n"
 	"      --at SECONDS         the live heap SECONDS after recording started\n"
 	"      --peak               the moment of the highest live total\n"
 	"      --from S, --to S     diff: snapshots of one file (default: first and last)\n"
@@ -203,10 +204,9 @@ static int out_close(struct out *o, int status)
 	return ret;
 }
 
-static int load(struct replay *r, const char *path, const struct replay_target *t)
+/* Says what replay__run found wrong, if anything; returns RET. */
+static int report_load(const struct replay *r, int ret)
 {
-	int ret = replay__run(r, path, t);
-
 	if (ret == EXIT_CORRUPT)
 		fprintf(stderr, "heapsnap-analyze: error: %s; results cover the data before it\n", r->error);
 	else if (ret)
@@ -214,6 +214,11 @@ static int load(struct replay *r, const char *path, const struct replay_target *
 	else if (r->status == HS_READ_TRUNCATED)
 		fprintf(stderr, "heapsnap-analyze: warning: %s\n", r->error);
 	return ret;
+}
+
+static int load(struct replay *r, const char *path, const struct replay_target *t)
+{
+	return report_load(r, replay__run(r, path, t));
 }
 
 static int write_pprof_file(const struct profile *p, const char *path, const struct opts *o)
@@ -238,36 +243,29 @@ static int run_diff(struct opts *o, struct symbolizer *sym)
 	struct profile pa, pb;
 	struct report_opts ro = {.json = o->json, .value = o->value, .nodecount = o->nodecount};
 	struct out out;
+	bool defaults = false;
 	int ret, ret2;
-	char last[16];
 
 	if (o->nr_files == 1) {
 		/* Two snapshots of one file: default first to last. */
-		struct replay probe;
-		struct replay_target end = {.kind = STOP_END};
-
-		ret = load(&probe, o->files[0], &end);
-		if (ret && ret != EXIT_CORRUPT) {
-			replay__free(&probe);
-			return ret;
-		}
-		snprintf(last, sizeof(last), "%u", probe.nr_snaps);
-		if (probe.nr_snaps < 2 && !(o->from && o->to)) {
-			replay__free(&probe);
-			fprintf(stderr, "heapsnap-analyze: %s has %u snapshots; diff needs two (or two files)\n",
-				o->files[0], probe.nr_snaps);
-			return EXIT_NODATA;
-		}
-		replay__free(&probe);
 		ta.snapshot = o->from ? o->from : "1";
-		tb.snapshot = o->to ? o->to : last;
+		tb.snapshot = o->to ? o->to : "last";
+		defaults = !(o->from && o->to);
 	} else {
 		ta.kind = o->from ? STOP_SNAPSHOT : STOP_END;
 		tb.kind = o->to ? STOP_SNAPSHOT : STOP_END;
 		ta.snapshot = o->from;
 		tb.snapshot = o->to;
 	}
-	ret = load(&ra, o->files[0], &ta);
+	ret = replay__run(&ra, o->files[0], &ta);
+	/* The first replay has counted the file's snapshots, whether or not it found its own. */
+	if (defaults && ra.have_session && ra.nr_snaps < 2) {
+		fprintf(stderr, "heapsnap-analyze: %s has %u snapshots; diff needs two (or two files)\n", o->files[0],
+			ra.nr_snaps);
+		replay__free(&ra);
+		return EXIT_NODATA;
+	}
+	ret = report_load(&ra, ret);
 	if (ret && ret != EXIT_CORRUPT) {
 		replay__free(&ra);
 		return ret;

@@ -666,6 +666,8 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 				for (uint32_t i = 0; i < r->nr_snaps && !sn; i++)
 					if (!strcmp(r->snaps[i].label, target->snapshot))
 						sn = &r->snaps[i];
+				if (!sn && !strcmp(target->snapshot, "last") && r->nr_snaps)
+					sn = &r->snaps[r->nr_snaps - 1];
 			}
 			if (!sn) {
 				ret = fail(r, EXIT_NODATA,

@@ -28,7 +28,6 @@ struct sym_module {
 	GElf_Phdr *loads;
 	int nr_loads;
 	bool functions, filenames, lines, inlines;
-	uint64_t failed_lookups;
 };
 
 struct cached {
@@ -48,7 +47,6 @@ struct symbolizer {
 	uint32_t nr_results, cap_results;
 	struct sym_frame *frames;
 	uint32_t nr_frames, cap_frames;
-	uint64_t lookups;
 	debuginfod_client *dbg;
 	bool dbg_tried;
 };
@@ -409,8 +407,6 @@ static void resolve(struct symbolizer *s, struct sym_module *m, uint64_t addr, s
 	}
 	if (c->nr)
 		m->functions = true;
-	else
-		m->failed_lookups++;
 }
 
 void symbolizer__lookup(struct symbolizer *s, const struct mapping *map, uint64_t addr, struct sym_result *out)
@@ -452,7 +448,6 @@ void symbolizer__lookup(struct symbolizer *s, const struct mapping *map, uint64_
 	m = &s->mods[mi];
 	if (!m->mod)
 		return;
-	s->lookups++;
 	/* runtime address -> file offset -> ELF virtual address */
 	off = addr - map->start + map->offset;
 	for (int i = 0; i < m->nr_loads; i++) {
@@ -501,11 +496,6 @@ void symbolizer__report(const struct symbolizer *s, FILE *out)
 		fprintf(out, "heapsnap-analyze: warning: %s (build-id %s) stays unsymbolized: %s\n", m->orig_path,
 			m->bid_len ? hex : "none", m->why[0] ? m->why : "unreadable");
 	}
-}
-
-uint64_t symbolizer__lookups(const struct symbolizer *s)
-{
-	return s->lookups;
 }
 
 void symbolizer__free(struct symbolizer *s)

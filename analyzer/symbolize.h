@@ -38,7 +38,6 @@ void symbolizer__module_flags(const struct symbolizer *s, int module, bool *func
 			      bool *inlines);
 /* Lists each mapping that stayed unsymbolized, and why. */
 void symbolizer__report(const struct symbolizer *s, FILE *out);
-uint64_t symbolizer__lookups(const struct symbolizer *s);
 void symbolizer__free(struct symbolizer *s);
 /* Demangles C++ and Rust (legacy and v0) names; returns a malloc'd string or NULL. */
 char *hs_demangle(const char *name);

@@ -12,7 +12,7 @@
 #include "hmap.h"
 #include "unwind.h"
 
-const char *const unwind_fail_names[UNW__COUNT] = {"ok", "no binary", "no CFI", "window too small", "other"};
+const char *const unwind_fail_names[UNW__COUNT] = {"ok", "no binary", "no CFI", "window too small"};
 
 #define MAX_FRAMES 256
 

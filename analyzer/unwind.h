@@ -12,7 +12,6 @@ enum unwind_fail {
 	UNW_NO_BINARY,   /* a frame's pc is in no module whose file was found */
 	UNW_NO_CFI,      /* the module has no usable .eh_frame/.debug_frame for the pc */
 	UNW_WINDOW,      /* the unwinder needed stack beyond the recorded window */
-	UNW_OTHER,
 	UNW__COUNT,
 };
 

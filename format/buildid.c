@@ -92,30 +92,3 @@ char *hs_hex(const uint8_t *p, size_t len, char *buf)
 	buf[2 * len] = 0;
 	return buf;
 }
-
-int hs_unhex(const char *s, uint8_t *out, size_t outlen)
-{
-	size_t n = strlen(s);
-
-	if (n % 2 || n / 2 > outlen)
-		return -1;
-	for (size_t i = 0; i < n / 2; i++) {
-		int v = 0;
-
-		for (int k = 0; k < 2; k++) {
-			char c = s[2 * i + (size_t)k];
-
-			v <<= 4;
-			if (c >= '0' && c <= '9')
-				v |= c - '0';
-			else if (c >= 'a' && c <= 'f')
-				v |= c - 'a' + 10;
-			else if (c >= 'A' && c <= 'F')
-				v |= c - 'A' + 10;
-			else
-				return -1;
-		}
-		out[i] = (uint8_t)v;
-	}
-	return (int)(n / 2);
-}

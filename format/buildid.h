@@ -12,6 +12,4 @@ int hs_read_build_id_fd(int fd, uint8_t *out, size_t outlen);
 int hs_read_build_id(const char *path, uint8_t *out, size_t outlen);
 /* Writes LEN bytes as lowercase hex into BUF (2*LEN+1 bytes). */
 char *hs_hex(const uint8_t *p, size_t len, char *buf);
-/* Parses hex; returns the number of bytes, or -1. */
-int hs_unhex(const char *s, uint8_t *out, size_t outlen);
 #endif

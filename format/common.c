@@ -33,16 +33,6 @@ size_t hs_get_uvarint(const uint8_t *p, size_t len, uint64_t *v)
 	return 0;
 }
 
-const char *hs_kind_name(uint32_t kind)
-{
-	static const char *const names[HS_KIND__COUNT] = {
-		[HS_KIND_MALLOC] = "malloc", [HS_KIND_CALLOC] = "calloc",  [HS_KIND_REALLOC] = "realloc",
-		[HS_KIND_MEMALIGN] = "memalign", [HS_KIND_NEW] = "new", [HS_KIND_NEW_ARRAY] = "new[]",
-		[HS_KIND_RUST] = "rust", [HS_KIND_CUSTOM] = "custom",
-	};
-	return kind < HS_KIND__COUNT ? names[kind] : "unknown";
-}
-
 const char *hs_rec_type_name(uint32_t type)
 {
 	switch (type) {

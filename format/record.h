@@ -234,7 +234,6 @@ int record_reader__rewind(struct record_reader *r);
 int record_reader__footer(struct record_reader *r, int (*cb)(const struct hs_record *rec, void *ctx), void *ctx);
 void record_reader__free(struct record_reader *r);
 
-const char *hs_kind_name(uint32_t kind);
 const char *hs_rec_type_name(uint32_t type);
 
 /* ---- encoding helpers (exposed for tests) ---- */

@@ -1117,6 +1117,25 @@ static void attach_path(struct session *s, pid_t pid, const char *path)
 		attach_object(s, pid, o, path);
 }
 
+/* fork() with a close-on-exec pipe between parent and child. Returns the pid (0 in the
+ * child), or -errno with nothing left open. */
+static pid_t fork_with_pipe(int pfd[2])
+{
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int err = -errno;
+
+		close(pfd[0]);
+		close(pfd[1]);
+		return err;
+	}
+	return pid;
+}
+
 /* The libraries a command will load, as the dynamic loader resolves them (ldd's method). */
 static int predict_libs(const char *exe, char ***out, int *nr)
 {
@@ -1130,16 +1149,9 @@ static int predict_libs(const char *exe, char ***out, int *nr)
 	 * binary, a script) would simply run the user's command an extra time. */
 	if (!elf_is_dynamic(exe))
 		return 0;
-	if (pipe2(pfd, O_CLOEXEC))
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		int err = -errno;
-
-		close(pfd[0]);
-		close(pfd[1]);
-		return err;
-	}
+	pid = fork_with_pipe(pfd);
+	if (pid < 0)
+		return pid;
 	if (pid == 0) {
 		char *argv[] = {(char *)exe, NULL};
 
@@ -1250,16 +1262,9 @@ static pid_t start_held_child(char **argv, const char *exe, int *go_fd)
 	int pfd[2];
 	pid_t pid;
 
-	if (pipe2(pfd, O_CLOEXEC))
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		int err = -errno;
-
-		close(pfd[0]);
-		close(pfd[1]);
-		return err;
-	}
+	pid = fork_with_pipe(pfd);
+	if (pid < 0)
+		return pid;
 	if (pid == 0) {
 		char c;
 

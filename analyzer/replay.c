@@ -131,92 +131,27 @@ static uint32_t agg_get(struct replay *r, uint32_t pid, uint32_t tid, uint64_t s
 	}
 }
 
-static inline size_t live_home(const struct live_table *t, uint32_t pid, uint64_t ptr)
+/* Makes SLOT addressable. Slots only grow one at a time (the reader checks), so the
+ * table doubles at most log2(peak live blocks) times. */
+static struct live_slot *live_at(struct live_table *t, uint64_t slot)
 {
-	uint64_t h = (ptr >> 4) * 0x9e3779b97f4a7c15ull ^ (uint64_t)pid * 0xc2b2ae3d27d4eb4full;
+	if (slot >= t->cap) {
+		size_t ncap = t->cap ? t->cap : 1024;
+		struct live_slot *n;
 
-	return (size_t)(h ^ (h >> 29)) & t->mask;
-}
-
-static struct live_slot *live_find(const struct live_table *t, uint32_t pid, uint64_t ptr)
-{
-	if (!t->s)
-		return NULL;
-	for (size_t i = live_home(t, pid, ptr);; i = (i + 1) & t->mask) {
-		struct live_slot *s = &t->s[i];
-
-		if (!s->ptr)
-			return NULL;
-		if (s->ptr == ptr && s->pid == pid)
-			return s;
-	}
-}
-
-/* Kept at most half full, so probe runs stay short. */
-static void live_grow(struct live_table *t)
-{
-	size_t ncap = t->s ? (t->mask + 1) * 2 : 1024, ocap = t->s ? t->mask + 1 : 0;
-	struct live_slot *old = t->s;
-
-	/* Huge pages: random lookups in a table of many megabytes otherwise miss the TLB too. */
-	if (ncap * sizeof(*t->s) >= (2u << 20)) {
-		t->s = aligned_alloc(2u << 20, ncap * sizeof(*t->s));
-		if (t->s) {
-			madvise(t->s, ncap * sizeof(*t->s), MADV_HUGEPAGE);
-			memset(t->s, 0, ncap * sizeof(*t->s));
+		while (ncap <= slot)
+			ncap *= 2;
+		n = realloc(t->s, ncap * sizeof(*n));
+		if (!n) {
+			fputs("heapsnap-analyze: out of memory\n", stderr);
+			exit(EXIT_FAIL);
 		}
-	} else {
-		t->s = calloc(ncap, sizeof(*t->s));
+		for (size_t i = t->cap; i < ncap; i++)
+			n[i].agg = LIVE_EMPTY;
+		t->s = n;
+		t->cap = ncap;
 	}
-	if (!t->s) {
-		fputs("heapsnap-analyze: out of memory\n", stderr);
-		exit(EXIT_FAIL);
-	}
-	t->mask = ncap - 1;
-	for (size_t i = 0; i < ocap; i++) {
-		if (!old[i].ptr)
-			continue;
-		size_t j = live_home(t, old[i].pid, old[i].ptr);
-
-		while (t->s[j].ptr)
-			j = (j + 1) & t->mask;
-		t->s[j] = old[i];
-	}
-	free(old);
-}
-
-static struct live_slot *live_insert(struct live_table *t, uint32_t pid, uint64_t ptr)
-{
-	size_t i;
-
-	if ((t->nr + 1) * 2 > (t->s ? t->mask + 1 : 0))
-		live_grow(t);
-	for (i = live_home(t, pid, ptr); t->s[i].ptr; i = (i + 1) & t->mask)
-		;
-	t->nr++;
-	t->s[i].ptr = ptr;
-	t->s[i].pid = pid;
-	return &t->s[i];
-}
-
-/* Backward-shift deletion: no tombstones, however heavy the churn. */
-static void live_remove(struct live_table *t, struct live_slot *s)
-{
-	size_t i = (size_t)(s - t->s), j = i;
-
-	for (;;) {
-		j = (j + 1) & t->mask;
-		if (!t->s[j].ptr)
-			break;
-		size_t home = live_home(t, t->s[j].pid, t->s[j].ptr);
-
-		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
-			t->s[i] = t->s[j];
-			i = j;
-		}
-	}
-	t->s[i].ptr = 0;
-	t->nr--;
+	return &t->s[slot];
 }
 
 static void note_time(struct replay *r, uint64_t t)
@@ -228,15 +163,15 @@ static void note_time(struct replay *r, uint64_t t)
 	r->have_time = true;
 }
 
-/* Removes a live block. Returns false when PTR is not live. */
-static bool release(struct replay *r, uint32_t pid, uint64_t ptr, bool count_free)
+/* Removes a live block. Returns false when SLOT holds none. */
+static bool release(struct replay *r, uint64_t slot, bool count_free)
 {
-	struct live_slot *e = live_find(&r->live, pid, ptr);
+	struct live_slot *e = slot < r->live.cap ? &r->live.s[slot] : NULL;
 	struct agg *a;
 	struct process *p;
 	double w, bytes;
 
-	if (!e)
+	if (!e || e->agg == LIVE_EMPTY)
 		return false;
 	a = &r->aggs[e->agg];
 	w = e->weight / (double)HS_WEIGHT_ONE;
@@ -245,14 +180,15 @@ static bool release(struct replay *r, uint32_t pid, uint64_t ptr, bool count_fre
 	a->inuse_space -= bytes;
 	r->live_bytes -= bytes;
 	r->live_count -= w;
-	p = get_process(r, pid);
+	/* The recorder names blocks per process, so the freeing process is the block's own. */
+	p = get_process(r, a->pid);
 	p->live_bytes -= bytes;
 	p->live_count -= w;
 	if (count_free) {
 		p->free_bytes += bytes;
 		p->free_count += w;
 	}
-	live_remove(&r->live, e);
+	e->agg = LIVE_EMPTY;
 	return true;
 }
 
@@ -265,8 +201,8 @@ static void on_alloc(struct replay *r, const struct hs_record *rec)
 	struct live_slot *e;
 	struct agg *a = &r->aggs[ai];
 
-	/* A live pointer handed out again means its free was lost: drop the stale block. */
-	release(r, rec->pid, rec->alloc.ptr, false);
+	/* An occupied slot means the block's free was lost: drop the stale block. */
+	release(r, rec->alloc.slot, false);
 	if (restored) {
 		p->free_bytes -= bytes;
 		p->free_count -= w;
@@ -295,7 +231,7 @@ static void on_alloc(struct replay *r, const struct hs_record *rec)
 		r->peak_time = rec->time;
 		r->peak_event = r->records;
 	}
-	e = live_insert(&r->live, rec->pid, rec->alloc.ptr);
+	e = live_at(&r->live, rec->alloc.slot);
 	e->agg = ai;
 	e->time = rec->time;
 	e->weight = (uint32_t)rec->alloc.weight;
@@ -514,7 +450,7 @@ static void apply_event(struct replay *r, const struct hs_record *rec)
 	note_time(r, rec->time);
 	if (rec->type != HS_REC_FREE) {
 		on_alloc(r, rec);
-	} else if (release(r, rec->pid, rec->free.ptr, true)) {
+	} else if (release(r, rec->free.slot, true)) {
 		r->frees++;
 	} else {
 		r->unknown_frees++;
@@ -548,15 +484,13 @@ static void queue_drain(struct replay *r, struct event_queue *q, unsigned keep)
 static void queue_push(struct replay *r, struct event_queue *q, const struct hs_record *rec)
 {
 	unsigned tail = (q->head + q->n) % LOOKAHEAD;
-	uint64_t ptr = rec->type == HS_REC_FREE ? rec->free.ptr : rec->alloc.ptr;
-
-	if (r->live.s)
-		__builtin_prefetch(&r->live.s[live_home(&r->live, rec->pid, ptr)]);
+	if (rec->alloc.slot < r->live.cap)
+		__builtin_prefetch(&r->live.s[rec->alloc.slot]);
 	q->rec[tail].type = rec->type;
 	q->rec[tail].time = rec->time;
 	q->rec[tail].pid = rec->pid;
 	q->rec[tail].tid = rec->tid;
-	q->rec[tail].alloc = rec->alloc; /* free.ptr shares alloc.ptr's place */
+	q->rec[tail].alloc = rec->alloc; /* free.slot shares alloc.slot's place */
 	q->index[tail] = r->records;
 	q->n++;
 	queue_drain(r, q, LOOKAHEAD - 1);
@@ -643,6 +577,7 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 	if (ret)
 		return fail(r, EXIT_FAIL, "%s", err);
 	r->file_size = record_reader__file_size(rd);
+	r->format_major = record_reader__major(rd);
 	r->format_minor = record_reader__minor(rd);
 
 	if (target->kind == STOP_SNAPSHOT || target->kind == STOP_PEAK) {
@@ -690,7 +625,8 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 			memcpy(r->stop_desc, desc, sizeof(desc));
 		}
 		r->file_size = record_reader__file_size(rd);
-		r->format_minor = record_reader__minor(rd);
+		r->format_major = record_reader__major(rd);
+	r->format_minor = record_reader__minor(rd);
 		record_reader__rewind(rd);
 	} else if (target->kind == STOP_TIME) {
 		stop_time = (uint64_t)(target->at_seconds * 1e9 / 1000.0); /* refined below once tick_ns is known */
@@ -778,10 +714,10 @@ const struct mapping *replay__mapping(const struct replay *r, uint32_t pid, uint
 void replay__for_each_live(const struct replay *r, void (*cb)(const struct agg *a, uint64_t time, double w, void *ctx),
 			   void *ctx)
 {
-	for (size_t i = 0; r->live.s && i <= r->live.mask; i++) {
+	for (size_t i = 0; i < r->live.cap; i++) {
 		const struct live_slot *e = &r->live.s[i];
 
-		if (e->ptr)
+		if (e->agg != LIVE_EMPTY)
 			cb(&r->aggs[e->agg], e->time, e->weight / (double)HS_WEIGHT_ONE, ctx);
 	}
 }

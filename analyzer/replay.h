@@ -46,20 +46,19 @@ struct agg {
 	double alloc_objects, alloc_space, inuse_objects, inuse_space;
 };
 
-/* One live block, stored in the table itself: one cache line holds two, and a lookup
- * touches no other memory. ptr == 0 marks an empty slot (NULL is never recorded). */
+/* One live block, indexed by its slot. The recorder reuses freed slots first, so the table
+ * is as long as the most blocks ever live at once, not as the file. */
 struct live_slot {
-	uint64_t ptr;
-	uint32_t pid;
-	uint32_t agg;    /* index into aggs */
 	uint64_t time;
+	uint32_t agg;    /* index into aggs; LIVE_EMPTY when the slot holds no block */
 	uint32_t weight; /* 16.16 */
-	uint32_t pad;
 };
+
+#define LIVE_EMPTY UINT32_MAX
 
 struct live_table {
 	struct live_slot *s;
-	size_t mask, nr;
+	size_t cap; /* slots allocated */
 };
 
 struct snapshot_info {
@@ -97,7 +96,7 @@ struct replay {
 	bool have_session;
 	char *tool_version, *hostname, *kernel, *cmdline;
 	uint64_t tick_ns, realtime_start_ns, sample_rate, max_stack;
-	uint32_t stack_mode, format_minor;
+	uint32_t stack_mode, format_major, format_minor;
 	struct hs_probe *probes; /* strings owned */
 	uint32_t nr_probes;
 

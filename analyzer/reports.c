@@ -658,7 +658,7 @@ int report_info(const struct replay *r, const struct report_opts *o, FILE *out)
 	if (o->json) {
 		fprintf(out, "{\"file\":");
 		json_str(out, o->file_label);
-		fprintf(out, ",\"format\":\"%d.%u\",\"status\":\"%s\",\"tool_version\":", HS_FORMAT_MAJOR, r->format_minor,
+		fprintf(out, ",\"format\":\"%d.%u\",\"status\":\"%s\",\"tool_version\":", r->format_major, r->format_minor,
 			status_name(r->status));
 		json_str(out, r->tool_version);
 		fprintf(out, ",\"hostname\":");
@@ -699,7 +699,7 @@ int report_info(const struct replay *r, const struct report_opts *o, FILE *out)
 		return EXIT_OK;
 	}
 	fprintf(out, "File: %s\nFormat: %d.%u, %s (%" PRIu64 " bytes, %" PRIu64 " frames)\n", o->file_label,
-		HS_FORMAT_MAJOR, r->format_minor, status_name(r->status), r->file_size, r->frames);
+		r->format_major, r->format_minor, status_name(r->status), r->file_size, r->frames);
 	if (r->status != HS_READ_END && r->error[0])
 		fprintf(out, "  %s\n", r->error);
 	fprintf(out, "Recorder: heapsnap %s on %s, kernel %s\n", r->tool_version, r->hostname, r->kernel);

@@ -12,7 +12,7 @@ int main(int argc, char **argv)
 {
 	struct record_writer *w;
 	struct hs_record r;
-	uint64_t n, live, *ring, s = 88172645463325252ull, t = 0;
+	uint64_t n, live, *ring, *free_slots, nr_free = 0, next_slot = 0, s = 88172645463325252ull, t = 0;
 	static const uint64_t ips[][4] = {{0x401100, 0x401200, 0x401300, 0x401400},
 					  {0x401110, 0x401210, 0x401300, 0x401400},
 					  {0x401120, 0x401220, 0x401310, 0x401400},
@@ -23,8 +23,9 @@ int main(int argc, char **argv)
 		return 2;
 	n = strtoull(argv[2], NULL, 10);
 	live = strtoull(argv[3], NULL, 10);
-	ring = calloc(live, sizeof(*ring));
-	if (!ring || (err = record_writer__open(argv[1], NULL, &w))) {
+	ring = calloc(live, sizeof(*ring)); /* slot + 1 of the block at each place, 0 = none */
+	free_slots = calloc(live, sizeof(*free_slots));
+	if (!ring || !free_slots || (err = record_writer__open(argv[1], NULL, &w))) {
 		fprintf(stderr, "genfile: cannot write %s\n", argv[1]);
 		return 1;
 	}
@@ -59,12 +60,14 @@ int main(int argc, char **argv)
 		t += 1 + (s >> 60);
 		if (ring[idx]) {
 			r = (struct hs_record){.type = HS_REC_FREE, .time = t, .pid = 1, .tid = 1};
-			r.free.ptr = ring[idx];
+			r.free.slot = ring[idx] - 1;
+			free_slots[nr_free++] = r.free.slot;
 			ring[idx] = 0;
 		} else {
 			r = (struct hs_record){.type = HS_REC_ALLOC, .time = t, .pid = 1, .tid = 1};
-			ring[idx] = 0x10000000 + idx * 64 + ((s >> 40) & 3) * 16;
-			r.alloc.ptr = ring[idx];
+			/* Slots as the recorder hands them out: the last freed first. */
+			r.alloc.slot = nr_free ? free_slots[--nr_free] : next_slot++;
+			ring[idx] = r.alloc.slot + 1;
 			r.alloc.size = 16 << ((s >> 33) & 3);
 			r.alloc.stack_id = 1 + ((s >> 50) & 3);
 			r.alloc.kind = HS_KIND_MALLOC;
@@ -77,5 +80,6 @@ int main(int argc, char **argv)
 		err = record_writer__close(w);
 	record_writer__free(w);
 	free(ring);
+	free(free_slots);
 	return err ? 1 : 0;
 }

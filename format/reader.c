@@ -12,13 +12,14 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "hmap.h"
 #include "record.h"
 
 struct record_reader {
 	int fd;
 	char *path;
 	uint64_t file_size;
-	uint32_t minor;
+	uint32_t major, minor;
 	uint64_t data_start;
 
 	uint64_t next_off;  /* where the next frame header starts */
@@ -35,8 +36,16 @@ struct record_reader {
 	size_t raw_cap, raw_len, pos;
 	bool in_footer; /* decoding the footer frame for __footer() */
 
-	uint64_t last_time, last_ptr;
+	uint64_t last_time, last_key; /* last_key: the slot (v2) or the address (v1) */
 	uint32_t cur_pid, cur_tid;
+	/* One past the highest slot allocated so far: a slot may only ever grow by one. */
+	uint64_t slot_limit;
+
+	/* Version 1 names blocks by address; the reader gives them slots the way the v2
+	 * recorder does, so callers see one model: (pid, ptr) -> slot, freed slots reused. */
+	struct hmap v1_live;
+	uint64_t *v1_free;
+	size_t v1_nr_free, v1_cap_free;
 
 	/* Per-record arena: sized before decoding so pointers into it never move. */
 	uint8_t *arena;
@@ -129,11 +138,13 @@ int record_reader__open(const char *path, struct record_reader **out, char *err,
 			 got < sizeof(hdr) ? ", file shorter than its 16-byte header" : "");
 		goto fail;
 	}
-	if ((hdr[8] | hdr[9] << 8) != HS_FORMAT_MAJOR) {
+	r->major = (uint32_t)(hdr[8] | hdr[9] << 8);
+	if (r->major < HS_FORMAT_MAJOR_OLDEST || r->major > HS_FORMAT_MAJOR) {
 		e = -EPROTONOSUPPORT;
 		snprintf(err, errlen,
-			 "%s: offset 8: format version %u.%u is not supported; this heapsnap reads %u.x (upgrade heapsnap-analyze)",
-			 path, hdr[8] | hdr[9] << 8, hdr[10] | hdr[11] << 8, HS_FORMAT_MAJOR);
+			 "%s: offset 8: format version %u.%u is not supported; this heapsnap reads %u.x to %u.x%s",
+			 path, r->major, hdr[10] | hdr[11] << 8, HS_FORMAT_MAJOR_OLDEST, HS_FORMAT_MAJOR,
+			 r->major > HS_FORMAT_MAJOR ? " (upgrade heapsnap-analyze)" : "");
 		goto fail;
 	}
 	r->minor = (uint32_t)(hdr[10] | hdr[11] << 8);
@@ -237,7 +248,7 @@ static int load_frame(struct record_reader *r, uint64_t off, bool want_footer)
 	r->next_off = off + sizeof(fh) + clen;
 	r->raw_len = rlen;
 	r->pos = 0;
-	r->last_time = r->last_ptr = 0;
+	r->last_time = r->last_key = 0;
 	r->cur_pid = r->cur_tid = 0;
 	if (!(flags & HS_FRAME_FLAG_FOOTER))
 		r->frames++;
@@ -501,6 +512,57 @@ static int decode_extended(struct record_reader *r, struct hs_record *rec, const
 	return 0;
 }
 
+/* Version 2: the slot is in the file. Returns why it is impossible, or NULL. */
+static const char *check_slot(struct record_reader *r, struct hs_record *rec, uint64_t slot)
+{
+	rec->alloc.ptr = 0;
+	rec->alloc.slot = slot;
+	if (rec->type == HS_REC_FREE)
+		return slot < r->slot_limit ? NULL : "frees a slot no allocation used";
+	if (slot > r->slot_limit)
+		return "slot skips ahead of every slot used so far";
+	if (slot == r->slot_limit)
+		r->slot_limit++;
+	return NULL;
+}
+
+/* Version 1: names a block by (pid, address); hands out slots as the recorder would. */
+static const char *v1_slot(struct record_reader *r, struct hs_record *rec, uint64_t ptr)
+{
+	struct hmap_slot *s;
+	bool created;
+
+	rec->alloc.ptr = ptr;
+	if (rec->type == HS_REC_FREE) {
+		s = hmap_find(&r->v1_live, rec->pid, ptr);
+		if (!s) {
+			rec->free.slot = HS_SLOT_NONE;
+			return NULL;
+		}
+		rec->free.slot = s->val;
+		hmap_remove_slot(&r->v1_live, s);
+		if (r->v1_nr_free == r->v1_cap_free) {
+			size_t ncap = r->v1_cap_free ? r->v1_cap_free * 2 : 1024;
+			uint64_t *n = realloc(r->v1_free, ncap * sizeof(*n));
+
+			if (!n)
+				return "out of memory";
+			r->v1_free = n;
+			r->v1_cap_free = ncap;
+		}
+		r->v1_free[r->v1_nr_free++] = rec->free.slot;
+		return NULL;
+	}
+	s = hmap_put(&r->v1_live, rec->pid, ptr, &created);
+	if (!s)
+		return "out of memory";
+	/* A live address handed out again: its free was lost, and the slot is reused. */
+	if (created)
+		s->val = r->v1_nr_free ? r->v1_free[--r->v1_nr_free] : r->slot_limit++;
+	rec->alloc.slot = s->val;
+	return NULL;
+}
+
 static int decode_next(struct record_reader *r, struct hs_record *rec)
 {
 	while (r->pos < r->raw_len) {
@@ -508,6 +570,49 @@ static int decode_next(struct record_reader *r, struct hs_record *rec)
 		struct cur c = {.p = base, .end = r->raw + r->raw_len, .r = r};
 		uint32_t type = *c.p++;
 
+		bool packed = (type & HS_PACKED_EVENT) && r->major >= 2;
+
+		if (packed || type == HS_REC_ALLOC || type == HS_REC_ALLOC_SAMPLED || type == HS_REC_FREE) {
+			uint64_t td, t, key, raw;
+
+			if (packed) {
+				td = type & HS_PACKED_TIME_ESC;
+				type = type & HS_PACKED_ALLOC ? HS_REC_ALLOC : HS_REC_FREE;
+				if (td == HS_PACKED_TIME_ESC)
+					td += cu(&c);
+			} else {
+				td = cu(&c);
+			}
+			t = r->last_time + (uint64_t)hs_unzigzag(td);
+			raw = cu(&c);
+			/* v2 frees name their slot outright; everything else is a delta. */
+			key = r->major >= 2 && type == HS_REC_FREE ? raw : r->last_key + (uint64_t)hs_unzigzag(raw);
+			rec->type = type;
+			rec->time = t;
+			rec->pid = r->cur_pid;
+			rec->tid = r->cur_tid;
+			rec->alloc.size = rec->alloc.stack_id = 0;
+			rec->alloc.kind = 0;
+			rec->alloc.weight = HS_WEIGHT_ONE;
+			if (type != HS_REC_FREE) {
+				rec->alloc.size = cu(&c);
+				rec->alloc.stack_id = cu(&c);
+				if (c.p >= c.end && !c.bad)
+					c.bad = "record ends inside a field";
+				else if (!c.bad)
+					rec->alloc.kind = *c.p++;
+				if (type == HS_REC_ALLOC_SAMPLED)
+					rec->alloc.weight = cu(&c);
+			}
+			if (!c.bad)
+				c.bad = r->major == 1 ? v1_slot(r, rec, key) : check_slot(r, rec, key);
+			if (c.bad)
+				goto bad;
+			r->last_time = t;
+			r->last_key = key;
+			r->pos = (size_t)(c.p - r->raw);
+			return 1;
+		}
 		memset(rec, 0, sizeof(*rec));
 		rec->type = type;
 		if (type == HS_REC_THREAD) {
@@ -517,32 +622,6 @@ static int decode_next(struct record_reader *r, struct hs_record *rec)
 				goto bad;
 			r->pos = (size_t)(c.p - r->raw);
 			continue;
-		}
-		if (type == HS_REC_ALLOC || type == HS_REC_ALLOC_SAMPLED || type == HS_REC_FREE) {
-			uint64_t t = r->last_time + (uint64_t)hs_unzigzag(cu(&c));
-			uint64_t ptr = r->last_ptr + (uint64_t)hs_unzigzag(cu(&c));
-
-			rec->time = t;
-			rec->pid = r->cur_pid;
-			rec->tid = r->cur_tid;
-			if (type == HS_REC_FREE) {
-				rec->free.ptr = ptr;
-			} else {
-				rec->alloc.ptr = ptr;
-				rec->alloc.size = cu(&c);
-				rec->alloc.stack_id = cu(&c);
-				if (c.p >= c.end && !c.bad)
-					c.bad = "record ends inside a field";
-				else if (!c.bad)
-					rec->alloc.kind = *c.p++;
-				rec->alloc.weight = type == HS_REC_ALLOC_SAMPLED ? cu(&c) : HS_WEIGHT_ONE;
-			}
-			if (c.bad)
-				goto bad;
-			r->last_time = t;
-			r->last_ptr = ptr;
-			r->pos = (size_t)(c.p - r->raw);
-			return 1;
 		}
 		if (type <= HS_REC_CORE_MAX) {
 			c.bad = "unknown core record type (core types cannot be skipped)";
@@ -610,6 +689,9 @@ int record_reader__rewind(struct record_reader *r)
 	r->skipped = 0;
 	r->status = HS_READ_OK;
 	r->err[0] = 0;
+	r->slot_limit = 0;
+	hmap_free(&r->v1_live);
+	r->v1_nr_free = 0;
 	return 0;
 }
 
@@ -666,6 +748,7 @@ const char *record_reader__error(const struct record_reader *r) { return r->err;
 uint64_t record_reader__offset(const struct record_reader *r) { return r->frame_off; }
 uint64_t record_reader__file_size(const struct record_reader *r) { return r->file_size; }
 uint64_t record_reader__frames(const struct record_reader *r) { return r->frames; }
+uint32_t record_reader__major(const struct record_reader *r) { return r->major; }
 uint32_t record_reader__minor(const struct record_reader *r) { return r->minor; }
 uint64_t record_reader__skipped_records(const struct record_reader *r) { return r->skipped; }
 
@@ -680,5 +763,7 @@ void record_reader__free(struct record_reader *r)
 	free(r->raw);
 	free(r->arena);
 	free(r->path);
+	hmap_free(&r->v1_live);
+	free(r->v1_free);
 	free(r);
 }

@@ -8,8 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HS_FORMAT_MAJOR 1
+#define HS_FORMAT_MAJOR 2
 #define HS_FORMAT_MINOR 0
+/* The oldest major version the reader still reads: version 1 named blocks by address. */
+#define HS_FORMAT_MAJOR_OLDEST 1
 
 #define HS_FILE_MAGIC "\x89HSNP\r\n\x1a"
 #define HS_FILE_HEADER_SIZE 16
@@ -54,6 +56,13 @@ enum hs_rec_type {
 	HS_REC_EXT_MAX = 127,
 };
 
+/* Version 2: a type byte with the top bit set is a packed ALLOC or FREE. Bit 6 is set for
+ * ALLOC; bits 0-5 hold the zigzag time delta, or HS_PACKED_TIME_ESC followed by a varint
+ * of the rest. */
+#define HS_PACKED_EVENT 0x80u
+#define HS_PACKED_ALLOC 0x40u
+#define HS_PACKED_TIME_ESC 63u
+
 enum hs_alloc_kind {
 	HS_KIND_MALLOC = 0,
 	HS_KIND_CALLOC,
@@ -81,6 +90,10 @@ enum hs_snapshot_origin {
 /* Set in an alloc record's kind when it re-creates the block a failed realloc released:
  * it undoes the preceding free and is not a new allocation. */
 #define HS_KIND_RESTORED 0x80u
+
+/* A free whose block the file never allocated. Only the reader produces it, for a
+ * version 1 file's free of an address that was not live. */
+#define HS_SLOT_NONE UINT64_MAX
 
 /* Weights are unsigned 16.16 fixed point; an unsampled event weighs exactly 1. */
 #define HS_WEIGHT_ONE 65536u
@@ -116,13 +129,17 @@ struct hs_record {
 	uint64_t time; /* absolute, in session ticks */
 	uint32_t pid, tid;
 	union {
+		/* A block is named by its slot: a small number the recorder reuses once the block
+		 * is freed, so live blocks always use the lowest few. The address is the
+		 * recorder's business: the writer does not store it and the reader returns 0
+		 * (version 1 files: the address, and a slot the reader assigns). */
 		struct {
-			uint64_t ptr, size, stack_id;
+			uint64_t ptr, slot, size, stack_id;
 			uint64_t weight; /* 16.16 fixed point */
 			uint32_t kind;
 		} alloc;
 		struct {
-			uint64_t ptr;
+			uint64_t ptr, slot; /* in the same places as alloc.ptr and alloc.slot */
 		} free;
 		struct {
 			const char *tool_version, *hostname, *kernel, *cmdline;
@@ -225,6 +242,7 @@ const char *record_reader__error(const struct record_reader *r);
 uint64_t record_reader__offset(const struct record_reader *r); /* file offset of the current frame */
 uint64_t record_reader__file_size(const struct record_reader *r);
 uint64_t record_reader__frames(const struct record_reader *r);
+uint32_t record_reader__major(const struct record_reader *r);
 uint32_t record_reader__minor(const struct record_reader *r);
 uint64_t record_reader__skipped_records(const struct record_reader *r);
 /* Starts again from the first frame. */

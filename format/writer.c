@@ -32,7 +32,7 @@ struct record_writer {
 	size_t comp_cap;
 
 	/* Delta state; reset at every frame so frames decode independently. */
-	uint64_t last_time, last_ptr;
+	uint64_t last_time, last_slot;
 	uint32_t cur_pid, cur_tid;
 	bool have_thread;
 	uint64_t frame_first_time, frame_last_time;
@@ -137,7 +137,7 @@ static void reset_frame_state(struct record_writer *w)
 {
 	w->raw_len = 0;
 	w->last_time = 0;
-	w->last_ptr = 0;
+	w->last_slot = 0;
 	w->have_thread = false;
 	w->frame_has_time = false;
 }
@@ -408,8 +408,10 @@ int record_writer__write(struct record_writer *w, const struct hs_record *r)
 	if (w->error)
 		return w->error;
 	if (r->type == HS_REC_ALLOC || r->type == HS_REC_ALLOC_SAMPLED || r->type == HS_REC_FREE) {
-		uint64_t ptr = r->type == HS_REC_FREE ? r->free.ptr : r->alloc.ptr;
+		uint64_t slot = r->alloc.slot, td; /* free.slot shares alloc.slot's place */
 
+		if (slot == HS_SLOT_NONE)
+			return -EINVAL;
 		err = reserve_raw(w, 2 + 20 + 60);
 		if (err)
 			return w->error = err;
@@ -422,11 +424,25 @@ int record_writer__write(struct record_writer *w, const struct hs_record *r)
 			w->cur_tid = r->tid;
 			w->have_thread = true;
 		}
-		*p++ = (uint8_t)r->type;
-		p += hs_put_uvarint(p, hs_zigzag((int64_t)(r->time - w->last_time)));
-		p += hs_put_uvarint(p, hs_zigzag((int64_t)(ptr - w->last_ptr)));
+		td = hs_zigzag((int64_t)(r->time - w->last_time));
+		if (r->type == HS_REC_ALLOC_SAMPLED) {
+			*p++ = (uint8_t)r->type;
+			p += hs_put_uvarint(p, td);
+		} else {
+			/* One byte says alloc or free and, nearly always, the time step too. */
+			*p++ = (uint8_t)(HS_PACKED_EVENT | (r->type == HS_REC_ALLOC ? HS_PACKED_ALLOC : 0) |
+					 (td < HS_PACKED_TIME_ESC ? td : HS_PACKED_TIME_ESC));
+			if (td >= HS_PACKED_TIME_ESC)
+				p += hs_put_uvarint(p, td - HS_PACKED_TIME_ESC);
+		}
+		/* A free names its slot outright. An allocation usually takes the slot just
+		 * freed, so its delta from the previous event's slot is 0. */
+		if (r->type == HS_REC_FREE)
+			p += hs_put_uvarint(p, slot);
+		else
+			p += hs_put_uvarint(p, hs_zigzag((int64_t)(slot - w->last_slot)));
 		w->last_time = r->time;
-		w->last_ptr = ptr;
+		w->last_slot = slot;
 		if (r->type != HS_REC_FREE) {
 			p += hs_put_uvarint(p, r->alloc.size);
 			p += hs_put_uvarint(p, r->alloc.stack_id);

@@ -74,7 +74,9 @@ struct session {
 	uint64_t next_stack_id;
 	uint64_t last_hash, last_id; /* the previous lookup in stacks */
 	struct hmap dwarf_windows;   /* content hash of a dwarf window -> stack id */
-	struct hmap ulive;           /* every-event mode: (pid, ptr) -> index into pool */
+	/* (pid, ptr) -> index into pool. The index is the block's slot in the file: the pool
+	 * reuses freed indexes first, so slots stay as few as the blocks live at once. */
+	struct hmap ulive;
 	struct hmap pending;         /* (pid, tid) -> pool index of the block its realloc released */
 	struct live_info *pool;
 	uint32_t nr_pool, cap_pool, pool_free;
@@ -713,44 +715,61 @@ static void pool_put(struct session *s, uint32_t i)
 	s->pool_free = i;
 }
 
-/* Every-event mode: the block ALLOC describes joins the live set. Returns false when the
+/* The block ALLOC describes joins the live set and gets its slot. Returns false when the
  * record should not be written (a restore with nothing to restore). */
 static bool ulive_alloc(struct session *s, struct hs_record *r, uint32_t tid)
 {
-	struct hmap_slot *slot;
+	struct hmap_slot *slot, *pend;
 	bool created;
 	uint32_t i;
 
+	pend = hmap_find(&s->pending, r->pid, tid);
 	if (r->alloc.kind & HS_KIND_RESTORED) {
 		/* realloc failed: the block it released at entry is the caller's again. */
-		slot = hmap_find(&s->pending, r->pid, tid);
-		if (!slot)
+		if (!pend)
 			return false;
-		i = (uint32_t)slot->val;
-		hmap_remove_slot(&s->pending, slot);
+		i = (uint32_t)pend->val;
+		hmap_remove_slot(&s->pending, pend);
 		r->alloc.size = s->pool[i].size;
 		r->alloc.stack_id = s->pool[i].stack_id;
 		r->alloc.kind = s->pool[i].kind | HS_KIND_RESTORED;
 	} else {
-		i = pool_get(s);
-		if (s->err)
-			return false;
-		s->pool[i] = (struct live_info){.size = r->alloc.size, .stack_id = r->alloc.stack_id,
-						.kind = r->alloc.kind};
+		if (pend && (r->alloc.kind & 0x7f) == HS_KIND_REALLOC) {
+			/* The realloc succeeded: the slot it held back is free now. */
+			pool_put(s, (uint32_t)pend->val);
+			hmap_remove_slot(&s->pending, pend);
+		}
+		i = UINT32_MAX;
 	}
 	slot = hmap_put(&s->ulive, r->pid, r->alloc.ptr, &created);
 	if (!slot) {
 		s->err = -ENOMEM;
 		return false;
 	}
-	if (!created)
-		pool_put(s, (uint32_t)slot->val); /* its free was lost */
+	if (!created) {
+		/* A live address handed out again: its free was lost. The new block takes the
+		 * old one's slot, which tells the analyzer to drop the stale block. */
+		if (i != UINT32_MAX)
+			pool_put(s, i);
+		i = (uint32_t)slot->val;
+	} else if (i == UINT32_MAX) {
+		i = pool_get(s);
+		if (s->err) {
+			hmap_remove_slot(&s->ulive, slot);
+			return false;
+		}
+	}
+	if (!(r->alloc.kind & HS_KIND_RESTORED))
+		s->pool[i] = (struct live_info){.size = r->alloc.size, .stack_id = r->alloc.stack_id,
+						.kind = r->alloc.kind};
 	slot->val = i;
+	r->alloc.slot = i;
 	return true;
 }
 
-/* Every-event mode: a free. Returns the block's size, or -1 for a pointer not live. */
-static int64_t ulive_free(struct session *s, uint32_t pid, uint32_t tid, uint64_t ptr, bool by_realloc)
+/* A free. Returns the block's size, or -1 for a pointer not live. *SLOT gets its slot. */
+static int64_t ulive_free(struct session *s, uint32_t pid, uint32_t tid, uint64_t ptr, bool by_realloc,
+			  uint64_t *slot_out)
 {
 	struct hmap_slot *slot = hmap_find(&s->ulive, pid, ptr), *pend;
 	uint32_t i;
@@ -761,12 +780,13 @@ static int64_t ulive_free(struct session *s, uint32_t pid, uint32_t tid, uint64_
 		return -1;
 	}
 	i = (uint32_t)slot->val;
+	*slot_out = i;
 	hmap_remove_slot(&s->ulive, slot);
 	if (!by_realloc) {
 		pool_put(s, i);
 		return (int64_t)s->pool[i].size;
 	}
-	/* Kept until the realloc returns: if it fails, the block is restored from here. */
+	/* Held back until the realloc returns: if it fails, the block comes back in this slot. */
 	pend = hmap_put(&s->pending, pid, tid, &created);
 	if (!pend) {
 		s->err = -ENOMEM;
@@ -887,7 +907,7 @@ static int handle_event(void *ctx, void *data, size_t len)
 		r.alloc.stack_id = (h->kind & HS_KIND_FLAG_RESTORED) && !s->o->sample_rate ? 0 : stack_id(s, e->stack);
 		r.alloc.kind = h->kind;
 		r.alloc.weight = w;
-		if (!s->o->sample_rate && !ulive_alloc(s, &r, h->tid))
+		if (!ulive_alloc(s, &r, h->tid))
 			break;
 		write_rec(s, &r);
 		s->n_alloc++;
@@ -900,11 +920,11 @@ static int handle_event(void *ctx, void *data, size_t len)
 		const struct hs_free_event *e = data;
 		int64_t size = (int64_t)e->size;
 
-		if (!s->o->sample_rate) {
-			size = ulive_free(s, h->pid, h->tid, e->ptr, h->kind & HS_FREE_FLAG_REALLOC);
-			if (size < 0)
-				break; /* allocated before recording began: counted, not written */
-		}
+		size = ulive_free(s, h->pid, h->tid, e->ptr, h->kind & HS_FREE_FLAG_REALLOC, &r.free.slot);
+		if (size < 0)
+			break; /* allocated before recording began: counted, not written */
+		if (s->o->sample_rate)
+			size = (int64_t)e->size;
 		r.type = HS_REC_FREE;
 		r.time = t;
 		r.pid = h->pid;

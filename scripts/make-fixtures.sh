@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Re-records testdata/alloc_c.hsnap with the real recorder and regenerates the golden
 # outputs that tests/run.sh compares against. Review the diff before committing: the
-# figures must match the table at the top of tests/workloads/alloc_c.c.
+# figures must match the table at the top of tests/workloads/alloc_c.c. testdata/v1/ is not
+# touched: it holds a recording made by format version 1 and what version 1 printed for it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUTPUT:-.output}

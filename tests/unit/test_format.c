@@ -77,16 +77,17 @@ static void write_sample(const char *path, uint32_t frame_size, uint64_t *nr_rec
 	for (int i = 0; i < NR_EVENTS; i++) {
 		uint64_t t = 10 + (uint64_t)i * 3;
 
+		/* Slots as the recorder hands them out: in each group of three events the first
+		 * block stays live and the second is freed, so group g uses slots g and g + 1. */
 		if (i % 3 == 2)
-			W(.type = HS_REC_FREE, .time = t, .pid = 42, .tid = 42 + i % 2,
-			  .free = {.ptr = 0x5000000ull + (uint64_t)(i - 1) * 32});
+			W(.type = HS_REC_FREE, .time = t, .pid = 42, .tid = 42 + i % 2, .free = {.slot = (uint64_t)i / 3 + 1});
 		else if (i % 7 == 0)
 			W(.type = HS_REC_ALLOC_SAMPLED, .time = t, .pid = 42, .tid = 42 + i % 2,
-			  .alloc = {.ptr = 0x5000000ull + (uint64_t)i * 32, .size = (uint64_t)i, .stack_id = 1,
+			  .alloc = {.slot = (uint64_t)i / 3 + (uint64_t)(i % 3), .size = (uint64_t)i, .stack_id = 1,
 				    .weight = 3 * HS_WEIGHT_ONE + 5, .kind = HS_KIND_CALLOC});
 		else
 			W(.type = HS_REC_ALLOC, .time = t, .pid = 42, .tid = 42 + i % 2,
-			  .alloc = {.ptr = 0x5000000ull + (uint64_t)i * 32, .size = (uint64_t)i, .stack_id = 1,
+			  .alloc = {.slot = (uint64_t)i / 3 + (uint64_t)(i % 3), .size = (uint64_t)i, .stack_id = 1,
 				    .kind = HS_KIND_MALLOC});
 		if (i == NR_EVENTS / 2)
 			W(.type = HS_REC_SNAPSHOT, .time = t, .snapshot = {.label = "half", .origin = HS_SNAP_SIGNAL,
@@ -205,7 +206,7 @@ static void test_roundtrip(void)
 		case HS_REC_ALLOC_SAMPLED: {
 			uint64_t i = rec.alloc.size;
 
-			CHECK(rec.alloc.ptr == 0x5000000ull + i * 32 && rec.time == 10 + i * 3 && rec.pid == 42 &&
+			CHECK(rec.alloc.slot == i / 3 + i % 3 && rec.alloc.ptr == 0 && rec.time == 10 + i * 3 && rec.pid == 42 &&
 				      rec.tid == 42 + i % 2 && rec.alloc.stack_id == 1,
 			      "alloc %" PRIu64, i);
 			if (rec.type == HS_REC_ALLOC_SAMPLED) {
@@ -219,6 +220,7 @@ static void test_roundtrip(void)
 			break;
 		}
 		case HS_REC_FREE:
+			CHECK(rec.free.slot == (rec.time - 10) / 9 + 1, "free slot at time %" PRIu64, rec.time);
 			frees++;
 			break;
 		case HS_REC_STACK_DWARF:
@@ -361,11 +363,15 @@ static void test_versions(void)
 	path_of(path, sizeof(path), "ver.hsnap");
 	write_sample(path, 0, &written);
 	data = slurp(path, &len);
-	data[8] = 2; /* major 2 */
+	data[8] = HS_FORMAT_MAJOR + 1;
 	write_prefix(path, path, len, data);
 	ret = record_reader__open(path, &r, err, sizeof(err));
-	CHECK(ret == -EPROTONOSUPPORT && strstr(err, "2.0") && strstr(err, path), "newer major refused: %s", err);
-	data[8] = 1;
+	CHECK(ret == -EPROTONOSUPPORT && strstr(err, "3.0") && strstr(err, path), "newer major refused: %s", err);
+	data[8] = 0;
+	write_prefix(path, path, len, data);
+	ret = record_reader__open(path, &r, err, sizeof(err));
+	CHECK(ret == -EPROTONOSUPPORT && strstr(err, "0.0"), "major 0 refused: %s", err);
+	data[8] = HS_FORMAT_MAJOR;
 	data[10] = 7; /* minor 7: still readable */
 	write_prefix(path, path, len, data);
 	ret = record_reader__open(path, &r, err, sizeof(err));
@@ -379,19 +385,41 @@ static void test_versions(void)
 	free(data);
 }
 
-/* A frame written by hand with an extended record type from a future minor version,
- * and a known record with extra trailing fields. */
+/* A file of one frame of hand-written records, version MAJOR.3, with no footer. */
+static void write_raw_file(const char *path, int major, const uint8_t *raw, size_t len)
+{
+	uint8_t hdr[16] = {0}, fh[16], comp[256];
+	size_t clen;
+	int fd;
+
+	extern size_t ZSTD_compress(void *, size_t, const void *, size_t, int);
+	clen = ZSTD_compress(comp, sizeof(comp), raw, len, 3);
+	memcpy(hdr, HS_FILE_MAGIC, 8);
+	hdr[8] = (uint8_t)major;
+	hdr[10] = 3;
+	fh[0] = 'H'; fh[1] = 'S'; fh[2] = 'F'; fh[3] = 'B';
+	for (int i = 0; i < 4; i++) {
+		fh[4 + i] = (uint8_t)(clen >> (8 * i));
+		fh[8 + i] = (uint8_t)(len >> (8 * i));
+		fh[12 + i] = 0;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(write(fd, hdr, 16) == 16 && write(fd, fh, 16) == 16 && write(fd, comp, clen) == (ssize_t)clen,
+	      "write");
+	close(fd);
+}
+
+/* A version 1 frame written by hand with an extended record type from a future minor
+ * version, a known record with extra trailing fields, and a free of an address never
+ * allocated. */
 static void test_unknown_types(void)
 {
 	char path[256], err[256];
-	uint8_t raw[64], *p = raw, hdr[16] = {0}, fh[16];
-	uint8_t comp[256];
+	uint8_t raw[64], *p = raw;
 	struct record_reader *r;
 	struct hs_record rec;
-	size_t clen;
-	int n = 0, snaps = 0, fd;
+	int n = 0, snaps = 0;
 
-	extern size_t ZSTD_compress(void *, size_t, const void *, size_t, int);
 	*p++ = 99; /* unknown extended type */
 	*p++ = 3;
 	*p++ = 1; *p++ = 2; *p++ = 3;
@@ -400,33 +428,69 @@ static void test_unknown_types(void)
 	*p++ = 5; *p++ = 1; *p++ = 'x'; *p++ = 0; *p++ = 0; *p++ = 42;
 	*p++ = HS_REC_THREAD; *p++ = 7; *p++ = 8;
 	*p++ = HS_REC_FREE; *p++ = 20; *p++ = 64; /* time 10, ptr 32 */
-	clen = ZSTD_compress(comp, sizeof(comp), raw, (size_t)(p - raw), 3);
-	memcpy(hdr, HS_FILE_MAGIC, 8);
-	hdr[8] = 1;
-	hdr[10] = 3;
-	fh[0] = 'H'; fh[1] = 'S'; fh[2] = 'F'; fh[3] = 'B';
-	for (int i = 0; i < 4; i++) {
-		fh[4 + i] = (uint8_t)(clen >> (8 * i));
-		fh[8 + i] = (uint8_t)((size_t)(p - raw) >> (8 * i));
-		fh[12 + i] = 0;
-	}
 	path_of(path, sizeof(path), "unknown.hsnap");
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	CHECK(write(fd, hdr, 16) == 16 && write(fd, fh, 16) == 16 && write(fd, comp, clen) == (ssize_t)clen,
-	      "write");
-	close(fd);
+	write_raw_file(path, 1, raw, (size_t)(p - raw));
 	CHECK(!record_reader__open(path, &r, err, sizeof(err)), "open: %s", err);
 	while (record_reader__next(r, &rec) == 1) {
 		n++;
 		if (rec.type == HS_REC_SNAPSHOT)
 			snaps += rec.time == 5 && !strcmp(rec.snapshot.label, "x");
 		if (rec.type == HS_REC_FREE)
-			CHECK(rec.pid == 7 && rec.tid == 8 && rec.time == 10 && rec.free.ptr == 32, "free after skip");
+			CHECK(rec.pid == 7 && rec.tid == 8 && rec.time == 10 && rec.free.ptr == 32 &&
+				      rec.free.slot == HS_SLOT_NONE, "v1 free of an unknown address");
 	}
 	CHECK(n == 2 && snaps == 1, "unknown type skipped, known records kept (n=%d)", n);
 	CHECK(record_reader__skipped_records(r) == 1, "one record skipped");
 	CHECK(record_reader__status(r) == HS_READ_TRUNCATED, "no footer is reported");
 	record_reader__free(r);
+}
+
+/* Version 2 packed events byte by byte, as docs/FORMAT.md gives them, and the slot rules:
+ * a slot may only grow by one, and a free must name a slot some allocation used. */
+static void test_packed_events(void)
+{
+	static const struct {
+		const char *what;
+		uint8_t bytes[24];
+		size_t len;
+		enum hs_read_status want;
+		int events;
+	} cases[] = {
+		/* thread 7/8; alloc t=+10 slot 0 size 16 stack 1 kind 0; alloc t=+70 (escape: 63 + 77)
+		 * slot +1 size 300 (2 bytes); free t=-1 slot 0; alloc t=0 slot delta 0 (slot 0). */
+		{"valid", {1, 7, 8, 0xc0 | 20, 0, 16, 1, 0, 0xc0 | 63, 77, 2, 0xac, 0x02, 1, 0,
+			   0x80 | 1, 0, 0xc0, 0, 8, 1, 0}, 22, HS_READ_TRUNCATED, 4},
+		{"slot skips ahead", {1, 7, 8, 0xc0, 4, 16, 1, 0}, 8, HS_READ_CORRUPT, 0},
+		{"free of a slot never used", {1, 7, 8, 0xc0, 0, 16, 1, 0, 0x80, 1}, 10, HS_READ_CORRUPT, 1},
+		{"packed alloc cut short", {1, 7, 8, 0xc0, 0, 16}, 6, HS_READ_CORRUPT, 0},
+	};
+	char path[256], err[256];
+
+	path_of(path, sizeof(path), "packed.hsnap");
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct record_reader *r;
+		struct hs_record rec;
+		struct hs_record got[8];
+		int n = 0;
+
+		write_raw_file(path, 2, cases[c].bytes, cases[c].len);
+		CHECK(!record_reader__open(path, &r, err, sizeof(err)), "open: %s", err);
+		while (n < 8 && record_reader__next(r, &rec) == 1)
+			got[n++] = rec;
+		CHECK(n == cases[c].events && record_reader__status(r) == cases[c].want, "%s: %d events, status %d: %s",
+		      cases[c].what, n, record_reader__status(r), record_reader__error(r));
+		if (c == 0 && n == 4) {
+			CHECK(got[0].type == HS_REC_ALLOC && got[0].time == 10 && got[0].alloc.slot == 0 &&
+				      got[0].alloc.size == 16 && got[0].alloc.stack_id == 1 && got[0].pid == 7 &&
+				      got[0].tid == 8 && got[0].alloc.weight == HS_WEIGHT_ONE,
+			      "packed alloc");
+			CHECK(got[1].time == 80 && got[1].alloc.slot == 1 && got[1].alloc.size == 300, "time escape");
+			CHECK(got[2].type == HS_REC_FREE && got[2].time == 79 && got[2].free.slot == 0, "packed free");
+			CHECK(got[3].type == HS_REC_ALLOC && got[3].time == 79 && got[3].alloc.slot == 0 &&
+				      got[3].alloc.size == 8, "slot reused");
+		}
+		record_reader__free(r);
+	}
 }
 
 int main(void)
@@ -441,6 +505,7 @@ int main(void)
 	test_corruption();
 	test_versions();
 	test_unknown_types();
+	test_packed_events();
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)

@@ -37,6 +37,9 @@ struct record_reader {
 	bool in_footer; /* decoding the footer frame for __footer() */
 
 	uint64_t last_time, last_key; /* last_key: the slot (v2) or the address (v1) */
+	uint64_t last_stack;          /* the call site of the frame's last packed ALLOC that named one */
+	uint32_t last_kind;
+	bool have_site;
 	uint32_t cur_pid, cur_tid;
 	/* One past the highest slot allocated so far: a slot may only ever grow by one. */
 	uint64_t slot_limit;
@@ -249,6 +252,7 @@ static int load_frame(struct record_reader *r, uint64_t off, bool want_footer)
 	r->raw_len = rlen;
 	r->pos = 0;
 	r->last_time = r->last_key = 0;
+	r->have_site = false;
 	r->cur_pid = r->cur_tid = 0;
 	if (!(flags & HS_FRAME_FLAG_FOOTER))
 		r->frames++;
@@ -573,20 +577,27 @@ static int decode_next(struct record_reader *r, struct hs_record *rec)
 		bool packed = (type & HS_PACKED_EVENT) && r->major >= 2;
 
 		if (packed || type == HS_REC_ALLOC || type == HS_REC_ALLOC_SAMPLED || type == HS_REC_FREE) {
-			uint64_t td, t, key, raw;
+			uint32_t bits = packed ? type : 0;
+			uint64_t td, t, key;
 
 			if (packed) {
-				td = type & HS_PACKED_TIME_ESC;
-				type = type & HS_PACKED_ALLOC ? HS_REC_ALLOC : HS_REC_FREE;
+				type = bits & HS_PACKED_ALLOC ? HS_REC_ALLOC : HS_REC_FREE;
+				td = bits & HS_PACKED_TIME_ESC;
 				if (td == HS_PACKED_TIME_ESC)
 					td += cu(&c);
+				if (type == HS_REC_FREE && (bits & (HS_PACKED_SAME_SLOT | HS_PACKED_SAME_SITE)))
+					c.bad = "packed FREE with ALLOC-only bits set";
 			} else {
 				td = cu(&c);
 			}
 			t = r->last_time + (uint64_t)hs_unzigzag(td);
-			raw = cu(&c);
-			/* v2 frees name their slot outright; everything else is a delta. */
-			key = r->major >= 2 && type == HS_REC_FREE ? raw : r->last_key + (uint64_t)hs_unzigzag(raw);
+			/* v2 frees name their slot outright; allocations (and v1 addresses) are deltas. */
+			if (bits & HS_PACKED_SAME_SLOT)
+				key = r->last_key;
+			else if (r->major >= 2 && type == HS_REC_FREE)
+				key = cu(&c);
+			else
+				key = r->last_key + (uint64_t)hs_unzigzag(cu(&c));
 			rec->type = type;
 			rec->time = t;
 			rec->pid = r->cur_pid;
@@ -596,11 +607,23 @@ static int decode_next(struct record_reader *r, struct hs_record *rec)
 			rec->alloc.weight = HS_WEIGHT_ONE;
 			if (type != HS_REC_FREE) {
 				rec->alloc.size = cu(&c);
-				rec->alloc.stack_id = cu(&c);
-				if (c.p >= c.end && !c.bad)
-					c.bad = "record ends inside a field";
-				else if (!c.bad)
-					rec->alloc.kind = *c.p++;
+				if (bits & HS_PACKED_SAME_SITE) {
+					if (!r->have_site && !c.bad)
+						c.bad = "repeats the call site, but no allocation in this frame named one";
+					rec->alloc.stack_id = r->last_stack;
+					rec->alloc.kind = r->last_kind;
+				} else {
+					rec->alloc.stack_id = cu(&c);
+					if (c.p >= c.end && !c.bad)
+						c.bad = "record ends inside a field";
+					else if (!c.bad)
+						rec->alloc.kind = *c.p++;
+					if (packed) {
+						r->last_stack = rec->alloc.stack_id;
+						r->last_kind = rec->alloc.kind;
+						r->have_site = true;
+					}
+				}
 				if (type == HS_REC_ALLOC_SAMPLED)
 					rec->alloc.weight = cu(&c);
 			}

@@ -56,12 +56,15 @@ enum hs_rec_type {
 	HS_REC_EXT_MAX = 127,
 };
 
-/* Version 2: a type byte with the top bit set is a packed ALLOC or FREE. Bit 6 is set for
- * ALLOC; bits 0-5 hold the zigzag time delta, or HS_PACKED_TIME_ESC followed by a varint
- * of the rest. */
+/* Version 2: a type byte with the top bit set is a packed ALLOC or FREE (docs/FORMAT.md).
+ * Bit 6 is set for ALLOC. An ALLOC's bit 5 says its slot is the previous event's, and
+ * bit 4 that its stack and kind are the previous packed ALLOC's in the frame. Bits 0-3
+ * hold the zigzag time delta, or HS_PACKED_TIME_ESC followed by a varint of the rest. */
 #define HS_PACKED_EVENT 0x80u
 #define HS_PACKED_ALLOC 0x40u
-#define HS_PACKED_TIME_ESC 63u
+#define HS_PACKED_SAME_SLOT 0x20u
+#define HS_PACKED_SAME_SITE 0x10u
+#define HS_PACKED_TIME_ESC 15u
 
 enum hs_alloc_kind {
 	HS_KIND_MALLOC = 0,
@@ -206,7 +209,7 @@ struct record_writer;
 
 struct record_writer_opts {
 	uint32_t frame_size; /* raw bytes per frame before it is compressed; 0 = 1 MiB */
-	int zstd_level;      /* 0 = 3 */
+	int zstd_level;      /* 0 = 2 */
 };
 
 /* Creates PATH (truncating it) and writes the file header. */

@@ -27,6 +27,7 @@
 #include "heapsnap.skel.h"
 #include "hmap.h"
 #include "procfs.h"
+#include "ptrmap.h"
 #include "record.h"
 #include "recorder.h"
 
@@ -76,7 +77,7 @@ struct session {
 	struct hmap dwarf_windows;   /* content hash of a dwarf window -> stack id */
 	/* (pid, ptr) -> index into pool. The index is the block's slot in the file: the pool
 	 * reuses freed indexes first, so slots stay as few as the blocks live at once. */
-	struct hmap ulive;
+	struct ptrmap ulive;
 	struct hmap pending;         /* (pid, tid) -> pool index of the block its realloc released */
 	struct live_info *pool;
 	uint32_t nr_pool, cap_pool, pool_free;
@@ -719,7 +720,8 @@ static void pool_put(struct session *s, uint32_t i)
  * record should not be written (a restore with nothing to restore). */
 static bool ulive_alloc(struct session *s, struct hs_record *r, uint32_t tid)
 {
-	struct hmap_slot *slot, *pend;
+	struct hmap_slot *pend;
+	struct ptrmap_ent *slot;
 	bool created;
 	uint32_t i;
 
@@ -741,7 +743,7 @@ static bool ulive_alloc(struct session *s, struct hs_record *r, uint32_t tid)
 		}
 		i = UINT32_MAX;
 	}
-	slot = hmap_put(&s->ulive, r->pid, r->alloc.ptr, &created);
+	slot = ptrmap_put(&s->ulive, r->pid, r->alloc.ptr, &created);
 	if (!slot) {
 		s->err = -ENOMEM;
 		return false;
@@ -755,7 +757,7 @@ static bool ulive_alloc(struct session *s, struct hs_record *r, uint32_t tid)
 	} else if (i == UINT32_MAX) {
 		i = pool_get(s);
 		if (s->err) {
-			hmap_remove_slot(&s->ulive, slot);
+			ptrmap_remove(&s->ulive, slot);
 			return false;
 		}
 	}
@@ -771,7 +773,8 @@ static bool ulive_alloc(struct session *s, struct hs_record *r, uint32_t tid)
 static int64_t ulive_free(struct session *s, uint32_t pid, uint32_t tid, uint64_t ptr, bool by_realloc,
 			  uint64_t *slot_out)
 {
-	struct hmap_slot *slot = hmap_find(&s->ulive, pid, ptr), *pend;
+	struct ptrmap_ent *slot = ptrmap_find(&s->ulive, pid, ptr);
+	struct hmap_slot *pend;
 	uint32_t i;
 	bool created;
 
@@ -781,7 +784,7 @@ static int64_t ulive_free(struct session *s, uint32_t pid, uint32_t tid, uint64_
 	}
 	i = (uint32_t)slot->val;
 	*slot_out = i;
-	hmap_remove_slot(&s->ulive, slot);
+	ptrmap_remove(&s->ulive, slot);
 	if (!by_realloc) {
 		pool_put(s, i);
 		return (int64_t)s->pool[i].size;
@@ -881,7 +884,7 @@ static int handle_event(void *ctx, void *data, size_t len)
 {
 	struct session *s = ctx;
 	const struct hs_event_hdr *h = data;
-	struct hs_record r = {0};
+	struct hs_record r; /* not zeroed: events fill what the writer reads, the rest memset it */
 	uint64_t t;
 
 	if (len < sizeof(*h))
@@ -946,6 +949,7 @@ static int handle_event(void *ctx, void *data, size_t len)
 		if (len < offsetof(struct hs_stack_event, ips) + nr * sizeof(uint64_t) || nr > HS_MAX_STACK)
 			break;
 		slot->val |= 1;
+		memset(&r, 0, sizeof(r));
 		r.type = HS_REC_STACK;
 		r.stack.id = id;
 		r.stack.nr = nr;
@@ -966,6 +970,7 @@ static int handle_event(void *ctx, void *data, size_t len)
 		memcpy(comm, e->comm, 16);
 		comm[16] = 0;
 		hmap_put(&s->tids, h->pid, h->tid, NULL);
+		memset(&r, 0, sizeof(r));
 		r.type = HS_REC_THREAD_NAME;
 		r.pid = h->pid;
 		r.tid = h->tid;
@@ -1657,7 +1662,7 @@ cleanup:
 	free(s->probes);
 	hmap_free(&s->stacks);
 	hmap_free(&s->dwarf_windows);
-	hmap_free(&s->ulive);
+	ptrmap_free(&s->ulive);
 	hmap_free(&s->pending);
 	free(s->pool);
 	hmap_free(&s->tids);

@@ -140,7 +140,7 @@ t_bad_input() {
 	"$A" top --snapshot nolabel $f 2>"$TMP/e"; rc=$?; eq "missing label exit" 4 $rc
 	# Truncated anywhere: never a crash; a cut file reads up to its last complete frame.
 	local cut ok=0
-	for cut in $(seq 16 53 "$size") $((size - 1)); do
+	for cut in $(seq 16 53 "$size") $((size - 17)) $((size - 1)); do # size - 17: inside the footer frame
 		head -c "$cut" $f >"$TMP/cut.hsnap"
 		for sub in summary pprof collapsed info stats; do
 			"$A" $sub --no-symbolize -o "$TMP/cut.out" "$TMP/cut.hsnap" >/dev/null 2>"$TMP/e"; rc=$?

@@ -172,7 +172,7 @@ static void test_roundtrip(void)
 	int snaps_in_footer = 0;
 
 	path_of(path, sizeof(path), "rt.hsnap");
-	write_sample(path, 4096, &written);
+	write_sample(path, 2048, &written);
 	CHECK(!record_reader__open(path, &r, err, sizeof(err)), "open: %s", err);
 	while (record_reader__next(r, &rec) == 1) {
 		seen++;
@@ -456,10 +456,13 @@ static void test_packed_events(void)
 		enum hs_read_status want;
 		int events;
 	} cases[] = {
-		/* thread 7/8; alloc t=+10 slot 0 size 16 stack 1 kind 0; alloc t=+70 (escape: 63 + 77)
-		 * slot +1 size 300 (2 bytes); free t=-1 slot 0; alloc t=0 slot delta 0 (slot 0). */
-		{"valid", {1, 7, 8, 0xc0 | 20, 0, 16, 1, 0, 0xc0 | 63, 77, 2, 0xac, 0x02, 1, 0,
-			   0x80 | 1, 0, 0xc0, 0, 8, 1, 0}, 22, HS_READ_TRUNCATED, 4},
+		/* thread 7/8; alloc t=10 (time escape: 15 + 5 = zigzag 20) slot 0 size 16 stack 1
+		 * kind 0; alloc t=80 (15 + 125 = zigzag 140) slot +1, size 300 (2 bytes), same site;
+		 * free t=79 (zigzag 1) slot 0; alloc t=79, same slot (0), same site, size 8. */
+		{"valid", {1, 7, 8, 0xc0 | 15, 5, 0, 16, 1, 0, 0xd0 | 15, 125, 2, 0xac, 0x02, 0x80 | 1, 0,
+			   0xf0, 8}, 18, HS_READ_TRUNCATED, 4},
+		{"same site before any site", {1, 7, 8, 0xd0, 0, 16}, 6, HS_READ_CORRUPT, 0},
+		{"free with ALLOC-only bits", {1, 7, 8, 0xa0, 0}, 5, HS_READ_CORRUPT, 0},
 		{"slot skips ahead", {1, 7, 8, 0xc0, 4, 16, 1, 0}, 8, HS_READ_CORRUPT, 0},
 		{"free of a slot never used", {1, 7, 8, 0xc0, 0, 16, 1, 0, 0x80, 1}, 10, HS_READ_CORRUPT, 1},
 		{"packed alloc cut short", {1, 7, 8, 0xc0, 0, 16}, 6, HS_READ_CORRUPT, 0},
@@ -484,10 +487,11 @@ static void test_packed_events(void)
 				      got[0].alloc.size == 16 && got[0].alloc.stack_id == 1 && got[0].pid == 7 &&
 				      got[0].tid == 8 && got[0].alloc.weight == HS_WEIGHT_ONE,
 			      "packed alloc");
-			CHECK(got[1].time == 80 && got[1].alloc.slot == 1 && got[1].alloc.size == 300, "time escape");
+			CHECK(got[1].time == 80 && got[1].alloc.slot == 1 && got[1].alloc.size == 300 &&
+				      got[1].alloc.stack_id == 1, "time escape, same site");
 			CHECK(got[2].type == HS_REC_FREE && got[2].time == 79 && got[2].free.slot == 0, "packed free");
 			CHECK(got[3].type == HS_REC_ALLOC && got[3].time == 79 && got[3].alloc.slot == 0 &&
-				      got[3].alloc.size == 8, "slot reused");
+				      got[3].alloc.size == 8 && got[3].alloc.stack_id == 1, "same slot, same site");
 		}
 		record_reader__free(r);
 	}

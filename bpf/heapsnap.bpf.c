@@ -111,10 +111,24 @@ struct {
 	__type(value, __u64);
 } maps_gen SEC(".maps");
 
+/* One ring buffer per CPU: threads allocating on different CPUs never contend for one
+ * ring's lock. User space merges the rings by timestamp. */
 struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 16 << 20); /* --ringbuf-size */
-} events SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1); /* the number of possible CPUs, set by the loader */
+	__type(key, __u32);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_RINGBUF);
+		__uint(max_entries, 1 << 20); /* --ringbuf-size over the CPUs, set by the loader */
+	});
+} rings SEC(".maps");
+
+static __always_inline void *this_ring(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	return bpf_map_lookup_elem(&rings, &cpu);
+}
 
 static __always_inline void count(__u32 which)
 {
@@ -132,10 +146,33 @@ static __always_inline bool is_tracked(__u32 tgid)
 }
 
 /* Wake the consumer only when a good share of the buffer waits; it also drains on a timer. */
-static __always_inline __u64 rb_flags(void)
+static __always_inline __u64 rb_flags(void *rb)
 {
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-									      : BPF_RB_NO_WAKEUP;
+	return bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+/* SIZE bytes in this CPU's ring, or NULL when it is full. A program does not migrate
+ * while it runs, so ring_submit() finds the same ring. */
+static __always_inline void *ring_reserve(__u64 size)
+{
+	void *rb = this_ring();
+
+	return rb ? bpf_ringbuf_reserve(rb, size, 0) : NULL;
+}
+
+static __always_inline void ring_submit(void *e)
+{
+	void *rb = this_ring();
+
+	bpf_ringbuf_submit(e, rb ? rb_flags(rb) : 0);
+}
+
+/* Copies SIZE bytes from P into this CPU's ring. Returns 0 on success. */
+static __always_inline long ring_output(void *p, __u64 size)
+{
+	void *rb = this_ring();
+
+	return rb ? bpf_ringbuf_output(rb, p, size, rb_flags(rb)) : -1;
 }
 
 static __always_inline __s64 draw_threshold(void)
@@ -161,7 +198,7 @@ static __always_inline void fill_hdr(struct hs_event_hdr *h, __u8 type, __u8 kin
  * their allocations by less than user space takes to read /proc. */
 static __always_inline void emit_comm(__u32 tgid, __u32 tid, const char *comm, bool kernel_ptr)
 {
-	struct hs_comm_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct hs_comm_event *e = ring_reserve(sizeof(*e));
 
 	if (!e) {
 		count(HS_CNT_RINGBUF_FULL);
@@ -247,7 +284,7 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u64 id)
 	s->h.nr = nr;
 	s->hash = h;
 	nr &= 127;
-	if (bpf_ringbuf_output(&events, s, sizeof(s->h) + sizeof(s->hash) + nr * sizeof(__u64), rb_flags())) {
+	if (ring_output(s, sizeof(s->h) + sizeof(s->hash) + nr * sizeof(__u64))) {
 		/* Forget it so the next allocation from this path sends it again. */
 		bpf_map_delete_elem(&stacks_seen, &h);
 		count(HS_CNT_RINGBUF_FULL);
@@ -315,7 +352,7 @@ static __always_inline __u64 capture_dwarf(struct pt_regs *ctx, __u64 id, struct
 	e->regs[7] = ctx->r15;
 	e->len = (__u32)len;
 	e->used = (__u32)used;
-	if (bpf_ringbuf_output(&events, e, offsetof(struct hs_dwarf_event, data) + len, rb_flags())) {
+	if (ring_output(e, offsetof(struct hs_dwarf_event, data) + len)) {
 		count(HS_CNT_RINGBUF_FULL);
 		return 0;
 	}
@@ -324,7 +361,7 @@ static __always_inline __u64 capture_dwarf(struct pt_regs *ctx, __u64 id, struct
 
 static __always_inline void emit_alloc(__u64 id, __u64 ptr, const struct hs_live_val *v, __u8 flags)
 {
-	struct hs_alloc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct hs_alloc_event *e = ring_reserve(sizeof(*e));
 	struct hs_live_key k = {.ptr = ptr, .tgid = id >> 32};
 
 	if (!e) {
@@ -336,7 +373,7 @@ static __always_inline void emit_alloc(__u64 id, __u64 ptr, const struct hs_live
 	e->ptr = ptr;
 	e->size = v->size;
 	e->stack = v->stack;
-	bpf_ringbuf_submit(e, rb_flags());
+	ring_submit(e);
 }
 
 /* Removes PTR from the live set and tells user space. Returns the block's record, if known.
@@ -349,7 +386,7 @@ static __always_inline bool release(__u64 id, __u64 ptr, struct hs_live_val *out
 	struct hs_free_event *e;
 
 	if (!sample_rate) {
-		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		e = ring_reserve(sizeof(*e));
 		if (!e) {
 			count(HS_CNT_RINGBUF_FULL);
 			return false;
@@ -357,7 +394,7 @@ static __always_inline bool release(__u64 id, __u64 ptr, struct hs_live_val *out
 		fill_hdr(&e->h, HS_EV_FREE, flags, id);
 		e->ptr = ptr;
 		e->size = 0;
-		bpf_ringbuf_submit(e, rb_flags());
+		ring_submit(e);
 		return false;
 	}
 	v = bpf_map_lookup_elem(&live, &k);
@@ -368,7 +405,7 @@ static __always_inline bool release(__u64 id, __u64 ptr, struct hs_live_val *out
 	}
 	*out = *v;
 	bpf_map_delete_elem(&live, &k);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = ring_reserve(sizeof(*e));
 	if (!e) {
 		count(HS_CNT_RINGBUF_FULL);
 		return true;
@@ -376,7 +413,7 @@ static __always_inline bool release(__u64 id, __u64 ptr, struct hs_live_val *out
 	fill_hdr(&e->h, HS_EV_FREE, (__u8)out->kind, id);
 	e->ptr = ptr;
 	e->size = out->size;
-	bpf_ringbuf_submit(e, rb_flags());
+	ring_submit(e);
 	return true;
 }
 
@@ -572,7 +609,7 @@ int BPF_KRETPROBE(ret_free_wrapper)
 
 static __always_inline void emit_proc(__u8 type, __u32 pid, __u32 ppid, __s32 code, struct task_struct *task)
 {
-	struct hs_proc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct hs_proc_event *e = ring_reserve(sizeof(*e));
 
 	if (!e) {
 		count(HS_CNT_RINGBUF_FULL);
@@ -705,7 +742,7 @@ int on_mmap_exit(struct trace_event_raw_sys_exit *ctx)
 	bpf_probe_read_kernel(&f, sizeof(f), &fds[pm->fd]);
 	if (!f)
 		goto out;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = ring_reserve(sizeof(*e));
 	if (!e) {
 		count(HS_CNT_RINGBUF_FULL);
 		goto out;

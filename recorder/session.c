@@ -67,6 +67,9 @@ struct session {
 	const struct rec_opts *o;
 	struct heapsnap_bpf *skel;
 	struct ring_buffer *rb;
+	struct stage *stages; /* one per CPU ring */
+	int *ring_fds;
+	int nr_rings;
 	struct record_writer *w;
 	bool header_written;
 	uint64_t mono_start;
@@ -440,6 +443,12 @@ static void rescan_maps(struct session *s, struct proc *p, bool attach)
 
 	if (proc_read_maps(p->pid, &nm, &nn))
 		return;
+	/* A process always has mappings; none means it has exited and its exit event is
+	 * still waiting to be merged. Its mappings stay as they were. */
+	if (!nn) {
+		proc_maps_free(nm, nn);
+		return;
+	}
 	if (s->header_written) {
 		/* Both lists are sorted by start address. */
 		while (i < p->nr_maps || j < nn) {
@@ -992,6 +1001,163 @@ static int handle_event(void *ctx, void *data, size_t len)
 	return s->err ? -1 : 0;
 }
 
+/* ---- merging the per-CPU rings ---- */
+
+/* How long an event may take from its timestamp to its ring: a BPF program can be
+ * preempted between the two. Events are merged only once they are this old. */
+#define MERGE_SLACK_NS 10000000ull
+
+/* One CPU's events, consumed from its ring and waiting to be merged in time order with the
+ * other CPUs'. Each is a u32 length, 4 bytes of padding, then the event, 8-byte aligned. */
+struct stage {
+	struct session *s;
+	uint8_t *buf;
+	size_t head, len, cap;
+};
+
+static int stage_event(void *ctx, void *data, size_t len)
+{
+	struct stage *st = ctx;
+	size_t need = 8 + ((len + 7) & ~(size_t)7);
+
+	if (st->len + need > st->cap) {
+		size_t ncap = st->cap ? st->cap * 2 : 1u << 20;
+		uint8_t *n;
+
+		while (ncap < st->len + need)
+			ncap *= 2;
+		n = realloc(st->buf, ncap);
+		if (!n) {
+			st->s->err = -ENOMEM;
+			return -1;
+		}
+		st->buf = n;
+		st->cap = ncap;
+	}
+	*(uint32_t *)(st->buf + st->len) = (uint32_t)len;
+	memcpy(st->buf + st->len + 8, data, len);
+	st->len += need;
+	return 0;
+}
+
+static uint64_t stage_head_ts(const struct stage *st)
+{
+	uint32_t len = *(const uint32_t *)(st->buf + st->head);
+
+	return len >= sizeof(struct hs_event_hdr) ? ((const struct hs_event_hdr *)(st->buf + st->head + 8))->ts : 0;
+}
+
+static size_t stage_skip(const struct stage *st, size_t off)
+{
+	return 8 + ((*(const uint32_t *)(st->buf + off) + 7) & ~(size_t)7);
+}
+
+/* Handles the staged events stamped up to LIMIT (CLOCK_MONOTONIC ns), oldest first. Each
+ * ring is in order already, so events go in runs: a ring is drained while its head is no
+ * later than every other ring's, and the rings are compared once per run. */
+static void merge_rings(struct session *s, uint64_t limit)
+{
+	while (!s->err) {
+		struct stage *best = NULL;
+		uint64_t best_ts = UINT64_MAX, next_ts = UINT64_MAX;
+
+		for (int i = 0; i < s->nr_rings; i++) {
+			struct stage *st = &s->stages[i];
+			uint64_t ts;
+
+			if (st->head == st->len)
+				continue;
+			ts = stage_head_ts(st);
+			if (ts < best_ts) {
+				next_ts = best_ts;
+				best_ts = ts;
+				best = st;
+			} else if (ts < next_ts) {
+				next_ts = ts;
+			}
+		}
+		if (!best || best_ts > limit)
+			return;
+		if (next_ts > limit)
+			next_ts = limit;
+		do {
+			uint32_t len = *(uint32_t *)(best->buf + best->head);
+
+			handle_event(s, best->buf + best->head + 8, len);
+			best->head += stage_skip(best, best->head);
+		} while (best->head < best->len && stage_head_ts(best) <= next_ts && !s->err);
+		if (best->head == best->len)
+			best->head = best->len = 0;
+	}
+}
+
+/* Drains every ring, then merges what is old enough. Returns the time up to which the file
+ * is now complete: a snapshot taken now marks that moment. */
+static uint64_t drain(struct session *s, bool all)
+{
+	uint64_t t = mono_ns();
+
+	ring_buffer__consume(s->rb);
+	t = all ? UINT64_MAX : t > MERGE_SLACK_NS ? t - MERGE_SLACK_NS : 0;
+	merge_rings(s, t);
+	/* What waits is the slack's worth. It moves to the front of the buffer once more has
+	 * been handled than waits, so each byte moves at most once and the buffer stays the
+	 * size of a few drains. */
+	for (int i = 0; i < s->nr_rings; i++) {
+		struct stage *st = &s->stages[i];
+
+		if (st->head && st->head >= st->len - st->head) {
+			memmove(st->buf, st->buf + st->head, st->len - st->head);
+			st->len -= st->head;
+			st->head = 0;
+		}
+	}
+	return all ? mono_ns() : t;
+}
+
+/* One ring per possible CPU, all of RING_BYTES, made before the BPF object is loaded: the
+ * first also serves as the template of the array of rings. */
+static int create_rings(struct session *s, uint32_t ring_bytes)
+{
+	s->nr_rings = libbpf_num_possible_cpus();
+	if (s->nr_rings <= 0)
+		return s->nr_rings ? s->nr_rings : -EINVAL;
+	s->stages = calloc((size_t)s->nr_rings, sizeof(*s->stages));
+	s->ring_fds = malloc(sizeof(*s->ring_fds) * (size_t)s->nr_rings);
+	if (!s->stages || !s->ring_fds)
+		return -ENOMEM;
+	for (int i = 0; i < s->nr_rings; i++)
+		s->ring_fds[i] = -1;
+	for (int i = 0; i < s->nr_rings; i++) {
+		s->stages[i].s = s;
+		s->ring_fds[i] = bpf_map_create(BPF_MAP_TYPE_RINGBUF, NULL, 0, 0, ring_bytes, NULL);
+		if (s->ring_fds[i] < 0)
+			return -errno;
+	}
+	bpf_map__set_max_entries(s->skel->maps.rings, (uint32_t)s->nr_rings);
+	return bpf_map__set_inner_map_fd(s->skel->maps.rings, s->ring_fds[0]);
+}
+
+/* After loading: puts the rings in the BPF array and has libbpf poll them all. */
+static int install_rings(struct session *s)
+{
+	int outer = bpf_map__fd(s->skel->maps.rings), err;
+
+	for (int i = 0; i < s->nr_rings; i++) {
+		uint32_t key = (uint32_t)i;
+
+		if (bpf_map_update_elem(outer, &key, &s->ring_fds[i], BPF_ANY))
+			return -errno;
+		if (!i)
+			s->rb = ring_buffer__new(s->ring_fds[i], stage_event, &s->stages[i], NULL);
+		else if ((err = ring_buffer__add(s->rb, s->ring_fds[i], stage_event, &s->stages[i])))
+			return err;
+		if (!s->rb)
+			return -errno;
+	}
+	return 0;
+}
+
 /* ---- counters, snapshots, RSS ---- */
 
 static void read_counters(struct session *s)
@@ -1342,9 +1508,13 @@ int recorder_run(const struct rec_opts *o)
 	struct record_writer_opts wo = {0};
 	uint64_t t_start, next_tick, next_rss, next_interval, deadline;
 	char *exe = NULL, **libs = NULL;
-	int nr_libs = 0, go_fd = -1, err, exit_code = 0;
+	int nr_libs = 0, go_fd = -1, err, exit_code = 0, ncpu = libbpf_num_possible_cpus();
+	/* --ringbuf-size is shared by the CPUs: each ring is a power of two of at least 256 KiB. */
+	uint32_t ring_bytes = 256u << 10;
 	bool stopping = false;
 
+	while (ncpu > 0 && ((uint64_t)ring_bytes << 1) * (uint64_t)ncpu <= (uint64_t)o->ringbuf_mb << 20)
+		ring_bytes <<= 1;
 	err = check_privileges();
 	if (err)
 		return 1;
@@ -1396,12 +1566,16 @@ int recorder_run(const struct rec_opts *o)
 	s->skel->rodata->stack_depth = o->max_stack;
 	s->skel->rodata->stack_mode = o->stack_mode == HS_STACK_NONE ? 0 : o->stack_mode == HS_STACK_DWARF ? 2 : 1;
 	s->skel->rodata->dwarf_bytes = o->dwarf_bytes;
-	s->skel->rodata->wakeup_bytes = (uint64_t)o->ringbuf_mb << 18; /* a quarter of the buffer */
+	s->skel->rodata->wakeup_bytes = ring_bytes / 4;
 	s->skel->rodata->self_tgid = (uint32_t)getpid();
 	s->skel->rodata->noop = o->noop;
 	bpf_map__set_max_entries(s->skel->maps.live, o->max_live);
 	bpf_map__set_max_entries(s->skel->maps.stacks_seen, o->stack_cache);
-	bpf_map__set_max_entries(s->skel->maps.events, o->ringbuf_mb << 20);
+	err = create_rings(s, ring_bytes);
+	if (err) {
+		warnx("failed to create the per-CPU ring buffers (%u KiB each): %s", ring_bytes >> 10, strerror(-err));
+		goto cleanup;
+	}
 	bpf_map__set_max_entries(s->skel->maps.dwarf_scratch, (uint32_t)libbpf_num_possible_cpus());
 	err = heapsnap_bpf__load(s->skel);
 	if (err) {
@@ -1517,10 +1691,9 @@ int recorder_run(const struct rec_opts *o)
 			add_link(s, -2, l);
 		}
 	}
-	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), handle_event, s, NULL);
-	if (!s->rb) {
-		err = -errno;
-		warnx("failed to create the ring buffer consumer: %s", strerror(-err));
+	err = install_rings(s);
+	if (err) {
+		warnx("failed to set up the per-CPU ring buffers: %s", strerror(-err));
 		goto cleanup;
 	}
 	write_header(s, o->argv);
@@ -1551,7 +1724,7 @@ int recorder_run(const struct rec_opts *o)
 	next_interval = o->interval > 0 ? t_start + (uint64_t)(o->interval * 1e9) : UINT64_MAX;
 	deadline = o->duration > 0 ? t_start + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
 	while (!stopping && !s->err) {
-		uint64_t now, gen = 0;
+		uint64_t now, horizon, gen = 0;
 		uint32_t zero = 0;
 
 		err = ring_buffer__poll(s->rb, 100);
@@ -1559,7 +1732,7 @@ int recorder_run(const struct rec_opts *o)
 			warnx("ring buffer poll failed: %s", strerror(-err));
 			break;
 		}
-		ring_buffer__consume(s->rb);
+		horizon = drain(s, false);
 		now = mono_ns();
 		if ((!bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.maps_gen), &zero, &gen) && gen != s->maps_gen) ||
 		    (s->poll_maps && now >= s->next_maps_poll)) {
@@ -1571,11 +1744,10 @@ int recorder_run(const struct rec_opts *o)
 		}
 		if (snapshot_requested) {
 			snapshot_requested = 0;
-			ring_buffer__consume(s->rb);
-			snapshot(s, HS_SNAP_SIGNAL, NULL, ticks(s, mono_ns()));
+			snapshot(s, HS_SNAP_SIGNAL, NULL, ticks(s, horizon));
 		}
 		if (now >= next_interval) {
-			snapshot(s, HS_SNAP_INTERVAL, NULL, ticks(s, now));
+			snapshot(s, HS_SNAP_INTERVAL, NULL, ticks(s, horizon));
 			next_interval += (uint64_t)(o->interval * 1e9);
 		}
 		if (now >= next_rss) {
@@ -1610,7 +1782,7 @@ int recorder_run(const struct rec_opts *o)
 		if (stop_requested || now >= deadline)
 			stopping = true;
 	}
-	ring_buffer__consume(s->rb);
+	drain(s, true);
 	read_counters(s);
 	warn_losses(s);
 	{
@@ -1642,6 +1814,13 @@ cleanup:
 		bpf_link__destroy(s->links[i].link);
 	free(s->links);
 	ring_buffer__free(s->rb);
+	for (int i = 0; s->ring_fds && i < s->nr_rings; i++)
+		if (s->ring_fds[i] >= 0)
+			close(s->ring_fds[i]);
+	free(s->ring_fds);
+	for (int i = 0; s->stages && i < s->nr_rings; i++)
+		free(s->stages[i].buf);
+	free(s->stages);
 	heapsnap_bpf__destroy(s->skel);
 	if (s->child && !s->child_reaped) {
 		if (err && !s->header_written)

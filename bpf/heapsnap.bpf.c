@@ -145,10 +145,15 @@ static __always_inline bool is_tracked(__u32 tgid)
 	return bpf_map_lookup_elem(&tracked, &tgid);
 }
 
-/* Wake the consumer only when a good share of the buffer waits; it also drains on a timer. */
-static __always_inline __u64 rb_flags(void *rb)
+/* Wakes the consumer as the data waiting in the ring (AVAIL, this record of SIZE included)
+ * crosses a quarter of it; the consumer also drains on a timer. Past half, the consumer is
+ * behind and every record wakes it: the interrupts slow the producer down, which is what
+ * keeps an overloaded recorder from dropping events. */
+static __always_inline __u64 rb_flags(__u64 avail, __u64 size)
 {
-	return bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	if (avail >= 2 * wakeup_bytes || (avail >= wakeup_bytes && avail - size < wakeup_bytes))
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
 }
 
 /* SIZE bytes in this CPU's ring, or NULL when it is full. A program does not migrate
@@ -160,11 +165,11 @@ static __always_inline void *ring_reserve(__u64 size)
 	return rb ? bpf_ringbuf_reserve(rb, size, 0) : NULL;
 }
 
-static __always_inline void ring_submit(void *e)
+static __always_inline void ring_submit(void *e, __u64 size)
 {
 	void *rb = this_ring();
 
-	bpf_ringbuf_submit(e, rb ? rb_flags(rb) : 0);
+	bpf_ringbuf_submit(e, rb ? rb_flags(bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA), size) : 0);
 }
 
 /* Copies SIZE bytes from P into this CPU's ring. Returns 0 on success. */
@@ -172,7 +177,7 @@ static __always_inline long ring_output(void *p, __u64 size)
 {
 	void *rb = this_ring();
 
-	return rb ? bpf_ringbuf_output(rb, p, size, rb_flags(rb)) : -1;
+	return rb ? bpf_ringbuf_output(rb, p, size, rb_flags(bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) + size, size)) : -1;
 }
 
 static __always_inline __s64 draw_threshold(void)
@@ -373,7 +378,7 @@ static __always_inline void emit_alloc(__u64 id, __u64 ptr, const struct hs_live
 	e->ptr = ptr;
 	e->size = v->size;
 	e->stack = v->stack;
-	ring_submit(e);
+	ring_submit(e, sizeof(*e));
 }
 
 /* Removes PTR from the live set and tells user space. Returns the block's record, if known.
@@ -394,7 +399,7 @@ static __always_inline bool release(__u64 id, __u64 ptr, struct hs_live_val *out
 		fill_hdr(&e->h, HS_EV_FREE, flags, id);
 		e->ptr = ptr;
 		e->size = 0;
-		ring_submit(e);
+		ring_submit(e, sizeof(*e));
 		return false;
 	}
 	v = bpf_map_lookup_elem(&live, &k);
@@ -413,7 +418,7 @@ static __always_inline bool release(__u64 id, __u64 ptr, struct hs_live_val *out
 	fill_hdr(&e->h, HS_EV_FREE, (__u8)out->kind, id);
 	e->ptr = ptr;
 	e->size = out->size;
-	ring_submit(e);
+	ring_submit(e, sizeof(*e));
 	return true;
 }
 

@@ -55,7 +55,9 @@ static const char usage[] =
 	"                           nothing, so the run costs only the kernel's traps\n"
 	"\n"
 	"Limits:\n"
-	"      --max-live N         live allocations tracked in the kernel (default 1048576)\n"
+	"      --max-live N         sampled blocks live at once tracked in the kernel (default: room\n"
+	"                           for a 32 GiB heap at the sampling rate, 65536 to 1048576;\n"
+	"                           recording every event, the live set is the recorder's)\n"
 	"      --stack-cache N      stacks remembered in the kernel (default 65536)\n"
 	"      --ringbuf-size MB    ring buffer space over all CPUs, a power of two (default 16);\n"
 	"                           one ring per CPU, each at least 256 KiB\n"
@@ -178,7 +180,7 @@ int main(int argc, char **argv)
 		.stack_mode = HS_STACK_FP,
 		.follow_forks = true,
 		.rss_interval = 1,
-		.max_live = 1u << 20,
+		.max_live = 0, /* set after parsing */
 		.stack_cache = 1u << 16,
 		.ringbuf_mb = 16,
 		.dwarf_bytes = 8192,
@@ -311,6 +313,13 @@ int main(int argc, char **argv)
 	}
 	if (!rate_set)
 		o.sample_rate = o.argv ? 0 : DEFAULT_RATE_PID;
+	/* A smaller kernel map makes every free's lookup cheaper (1M-live sampled: 1.15x -> 1.05x
+	 * the floor at 64K entries); every-event mode does not use it at all. */
+	if (!o.max_live) {
+		uint64_t want = o.sample_rate ? (32ull << 30) / o.sample_rate : 1024;
+
+		o.max_live = (uint32_t)(!o.sample_rate ? 1024 : want < 65536 ? 65536 : want > (1u << 20) ? 1u << 20 : want);
+	}
 	/* auto: a dwarf copy costs a memcpy of the stack per sample, affordable when sampled;
 	 * recording every event, frame pointers keep the cost near the trap floor. */
 	if (stack_auto) {

@@ -70,6 +70,7 @@ struct session {
 	struct stage *stages; /* one per CPU ring */
 	int *ring_fds;
 	int nr_rings;
+	uint32_t ring_bytes;
 	struct record_writer *w;
 	bool header_written;
 	uint64_t mono_start;
@@ -1007,6 +1008,11 @@ static int handle_event(void *ctx, void *data, size_t len)
  * preempted between the two. Events are merged only once they are this old. */
 #define MERGE_SLACK_NS 10000000ull
 
+/* What a stage may hold before the recorder stops consuming its ring: one ring's worth.
+ * An overloaded recorder thus holds at most twice the ring space in all, and the producers'
+ * wakeups past half a ring slow them down (see rb_flags in the BPF code). */
+#define STAGE_MAX(s) ((size_t)(s)->ring_bytes)
+
 /* One CPU's events, consumed from its ring and waiting to be merged in time order with the
  * other CPUs'. Each is a u32 length, 4 bytes of padding, then the event, 8-byte aligned. */
 struct stage {
@@ -1037,7 +1043,8 @@ static int stage_event(void *ctx, void *data, size_t len)
 	*(uint32_t *)(st->buf + st->len) = (uint32_t)len;
 	memcpy(st->buf + st->len + 8, data, len);
 	st->len += need;
-	return 0;
+	/* libbpf keeps reading while the producer keeps writing: stop it at a full stage. */
+	return st->len - st->head > STAGE_MAX(st->s) ? -ENOBUFS : 0;
 }
 
 static uint64_t stage_head_ts(const struct stage *st)
@@ -1093,16 +1100,22 @@ static void merge_rings(struct session *s, uint64_t limit)
 
 /* Drains every ring, then merges what is old enough. Returns the time up to which the file
  * is now complete: a snapshot taken now marks that moment. */
-static uint64_t drain(struct session *s, bool all)
+/* True while the stages have room. Past that the recorder is behind: events are left in
+ * the rings, where they slow the producers down (and, full, count their drops), instead of
+ * piling up in the recorder's memory. */
+static bool stages_have_room(const struct session *s)
 {
-	uint64_t t = mono_ns();
+	size_t staged = 0;
 
-	ring_buffer__consume(s->rb);
-	t = all ? UINT64_MAX : t > MERGE_SLACK_NS ? t - MERGE_SLACK_NS : 0;
-	merge_rings(s, t);
-	/* What waits is the slack's worth. It moves to the front of the buffer once more has
-	 * been handled than waits, so each byte moves at most once and the buffer stays the
-	 * size of a few drains. */
+	for (int i = 0; i < s->nr_rings; i++)
+		staged += s->stages[i].len - s->stages[i].head;
+	return staged < STAGE_MAX(s) * (size_t)s->nr_rings;
+}
+
+/* Moves what still waits to the front of each stage once more has been handled than waits,
+ * so each byte moves at most once and a stage stays the size of a few drains. */
+static void compact_stages(struct session *s)
+{
 	for (int i = 0; i < s->nr_rings; i++) {
 		struct stage *st = &s->stages[i];
 
@@ -1112,13 +1125,37 @@ static uint64_t drain(struct session *s, bool all)
 			st->head = 0;
 		}
 	}
-	return all ? mono_ns() : t;
+}
+
+/* Consumes the rings and handles what is old enough to be in order. With ALL, at the end,
+ * it empties the rings and handles everything. Returns the time up to which the file is
+ * complete: a snapshot taken now marks that moment. */
+static uint64_t drain(struct session *s, bool all)
+{
+	uint64_t t = mono_ns();
+	int ret;
+
+	if (!all) {
+		if (stages_have_room(s))
+			ring_buffer__consume(s->rb);
+		t = t > MERGE_SLACK_NS ? t - MERGE_SLACK_NS : 0;
+		merge_rings(s, t);
+		compact_stages(s);
+		return t;
+	}
+	do {
+		ret = ring_buffer__consume(s->rb); /* -ENOBUFS: a stage filled up first */
+		merge_rings(s, UINT64_MAX);
+		compact_stages(s);
+	} while (ret == -ENOBUFS && !s->err);
+	return mono_ns();
 }
 
 /* One ring per possible CPU, all of RING_BYTES, made before the BPF object is loaded: the
  * first also serves as the template of the array of rings. */
 static int create_rings(struct session *s, uint32_t ring_bytes)
 {
+	s->ring_bytes = ring_bytes;
 	s->nr_rings = libbpf_num_possible_cpus();
 	if (s->nr_rings <= 0)
 		return s->nr_rings ? s->nr_rings : -EINVAL;
@@ -1727,8 +1764,8 @@ int recorder_run(const struct rec_opts *o)
 		uint64_t now, horizon, gen = 0;
 		uint32_t zero = 0;
 
-		err = ring_buffer__poll(s->rb, 100);
-		if (err < 0 && err != -EINTR) {
+		err = stages_have_room(s) ? ring_buffer__poll(s->rb, 100) : 0;
+		if (err < 0 && err != -EINTR && err != -ENOBUFS) {
 			warnx("ring buffer poll failed: %s", strerror(-err));
 			break;
 		}

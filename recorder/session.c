@@ -825,11 +825,27 @@ static void on_dwarf_event(struct session *s, const struct hs_dwarf_event *e, si
 		return;
 	for (int i = 0; i < HS_DWARF_NREGS; i++)
 		h = (h ^ e->regs[i]) * 0x100000001b3ull;
-	for (uint32_t i = 0; i + 8 <= e->len; i += 8) {
-		uint64_t w;
+	{
+		/* Four independent lanes: a window is kilobytes, and one chain of multiplies
+		 * would wait on each before the next. */
+		uint64_t lane[4] = {h, h ^ 1, h ^ 2, h ^ 3};
+		uint32_t i = 0;
 
-		memcpy(&w, e->data + i, 8);
-		h = (h ^ w) * 0x100000001b3ull;
+		for (; i + 32 <= e->len; i += 32) {
+			uint64_t w[4];
+
+			memcpy(w, e->data + i, 32);
+			for (int k = 0; k < 4; k++)
+				lane[k] = (lane[k] ^ w[k]) * 0x100000001b3ull;
+		}
+		for (; i + 8 <= e->len; i += 8) {
+			uint64_t w;
+
+			memcpy(&w, e->data + i, 8);
+			lane[0] = (lane[0] ^ w) * 0x100000001b3ull;
+		}
+		h = lane[0] ^ (lane[1] * 0x9e3779b97f4a7c15ull) ^ (lane[2] * 0xc2b2ae3d27d4eb4full) ^
+		    (lane[3] * 0xd6e8feb86659fd93ull);
 	}
 	h ^= e->len;
 	content = hmap_put(&s->dwarf_windows, h, e->len, &created);

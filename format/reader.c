@@ -267,13 +267,16 @@ struct cur {
 	const char *bad; /* first reason the payload failed */
 };
 
-static uint64_t cu(struct cur *c)
+static inline uint64_t cu(struct cur *c)
 {
 	uint64_t v = 0;
 	size_t n;
 
 	if (c->bad)
 		return 0;
+	/* Most fields of most records are one byte. */
+	if (c->p < c->end && *c->p < 0x80)
+		return *c->p++;
 	n = hs_get_uvarint(c->p, (size_t)(c->end - c->p), &v);
 	if (!n) {
 		c->bad = c->p >= c->end ? "record ends inside a field" : "malformed varint";

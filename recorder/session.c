@@ -746,7 +746,7 @@ static bool ulive_alloc(struct session *s, struct hs_record *r, uint32_t tid)
 		r->alloc.stack_id = s->pool[i].stack_id;
 		r->alloc.kind = s->pool[i].kind | HS_KIND_RESTORED;
 	} else {
-		if (pend && (r->alloc.kind & 0x7f) == HS_KIND_REALLOC) {
+		if (pend && (r->alloc.kind & ~HS_KIND_RESTORED) == HS_KIND_REALLOC) {
 			/* The realloc succeeded: the slot it held back is free now. */
 			pool_put(s, (uint32_t)pend->val);
 			hmap_remove_slot(&s->pending, pend);
@@ -1037,10 +1037,16 @@ struct stage {
 	size_t head, len, cap;
 };
 
+/* The bytes a staged event of LEN takes: its length word and padding, then the event. */
+static size_t stage_bytes(size_t len)
+{
+	return 8 + ((len + 7) & ~(size_t)7);
+}
+
 static int stage_event(void *ctx, void *data, size_t len)
 {
 	struct stage *st = ctx;
-	size_t need = 8 + ((len + 7) & ~(size_t)7);
+	size_t need = stage_bytes(len);
 
 	if (st->len + need > st->cap) {
 		size_t ncap = st->cap ? st->cap * 2 : 1u << 20;
@@ -1072,7 +1078,7 @@ static uint64_t stage_head_ts(const struct stage *st)
 
 static size_t stage_skip(const struct stage *st, size_t off)
 {
-	return 8 + ((*(const uint32_t *)(st->buf + off) + 7) & ~(size_t)7);
+	return stage_bytes(*(const uint32_t *)(st->buf + off));
 }
 
 /* Handles the staged events stamped up to LIMIT (CLOCK_MONOTONIC ns), oldest first. Each

@@ -393,6 +393,21 @@ t_bpf_all_processes() {
 	"$A" top --value alloc_space "$TMP/all.hsnap" | grep -q "^ *512000 .*parse_request$" || die "parse_request under -a"
 }
 
+# Blocks handed from a thread on one CPU to a thread on another, addresses reused across
+# them: exact only if the per-CPU rings are merged in time order.
+t_bpf_handoff() {
+	need_bpf; need_go
+	[ "$(nproc)" -ge 2 ] || skip "one CPU: nothing to merge across"
+	record -s 0 --stats -o "$TMP/h.hsnap" -- "$T/handoff" || die "handoff recording"
+	"$A" pprof -o "$TMP/h.pb.gz" "$TMP/h.hsnap"
+	local p=$TMP/h.pb.gz
+	eq "handoff_make alloc_space" 9600000 "$(pv $p alloc_space handoff_make)"
+	eq "handoff_make inuse_space (all freed on the other CPU)" absent "$(pv $p inuse_space handoff_make)"
+	eq "handoff_keep inuse_space" 48000 "$(pv $p inuse_space handoff_keep)"
+	eq "handoff_keep inuse_objects" 1000 "$(pv $p inuse_objects handoff_keep)"
+	contains "$TMP/record.err" "lost.ringbuf_full        0"
+}
+
 # Other allocators, preloaded in front of glibc: their entry points must be found and
 # probed, nested calls counted once, and the figures stay exact.
 t_bpf_other_allocators() {
@@ -580,7 +595,7 @@ t_bpf_symbolize_moved() {
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
-	t_sanitizers t_bpf_other_allocators t_bpf_static t_bpf_not_root t_bpf_dwarf_nofp t_bpf_dwarf_cxx_rust t_bpf_dwarf_debian t_bpf_killed_recorder \
+	t_sanitizers t_bpf_handoff t_bpf_other_allocators t_bpf_static t_bpf_not_root t_bpf_dwarf_nofp t_bpf_dwarf_cxx_rust t_bpf_dwarf_debian t_bpf_killed_recorder \
 	t_bpf_symbolize_moved"
 for t in $ALL; do
 	run $t

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -459,7 +458,7 @@ static void apply_event(struct replay *r, const struct hs_record *rec)
 }
 
 /* Events wait here a few records, their live-table slot prefetched: with a large live set
- * every lookup is a cache miss, and overlapping them is most of the analyzer's speed. */
+ * a free's slot is a cache miss, and overlapping them saves about 4% on 1M live blocks. */
 #define LOOKAHEAD 32
 
 struct event_queue {

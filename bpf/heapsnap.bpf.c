@@ -19,6 +19,11 @@ const volatile __u32 stack_mode = 1; /* 0 none (callsite only), 1 fp, 2 dwarf */
 const volatile __u32 dwarf_bytes = 8192;
 const volatile __u64 wakeup_bytes = 1 << 20;
 const volatile __u32 self_tgid = 0; /* -a: never record the recorder itself */
+/* Session probes: the entry half's return value decides whether the return half runs. */
+extern bool bpf_session_is_return(void) __ksym __weak;
+#define RUN_RETURN 0
+#define SKIP_RETURN 1
+
 /* Benchmark floor: every probe fires and returns at once, measuring the bare trap cost. */
 const volatile bool noop = false;
 
@@ -425,22 +430,26 @@ static __always_inline bool release(__u64 id, __u64 ptr, struct hs_live_val *out
 static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 size, __u64 aux, bool realloc, __u64 old)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u64 sp = PT_REGS_SP(ctx), ret = 0;
+	__u64 sp = PT_REGS_SP(ctx), ret = 0, cookie = bpf_get_attach_cookie(ctx);
 	struct thread_state *st;
 
-	if (noop || !is_tracked(id >> 32))
-		return 0;
+	if (noop)
+		return RUN_RETURN; /* the floor pays for the return probe, as a recording does */
+	if (!is_tracked(id >> 32))
+		return SKIP_RETURN;
 	st = get_state((__u32)id);
 	if (!st)
-		return 0;
+		return SKIP_RETURN;
 	bpf_probe_read_user(&ret, sizeof(ret), (void *)sp);
 	if (st->depth) {
 		/* Deeper, or a tail call (operator new[] -> operator new, __rust_alloc -> malloc):
 		 * same sp, but [sp] is already the uretprobe trampoline, not the caller. */
 		if (sp < st->outer_sp || (sp == st->outer_sp && ret != st->outer_ret)) {
-			st->depth++;
 			count(HS_CNT_NESTED);
-			return 0;
+			if (cookie & HS_COOKIE_SESSION)
+				return SKIP_RETURN; /* no return half to count down */
+			st->depth++;
+			return RUN_RETURN;
 		}
 		/* The stack is back at or above the outer call: its return probe never fired. */
 		count(HS_CNT_MISSED_URETPROBE);
@@ -451,7 +460,7 @@ static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 size, __u64 au
 	st->outer_ret = ret;
 	st->size = size;
 	st->aux = aux;
-	st->kind = (__u32)(bpf_get_attach_cookie(ctx) & HS_COOKIE_KIND_MASK);
+	st->kind = (__u32)(cookie & HS_COOKIE_KIND_MASK);
 	st->old_valid = 0;
 	st->is_realloc = realloc && old;
 	/* The old block is released at entry, before the allocator can hand it to another thread. */
@@ -460,15 +469,19 @@ static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 size, __u64 au
 	if (sample_rate) {
 		st->countdown -= (__s64)size;
 		if (st->countdown > 0) {
+			if ((cookie & (HS_COOKIE_SESSION | HS_COOKIE_LEAF)) == (HS_COOKIE_SESSION | HS_COOKIE_LEAF)) {
+				st->depth = 0;
+				return SKIP_RETURN;
+			}
 			st->sampled = 0;
-			return 0;
+			return RUN_RETURN;
 		}
 		st->countdown = draw_threshold();
 		count(HS_CNT_SAMPLED);
 	}
 	st->sampled = 1;
 	st->stack = stack_mode == 2 ? capture_dwarf(ctx, id, st) : capture_stack(ctx, id);
-	return 0;
+	return RUN_RETURN;
 }
 
 static __always_inline int alloc_return(struct pt_regs *ctx, __u64 ptr)
@@ -560,8 +573,7 @@ int BPF_KRETPROBE(ret_ptr, __u64 ret)
 	return alloc_return(ctx, ret);
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(ret_posix_memalign, int ret)
+static __always_inline int posix_memalign_return(struct pt_regs *ctx, int ret)
 {
 	if (noop)
 		return 0;
@@ -572,6 +584,39 @@ int BPF_KRETPROBE(ret_posix_memalign, int ret)
 	if (st && ret == 0 && st->aux)
 		bpf_probe_read_user(&ptr, sizeof(ptr), (void *)st->aux);
 	return alloc_return(ctx, ptr);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(ret_posix_memalign, int ret)
+{
+	return posix_memalign_return(ctx, ret);
+}
+
+/* The same functions as session probes: one program per function for both halves. The
+ * loader sets their attach type, which this libbpf does not know by section name, and
+ * leaves them unloaded where the kernel lacks session probes. */
+#define SESSION_PROG(name, enter_args, ...)                                    \
+	SEC("uprobe")                                                          \
+	int BPF_KPROBE(name, ##__VA_ARGS__)                                    \
+	{                                                                      \
+		if (bpf_session_is_return())                                   \
+			return alloc_return(ctx, PT_REGS_RC(ctx));             \
+		return alloc_enter enter_args;                                 \
+	}
+
+SESSION_PROG(sess_size1, (ctx, size, 0, false, 0), __u64 size)
+SESSION_PROG(sess_size2, (ctx, size, 0, false, 0), __u64 align, __u64 size)
+SESSION_PROG(sess_calloc, (ctx, nmemb * size, 0, false, 0), __u64 nmemb, __u64 size)
+SESSION_PROG(sess_realloc, (ctx, size, old, true, old), __u64 old, __u64 size)
+SESSION_PROG(sess_reallocarray, (ctx, nmemb * size, old, true, old), __u64 old, __u64 nmemb, __u64 size)
+SESSION_PROG(sess_rust_realloc, (ctx, size, old, true, old), __u64 old, __u64 old_size, __u64 align, __u64 size)
+
+SEC("uprobe")
+int BPF_KPROBE(sess_posix_memalign, __u64 memptr, __u64 align, __u64 size)
+{
+	if (bpf_session_is_return())
+		return posix_memalign_return(ctx, (int)PT_REGS_RC(ctx));
+	return alloc_enter(ctx, size, memptr, false, 0);
 }
 
 SEC("uprobe")

@@ -24,6 +24,12 @@ enum hs_ev_type {
 /* The attach cookie of every allocator probe: what the function is, and how to treat it. */
 #define HS_COOKIE_KIND_MASK 0xffu  /* enum hs_alloc_kind of format/record.h */
 #define HS_COOKIE_WRAPPER 0x100u   /* a free that calls another probed free (delete, __rust_dealloc) */
+/* The probe is a session probe (Linux 6.13): its entry program decides whether the return
+ * half runs, so a call that needs no return (nested, not sampled) saves that trap. */
+#define HS_COOKIE_SESSION 0x200u
+/* An allocator that calls no other probed allocator (glibc's malloc, calloc, memalign):
+ * when a sampling draw passes it by, nothing needs its return. */
+#define HS_COOKIE_LEAF 0x400u
 /* In an alloc event's kind: the block of a failed realloc, live again (undoes its free). */
 #define HS_KIND_FLAG_RESTORED 0x80u
 /* In a free event's kind: realloc released this block at its entry (every-event mode). */

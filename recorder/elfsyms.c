@@ -272,8 +272,11 @@ static int scan_cb(Elf *elf, const char *name, GElf_Sym *sym, void *ctx)
 		return -ENOMEM;
 	s->out->v = v;
 	f = &v[s->out->nr++];
+	/* glibc's realloc calls malloc for a NULL block; its other allocators call none. */
 	*f = (struct alloc_func){.name = strdup(name), .offset = off, .probe_offset = off, .prog = prog,
-				 .kind = kind, .wrapper = wrapper};
+				 .kind = kind, .wrapper = wrapper,
+				 .leaf = s->in_libc && (prog == PROG_SIZE1 || prog == PROG_SIZE2 || prog == PROG_CALLOC ||
+							prog == PROG_POSIX_MEMALIGN)};
 	if (s->place) {
 		uint8_t code[32];
 

@@ -24,6 +24,7 @@ struct alloc_func {
 	enum hs_prog prog;
 	uint32_t kind;         /* enum hs_alloc_kind */
 	bool wrapper;          /* a free that calls another probed free: needs a return probe */
+	bool leaf;             /* calls no other probed allocator (glibc's malloc, calloc, memalign) */
 };
 
 struct alloc_func_list {

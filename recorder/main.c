@@ -51,6 +51,8 @@ static const char usage[] =
 	"      --probe LIB:SYM:KIND a custom allocator function; KIND is malloc, calloc, realloc, free,\n"
 	"                           memalign, posix_memalign or new (repeatable)\n"
 	"      --probe-at-entry     put every probe at function entry (no probe placement)\n"
+	"      --classic-probes     a uprobe and a uretprobe per allocator, even where the kernel\n"
+	"                           has session probes (6.13+), whose entry skips unneeded returns\n"
 	"      --noop-probes        benchmark floor: attach the same probes with programs that do\n"
 	"                           nothing, so the run costs only the kernel's traps\n"
 	"\n"
@@ -89,6 +91,7 @@ enum {
 	OPT_STATS,
 	OPT_NO_FOLLOW,
 	OPT_NOOP,
+	OPT_CLASSIC,
 };
 
 static const struct option longopts[] = {
@@ -110,6 +113,7 @@ static const struct option longopts[] = {
 	{"ringbuf-size", required_argument, NULL, OPT_RINGBUF},
 	{"no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW},
 	{"noop-probes", no_argument, NULL, OPT_NOOP},
+	{"classic-probes", no_argument, NULL, OPT_CLASSIC},
 	{"stats", no_argument, NULL, OPT_STATS},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
@@ -265,6 +269,9 @@ int main(int argc, char **argv)
 		}
 		case OPT_PROBE_ENTRY:
 			o.probe_entry = true;
+			break;
+		case OPT_CLASSIC:
+			o.classic_probes = true;
 			break;
 		case OPT_MAX_LIVE:
 			if (parse_u64(optarg, &v, true) || v < 1024 || v > (1u << 28))

@@ -33,6 +33,7 @@ struct rec_opts {
 	uint32_t max_live, stack_cache, ringbuf_mb;
 	bool probe_entry; /* --probe-at-entry: disable probe placement */
 	bool noop;        /* --noop-probes: benchmark floor, records nothing */
+	bool classic_probes; /* --classic-probes: no session probes */
 };
 
 /* Records until the target exits, the duration ends or a signal arrives. Returns the

@@ -10,9 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -20,7 +23,9 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <linux/bpf.h>
 
 #include "buildid.h"
 #include "heapsnap.h"
@@ -58,17 +63,19 @@ struct live_info {
 	uint32_t kind, next_free;
 };
 
+/* An attached probe: a libbpf link, or the fd of a link made with bpf() directly. */
 struct link_ent {
 	pid_t pid;
 	struct bpf_link *link;
+	int fd;
 };
 
 struct session {
 	const struct rec_opts *o;
 	struct heapsnap_bpf *skel;
-	struct ring_buffer *rb;
-	struct stage *stages; /* one per CPU ring */
+	struct ring *rings; /* one per possible CPU */
 	int *ring_fds;
+	int epfd;
 	int nr_rings;
 	uint32_t ring_bytes;
 	struct record_writer *w;
@@ -96,6 +103,8 @@ struct session {
 	int nr_procs;
 	struct link_ent *links;
 	int nr_links;
+	/* The kernel's BPF_TRACE_UPROBE_SESSION, read from its BTF; 0 without session probes. */
+	uint32_t session_type;
 	struct hs_probe *probes; /* for the session header */
 	int nr_probes;
 	int nr_probe_fail;
@@ -238,19 +247,95 @@ static struct bpf_program *entry_prog(struct session *s, enum hs_prog p)
 	}
 }
 
-static int add_link(struct session *s, pid_t pid, struct bpf_link *l)
+static void link_ent__destroy(struct link_ent *e)
+{
+	if (e->link)
+		bpf_link__destroy(e->link);
+	else if (e->fd >= 0)
+		close(e->fd);
+}
+
+/* Takes L, or else the link fd FD. */
+static int add_link(struct session *s, pid_t pid, struct bpf_link *l, int fd)
 {
 	struct link_ent *v = realloc(s->links, sizeof(*v) * (size_t)(s->nr_links + 1));
+	struct link_ent e = {.pid = pid, .link = l, .fd = fd};
 
 	if (!v) {
-		bpf_link__destroy(l);
+		link_ent__destroy(&e);
 		return -ENOMEM;
 	}
 	s->links = v;
-	v[s->nr_links++] = (struct link_ent){.pid = pid, .link = l};
+	v[s->nr_links++] = e;
 	return 0;
 }
 
+static struct bpf_program *session_prog(struct session *s, enum hs_prog p)
+{
+	switch (p) {
+	case PROG_SIZE1: return s->skel->progs.sess_size1;
+	case PROG_SIZE2: return s->skel->progs.sess_size2;
+	case PROG_CALLOC: return s->skel->progs.sess_calloc;
+	case PROG_REALLOC: return s->skel->progs.sess_realloc;
+	case PROG_REALLOCARRAY: return s->skel->progs.sess_reallocarray;
+	case PROG_RUST_REALLOC: return s->skel->progs.sess_rust_realloc;
+	case PROG_POSIX_MEMALIGN: return s->skel->progs.sess_posix_memalign;
+	default: return NULL;
+	}
+}
+
+/* The kernel's number for session uprobes, from its BTF: 0 where it has none. The uapi
+ * headers and the libbpf this builds against predate them (Linux 6.13). */
+static uint32_t find_session_type(void)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	uint32_t v = 0;
+	int id;
+
+	if (!btf)
+		return 0;
+	id = btf__find_by_name_kind(btf, "bpf_attach_type", BTF_KIND_ENUM);
+	if (id > 0 && btf__find_by_name_kind(btf, "bpf_session_is_return", BTF_KIND_FUNC) > 0) {
+		const struct btf_type *t = btf__type_by_id(btf, (uint32_t)id);
+		const struct btf_enum *e = btf_enum(t);
+
+		for (int i = 0; i < btf_vlen(t); i++)
+			if (!strcmp(btf__name_by_offset(btf, e[i].name_off), "BPF_TRACE_UPROBE_SESSION"))
+				v = (uint32_t)e[i].val;
+	}
+	btf__free(btf);
+	return v;
+}
+
+/* BPF_LINK_CREATE's attributes for a uprobe_multi link (Linux 6.6), laid out as the
+ * kernel's union bpf_attr has them; the kernel takes a shorter bpf_attr as zero-filled. */
+struct uprobe_multi_attr {
+	uint32_t prog_fd, target_fd, attach_type, flags;
+	uint64_t path, offsets, ref_ctr_offsets, cookies;
+	uint32_t cnt, multi_flags, pid, pad;
+};
+
+/* One session probe: the entry and the return of F in PATH, for PID (-1: every process).
+ * Returns a link fd, or -errno. */
+static int attach_session(struct session *s, pid_t pid, const char *path, const struct alloc_func *f)
+{
+	uint64_t off = f->probe_offset;
+	uint64_t cookie = f->kind | HS_COOKIE_SESSION | (f->leaf ? HS_COOKIE_LEAF : 0);
+	struct uprobe_multi_attr a = {
+		.prog_fd = (uint32_t)bpf_program__fd(session_prog(s, f->prog)),
+		.attach_type = s->session_type,
+		.path = (uint64_t)(uintptr_t)path,
+		.offsets = (uint64_t)(uintptr_t)&off,
+		.cookies = (uint64_t)(uintptr_t)&cookie,
+		.cnt = 1,
+		.pid = pid > 0 ? (uint32_t)pid : 0,
+	};
+	int fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* A classic uprobe (RET false) or uretprobe on F. */
 static int attach_one(struct session *s, pid_t pid, const char *path, const struct alloc_func *f, bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo);
@@ -278,7 +363,7 @@ static int attach_one(struct session *s, pid_t pid, const char *path, const stru
 		s->nr_probe_fail++;
 		return err;
 	}
-	return add_link(s, pid, l);
+	return add_link(s, pid, l, -1);
 }
 
 static void note_probe(struct session *s, struct object *o, const struct alloc_func *f)
@@ -347,9 +432,23 @@ static void attach_object(struct session *s, pid_t pid, struct object *o, const 
 		const struct alloc_func *f = &o->funcs.v[i];
 		bool need_ret = f->prog != PROG_FREE || f->wrapper;
 
-		if (attach_one(s, pid, open_path, f, false))
+		bool session = false;
+
+		if (need_ret && f->prog != PROG_FREE && s->session_type) {
+			int fd = attach_session(s, pid, open_path, f);
+
+			if (fd >= 0) {
+				if (add_link(s, pid, NULL, fd))
+					continue;
+				session = true;
+			} else if (s->o->verbose) {
+				warnx("failed to attach session probe to %s:%s: %s; using a uprobe and a uretprobe",
+				      open_path, f->name, strerror(-fd));
+			}
+		}
+		if (!session && attach_one(s, pid, open_path, f, false))
 			continue;
-		if (need_ret && attach_one(s, pid, open_path, f, true))
+		if (!session && need_ret && attach_one(s, pid, open_path, f, true))
 			continue;
 		ok++;
 		if (pid == s->o->pid || pid == s->child || pid == -1) {
@@ -358,7 +457,7 @@ static void attach_object(struct session *s, pid_t pid, struct object *o, const 
 		}
 		if (s->o->verbose)
 			warnx("probe %s:%s (%s) at file offset 0x%" PRIx64 "%s", o->path, f->name, prog_name(f->prog),
-			      f->probe_offset, need_ret ? " + return" : "");
+			      f->probe_offset, session ? " (session)" : need_ret ? " + return" : "");
 	}
 	if (ok && (pid == s->o->pid || pid == s->child || pid == -1) && !o->listed) {
 		const char *base = strrchr(o->path, '/');
@@ -374,7 +473,7 @@ static void detach_pid(struct session *s, pid_t pid)
 
 	for (int i = 0; i < s->nr_links; i++) {
 		if (s->links[i].pid == pid)
-			bpf_link__destroy(s->links[i].link);
+			link_ent__destroy(&s->links[i]);
 		else
 			s->links[j++] = s->links[i];
 	}
@@ -906,9 +1005,8 @@ static void on_mmap_event(struct session *s, const struct hs_mmap_event *e, uint
 	write_rec(s, &r);
 }
 
-static int handle_event(void *ctx, void *data, size_t len)
+static int handle_event(struct session *s, const void *data, size_t len)
 {
-	struct session *s = ctx;
 	const struct hs_event_hdr *h = data;
 	struct hs_record r; /* not zeroed: events fill what the writer reads, the rest memset it */
 	uint64_t t;
@@ -1018,159 +1116,199 @@ static int handle_event(void *ctx, void *data, size_t len)
 	return s->err ? -1 : 0;
 }
 
-/* ---- merging the per-CPU rings ---- */
+/* ---- reading the per-CPU rings ---- */
 
 /* How long an event may take from its timestamp to its ring: a BPF program can be
- * preempted between the two. Events are merged only once they are this old. */
+ * preempted between the two. While more than one ring holds events, they are merged only
+ * once they are this old. */
 #define MERGE_SLACK_NS 10000000ull
 
-/* What a stage may hold before the recorder stops consuming its ring: one ring's worth.
- * An overloaded recorder thus holds at most twice the ring space in all, and the producers'
- * wakeups past half a ring slow them down (see rb_flags in the BPF code). */
-#define STAGE_MAX(s) ((size_t)(s)->ring_bytes)
-
-/* One CPU's events, consumed from its ring and waiting to be merged in time order with the
- * other CPUs'. Each is a u32 length, 4 bytes of padding, then the event, 8-byte aligned. */
-struct stage {
-	struct session *s;
-	uint8_t *buf;
-	size_t head, len, cap;
+/* One CPU's ring, read where the kernel wrote it: handling an event in place spares a copy
+ * that costs a cache miss per line. The consumer page is ours to write; the producer page
+ * and the data, mapped twice in a row so that no record wraps, are read-only. An event
+ * stays in the ring, holding its space, until it is handled and the position published. */
+struct ring {
+	uint64_t *cons;
+	const uint64_t *prod;
+	const uint8_t *data;
+	size_t map_len;
+	uint64_t mask;
+	uint64_t pos;       /* the next record to handle */
+	uint64_t published; /* the last position given back to the producer */
+	uint64_t end;       /* the producer's position when last looked at */
 };
 
-/* The bytes a staged event of LEN takes: its length word and padding, then the event. */
-static size_t stage_bytes(size_t len)
+static int ring_map(struct ring *r, int fd, uint32_t size)
 {
-	return 8 + ((len + 7) & ~(size_t)7);
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	void *p;
+
+	p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	r->cons = p;
+	p = mmap(NULL, pg + 2 * (size_t)size, PROT_READ, MAP_SHARED, fd, (off_t)pg);
+	if (p == MAP_FAILED)
+		return -errno;
+	r->map_len = pg + 2 * (size_t)size;
+	r->prod = p;
+	r->data = (const uint8_t *)p + pg;
+	r->mask = size - 1;
+	r->pos = r->published = r->end = __atomic_load_n(r->cons, __ATOMIC_ACQUIRE);
+	return 0;
 }
 
-static int stage_event(void *ctx, void *data, size_t len)
+static void ring_unmap(struct ring *r)
 {
-	struct stage *st = ctx;
-	size_t need = stage_bytes(len);
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 
-	if (st->len + need > st->cap) {
-		size_t ncap = st->cap ? st->cap * 2 : 1u << 20;
-		uint8_t *n;
+	if (r->cons)
+		munmap(r->cons, pg);
+	if (r->prod)
+		munmap((void *)r->prod, r->map_len);
+}
 
-		while (ncap < st->len + need)
-			ncap *= 2;
-		n = realloc(st->buf, ncap);
-		if (!n) {
-			st->s->err = -ENOMEM;
-			return -1;
+/* Reads how far the producer got. Returns true if the ring holds anything not handled,
+ * committed or not. */
+static bool ring_look(struct ring *r)
+{
+	r->end = __atomic_load_n(r->prod, __ATOMIC_ACQUIRE);
+	return r->pos != r->end;
+}
+
+/* The bytes a record of LEN takes in the ring: its 8-byte header, then the event, 8-byte aligned. */
+static uint64_t ring_rec_bytes(uint32_t len)
+{
+	return ((uint64_t)len + BPF_RINGBUF_HDR_SZ + 7) & ~7ull;
+}
+
+/* The event at the read position, or NULL at the end of what the producer had written when
+ * last looked at, or at a record still being written. Skips discarded records. */
+static const struct hs_event_hdr *ring_head(struct ring *r, uint32_t *len)
+{
+	while (r->pos < r->end) {
+		const uint32_t *hdr = (const uint32_t *)(r->data + (r->pos & r->mask));
+		uint32_t l = __atomic_load_n(hdr, __ATOMIC_ACQUIRE);
+
+		if (l & BPF_RINGBUF_BUSY_BIT)
+			return NULL;
+		if (!(l & BPF_RINGBUF_DISCARD_BIT) && l >= sizeof(struct hs_event_hdr)) {
+			*len = l;
+			return (const void *)((const uint8_t *)hdr + BPF_RINGBUF_HDR_SZ);
 		}
-		st->buf = n;
-		st->cap = ncap;
+		r->pos += ring_rec_bytes(l & ~BPF_RINGBUF_DISCARD_BIT);
 	}
-	*(uint32_t *)(st->buf + st->len) = (uint32_t)len;
-	memcpy(st->buf + st->len + 8, data, len);
-	st->len += need;
-	/* libbpf keeps reading while the producer keeps writing: stop it at a full stage. */
-	return st->len - st->head > STAGE_MAX(st->s) ? -ENOBUFS : 0;
+	return NULL;
 }
 
-static uint64_t stage_head_ts(const struct stage *st)
+/* Gives handled space back to the producer. Every store makes the producer's next reserve
+ * miss its cache line, so a drain publishes in steps of 1/16 of the ring, and at its end. */
+static void ring_publish(struct ring *r, bool force)
 {
-	uint32_t len = *(const uint32_t *)(st->buf + st->head);
-
-	return len >= sizeof(struct hs_event_hdr) ? ((const struct hs_event_hdr *)(st->buf + st->head + 8))->ts : 0;
+	if (r->pos != r->published && (force || r->pos - r->published >= (r->mask + 1) / 16)) {
+		__atomic_store_n(r->cons, r->pos, __ATOMIC_RELEASE);
+		r->published = r->pos;
+	}
 }
 
-static size_t stage_skip(const struct stage *st, size_t off)
+/* Handles one ring's events up to where it was last looked at. */
+static void ring_handle_all(struct session *s, struct ring *r)
 {
-	return stage_bytes(*(const uint32_t *)(st->buf + off));
+	const struct hs_event_hdr *h;
+	uint32_t len;
+
+	while (!s->err && (h = ring_head(r, &len))) {
+		handle_event(s, h, len);
+		r->pos += ring_rec_bytes(len);
+		ring_publish(r, false);
+	}
+	ring_publish(r, true);
 }
 
-/* Handles the staged events stamped up to LIMIT (CLOCK_MONOTONIC ns), oldest first. Each
- * ring is in order already, so events go in runs: a ring is drained while its head is no
+/* Handles the events stamped up to LIMIT (CLOCK_MONOTONIC ns) of all rings, oldest first.
+ * Each ring is in order already, so events go in runs: a ring is read while its head is no
  * later than every other ring's, and the rings are compared once per run. */
 static void merge_rings(struct session *s, uint64_t limit)
 {
 	while (!s->err) {
-		struct stage *best = NULL;
+		struct ring *best = NULL;
 		uint64_t best_ts = UINT64_MAX, next_ts = UINT64_MAX;
+		const struct hs_event_hdr *h;
+		uint32_t len;
 
 		for (int i = 0; i < s->nr_rings; i++) {
-			struct stage *st = &s->stages[i];
-			uint64_t ts;
+			struct ring *r = &s->rings[i];
 
-			if (st->head == st->len)
+			if (!(h = ring_head(r, &len)))
 				continue;
-			ts = stage_head_ts(st);
-			if (ts < best_ts) {
+			if (h->ts < best_ts) {
 				next_ts = best_ts;
-				best_ts = ts;
-				best = st;
-			} else if (ts < next_ts) {
-				next_ts = ts;
+				best_ts = h->ts;
+				best = r;
+			} else if (h->ts < next_ts) {
+				next_ts = h->ts;
 			}
 		}
 		if (!best || best_ts > limit)
-			return;
+			break;
 		if (next_ts > limit)
 			next_ts = limit;
-		do {
-			uint32_t len = *(uint32_t *)(best->buf + best->head);
-
-			handle_event(s, best->buf + best->head + 8, len);
-			best->head += stage_skip(best, best->head);
-		} while (best->head < best->len && stage_head_ts(best) <= next_ts && !s->err);
-		if (best->head == best->len)
-			best->head = best->len = 0;
-	}
-}
-
-/* Drains every ring, then merges what is old enough. Returns the time up to which the file
- * is now complete: a snapshot taken now marks that moment. */
-/* True while the stages have room. Past that the recorder is behind: events are left in
- * the rings, where they slow the producers down (and, full, count their drops), instead of
- * piling up in the recorder's memory. */
-static bool stages_have_room(const struct session *s)
-{
-	size_t staged = 0;
-
-	for (int i = 0; i < s->nr_rings; i++)
-		staged += s->stages[i].len - s->stages[i].head;
-	return staged < STAGE_MAX(s) * (size_t)s->nr_rings;
-}
-
-/* Moves what still waits to the front of each stage once more has been handled than waits,
- * so each byte moves at most once and a stage stays the size of a few drains. */
-static void compact_stages(struct session *s)
-{
-	for (int i = 0; i < s->nr_rings; i++) {
-		struct stage *st = &s->stages[i];
-
-		if (st->head && st->head >= st->len - st->head) {
-			memmove(st->buf, st->buf + st->head, st->len - st->head);
-			st->len -= st->head;
-			st->head = 0;
+		while ((h = ring_head(best, &len)) && h->ts <= next_ts && !s->err) {
+			handle_event(s, h, len);
+			best->pos += ring_rec_bytes(len);
+			ring_publish(best, false);
 		}
 	}
+	for (int i = 0; i < s->nr_rings; i++)
+		ring_publish(&s->rings[i], true);
 }
 
-/* Consumes the rings and handles what is old enough to be in order. With ALL, at the end,
- * it empties the rings and handles everything. Returns the time up to which the file is
- * complete: a snapshot taken now marks that moment. */
-static uint64_t drain(struct session *s, bool all)
+/* Handles what the rings hold, in an order that keeps each block's free before the next
+ * allocation at its address. When one ring alone holds events, all of them go at once: an
+ * event on another CPU that came first (a free of an address this ring's allocation
+ * reuses) was committed first, so looking at the other rings after this one's producer
+ * position shows it. Otherwise the rings are merged by timestamp, MERGE_SLACK_NS behind;
+ * with ALL, at the end, everything. Returns the time up to which the file is complete: a
+ * snapshot taken now marks that moment. Sets *HELD if events wait for the slack. */
+static uint64_t drain(struct session *s, bool all, bool *held)
 {
 	uint64_t t = mono_ns();
-	int ret;
 
-	if (!all) {
-		if (stages_have_room(s))
-			ring_buffer__consume(s->rb);
-		t = t > MERGE_SLACK_NS ? t - MERGE_SLACK_NS : 0;
-		merge_rings(s, t);
-		compact_stages(s);
-		return t;
+	*held = false;
+	for (;;) {
+		int busy = 0, only = -1;
+		uint64_t before = 0, after = 0;
+
+		for (int i = 0; i < s->nr_rings; i++) {
+			if (ring_look(&s->rings[i])) {
+				busy++;
+				only = i;
+			}
+			before += s->rings[i].pos;
+		}
+		if (!busy)
+			return t;
+		for (int i = 0; busy == 1 && i < s->nr_rings; i++)
+			if (i != only && __atomic_load_n(s->rings[i].prod, __ATOMIC_ACQUIRE) != s->rings[i].pos)
+				busy++;
+		if (busy == 1) {
+			ring_handle_all(s, &s->rings[only]);
+			if (!all)
+				return t;
+		} else {
+			merge_rings(s, all ? UINT64_MAX : (t > MERGE_SLACK_NS ? t - MERGE_SLACK_NS : 0));
+			if (!all) {
+				for (int i = 0; i < s->nr_rings; i++)
+					*held |= s->rings[i].pos != s->rings[i].end;
+				return t > MERGE_SLACK_NS ? t - MERGE_SLACK_NS : 0;
+			}
+		}
+		for (int i = 0; i < s->nr_rings; i++)
+			after += s->rings[i].pos;
+		/* At the end only records still being written are left: their programs are gone. */
+		if (after == before || s->err)
+			return mono_ns();
 	}
-	do {
-		ret = ring_buffer__consume(s->rb); /* -ENOBUFS: a stage filled up first */
-		merge_rings(s, UINT64_MAX);
-		compact_stages(s);
-	} while (ret == -ENOBUFS && !s->err);
-	return mono_ns();
 }
 
 /* One ring per possible CPU, all of RING_BYTES, made before the BPF object is loaded: the
@@ -1181,14 +1319,13 @@ static int create_rings(struct session *s, uint32_t ring_bytes)
 	s->nr_rings = libbpf_num_possible_cpus();
 	if (s->nr_rings <= 0)
 		return s->nr_rings ? s->nr_rings : -EINVAL;
-	s->stages = calloc((size_t)s->nr_rings, sizeof(*s->stages));
+	s->rings = calloc((size_t)s->nr_rings, sizeof(*s->rings));
 	s->ring_fds = malloc(sizeof(*s->ring_fds) * (size_t)s->nr_rings);
-	if (!s->stages || !s->ring_fds)
+	if (!s->rings || !s->ring_fds)
 		return -ENOMEM;
 	for (int i = 0; i < s->nr_rings; i++)
 		s->ring_fds[i] = -1;
 	for (int i = 0; i < s->nr_rings; i++) {
-		s->stages[i].s = s;
 		s->ring_fds[i] = bpf_map_create(BPF_MAP_TYPE_RINGBUF, NULL, 0, 0, ring_bytes, NULL);
 		if (s->ring_fds[i] < 0)
 			return -errno;
@@ -1197,24 +1334,36 @@ static int create_rings(struct session *s, uint32_t ring_bytes)
 	return bpf_map__set_inner_map_fd(s->skel->maps.rings, s->ring_fds[0]);
 }
 
-/* After loading: puts the rings in the BPF array and has libbpf poll them all. */
+/* After loading: puts the rings in the BPF array, maps them, and has one epoll set wait on
+ * them all. Edge-triggered: events left in a ring for the merge must not wake the recorder
+ * again and again, only the producers' wakeups. */
 static int install_rings(struct session *s)
 {
 	int outer = bpf_map__fd(s->skel->maps.rings), err;
 
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->epfd < 0)
+		return -errno;
 	for (int i = 0; i < s->nr_rings; i++) {
 		uint32_t key = (uint32_t)i;
+		struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.u32 = key};
 
 		if (bpf_map_update_elem(outer, &key, &s->ring_fds[i], BPF_ANY))
 			return -errno;
-		if (!i)
-			s->rb = ring_buffer__new(s->ring_fds[i], stage_event, &s->stages[i], NULL);
-		else if ((err = ring_buffer__add(s->rb, s->ring_fds[i], stage_event, &s->stages[i])))
+		if ((err = ring_map(&s->rings[i], s->ring_fds[i], s->ring_bytes)))
 			return err;
-		if (!s->rb)
+		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->ring_fds[i], &ev))
 			return -errno;
 	}
 	return 0;
+}
+
+/* Sleeps until a producer wakes the recorder or TIMEOUT_MS pass. */
+static int wait_rings(struct session *s, int timeout_ms)
+{
+	struct epoll_event evs[16];
+
+	return epoll_wait(s->epfd, evs, 16, timeout_ms) < 0 && errno != EINTR ? -errno : 0;
 }
 
 /* ---- counters, snapshots, RSS ---- */
@@ -1561,7 +1710,7 @@ static void print_summary(struct session *s, double secs)
 
 int recorder_run(const struct rec_opts *o)
 {
-	struct session sess = {.o = o, .pool_free = UINT32_MAX}, *s = &sess;
+	struct session sess = {.o = o, .pool_free = UINT32_MAX, .epfd = -1}, *s = &sess;
 	struct sigaction sa = {.sa_handler = on_signal};
 	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
 	struct record_writer_opts wo = {0};
@@ -1570,7 +1719,7 @@ int recorder_run(const struct rec_opts *o)
 	int nr_libs = 0, go_fd = -1, err, exit_code = 0, ncpu = libbpf_num_possible_cpus();
 	/* --ringbuf-size is shared by the CPUs: each ring is a power of two of at least 256 KiB. */
 	uint32_t ring_bytes = 256u << 10;
-	bool stopping = false;
+	bool stopping = false, held = false;
 
 	while (ncpu > 0 && ((uint64_t)ring_bytes << 1) * (uint64_t)ncpu <= (uint64_t)o->ringbuf_mb << 20)
 		ring_bytes <<= 1;
@@ -1636,6 +1785,23 @@ int recorder_run(const struct rec_opts *o)
 		goto cleanup;
 	}
 	bpf_map__set_max_entries(s->skel->maps.dwarf_scratch, (uint32_t)libbpf_num_possible_cpus());
+	s->session_type = o->classic_probes ? 0 : find_session_type();
+	{
+		struct bpf_program *sp;
+
+		for (int p = 0; p < PROG__COUNT; p++) {
+			if (!(sp = session_prog(s, (enum hs_prog)p)))
+				continue;
+			if (s->session_type)
+				bpf_program__set_expected_attach_type(sp, (enum bpf_attach_type)s->session_type);
+			else
+				bpf_program__set_autoload(sp, false);
+		}
+		if (o->verbose)
+			warnx("%s", s->session_type ? "allocators get session probes: one program per call, the entry "
+							"decides whether the return runs"
+						      : "allocators get a uprobe and a uretprobe each");
+	}
 	err = heapsnap_bpf__load(s->skel);
 	if (err) {
 		char buf[128];
@@ -1732,7 +1898,7 @@ int recorder_run(const struct rec_opts *o)
 				warnx("failed to attach %s: %s", bpf_program__name(tps[i]), strerror(-err));
 				goto cleanup;
 			}
-			add_link(s, -2, l);
+			add_link(s, -2, l, -1);
 		}
 		/* Syscall tracepoints need tracefs; mount it where the kernel expects it if absent. */
 		if (access("/sys/kernel/tracing/events", F_OK))
@@ -1747,7 +1913,7 @@ int recorder_run(const struct rec_opts *o)
 					      bpf_program__name(mm[i]), strerror(errno));
 				continue;
 			}
-			add_link(s, -2, l);
+			add_link(s, -2, l, -1);
 		}
 	}
 	err = install_rings(s);
@@ -1786,12 +1952,13 @@ int recorder_run(const struct rec_opts *o)
 		uint64_t now, horizon, gen = 0;
 		uint32_t zero = 0;
 
-		err = stages_have_room(s) ? ring_buffer__poll(s->rb, 100) : 0;
-		if (err < 0 && err != -EINTR && err != -ENOBUFS) {
-			warnx("ring buffer poll failed: %s", strerror(-err));
+		/* Events held for the merge are old enough to go after the slack. */
+		err = wait_rings(s, held ? (int)(MERGE_SLACK_NS / 1000000) : 100);
+		if (err) {
+			warnx("waiting on the ring buffers failed: %s", strerror(-err));
 			break;
 		}
-		horizon = drain(s, false);
+		horizon = drain(s, false, &held);
 		now = mono_ns();
 		if ((!bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.maps_gen), &zero, &gen) && gen != s->maps_gen) ||
 		    (s->poll_maps && now >= s->next_maps_poll)) {
@@ -1841,7 +2008,7 @@ int recorder_run(const struct rec_opts *o)
 		if (stop_requested || now >= deadline)
 			stopping = true;
 	}
-	drain(s, true);
+	drain(s, true, &held);
 	read_counters(s);
 	warn_losses(s);
 	{
@@ -1870,16 +2037,17 @@ cleanup:
 	if (go_fd >= 0)
 		close(go_fd); /* a held child that never ran exits on EOF */
 	for (int i = s->nr_links - 1; i >= 0; i--)
-		bpf_link__destroy(s->links[i].link);
+		link_ent__destroy(&s->links[i]);
 	free(s->links);
-	ring_buffer__free(s->rb);
+	if (s->epfd >= 0)
+		close(s->epfd);
+	for (int i = 0; s->rings && i < s->nr_rings; i++)
+		ring_unmap(&s->rings[i]);
+	free(s->rings);
 	for (int i = 0; s->ring_fds && i < s->nr_rings; i++)
 		if (s->ring_fds[i] >= 0)
 			close(s->ring_fds[i]);
 	free(s->ring_fds);
-	for (int i = 0; s->stages && i < s->nr_rings; i++)
-		free(s->stages[i].buf);
-	free(s->stages);
 	heapsnap_bpf__destroy(s->skel);
 	if (s->child && !s->child_reaped) {
 		if (err && !s->header_written)

@@ -31,7 +31,7 @@ ANALYZE_SRCS := $(wildcard analyzer/*.c)
 ANALYZE_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(ANALYZE_SRCS)) $(OUTPUT)/profile.pb-c.o
 
 RECORD_LIBS := -lbpf -lelf -lzstd -lz -lpthread -lm
-ANALYZE_LIBS := -ldw -lelf -lprotobuf-c -lzstd -lz -liberty -ldebuginfod -lm
+ANALYZE_LIBS := -pthread -ldw -lelf -lprotobuf-c -lzstd -lz -liberty -ldebuginfod -lm
 
 BINS := $(OUTPUT)/heapsnap-record $(OUTPUT)/heapsnap-analyze
 

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "decoder.h"
 #include "replay.h"
 
 static char *xstrdup(const char *s)
@@ -191,17 +192,17 @@ static bool release(struct replay *r, uint64_t slot, bool count_free)
 	return true;
 }
 
-static void on_alloc(struct replay *r, const struct hs_record *rec)
+static void on_alloc(struct replay *r, const struct replay_event *rec)
 {
-	bool restored = rec->alloc.kind & HS_KIND_RESTORED;
-	double w = rec->alloc.weight / (double)HS_WEIGHT_ONE, bytes = (double)rec->alloc.size * w;
+	bool restored = rec->kind & HS_KIND_RESTORED;
+	double w = rec->weight / (double)HS_WEIGHT_ONE, bytes = (double)rec->size * w;
 	struct process *p = get_process(r, rec->pid);
-	uint32_t ai = agg_get(r, rec->pid, rec->tid, rec->alloc.stack_id, rec->alloc.size);
+	uint32_t ai = agg_get(r, rec->pid, rec->tid, rec->stack_id, rec->size);
 	struct live_slot *e;
 	struct agg *a = &r->aggs[ai];
 
 	/* An occupied slot means the block's free was lost: drop the stale block. */
-	release(r, rec->alloc.slot, false);
+	release(r, rec->slot, false);
 	if (restored) {
 		p->free_bytes -= bytes;
 		p->free_count -= w;
@@ -211,8 +212,8 @@ static void on_alloc(struct replay *r, const struct hs_record *rec)
 		a->alloc_space += bytes;
 		p->alloc_bytes += bytes;
 		p->alloc_count += w;
-		if (rec->alloc.size > p->largest)
-			p->largest = rec->alloc.size;
+		if (rec->size > p->largest)
+			p->largest = rec->size;
 		r->allocs++;
 	}
 	a->inuse_objects += w;
@@ -230,10 +231,10 @@ static void on_alloc(struct replay *r, const struct hs_record *rec)
 		r->peak_time = rec->time;
 		r->peak_event = r->records;
 	}
-	e = live_at(&r->live, rec->alloc.slot);
+	e = live_at(&r->live, rec->slot);
 	e->agg = ai;
 	e->time = rec->time;
-	e->weight = (uint32_t)rec->alloc.weight;
+	e->weight = (uint32_t)rec->weight;
 }
 
 static void copy_build_id(uint8_t *dst, uint32_t *len, struct hs_bytes b)
@@ -426,7 +427,7 @@ struct progress {
 	double start, last;
 };
 
-static void progress_tick(struct progress *pg, struct record_reader *rd, const char *path)
+static void progress_tick(struct progress *pg, uint64_t offset, uint64_t file_size, const char *path)
 {
 	double t = now_s();
 
@@ -434,7 +435,7 @@ static void progress_tick(struct progress *pg, struct record_reader *rd, const c
 		return;
 	pg->last = t;
 	fprintf(stderr, "\rheapsnap-analyze: reading %s: %3.0f%%", path,
-		100.0 * (double)record_reader__offset(rd) / (double)(record_reader__file_size(rd) + 1));
+		100.0 * (double)offset / (double)(file_size + 1));
 }
 
 static void progress_done(struct progress *pg)
@@ -443,13 +444,13 @@ static void progress_done(struct progress *pg)
 		fputs("\r\033[K", stderr);
 }
 
-static void apply_event(struct replay *r, const struct hs_record *rec)
+static void apply_event(struct replay *r, const struct replay_event *rec)
 {
 	r->events++;
 	note_time(r, rec->time);
 	if (rec->type != HS_REC_FREE) {
 		on_alloc(r, rec);
-	} else if (release(r, rec->free.slot, true)) {
+	} else if (release(r, rec->slot, true)) {
 		r->frees++;
 	} else {
 		r->unknown_frees++;
@@ -458,11 +459,12 @@ static void apply_event(struct replay *r, const struct hs_record *rec)
 }
 
 /* Events wait here a few records, their live-table slot prefetched: with a large live set
- * a free's slot is a cache miss, and overlapping them saves about 4% on 1M live blocks. */
+ * a free's slot is a cache miss, and overlapping them saves about 4% on 1M live blocks.
+ * The events stay in the decoder's batch meanwhile. */
 #define LOOKAHEAD 32
 
 struct event_queue {
-	struct hs_record rec[LOOKAHEAD]; /* only the event fields are copied */
+	const struct replay_event *ev[LOOKAHEAD];
 	uint64_t index[LOOKAHEAD];
 	unsigned head, n;
 };
@@ -473,24 +475,19 @@ static void queue_drain(struct replay *r, struct event_queue *q, unsigned keep)
 		uint64_t saved = r->records;
 
 		r->records = q->index[q->head]; /* peak_event names the record that made the peak */
-		apply_event(r, &q->rec[q->head]);
+		apply_event(r, q->ev[q->head]);
 		r->records = saved;
 		q->head = (q->head + 1) % LOOKAHEAD;
 		q->n--;
 	}
 }
 
-static void queue_push(struct replay *r, struct event_queue *q, const struct hs_record *rec)
+static void queue_push(struct replay *r, struct event_queue *q, const struct replay_event *ev)
 {
-	unsigned tail = (q->head + q->n) % LOOKAHEAD;
-	if (rec->alloc.slot < r->live.cap)
-		__builtin_prefetch(&r->live.s[rec->alloc.slot]);
-	q->rec[tail].type = rec->type;
-	q->rec[tail].time = rec->time;
-	q->rec[tail].pid = rec->pid;
-	q->rec[tail].tid = rec->tid;
-	q->rec[tail].alloc = rec->alloc; /* free.slot shares alloc.slot's place */
-	q->index[tail] = r->records;
+	if (ev->slot < r->live.cap)
+		__builtin_prefetch(&r->live.s[ev->slot]);
+	q->ev[(q->head + q->n) % LOOKAHEAD] = ev;
+	q->index[(q->head + q->n) % LOOKAHEAD] = r->records;
 	q->n++;
 	queue_drain(r, q, LOOKAHEAD - 1);
 }
@@ -499,38 +496,48 @@ static void queue_push(struct replay *r, struct event_queue *q, const struct hs_
 static int pass(struct replay *r, struct record_reader *rd, uint64_t stop_index, uint64_t stop_time, bool events)
 {
 	struct progress pg = {.on = isatty(2), .start = now_s()};
-	struct event_queue *q = calloc(1, sizeof(*q));
-	struct hs_record rec;
+	struct event_queue q = {0};
+	struct decoder *d;
+	struct decoded item;
 	bool stopped = false;
 	int ret;
 
-	if (!q)
+	if (decoder__start(rd, &d))
 		return fail(r, EXIT_FAIL, "out of memory");
-	while ((ret = record_reader__next(rd, &rec)) == 1) {
-		bool is_event = rec.type == HS_REC_ALLOC || rec.type == HS_REC_ALLOC_SAMPLED || rec.type == HS_REC_FREE;
+	for (;;) {
+		const struct replay_event *ev;
 
+		ret = decoder__next(d, &item);
+		if (ret != 1)
+			break;
+		ev = item.ev;
 		if ((r->records & 0xffff) == 0)
-			progress_tick(&pg, rd, r->path);
-		if (!stopped && (r->records >= stop_index || (is_event && rec.time > stop_time))) {
-			queue_drain(r, q, 0);
+			progress_tick(&pg, item.offset, r->file_size, r->path);
+		if (!stopped && (r->records >= stop_index || (ev && ev->time > stop_time))) {
+			queue_drain(r, &q, 0);
 			stopped = true;
 			r->stop_time = stop_time != UINT64_MAX ? stop_time : r->last_time;
 		}
-		if (is_event) {
+		if (ev) {
 			if (!stopped && events)
-				queue_push(r, q, &rec);
+				queue_push(r, &q, ev);
 		} else {
+			const struct hs_record *rec = item.meta;
+
 			/* Metadata keeps its place among the events. */
-			queue_drain(r, q, 0);
-			on_meta(r, &rec, !stopped);
-			if (!stopped && rec.type != HS_REC_SESSION && rec.type != HS_REC_STACK &&
-			    rec.type != HS_REC_THREAD_NAME && rec.type != HS_REC_PROBE)
-				note_time(r, rec.time);
+			queue_drain(r, &q, 0);
+			on_meta(r, rec, !stopped);
+			if (!stopped && rec->type != HS_REC_SESSION && rec->type != HS_REC_STACK &&
+			    rec->type != HS_REC_THREAD_NAME && rec->type != HS_REC_PROBE)
+				note_time(r, rec->time);
 		}
 		r->records++;
+		/* The decoder reuses a batch once asked for the next: its events leave the queue first. */
+		if (item.batch_end)
+			queue_drain(r, &q, 0);
 	}
-	queue_drain(r, q, 0);
-	free(q);
+	queue_drain(r, &q, 0);
+	decoder__free(d);
 	progress_done(&pg);
 	if (!stopped)
 		r->stop_time = r->last_time;

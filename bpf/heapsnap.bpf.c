@@ -38,6 +38,7 @@ struct thread_state {
 	__u64 free_sp;
 	__u64 stack_end; /* --stack dwarf: end of this thread's stack mapping */
 	__u64 dwarf_seq;
+	__u64 last_stack; /* the hash of the stack this thread last sent or found sent */
 	struct hs_live_val old; /* realloc: the old block, restored if realloc fails */
 	__u32 depth;
 	__u32 kind;
@@ -161,20 +162,17 @@ static __always_inline __u64 rb_flags(__u64 avail, __u64 size)
 	return BPF_RB_NO_WAKEUP;
 }
 
-/* SIZE bytes in this CPU's ring, or NULL when it is full. A program does not migrate
- * while it runs, so ring_submit() finds the same ring. */
-static __always_inline void *ring_reserve(__u64 size)
+/* SIZE bytes in this CPU's ring, or NULL when it is full. *RB keeps the ring for
+ * ring_submit(): a program does not migrate while it runs. */
+static __always_inline void *ring_reserve(__u64 size, void **rb)
 {
-	void *rb = this_ring();
-
-	return rb ? bpf_ringbuf_reserve(rb, size, 0) : NULL;
+	*rb = this_ring();
+	return *rb ? bpf_ringbuf_reserve(*rb, size, 0) : NULL;
 }
 
-static __always_inline void ring_submit(void *e, __u64 size)
+static __always_inline void ring_submit(void *e, void *rb, __u64 size)
 {
-	void *rb = this_ring();
-
-	bpf_ringbuf_submit(e, rb ? rb_flags(bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA), size) : 0);
+	bpf_ringbuf_submit(e, rb_flags(bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA), size));
 }
 
 /* Copies SIZE bytes from P into this CPU's ring. Returns 0 on success. */
@@ -208,7 +206,8 @@ static __always_inline void fill_hdr(struct hs_event_hdr *h, __u8 type, __u8 kin
  * their allocations by less than user space takes to read /proc. */
 static __always_inline void emit_comm(__u32 tgid, __u32 tid, const char *comm, bool kernel_ptr)
 {
-	struct hs_comm_event *e = ring_reserve(sizeof(*e));
+	void *rb;
+	struct hs_comm_event *e = ring_reserve(sizeof(*e), &rb);
 
 	if (!e) {
 		count(HS_CNT_RINGBUF_FULL);
@@ -227,21 +226,28 @@ static __always_inline struct thread_state *find_state(void)
 	return bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
 }
 
-static __always_inline struct thread_state *get_state(__u32 tid)
+/* Whether the calling process is traced, and its thread's state (NULL if it could not be
+ * made). A thread has state only once its process is tracked, and a process stays tracked,
+ * so a thread with state needs no lookup in the tracked set. */
+static __always_inline bool tracked_state(__u64 id, struct thread_state **out)
 {
 	struct thread_state *st = find_state();
 	struct thread_state init = {};
 
+	*out = st;
 	if (st)
-		return st;
+		return true;
+	if (!is_tracked(id >> 32))
+		return false;
 	init.countdown = sample_rate ? draw_threshold() : 0;
 	st = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), &init, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	*out = st;
 	if (!st) {
 		count(HS_CNT_THREAD_FULL);
-		return NULL;
+		return true;
 	}
-	emit_comm((__u32)(bpf_get_current_pid_tgid() >> 32), tid, NULL, false);
-	return st;
+	emit_comm((__u32)(id >> 32), (__u32)id, NULL, false);
+	return true;
 }
 
 /* The user stack of an allocation. Frame 0 is the caller's return address, read from [sp]:
@@ -249,7 +255,7 @@ static __always_inline struct thread_state *get_state(__u32 tid)
  * is our own walk of the rbp chain. It stops at the first frame pointer that cannot be one
  * (below sp, unaligned, not increasing, too far up), so it never takes a fault on the junk
  * rbp of code built without frame pointers: the kernel's walk pays a fault for that. */
-static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u64 id)
+static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u64 id, struct thread_state *st, __u64 ret)
 {
 	__u32 zero = 0, nr = 1;
 	struct hs_stack_event *s = bpf_map_lookup_elem(&stack_scratch, &zero);
@@ -260,9 +266,8 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u64 id)
 
 	if (!s)
 		return 0;
-	s->ips[0] = 0;
-	bpf_probe_read_user(&s->ips[0], sizeof(s->ips[0]), (void *)sp);
-	h = hs_hash_word(h, s->ips[0]);
+	s->ips[0] = ret;
+	h = hs_hash_word(h, ret);
 	if (stack_mode) {
 		for (__u32 i = 1; i < HS_MAX_STACK; i++) {
 			if (i >= stack_depth) {
@@ -285,8 +290,13 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u64 id)
 	}
 	if (!h)
 		h = 1;
-	if (bpf_map_lookup_elem(&stacks_seen, &h))
+	/* Allocations come in runs from one place: the thread's last stack needs no lookup. */
+	if (h == st->last_stack)
 		return h;
+	if (bpf_map_lookup_elem(&stacks_seen, &h)) {
+		st->last_stack = h;
+		return h;
+	}
 	__u8 one = 1;
 
 	bpf_map_update_elem(&stacks_seen, &h, &one, BPF_ANY);
@@ -300,6 +310,7 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u64 id)
 		count(HS_CNT_RINGBUF_FULL);
 	} else {
 		count(HS_CNT_STACKS_NEW);
+		st->last_stack = h;
 	}
 	return h;
 }
@@ -371,7 +382,8 @@ static __always_inline __u64 capture_dwarf(struct pt_regs *ctx, __u64 id, struct
 
 static __always_inline void emit_alloc(__u64 id, __u64 ptr, const struct hs_live_val *v, __u8 flags)
 {
-	struct hs_alloc_event *e = ring_reserve(sizeof(*e));
+	void *rb;
+	struct hs_alloc_event *e = ring_reserve(sizeof(*e), &rb);
 	struct hs_live_key k = {.ptr = ptr, .tgid = id >> 32};
 
 	if (!e) {
@@ -383,7 +395,7 @@ static __always_inline void emit_alloc(__u64 id, __u64 ptr, const struct hs_live
 	e->ptr = ptr;
 	e->size = v->size;
 	e->stack = v->stack;
-	ring_submit(e, sizeof(*e));
+	ring_submit(e, rb, sizeof(*e));
 }
 
 /* Removes PTR from the live set and tells user space. Returns the block's record, if known.
@@ -394,9 +406,10 @@ static __always_inline bool release(__u64 id, __u64 ptr, struct hs_live_val *out
 	struct hs_live_key k = {.ptr = ptr, .tgid = id >> 32};
 	struct hs_live_val *v;
 	struct hs_free_event *e;
+	void *rb;
 
 	if (!sample_rate) {
-		e = ring_reserve(sizeof(*e));
+		e = ring_reserve(sizeof(*e), &rb);
 		if (!e) {
 			count(HS_CNT_RINGBUF_FULL);
 			return false;
@@ -404,7 +417,7 @@ static __always_inline bool release(__u64 id, __u64 ptr, struct hs_live_val *out
 		fill_hdr(&e->h, HS_EV_FREE, flags, id);
 		e->ptr = ptr;
 		e->size = 0;
-		ring_submit(e, sizeof(*e));
+		ring_submit(e, rb, sizeof(*e));
 		return false;
 	}
 	v = bpf_map_lookup_elem(&live, &k);
@@ -415,7 +428,7 @@ static __always_inline bool release(__u64 id, __u64 ptr, struct hs_live_val *out
 	}
 	*out = *v;
 	bpf_map_delete_elem(&live, &k);
-	e = ring_reserve(sizeof(*e));
+	e = ring_reserve(sizeof(*e), &rb);
 	if (!e) {
 		count(HS_CNT_RINGBUF_FULL);
 		return true;
@@ -423,7 +436,7 @@ static __always_inline bool release(__u64 id, __u64 ptr, struct hs_live_val *out
 	fill_hdr(&e->h, HS_EV_FREE, (__u8)out->kind, id);
 	e->ptr = ptr;
 	e->size = out->size;
-	ring_submit(e, sizeof(*e));
+	ring_submit(e, rb, sizeof(*e));
 	return true;
 }
 
@@ -435,10 +448,7 @@ static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 size, __u64 au
 
 	if (noop)
 		return RUN_RETURN; /* the floor pays for the return probe, as a recording does */
-	if (!is_tracked(id >> 32))
-		return SKIP_RETURN;
-	st = get_state((__u32)id);
-	if (!st)
+	if (!tracked_state(id, &st) || !st)
 		return SKIP_RETURN;
 	bpf_probe_read_user(&ret, sizeof(ret), (void *)sp);
 	if (st->depth) {
@@ -480,7 +490,7 @@ static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 size, __u64 au
 		count(HS_CNT_SAMPLED);
 	}
 	st->sampled = 1;
-	st->stack = stack_mode == 2 ? capture_dwarf(ctx, id, st) : capture_stack(ctx, id);
+	st->stack = stack_mode == 2 ? capture_dwarf(ctx, id, st) : capture_stack(ctx, id, st, ret);
 	return RUN_RETURN;
 }
 
@@ -630,9 +640,8 @@ int BPF_KPROBE(enter_free, __u64 ptr)
 	struct thread_state *st;
 	struct hs_live_val old;
 
-	if (!ptr || !is_tracked(id >> 32))
+	if (!ptr || !tracked_state(id, &st))
 		return 0;
-	st = get_state((__u32)id);
 	if (st && st->free_depth && st->free_ptr == ptr && sp <= st->free_sp)
 		return 0; /* the free that operator delete or __rust_dealloc calls */
 	if (st && (cookie & HS_COOKIE_WRAPPER)) {
@@ -659,7 +668,8 @@ int BPF_KRETPROBE(ret_free_wrapper)
 
 static __always_inline void emit_proc(__u8 type, __u32 pid, __u32 ppid, __s32 code, struct task_struct *task)
 {
-	struct hs_proc_event *e = ring_reserve(sizeof(*e));
+	void *rb;
+	struct hs_proc_event *e = ring_reserve(sizeof(*e), &rb);
 
 	if (!e) {
 		count(HS_CNT_RINGBUF_FULL);
@@ -778,6 +788,7 @@ int on_mmap_exit(struct trace_event_raw_sys_exit *ctx)
 	struct task_struct *task;
 	struct hs_mmap_event *e;
 	struct file **fds, *f = NULL;
+	void *rb;
 	__u32 max;
 
 	if (!pm)
@@ -792,7 +803,7 @@ int on_mmap_exit(struct trace_event_raw_sys_exit *ctx)
 	bpf_probe_read_kernel(&f, sizeof(f), &fds[pm->fd]);
 	if (!f)
 		goto out;
-	e = ring_reserve(sizeof(*e));
+	e = ring_reserve(sizeof(*e), &rb);
 	if (!e) {
 		count(HS_CNT_RINGBUF_FULL);
 		goto out;

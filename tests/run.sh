@@ -434,6 +434,22 @@ t_bpf_handoff() {
 	contains "$TMP/record.err" "lost.ringbuf_full        0"
 }
 
+# The recorder reads events in place in each CPU's ring: 420k events through 1 MiB rings wrap
+# them about twenty times, records straddling the end included, and every byte must survive.
+t_bpf_ring_wrap() {
+	need_bpf; need_go
+	record -s 0 --ringbuf-size 2 --stats -o "$TMP/w.hsnap" -- "$T/alloc_c" bulk || die "bulk recording"
+	contains "$TMP/record.err" "lost.ringbuf_full        0"
+	"$A" pprof -o "$TMP/w.pb.gz" "$TMP/w.hsnap"
+	local p=$TMP/w.pb.gz
+	# bulk_keep: 20000 x 4096 + its 160000-byte table; bulk_churn: 200000 x 100, all freed.
+	eq "bulk_keep inuse_space" 82080000 "$(pv $p inuse_space bulk_keep)"
+	eq "bulk_keep inuse_objects" 20001 "$(pv $p inuse_objects bulk_keep)"
+	eq "bulk_churn alloc_space" 20000000 "$(pv $p alloc_space bulk_churn)"
+	eq "bulk_churn alloc_objects" 200000 "$(pv $p alloc_objects bulk_churn)"
+	eq "bulk_churn inuse_space" absent "$(pv $p inuse_space bulk_churn)"
+}
+
 # Other allocators, preloaded in front of glibc: their entry points must be found and
 # probed, nested calls counted once, and the figures stay exact.
 t_bpf_other_allocators() {
@@ -621,7 +637,7 @@ t_bpf_symbolize_moved() {
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
-	t_sanitizers t_bpf_handoff t_bpf_classic_probes t_bpf_other_allocators t_bpf_static t_bpf_not_root t_bpf_dwarf_nofp t_bpf_dwarf_cxx_rust t_bpf_dwarf_debian t_bpf_killed_recorder \
+	t_sanitizers t_bpf_handoff t_bpf_classic_probes t_bpf_ring_wrap t_bpf_other_allocators t_bpf_static t_bpf_not_root t_bpf_dwarf_nofp t_bpf_dwarf_cxx_rust t_bpf_dwarf_debian t_bpf_killed_recorder \
 	t_bpf_symbolize_moved"
 for t in $ALL; do
 	run $t

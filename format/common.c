@@ -1,18 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "record.h"
 
-size_t hs_put_uvarint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
-
 size_t hs_get_uvarint(const uint8_t *p, size_t len, uint64_t *v)
 {
 	uint64_t r = 0;

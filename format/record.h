@@ -258,7 +258,18 @@ void record_reader__free(struct record_reader *r);
 const char *hs_rec_type_name(uint32_t type);
 
 /* ---- encoding helpers (exposed for tests) ---- */
-size_t hs_put_uvarint(uint8_t *p, uint64_t v);
+/* Inline: the writer calls it several times per event. */
+static inline size_t hs_put_uvarint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
 /* Returns bytes consumed, or 0 when the varint is unterminated within LEN or longer than 10 bytes. */
 size_t hs_get_uvarint(const uint8_t *p, size_t len, uint64_t *v);
 static inline uint64_t hs_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }

@@ -232,17 +232,21 @@ static const char *prog_name(enum hs_prog p)
 	return n[p];
 }
 
-static struct bpf_program *entry_prog(struct session *s, enum hs_prog p)
+/* The program for allocator kind P: its entry program, or with SESSION its session program
+ * (none for free, whose probes stay classic). */
+static struct bpf_program *alloc_prog(struct session *s, enum hs_prog p, bool session)
 {
+	struct heapsnap_bpf *k = s->skel;
+
 	switch (p) {
-	case PROG_SIZE1: return s->skel->progs.enter_size1;
-	case PROG_SIZE2: return s->skel->progs.enter_size2;
-	case PROG_CALLOC: return s->skel->progs.enter_calloc;
-	case PROG_REALLOC: return s->skel->progs.enter_realloc;
-	case PROG_REALLOCARRAY: return s->skel->progs.enter_reallocarray;
-	case PROG_RUST_REALLOC: return s->skel->progs.enter_rust_realloc;
-	case PROG_POSIX_MEMALIGN: return s->skel->progs.enter_posix_memalign;
-	case PROG_FREE: return s->skel->progs.enter_free;
+	case PROG_SIZE1: return session ? k->progs.sess_size1 : k->progs.enter_size1;
+	case PROG_SIZE2: return session ? k->progs.sess_size2 : k->progs.enter_size2;
+	case PROG_CALLOC: return session ? k->progs.sess_calloc : k->progs.enter_calloc;
+	case PROG_REALLOC: return session ? k->progs.sess_realloc : k->progs.enter_realloc;
+	case PROG_REALLOCARRAY: return session ? k->progs.sess_reallocarray : k->progs.enter_reallocarray;
+	case PROG_RUST_REALLOC: return session ? k->progs.sess_rust_realloc : k->progs.enter_rust_realloc;
+	case PROG_POSIX_MEMALIGN: return session ? k->progs.sess_posix_memalign : k->progs.enter_posix_memalign;
+	case PROG_FREE: return session ? NULL : k->progs.enter_free;
 	default: return NULL;
 	}
 }
@@ -268,20 +272,6 @@ static int add_link(struct session *s, pid_t pid, struct bpf_link *l, int fd)
 	s->links = v;
 	v[s->nr_links++] = e;
 	return 0;
-}
-
-static struct bpf_program *session_prog(struct session *s, enum hs_prog p)
-{
-	switch (p) {
-	case PROG_SIZE1: return s->skel->progs.sess_size1;
-	case PROG_SIZE2: return s->skel->progs.sess_size2;
-	case PROG_CALLOC: return s->skel->progs.sess_calloc;
-	case PROG_REALLOC: return s->skel->progs.sess_realloc;
-	case PROG_REALLOCARRAY: return s->skel->progs.sess_reallocarray;
-	case PROG_RUST_REALLOC: return s->skel->progs.sess_rust_realloc;
-	case PROG_POSIX_MEMALIGN: return s->skel->progs.sess_posix_memalign;
-	default: return NULL;
-	}
 }
 
 /* The kernel's number for session uprobes, from its BTF: 0 where it has none. The uapi
@@ -322,7 +312,7 @@ static int attach_session(struct session *s, pid_t pid, const char *path, const 
 	uint64_t off = f->probe_offset;
 	uint64_t cookie = f->kind | HS_COOKIE_SESSION | (f->leaf ? HS_COOKIE_LEAF : 0);
 	struct uprobe_multi_attr a = {
-		.prog_fd = (uint32_t)bpf_program__fd(session_prog(s, f->prog)),
+		.prog_fd = (uint32_t)bpf_program__fd(alloc_prog(s, f->prog, true)),
 		.attach_type = s->session_type,
 		.path = (uint64_t)(uintptr_t)path,
 		.offsets = (uint64_t)(uintptr_t)&off,
@@ -352,7 +342,7 @@ static int attach_one(struct session *s, pid_t pid, const char *path, const stru
 		       : f->prog == PROG_FREE	      ? s->skel->progs.ret_free_wrapper
 						      : s->skel->progs.ret_ptr;
 	else
-		prog = entry_prog(s, f->prog);
+		prog = alloc_prog(s, f->prog, false);
 	l = bpf_program__attach_uprobe_opts(prog, pid, path, (size_t)off, &uo);
 	if (!l) {
 		int err = -errno;
@@ -1790,7 +1780,7 @@ int recorder_run(const struct rec_opts *o)
 		struct bpf_program *sp;
 
 		for (int p = 0; p < PROG__COUNT; p++) {
-			if (!(sp = session_prog(s, (enum hs_prog)p)))
+			if (!(sp = alloc_prog(s, (enum hs_prog)p, true)))
 				continue;
 			if (s->session_type)
 				bpf_program__set_expected_attach_type(sp, (enum bpf_attach_type)s->session_type);

@@ -1126,6 +1126,7 @@ struct ring {
 	uint64_t pos;       /* the next record to handle */
 	uint64_t published; /* the last position given back to the producer */
 	uint64_t end;       /* the producer's position when last looked at */
+	uint64_t goal;      /* the producer's position when the final drain began */
 };
 
 static int ring_map(struct ring *r, int fd, uint32_t size)
@@ -1265,9 +1266,12 @@ static uint64_t drain(struct session *s, bool all, bool *held)
 	uint64_t t = mono_ns();
 
 	*held = false;
+	for (int i = 0; all && i < s->nr_rings; i++)
+		s->rings[i].goal = __atomic_load_n(s->rings[i].prod, __ATOMIC_ACQUIRE);
 	for (;;) {
 		int busy = 0, only = -1;
 		uint64_t before = 0, after = 0;
+		bool reached = true;
 
 		for (int i = 0; i < s->nr_rings; i++) {
 			if (ring_look(&s->rings[i])) {
@@ -1293,10 +1297,13 @@ static uint64_t drain(struct session *s, bool all, bool *held)
 				return t > MERGE_SLACK_NS ? t - MERGE_SLACK_NS : 0;
 			}
 		}
-		for (int i = 0; i < s->nr_rings; i++)
+		for (int i = 0; i < s->nr_rings; i++) {
 			after += s->rings[i].pos;
-		/* At the end only records still being written are left: their programs are gone. */
-		if (after == before || s->err)
+			reached &= s->rings[i].pos >= s->rings[i].goal;
+		}
+		/* The end: what the rings held when it began is handled, or only records still
+		 * being written are left. A target that keeps allocating cannot hold it up. */
+		if (after == before || reached || s->err)
 			return mono_ns();
 	}
 }

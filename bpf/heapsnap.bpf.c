@@ -629,21 +629,25 @@ int BPF_KPROBE(sess_posix_memalign, __u64 memptr, __u64 align, __u64 size)
 	return alloc_enter(ctx, size, memptr, false, 0);
 }
 
-SEC("uprobe")
-int BPF_KPROBE(enter_free, __u64 ptr)
+/* A free's entry. Returns whether a session probe's return half must run: only for a
+ * wrapper (operator delete, __rust_dealloc), to end the span in which its inner free is
+ * not counted again. */
+static __always_inline int free_enter(struct pt_regs *ctx, __u64 ptr)
 {
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	int wrapper_ret = (cookie & HS_COOKIE_WRAPPER) ? RUN_RETURN : SKIP_RETURN;
+
 	if (noop)
-		return 0;
+		return wrapper_ret;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u64 sp = PT_REGS_SP(ctx);
-	__u64 cookie = bpf_get_attach_cookie(ctx);
 	struct thread_state *st;
 	struct hs_live_val old;
 
 	if (!ptr || !tracked_state(id, &st))
-		return 0;
+		return SKIP_RETURN;
 	if (st && st->free_depth && st->free_ptr == ptr && sp <= st->free_sp)
-		return 0; /* the free that operator delete or __rust_dealloc calls */
+		return SKIP_RETURN; /* the free that operator delete or __rust_dealloc calls */
 	if (st && (cookie & HS_COOKIE_WRAPPER)) {
 		st->free_ptr = ptr;
 		st->free_sp = sp;
@@ -651,11 +655,10 @@ int BPF_KPROBE(enter_free, __u64 ptr)
 	}
 	count(HS_CNT_FREE_CALLS);
 	release(id, ptr, &old, 0);
-	return 0;
+	return wrapper_ret;
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(ret_free_wrapper)
+static __always_inline int free_return(void)
 {
 	if (noop)
 		return 0;
@@ -664,6 +667,27 @@ int BPF_KRETPROBE(ret_free_wrapper)
 	if (st)
 		st->free_depth = 0;
 	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(enter_free, __u64 ptr)
+{
+	free_enter(ctx, ptr);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(ret_free_wrapper)
+{
+	return free_return();
+}
+
+SEC("uprobe")
+int BPF_KPROBE(sess_free, __u64 ptr)
+{
+	if (bpf_session_is_return())
+		return free_return();
+	return free_enter(ctx, ptr);
 }
 
 static __always_inline void emit_proc(__u8 type, __u32 pid, __u32 ppid, __s32 code, struct task_struct *task)

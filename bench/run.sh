@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # heapsnap benchmark (`make bench`). Runs each workload natively, under the bare trap floor
 # (the same probes with no-op BPF programs), and under heapsnap in three modes, RUNS times
-# each, in one run of this script. The floor and sampling also run with --classic-probes: a
-# session probe lets sampling skip the return trap of calls it passes by, which is most of
-# why it beats the floor, and the classic figures show that part. Prints medians as ratios to native and to the floor, then
-# writes bench/results/latest.txt and bench/results/latest.json.
+# each, in one run of this script. Prints medians as ratios to native and to the floor, then
+# writes bench/results/latest.txt and bench/results/latest.json. The floor and sampling also
+# run with classic probes (a uprobe and a uretprobe per function, in multi links): a session
+# probe lets sampling skip the return trap of the calls it passes by, which is most of why it
+# beats the floor, and the classic figures show that part.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUTPUT:-.output}
@@ -31,10 +32,10 @@ WORKLOADS=(
 MODES=(
 	"native|"
 	"floor|--noop-probes"
-	"floor-classic|--noop-probes --classic-probes"
+	"floor-classic|--noop-probes --probe-links multi"
 	"fp|-s 0 --stack fp"
 	"sampled512k|-s 512k --stack fp"
-	"sampled-classic|-s 512k --stack fp --classic-probes"
+	"sampled-classic|-s 512k --stack fp --probe-links multi"
 	"none|-s 0 --stack none"
 )
 # Run only where a workload asks for them: a dwarf copy per event is slow to measure.
@@ -108,7 +109,8 @@ done
 json+="]"
 echo "$table"
 
-# Recorder CPU per event, scaled to 1M events/s: fp mode on a longer churn, less the same
+# Recorder CPU per event, scaled to 1M events/s: fp mode on a longer churn (6M events, so
+# that the noise of the start-up, about 0.15 s, does not drown the signal), less the same
 # mode's start-up (BPF verification of the stack-walking programs, map allocation), which is
 # measured on a one-pair churn. The floor's start-up is not the same: its programs are no-ops.
 echo
@@ -116,7 +118,7 @@ echo "Recorder CPU (excluding its start-up and the traps charged to the target),
 cpu_of() { awk '/^recorder: cpu/ { gsub(/s/, "", $3); gsub(/s/, "", $5); print $3 + $5 }' "$TMP/run.err"; }
 : >"$TMP/cpu_long"; : >"$TMP/cpu_start"
 for _ in $(seq "$RUNS"); do
-	run_once "-s 0 --stack fp" "$B/workload" churn 1000000 || { cat "$TMP/run.err"; exit 1; }
+	run_once "-s 0 --stack fp" "$B/workload" churn 3000000 || { cat "$TMP/run.err"; exit 1; }
 	cpu_of >>"$TMP/cpu_long"
 	long_events=$(awk '/^elapsed/ { print $6 }' "$TMP/run.out")
 	long_secs=$(awk '/^elapsed/ { print $2 }' "$TMP/run.out")

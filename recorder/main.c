@@ -51,8 +51,10 @@ static const char usage[] =
 	"      --probe LIB:SYM:KIND a custom allocator function; KIND is malloc, calloc, realloc, free,\n"
 	"                           memalign, posix_memalign or new (repeatable)\n"
 	"      --probe-at-entry     put every probe at function entry (no probe placement)\n"
-	"      --classic-probes     a uprobe and a uretprobe per allocator, even where the kernel\n"
-	"                           has session probes (6.13+), whose entry skips unneeded returns\n"
+	"      --probe-links MODE   how probes are attached: session (Linux 6.13+: the entry skips\n"
+	"                           returns nothing needs), multi (6.6+: a uprobe and a uretprobe per\n"
+	"                           function, one link per library), perf (one link per probe), or\n"
+	"                           auto, the first of these the kernel has (default)\n"
 	"      --noop-probes        benchmark floor: attach the same probes with programs that do\n"
 	"                           nothing, so the run costs only the kernel's traps\n"
 	"\n"
@@ -91,7 +93,7 @@ enum {
 	OPT_STATS,
 	OPT_NO_FOLLOW,
 	OPT_NOOP,
-	OPT_CLASSIC,
+	OPT_PROBE_LINKS,
 };
 
 static const struct option longopts[] = {
@@ -113,7 +115,7 @@ static const struct option longopts[] = {
 	{"ringbuf-size", required_argument, NULL, OPT_RINGBUF},
 	{"no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW},
 	{"noop-probes", no_argument, NULL, OPT_NOOP},
-	{"classic-probes", no_argument, NULL, OPT_CLASSIC},
+	{"probe-links", required_argument, NULL, OPT_PROBE_LINKS},
 	{"stats", no_argument, NULL, OPT_STATS},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
@@ -187,6 +189,7 @@ int main(int argc, char **argv)
 		.max_live = 0, /* set after parsing */
 		.stack_cache = 1u << 16,
 		.ringbuf_mb = 16,
+		.probe_links = LINKS_AUTO,
 		.dwarf_bytes = 8192,
 	};
 	bool rate_set = false, stack_auto = false;
@@ -270,8 +273,17 @@ int main(int argc, char **argv)
 		case OPT_PROBE_ENTRY:
 			o.probe_entry = true;
 			break;
-		case OPT_CLASSIC:
-			o.classic_probes = true;
+		case OPT_PROBE_LINKS:
+			if (!strcmp(optarg, "auto"))
+				o.probe_links = LINKS_AUTO;
+			else if (!strcmp(optarg, "session"))
+				o.probe_links = LINKS_SESSION;
+			else if (!strcmp(optarg, "multi"))
+				o.probe_links = LINKS_MULTI;
+			else if (!strcmp(optarg, "perf"))
+				o.probe_links = LINKS_PERF;
+			else
+				return bad_option("--probe-links", optarg, "expected auto, session, multi or perf");
 			break;
 		case OPT_MAX_LIVE:
 			if (parse_u64(optarg, &v, true) || v < 1024 || v > (1u << 28))

@@ -7,6 +7,14 @@
 
 #include "elfsyms.h"
 
+/* How allocator probes are attached (--probe-links). */
+enum probe_links {
+	LINKS_PERF,    /* a uprobe and a uretprobe per function, each a perf event */
+	LINKS_MULTI,   /* the same in one uprobe_multi link per library and kind (Linux 6.6) */
+	LINKS_SESSION, /* session probes: the entry decides whether the return runs (Linux 6.13) */
+	LINKS_AUTO,    /* the best the kernel has */
+};
+
 struct custom_probe {
 	char *lib, *symbol;
 	enum hs_prog prog;
@@ -33,7 +41,7 @@ struct rec_opts {
 	uint32_t max_live, stack_cache, ringbuf_mb;
 	bool probe_entry; /* --probe-at-entry: disable probe placement */
 	bool noop;        /* --noop-probes: benchmark floor, records nothing */
-	bool classic_probes; /* --classic-probes: no session probes */
+	enum probe_links probe_links; /* --probe-links */
 };
 
 /* Records until the target exits, the duration ends or a signal arrives. Returns the

@@ -104,8 +104,10 @@ struct session {
 	int nr_procs;
 	struct link_ent *links;
 	int nr_links;
-	/* The kernel's BPF_TRACE_UPROBE_SESSION, read from its BTF; 0 without session probes. */
-	uint32_t session_type;
+	/* How allocator probes are attached, and the kernel's attach type for it, read from its
+	 * BTF: the uapi headers and the libbpf this builds against predate both. */
+	enum probe_links links_mode;
+	uint32_t links_type;
 	struct hs_probe *probes; /* for the session header */
 	int nr_probes;
 	int nr_probe_fail;
@@ -311,9 +313,9 @@ static int add_link(struct session *s, pid_t pid, struct bpf_link *l, int fd)
 	return 0;
 }
 
-/* The kernel's number for session uprobes, from its BTF: 0 where it has none. The uapi
- * headers and the libbpf this builds against predate them (Linux 6.13). */
-static uint32_t find_session_type(void)
+/* The kernel's number for attach type NAME, from its BTF; 0 where it has none. With
+ * NEED_FUNC, also 0 unless the kernel has that function (a kfunc the programs call). */
+static uint32_t find_attach_type(const char *name, const char *need_func)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
 	uint32_t v = 0;
@@ -322,12 +324,12 @@ static uint32_t find_session_type(void)
 	if (!btf)
 		return 0;
 	id = btf__find_by_name_kind(btf, "bpf_attach_type", BTF_KIND_ENUM);
-	if (id > 0 && btf__find_by_name_kind(btf, "bpf_session_is_return", BTF_KIND_FUNC) > 0) {
+	if (id > 0 && (!need_func || btf__find_by_name_kind(btf, need_func, BTF_KIND_FUNC) > 0)) {
 		const struct btf_type *t = btf__type_by_id(btf, (uint32_t)id);
 		const struct btf_enum *e = btf_enum(t);
 
 		for (int i = 0; i < btf_vlen(t); i++)
-			if (!strcmp(btf__name_by_offset(btf, e[i].name_off), "BPF_TRACE_UPROBE_SESSION"))
+			if (!strcmp(btf__name_by_offset(btf, e[i].name_off), name))
 				v = (uint32_t)e[i].val;
 	}
 	btf__free(btf);
@@ -342,13 +344,23 @@ struct uprobe_multi_attr {
 	uint32_t cnt, multi_flags, pid, pad;
 };
 
-/* One session probe on every function of O that program P handles, in OPEN_PATH, for PID
- * (-1: every process): one link for them all, so one wait for the kernel to let go of them
- * at the end instead of one per function. Returns 1 when attached, 0 when O has no such
- * function, or -errno. */
-static int attach_session_group(struct session *s, pid_t pid, const char *open_path, const struct object *o,
-				enum hs_prog p)
+/* The return program of allocator kind P. */
+static struct bpf_program *ret_prog(struct session *s, enum hs_prog p)
 {
+	return p == PROG_POSIX_MEMALIGN ? s->skel->progs.ret_posix_memalign
+	       : p == PROG_FREE		? s->skel->progs.ret_free_wrapper
+					: s->skel->progs.ret_ptr;
+}
+
+/* One uprobe_multi link (Linux 6.6) for every function of O that kind P covers, in
+ * OPEN_PATH, for PID (-1: every process): a session probe, or with the classic programs an
+ * entry probe, or with RET a return probe on those that need one. One link for them all
+ * means one wait for the kernel to let go of them at the end, not one per function.
+ * Returns 1 when attached, 0 when O has no such function, or -errno. */
+static int attach_group(struct session *s, pid_t pid, const char *open_path, const struct object *o,
+			enum hs_prog p, bool ret)
+{
+	bool session = s->links_mode == LINKS_SESSION;
 	uint64_t *offs = calloc((size_t)o->funcs.nr, sizeof(*offs));
 	uint64_t *cookies = calloc((size_t)o->funcs.nr, sizeof(*cookies));
 	uint32_t n = 0;
@@ -361,20 +373,21 @@ static int attach_session_group(struct session *s, pid_t pid, const char *open_p
 	for (int i = 0; i < o->funcs.nr; i++) {
 		const struct alloc_func *f = &o->funcs.v[i];
 
-		if (f->prog != p)
+		if (f->prog != p || (ret && f->prog == PROG_FREE && !f->wrapper))
 			continue;
 		offs[n] = f->probe_offset;
-		cookies[n++] = f->kind | HS_COOKIE_SESSION | (f->leaf ? HS_COOKIE_LEAF : 0) |
+		cookies[n++] = f->kind | (session ? HS_COOKIE_SESSION : 0) | (f->leaf ? HS_COOKIE_LEAF : 0) |
 			       (f->wrapper ? HS_COOKIE_WRAPPER : 0);
 	}
 	if (n) {
 		struct uprobe_multi_attr a = {
-			.prog_fd = (uint32_t)bpf_program__fd(alloc_prog(s, p, true)),
-			.attach_type = s->session_type,
+			.prog_fd = (uint32_t)bpf_program__fd(ret ? ret_prog(s, p) : alloc_prog(s, p, session)),
+			.attach_type = s->links_type,
 			.path = (uint64_t)(uintptr_t)open_path,
 			.offsets = (uint64_t)(uintptr_t)offs,
 			.cookies = (uint64_t)(uintptr_t)cookies,
 			.cnt = n,
+			.multi_flags = ret ? 1 : 0, /* BPF_F_UPROBE_MULTI_RETURN */
 			.pid = pid > 0 ? (uint32_t)pid : 0,
 		};
 
@@ -383,9 +396,10 @@ static int attach_session_group(struct session *s, pid_t pid, const char *open_p
 			err = -errno;
 		else
 			err = add_link(s, pid, NULL, fd) ? -ENOMEM : 1;
-		if (err < 0 && s->o->verbose)
-			warnx("failed to attach session probes to %s (%s): %s; using uprobes and uretprobes", open_path,
-			      prog_name(p), strerror(-err));
+		if (err < 0)
+			warnx("failed to attach %s to %s (%s functions): %s%s",
+			      session ? "session probes" : ret ? "return probes" : "probes", open_path, prog_name(p),
+			      strerror(-err), session ? "; using a uprobe and a uretprobe each" : "");
 	}
 out:
 	free(offs);
@@ -405,12 +419,7 @@ static int attach_one(struct session *s, pid_t pid, const char *path, const stru
 
 	uo.retprobe = ret;
 	uo.bpf_cookie = f->kind | (f->wrapper ? HS_COOKIE_WRAPPER : 0);
-	if (ret)
-		prog = f->prog == PROG_POSIX_MEMALIGN ? s->skel->progs.ret_posix_memalign
-		       : f->prog == PROG_FREE	      ? s->skel->progs.ret_free_wrapper
-						      : s->skel->progs.ret_ptr;
-	else
-		prog = alloc_prog(s, f->prog, false);
+	prog = ret ? ret_prog(s, f->prog) : alloc_prog(s, f->prog, false);
 	l = bpf_program__attach_uprobe_opts(prog, pid, path, (size_t)off, &uo);
 	if (!l) {
 		int err = -errno;
@@ -479,22 +488,35 @@ static void scan_object(struct session *s, struct object *o, const char *open_pa
 /* Attaches every allocator probe of object O for PID (-1: every process). */
 static void attach_object(struct session *s, pid_t pid, struct object *o, const char *open_path)
 {
-	bool created, session[PROG__COUNT] = {0};
+	bool created;
+	int grouped[PROG__COUNT] = {0}; /* by kind: 1 attached in a group, -1 failed, 0 none */
 	int idx = o->index, ok = 0;
 
 	hmap_put(&s->attached, (uint64_t)(int64_t)pid, (uint64_t)idx, &created);
 	if (!created)
 		return;
 	scan_object(s, o, open_path);
-	for (int p = 0; s->session_type && p < PROG__COUNT; p++)
-		session[p] = attach_session_group(s, pid, open_path, o, (enum hs_prog)p) > 0;
+	for (int p = 0; s->links_mode != LINKS_PERF && p < PROG__COUNT; p++) {
+		int r = attach_group(s, pid, open_path, o, (enum hs_prog)p, false);
+
+		if (r > 0 && s->links_mode == LINKS_MULTI && attach_group(s, pid, open_path, o, (enum hs_prog)p, true) < 0) {
+			/* Entries without their returns would count every call as nested. */
+			link_ent__destroy(&s->links[--s->nr_links]);
+			r = -1;
+		}
+		grouped[p] = r > 0 ? 1 : r < 0 ? -1 : 0;
+	}
 	for (int i = 0; i < o->funcs.nr; i++) {
 		const struct alloc_func *f = &o->funcs.v[i];
 		bool need_ret = f->prog != PROG_FREE || f->wrapper;
 
-		if (!session[f->prog] && attach_one(s, pid, open_path, f, false))
+		if (grouped[f->prog] < 0 && s->links_mode == LINKS_MULTI) {
+			s->nr_probe_fail++; /* programs made for multi links attach no other way */
 			continue;
-		if (!session[f->prog] && need_ret && attach_one(s, pid, open_path, f, true))
+		}
+		if (grouped[f->prog] <= 0 && attach_one(s, pid, open_path, f, false))
+			continue;
+		if (grouped[f->prog] <= 0 && need_ret && attach_one(s, pid, open_path, f, true))
 			continue;
 		ok++;
 		if (pid == s->o->pid || pid == s->child || pid == -1) {
@@ -503,7 +525,10 @@ static void attach_object(struct session *s, pid_t pid, struct object *o, const 
 		}
 		if (s->o->verbose)
 			warnx("probe %s:%s (%s) at file offset 0x%" PRIx64 "%s", o->path, f->name, prog_name(f->prog),
-			      f->probe_offset, session[f->prog] ? " (session)" : need_ret ? " + return" : "");
+			      f->probe_offset,
+			      grouped[f->prog] > 0 ? (s->links_mode == LINKS_SESSION ? " (session)"
+						      : need_ret ? " + return (multi)" : " (multi)")
+			      : need_ret ? " + return" : "");
 	}
 	if (ok && (pid == s->o->pid || pid == s->child || pid == -1) && !o->listed) {
 		const char *base = strrchr(o->path, '/');
@@ -1838,23 +1863,38 @@ int recorder_run(const struct rec_opts *o)
 		goto cleanup;
 	}
 	bpf_map__set_max_entries(s->skel->maps.dwarf_scratch, (uint32_t)libbpf_num_possible_cpus());
-	s->session_type = o->classic_probes ? 0 : find_session_type();
-	{
-		struct bpf_program *sp;
-
-		for (int p = 0; p < PROG__COUNT; p++) {
-			if (!(sp = alloc_prog(s, (enum hs_prog)p, true)))
-				continue;
-			if (s->session_type)
-				bpf_program__set_expected_attach_type(sp, (enum bpf_attach_type)s->session_type);
-			else
-				bpf_program__set_autoload(sp, false);
-		}
-		if (o->verbose)
-			warnx("%s", s->session_type ? "allocators get session probes: one program per call, the entry "
-							"decides whether the return runs"
-						      : "allocators get a uprobe and a uretprobe each");
+	if ((o->probe_links == LINKS_AUTO || o->probe_links == LINKS_SESSION) &&
+	    (s->links_type = find_attach_type("BPF_TRACE_UPROBE_SESSION", "bpf_session_is_return")))
+		s->links_mode = LINKS_SESSION;
+	else if ((o->probe_links == LINKS_AUTO || o->probe_links == LINKS_MULTI) &&
+		 (s->links_type = find_attach_type("BPF_TRACE_UPROBE_MULTI", NULL)))
+		s->links_mode = LINKS_MULTI;
+	else
+		s->links_mode = LINKS_PERF;
+	if (o->probe_links != LINKS_AUTO && o->probe_links != s->links_mode) {
+		warnx("--probe-links %s: this kernel has no such links (session probes need Linux 6.13, multi 6.6)",
+		      o->probe_links == LINKS_SESSION ? "session" : "multi");
+		err = -EOPNOTSUPP;
+		goto cleanup;
 	}
+	for (int p = 0; p < PROG__COUNT; p++) {
+		struct bpf_program *sp = alloc_prog(s, (enum hs_prog)p, true), *cp = alloc_prog(s, (enum hs_prog)p, false);
+
+		if (s->links_mode == LINKS_SESSION)
+			bpf_program__set_expected_attach_type(sp, (enum bpf_attach_type)s->links_type);
+		else
+			bpf_program__set_autoload(sp, false);
+		if (s->links_mode == LINKS_MULTI) {
+			bpf_program__set_expected_attach_type(cp, (enum bpf_attach_type)s->links_type);
+			bpf_program__set_expected_attach_type(ret_prog(s, (enum hs_prog)p), (enum bpf_attach_type)s->links_type);
+		}
+	}
+	if (o->verbose)
+		warnx("%s", s->links_mode == LINKS_SESSION ? "allocators get session probes: one program per call, "
+							     "the entry decides whether the return runs"
+			    : s->links_mode == LINKS_MULTI ? "allocators get a uprobe and a uretprobe each, in one "
+							     "multi link per library and kind"
+							   : "allocators get a uprobe and a uretprobe each");
 	err = heapsnap_bpf__load(s->skel);
 	if (err) {
 		char buf[128];

@@ -278,29 +278,46 @@ t_bpf_rust_exact() {
 }
 
 # Session probes where the kernel has them (6.13+), and the classic uprobe + uretprobe pair
-# on request: both must give the same exact figures, nested C++ and Rust calls included.
-t_bpf_classic_probes() {
+# on request, in multi links (6.6+) or as perf events: every way must give the same exact
+# figures, nested C++ calls included.
+t_bpf_probe_links() {
 	need_bpf; need_go
+	local btf mode
+	btf=$(bpftool btf dump file /sys/kernel/btf/vmlinux 2>/dev/null)
 	record -v -o "$TMP/cl.hsnap" -- "$T/alloc_c" || die "recording alloc_c failed"
-	if bpftool btf dump file /sys/kernel/btf/vmlinux 2>/dev/null | grep -q "'BPF_TRACE_UPROBE_SESSION'"; then
-		grep -q "libc.so.6:malloc (size1) at file offset 0x[0-9a-f]* (session)" "$TMP/record.err" || die "malloc got no session probe"
-	else
-		contains "$TMP/record.err" "allocators get a uprobe and a uretprobe each"
+	if grep -q "'BPF_TRACE_UPROBE_SESSION'" <<<"$btf"; then
+		grep -q "libc.so.6:malloc (size1) at file offset 0x[0-9a-f]* (session)" "$TMP/record.err" ||
+			die "malloc got no session probe"
 	fi
-	record -v --classic-probes -o "$TMP/cl.hsnap" -- "$T/alloc_c" || die "recording alloc_c --classic-probes failed"
-	contains "$TMP/record.err" "allocators get a uprobe and a uretprobe each"
-	grep -q "(session)" "$TMP/record.err" && die "--classic-probes attached a session probe"
-	"$A" pprof -o "$TMP/cl.pb.gz" "$TMP/cl.hsnap" || die "pprof"
-	local p=$TMP/cl.pb.gz
-	eq "thread_work inuse_space" 20000 "$(pv $p inuse_space thread_work)"
-	eq "child_work inuse_space (fork child)" 15000 "$(pv $p inuse_space child_work)"
-	eq "leak_malloc inuse_space" 10000 "$(pv $p inuse_space leak_malloc)"
-	eq "realloc_chain inuse_space" 300 "$(pv $p inuse_space realloc_chain)"
-	eq "realloc_zero alloc_space" 77 "$(pv $p alloc_space realloc_zero)"
-	record --classic-probes -o "$TMP/clx.hsnap" -- "$T/alloc_cxx" || die "recording alloc_cxx --classic-probes failed"
-	"$A" pprof -o "$TMP/clx.pb.gz" "$TMP/clx.hsnap"
-	eq "new char[1000] x5" 5000 "$(pv "$TMP/clx.pb.gz" inuse_space 'cxx_new_array()')"
-	eq "delete churn objects" 100 "$(pv "$TMP/clx.pb.gz" alloc_objects 'cxx_delete_churn()')"
+	for mode in multi perf; do
+		if [ $mode = multi ] && ! grep -q "'BPF_TRACE_UPROBE_MULTI'" <<<"$btf"; then
+			"$R" --probe-links multi -o "$TMP/cl.hsnap" -- "$T/alloc_c" >/dev/null 2>"$TMP/record.err" &&
+				die "--probe-links multi ran on a kernel without multi links"
+			contains "$TMP/record.err" "this kernel has no such links"
+			continue
+		fi
+		record -v --probe-links $mode -o "$TMP/cl.hsnap" -- "$T/alloc_c" || die "recording alloc_c --probe-links $mode failed"
+		contains "$TMP/record.err" "allocators get a uprobe and a uretprobe each"
+		grep -q "(session)" "$TMP/record.err" && die "--probe-links $mode attached a session probe"
+		if [ $mode = multi ]; then
+			grep -q "libc.so.6:malloc (size1) at file offset 0x[0-9a-f]* + return (multi)" "$TMP/record.err" ||
+				die "malloc got no multi link"
+		else
+			grep -q "(multi)" "$TMP/record.err" && die "--probe-links perf made a multi link"
+		fi
+		"$A" pprof -o "$TMP/cl.pb.gz" "$TMP/cl.hsnap" || die "pprof"
+		local p=$TMP/cl.pb.gz
+		eq "$mode: thread_work inuse_space" 20000 "$(pv $p inuse_space thread_work)"
+		eq "$mode: child_work inuse_space (fork child)" 15000 "$(pv $p inuse_space child_work)"
+		eq "$mode: leak_malloc inuse_space" 10000 "$(pv $p inuse_space leak_malloc)"
+		eq "$mode: realloc_chain inuse_space" 300 "$(pv $p inuse_space realloc_chain)"
+		eq "$mode: realloc_zero alloc_space" 77 "$(pv $p alloc_space realloc_zero)"
+		record --probe-links $mode -o "$TMP/clx.hsnap" -- "$T/alloc_cxx" || die "recording alloc_cxx --probe-links $mode failed"
+		"$A" pprof -o "$TMP/clx.pb.gz" "$TMP/clx.hsnap"
+		eq "$mode: new char[1000] x5" 5000 "$(pv "$TMP/clx.pb.gz" inuse_space 'cxx_new_array()')"
+		eq "$mode: delete churn objects" 100 "$(pv "$TMP/clx.pb.gz" alloc_objects 'cxx_delete_churn()')"
+		eq "$mode: delete churn live" absent "$(pv "$TMP/clx.pb.gz" inuse_space 'cxx_delete_churn()')"
+	done
 }
 
 t_bpf_attach_pid() {
@@ -637,7 +654,7 @@ t_bpf_symbolize_moved() {
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
-	t_sanitizers t_bpf_handoff t_bpf_classic_probes t_bpf_ring_wrap t_bpf_other_allocators t_bpf_static t_bpf_not_root t_bpf_dwarf_nofp t_bpf_dwarf_cxx_rust t_bpf_dwarf_debian t_bpf_killed_recorder \
+	t_sanitizers t_bpf_handoff t_bpf_probe_links t_bpf_ring_wrap t_bpf_other_allocators t_bpf_static t_bpf_not_root t_bpf_dwarf_nofp t_bpf_dwarf_cxx_rust t_bpf_dwarf_debian t_bpf_killed_recorder \
 	t_bpf_symbolize_moved"
 for t in $ALL; do
 	run $t

@@ -484,10 +484,12 @@ static void queue_drain(struct replay *r, struct event_queue *q, unsigned keep)
 
 static void queue_push(struct replay *r, struct event_queue *q, const struct replay_event *ev)
 {
+	unsigned tail = (q->head + q->n) % LOOKAHEAD;
+
 	if (ev->slot < r->live.cap)
 		__builtin_prefetch(&r->live.s[ev->slot]);
-	q->ev[(q->head + q->n) % LOOKAHEAD] = ev;
-	q->index[(q->head + q->n) % LOOKAHEAD] = r->records;
+	q->ev[tail] = ev;
+	q->index[tail] = r->records;
 	q->n++;
 	queue_drain(r, q, LOOKAHEAD - 1);
 }

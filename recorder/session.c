@@ -313,27 +313,33 @@ static int add_link(struct session *s, pid_t pid, struct bpf_link *l, int fd)
 	return 0;
 }
 
-/* The kernel's number for attach type NAME, from its BTF; 0 where it has none. With
- * NEED_FUNC, also 0 unless the kernel has that function (a kfunc the programs call). */
-static uint32_t find_attach_type(const char *name, const char *need_func)
+/* The kernel's numbers for session and multi uprobe links, from its BTF: 0 for what it
+ * lacks. Session programs also need the kfunc bpf_session_is_return(). */
+static void find_link_types(uint32_t *session, uint32_t *multi)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
-	uint32_t v = 0;
+	bool kfunc;
 	int id;
 
+	*session = *multi = 0;
 	if (!btf)
-		return 0;
+		return;
+	kfunc = btf__find_by_name_kind(btf, "bpf_session_is_return", BTF_KIND_FUNC) > 0;
 	id = btf__find_by_name_kind(btf, "bpf_attach_type", BTF_KIND_ENUM);
-	if (id > 0 && (!need_func || btf__find_by_name_kind(btf, need_func, BTF_KIND_FUNC) > 0)) {
+	if (id > 0) {
 		const struct btf_type *t = btf__type_by_id(btf, (uint32_t)id);
 		const struct btf_enum *e = btf_enum(t);
 
-		for (int i = 0; i < btf_vlen(t); i++)
-			if (!strcmp(btf__name_by_offset(btf, e[i].name_off), name))
-				v = (uint32_t)e[i].val;
+		for (int i = 0; i < btf_vlen(t); i++) {
+			const char *name = btf__name_by_offset(btf, e[i].name_off);
+
+			if (!strcmp(name, "BPF_TRACE_UPROBE_SESSION") && kfunc)
+				*session = (uint32_t)e[i].val;
+			else if (!strcmp(name, "BPF_TRACE_UPROBE_MULTI"))
+				*multi = (uint32_t)e[i].val;
+		}
 	}
 	btf__free(btf);
-	return v;
 }
 
 /* BPF_LINK_CREATE's attributes for a uprobe_multi link (Linux 6.6), laid out as the
@@ -1863,14 +1869,19 @@ int recorder_run(const struct rec_opts *o)
 		goto cleanup;
 	}
 	bpf_map__set_max_entries(s->skel->maps.dwarf_scratch, (uint32_t)libbpf_num_possible_cpus());
-	if ((o->probe_links == LINKS_AUTO || o->probe_links == LINKS_SESSION) &&
-	    (s->links_type = find_attach_type("BPF_TRACE_UPROBE_SESSION", "bpf_session_is_return")))
-		s->links_mode = LINKS_SESSION;
-	else if ((o->probe_links == LINKS_AUTO || o->probe_links == LINKS_MULTI) &&
-		 (s->links_type = find_attach_type("BPF_TRACE_UPROBE_MULTI", NULL)))
-		s->links_mode = LINKS_MULTI;
-	else
+	{
+		uint32_t session_type, multi_type;
+
+		find_link_types(&session_type, &multi_type);
 		s->links_mode = LINKS_PERF;
+		if ((o->probe_links == LINKS_AUTO || o->probe_links == LINKS_SESSION) && session_type) {
+			s->links_mode = LINKS_SESSION;
+			s->links_type = session_type;
+		} else if ((o->probe_links == LINKS_AUTO || o->probe_links == LINKS_MULTI) && multi_type) {
+			s->links_mode = LINKS_MULTI;
+			s->links_type = multi_type;
+		}
+	}
 	if (o->probe_links != LINKS_AUTO && o->probe_links != s->links_mode) {
 		warnx("--probe-links %s: this kernel has no such links (session probes need Linux 6.13, multi 6.6)",
 		      o->probe_links == LINKS_SESSION ? "session" : "multi");

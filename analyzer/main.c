@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "outfile.h"
 #include "pprof.h"
 #include "profile.h"
 #include "replay.h"
@@ -144,14 +145,19 @@ static int parse_duration(const char *s, double *out)
 	return 0;
 }
 
-/* Writes through a temporary file renamed into place, so a failure never leaves half a file. */
+/* Output goes to stdout, or through outfile (format/outfile.h): a temporary file renamed into
+ * place, so a failure never leaves half a file and a planted link is never written through. */
 struct out {
 	FILE *f;
-	char *path, *tmp;
+	struct outfile *of;
+	const char *path;
 };
 
 static int out_open(struct out *o, const char *path, bool binary)
 {
+	const char *why;
+	int err, fd;
+
 	memset(o, 0, sizeof(*o));
 	if (!path) {
 		if (binary && isatty(1)) {
@@ -163,14 +169,22 @@ static int out_open(struct out *o, const char *path, bool binary)
 		o->f = stdout;
 		return 0;
 	}
-	o->path = strdup(path);
-	if (asprintf(&o->tmp, "%s.tmp.%d", path, getpid()) < 0)
-		return EXIT_FAIL;
-	o->f = fopen(o->tmp, binary ? "wb" : "w");
+	o->path = path;
+	err = outfile__open(path, &o->of, &why);
+	if (!err && binary && isatty(outfile__fd(o->of))) {
+		fprintf(stderr, "heapsnap-analyze: refusing to write binary pprof data to the terminal %s\n", path);
+		outfile__free(o->of);
+		return EXIT_USAGE;
+	}
+	fd = err ? -1 : dup(outfile__fd(o->of));
+	o->f = fd >= 0 ? fdopen(fd, binary ? "wb" : "w") : NULL;
 	if (!o->f) {
-		fprintf(stderr, "heapsnap-analyze: cannot write %s: %s\n", path, strerror(errno));
-		free(o->tmp);
-		free(o->path);
+		if (!err)
+			err = -errno;
+		fprintf(stderr, "heapsnap-analyze: cannot write %s: %s\n", path, why ? why : strerror(-err));
+		if (fd >= 0)
+			close(fd);
+		outfile__free(o->of);
 		return EXIT_FAIL;
 	}
 	return 0;
@@ -178,7 +192,7 @@ static int out_open(struct out *o, const char *path, bool binary)
 
 static int out_close(struct out *o, int status)
 {
-	int ret = status;
+	int ret = status, err;
 
 	if (o->f == stdout) {
 		if (fflush(stdout)) {
@@ -192,15 +206,13 @@ static int out_close(struct out *o, int status)
 		ret = EXIT_FAIL;
 	}
 	if (ret == EXIT_OK || ret == EXIT_CORRUPT) {
-		if (rename(o->tmp, o->path)) {
-			fprintf(stderr, "heapsnap-analyze: cannot create %s: %s\n", o->path, strerror(errno));
+		err = outfile__publish(o->of);
+		if (err) {
+			fprintf(stderr, "heapsnap-analyze: cannot create %s: %s\n", o->path, strerror(-err));
 			ret = EXIT_FAIL;
 		}
-	} else {
-		unlink(o->tmp);
 	}
-	free(o->tmp);
-	free(o->path);
+	outfile__free(o->of); /* an unpublished file is removed */
 	return ret;
 }
 

@@ -87,11 +87,18 @@ struct {
 
 /* One 32 KiB window per CPU: too large for a per-CPU map, so indexed by CPU number.
  * The loader sets max_entries to the number of CPUs. */
+/* A page of slack behind the window: the verifier bounds a copy's offset and length each on
+ * its own, so a last page at the 32 KiB limit must fit even as it sees it. */
+struct dwarf_scratch_val {
+	struct hs_dwarf_event e;
+	__u8 slack[4096];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct hs_dwarf_event);
+	__type(value, struct dwarf_scratch_val);
 } dwarf_scratch SEC(".maps");
 
 /* Exponential sampling thresholds with mean sample_rate, drawn by a random index. */
@@ -326,11 +333,13 @@ static long vma_end_cb(struct task_struct *task, struct vm_area_struct *vma, voi
 static __always_inline __u64 capture_dwarf(struct pt_regs *ctx, __u64 id, struct thread_state *st)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
-	struct hs_dwarf_event *e = bpf_map_lookup_elem(&dwarf_scratch, &cpu);
+	struct dwarf_scratch_val *v = bpf_map_lookup_elem(&dwarf_scratch, &cpu);
+	struct hs_dwarf_event *e;
 	__u64 sp = PT_REGS_SP(ctx), used, len;
 
-	if (!e)
+	if (!v)
 		return 0;
+	e = &v->e;
 	if (!st->stack_end || sp >= st->stack_end) {
 		__u64 end = 0;
 
@@ -353,8 +362,7 @@ static __always_inline __u64 capture_dwarf(struct pt_regs *ctx, __u64 id, struct
 		if (chunk > len - off)
 			chunk = len - off;
 		off &= HS_MAX_DWARF_BYTES - 1;
-		chunk &= 8191;
-		if (off + chunk > HS_MAX_DWARF_BYTES || !chunk)
+		if (chunk > 4096 || !chunk)
 			break;
 		if (bpf_probe_read_user(e->data + off, chunk, (void *)addr))
 			break;

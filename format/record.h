@@ -210,15 +210,21 @@ struct record_writer;
 struct record_writer_opts {
 	uint32_t frame_size; /* raw bytes per frame before it is compressed; 0 = 1 MiB */
 	int zstd_level;      /* 0 = 2 */
+	const char **why;    /* set to a sentence when open fails for a reason errno does not name */
 };
 
-/* Creates PATH (truncating it) and writes the file header. */
+/* Starts a file for PATH and writes the file header. The file gets its name only when
+ * published (record_writer__publish, or at close): see outfile.h for what is refused. */
 int record_writer__open(const char *path, const struct record_writer_opts *opts, struct record_writer **out);
 /* Appends one record to the current frame; the frame is compressed and written when full. */
 int record_writer__write(struct record_writer *w, const struct hs_record *rec);
 /* Compresses and writes the current frame now, so a crash loses nothing before this point. */
 int record_writer__flush(struct record_writer *w);
-/* Writes the last frame, the footer (frame index and snapshots) and the trailer. */
+/* Gives the file its name, so it is seen only once it is readable: call it after a flush
+ * that wrote the first records. */
+int record_writer__publish(struct record_writer *w);
+/* Writes the last frame, the footer (frame index and snapshots) and the trailer, and
+ * publishes the file. */
 int record_writer__close(struct record_writer *w);
 void record_writer__free(struct record_writer *w);
 uint64_t record_writer__bytes_written(const struct record_writer *w);

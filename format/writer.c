@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "outfile.h"
 #include "record.h"
 
 struct snap_copy {
@@ -19,6 +20,7 @@ struct snap_copy {
 
 struct record_writer {
 	int fd;
+	struct outfile *out;
 	uint64_t file_off;
 	uint64_t raw_total;
 	ZSTD_CCtx *cctx;
@@ -45,6 +47,7 @@ struct record_writer {
 	struct snap_copy *snaps;
 	size_t nr_snaps, cap_snaps;
 	int error; /* sticky: the first write error, as -errno */
+	const char *why;
 };
 
 static int grow(void **buf, size_t *cap, size_t need, size_t elem)
@@ -110,12 +113,16 @@ int record_writer__open(const char *path, const struct record_writer_opts *opts,
 	/* Level 2: on the benchmark's churn, 3 costs the recorder ~15% more CPU for 3% smaller
 	 * files, and 1 makes them 12% larger (docs/FORMAT.md, Size). */
 	w->level = opts && opts->zstd_level ? opts->zstd_level : 2;
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (w->fd < 0) {
-		err = -errno;
+	w->fd = -1;
+	err = outfile__open(path, &w->out, &w->why);
+	if (err) {
+		w->out = NULL;
+		if (opts && opts->why)
+			*opts->why = w->why;
 		free(w);
 		return err;
 	}
+	w->fd = outfile__fd(w->out);
 	w->cctx = ZSTD_createCCtx();
 	w->raw_cap = w->frame_size + 65536;
 	w->raw = malloc(w->raw_cap);
@@ -541,7 +548,17 @@ int record_writer__close(struct record_writer *w)
 		return w->error = err;
 	if (fsync(w->fd) && errno != EINVAL)
 		return w->error = -errno;
-	return 0;
+	return record_writer__publish(w);
+}
+
+int record_writer__publish(struct record_writer *w)
+{
+	int err;
+
+	if (w->error)
+		return w->error;
+	err = outfile__publish(w->out);
+	return err ? (w->error = err) : 0;
 }
 
 uint64_t record_writer__bytes_written(const struct record_writer *w)
@@ -558,8 +575,7 @@ void record_writer__free(struct record_writer *w)
 {
 	if (!w)
 		return;
-	if (w->fd >= 0)
-		close(w->fd);
+	outfile__free(w->out); /* closes w->fd; removes a file never published */
 	ZSTD_freeCCtx(w->cctx);
 	for (size_t i = 0; i < w->nr_snaps; i++)
 		free(w->snaps[i].label);

@@ -9,6 +9,7 @@
 
 #include "record.h"
 #include "recorder.h"
+#include "signals.h"
 
 int hs_verbose;
 
@@ -196,6 +197,13 @@ int main(int argc, char **argv)
 	char default_out[64];
 	uint64_t v;
 	int c, ret;
+
+	/* First: a signal during start-up must not kill the recorder half-way. */
+	ret = rec_signals__init();
+	if (ret < 0) {
+		fprintf(stderr, "heapsnap-record: cannot set up signal handling: %s\n", strerror(-ret));
+		return 1;
+	}
 
 	while ((c = getopt_long(argc, argv, "+p:ao:d:s:vh", longopts, NULL)) != -1) {
 		switch (c) {

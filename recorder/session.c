@@ -36,6 +36,7 @@
 #include "ptrmap.h"
 #include "record.h"
 #include "recorder.h"
+#include "signals.h"
 
 #define TICK_NS 1000ull
 
@@ -126,6 +127,7 @@ struct session {
 	int child_status;
 	bool child_reaped;
 	int err; /* first fatal error, -errno */
+	struct rec_signals sig; /* what signals asked for, read from the signalfd */
 };
 
 static const char *const counter_names[HS_CNT__MAX] = {
@@ -144,19 +146,6 @@ static const char *const counter_names[HS_CNT__MAX] = {
 	[HS_CNT_STACKS_NEW] = "stacks.sent",
 	[HS_CNT_DWARF_TRUNCATED] = "lost.dwarf_window_truncated",
 };
-
-/* Signal flags, set by handlers and read by the poll loop. */
-static volatile sig_atomic_t stop_requested, snapshot_requested, child_changed;
-
-static void on_signal(int sig)
-{
-	if (sig == SIGUSR1)
-		snapshot_requested = 1;
-	else if (sig == SIGCHLD)
-		child_changed = 1;
-	else
-		stop_requested = 1;
-}
 
 static void warnx(const char *fmt, ...)
 {
@@ -1439,6 +1428,13 @@ static int install_rings(struct session *s)
 		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->ring_fds[i], &ev))
 			return -errno;
 	}
+	/* Level-triggered: the loop reads the signalfd every time round. */
+	if (rec_signals__fd() >= 0) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = UINT32_MAX};
+
+		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, rec_signals__fd(), &ev))
+			return -errno;
+	}
 	return 0;
 }
 
@@ -1616,6 +1612,8 @@ static pid_t fork_with_pipe(int pfd[2])
 		close(pfd[1]);
 		return err;
 	}
+	if (pid == 0)
+		rec_signals__restore(); /* blocked signals would stay blocked across exec */
 	return pid;
 }
 
@@ -1752,7 +1750,6 @@ static pid_t start_held_child(char **argv, const char *exe, int *go_fd)
 		char c;
 
 		close(pfd[1]);
-		signal(SIGINT, SIG_DFL);
 		/* Held until the probes are attached; EOF means the recorder gave up. */
 		if (read(pfd[0], &c, 1) != 1)
 			_exit(127);
@@ -1763,6 +1760,28 @@ static pid_t start_held_child(char **argv, const char *exe, int *go_fd)
 	close(pfd[0]);
 	*go_fd = pfd[1];
 	return pid;
+}
+
+/* Start-up takes up to a second, verifying the programs: a SIGINT or SIGTERM then ends the
+ * recorder cleanly, with nothing attached, no file, and the held command never run. */
+static int interrupted(struct session *s)
+{
+	rec_signals__read(&s->sig);
+	if (!s->sig.stop)
+		return 0;
+	warnx("%s during start-up: stopping; nothing was recorded", strsignal(s->sig.stop));
+	return -EINTR;
+}
+
+/* How long the loop may sleep: until the next thing it must do on time. */
+static int poll_timeout_ms(uint64_t now, const uint64_t *when, int n, int max_ms)
+{
+	uint64_t t = now + (uint64_t)max_ms * 1000000ull;
+
+	for (int i = 0; i < n; i++)
+		if (when[i] < t)
+			t = when[i];
+	return t <= now ? 0 : (int)((t - now + 999999) / 1000000);
 }
 
 static void print_summary(struct session *s, double secs)
@@ -1795,7 +1814,6 @@ static void print_summary(struct session *s, double secs)
 int recorder_run(const struct rec_opts *o)
 {
 	struct session sess = {.o = o, .pool_free = UINT32_MAX, .epfd = -1}, *s = &sess;
-	struct sigaction sa = {.sa_handler = on_signal};
 	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
 	struct record_writer_opts wo = {0};
 	uint64_t t_start, next_tick, next_rss, next_interval, deadline;
@@ -1804,6 +1822,7 @@ int recorder_run(const struct rec_opts *o)
 	/* --ringbuf-size is shared by the CPUs: each ring is a power of two of at least 256 KiB. */
 	uint32_t ring_bytes = 256u << 10;
 	bool stopping = false, held = false;
+	const char *why = NULL;
 
 	while (ncpu > 0 && ((uint64_t)ring_bytes << 1) * (uint64_t)ncpu <= (uint64_t)o->ringbuf_mb << 20)
 		ring_bytes <<= 1;
@@ -1839,12 +1858,15 @@ int recorder_run(const struct rec_opts *o)
 		}
 	}
 	/* Open the output first: an unwritable path must fail before anything is attached. */
+	wo.why = &why;
 	err = record_writer__open(o->output, &wo, &s->w);
 	if (err) {
-		warnx("cannot write %s: %s", o->output, strerror(-err));
+		warnx("cannot write %s: %s", o->output, why ? why : strerror(-err));
 		free(exe);
 		return 1;
 	}
+	if ((err = interrupted(s)))
+		goto cleanup;
 
 	s->skel = heapsnap_bpf__open();
 	if (!s->skel) {
@@ -1919,10 +1941,8 @@ int recorder_run(const struct rec_opts *o)
 		goto cleanup;
 	}
 
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGUSR1, &sa, NULL);
-	sigaction(SIGCHLD, &sa, NULL);
+	if ((err = interrupted(s)))
+		goto cleanup;
 	s->mono_start = mono_ns();
 
 	/* attach */
@@ -2025,7 +2045,17 @@ int recorder_run(const struct rec_opts *o)
 		warnx("failed to set up the per-CPU ring buffers: %s", strerror(-err));
 		goto cleanup;
 	}
+	if ((err = interrupted(s)))
+		goto cleanup;
 	write_header(s, o->argv);
+	/* The file takes its name once it reads as a recording. */
+	err = s->err ? s->err : record_writer__flush(s->w);
+	if (!err)
+		err = record_writer__publish(s->w);
+	if (err) {
+		warnx("cannot create %s: %s", o->output, strerror(-err));
+		goto cleanup;
+	}
 	if (o->pid) {
 		struct proc *p = proc_find(s, o->pid);
 		struct thread_ctx t = {s, o->pid};
@@ -2056,8 +2086,10 @@ int recorder_run(const struct rec_opts *o)
 		uint64_t now, horizon, gen = 0;
 		uint32_t zero = 0;
 
+		uint64_t due[] = {next_interval, next_rss, next_tick, deadline};
+
 		/* Events held for the merge are old enough to go after the slack. */
-		err = wait_rings(s, held ? (int)(MERGE_SLACK_NS / 1000000) : 100);
+		err = wait_rings(s, poll_timeout_ms(mono_ns(), due, 4, held ? (int)(MERGE_SLACK_NS / 1000000) : 100));
 		if (err) {
 			warnx("waiting on the ring buffers failed: %s", strerror(-err));
 			break;
@@ -2072,10 +2104,9 @@ int recorder_run(const struct rec_opts *o)
 				if (s->procs[i].alive)
 					rescan_maps(s, &s->procs[i], true);
 		}
-		if (snapshot_requested) {
-			snapshot_requested = 0;
+		rec_signals__read(&s->sig);
+		for (; s->sig.snapshots; s->sig.snapshots--)
 			snapshot(s, HS_SNAP_SIGNAL, NULL, ticks(s, horizon));
-		}
 		if (now >= next_interval) {
 			snapshot(s, HS_SNAP_INTERVAL, NULL, ticks(s, horizon));
 			next_interval += (uint64_t)(o->interval * 1e9);
@@ -2100,8 +2131,8 @@ int recorder_run(const struct rec_opts *o)
 			}
 			next_tick = now + 1000000000ull;
 		}
-		if (child_changed && s->child) {
-			child_changed = 0;
+		if (s->sig.child && s->child) {
+			s->sig.child = false;
 			if (waitpid(s->child, &s->child_status, WNOHANG) == s->child) {
 				s->child_reaped = true;
 				stopping = true;
@@ -2109,7 +2140,7 @@ int recorder_run(const struct rec_opts *o)
 		}
 		if (o->pid && kill(o->pid, 0) && errno == ESRCH)
 			stopping = true;
-		if (stop_requested || now >= deadline)
+		if (s->sig.stop || now >= deadline)
 			stopping = true;
 	}
 	drain(s, true, &held);
@@ -2181,6 +2212,8 @@ cleanup:
 		free(libs[i]);
 	free(libs);
 	free(exe);
+	if (s->sig.stop && !s->header_written)
+		return 128 + s->sig.stop;
 	if (s->child) {
 		if (WIFEXITED(s->child_status))
 			exit_code = WEXITSTATUS(s->child_status);

@@ -2,7 +2,9 @@
 /* The replay's decode thread. Events travel in batches between two buffers. A metadata
  * record ends a batch, and the thread then waits for the batch to be consumed before it
  * decodes further: the record points into the reader's arena, which the next decode
- * reuses. Metadata is rare past a recording's first moments, so the wait is too. */
+ * reuses. Metadata is rare past a recording's first moments, so the wait is too; where it
+ * is not (a file of mostly metadata), each record would cost two thread switches, so the
+ * thread hands decoding back to the consumer. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -32,6 +34,8 @@ struct decoder {
 	struct batch b[2];
 	bool full[2]; /* filled and not yet handed back; under mu */
 	bool stop;    /* under mu */
+	bool done;    /* under mu: the thread has ended, the consumer decodes from now on */
+	unsigned dense; /* batches in a row cut short by metadata */
 	/* The consumer's side. */
 	int k;              /* the batch being consumed, or about to be */
 	struct batch *cur;
@@ -87,11 +91,13 @@ static void *decode_main(void *arg)
 		}
 		pthread_mutex_unlock(&d->mu);
 		fill(d, &d->b[k]);
+		d->dense = d->b[k].has_meta && d->b[k].n < 64 ? d->dense + 1 : 0;
 		pthread_mutex_lock(&d->mu);
 		d->full[k] = true;
+		d->done = d->b[k].last || d->dense >= 8;
 		pthread_cond_broadcast(&d->cv);
 		pthread_mutex_unlock(&d->mu);
-		if (d->b[k].last)
+		if (d->done)
 			return NULL;
 	}
 }
@@ -144,10 +150,11 @@ int decoder__next(struct decoder *d, struct decoded *out)
 		}
 		if (d->threaded) {
 			pthread_mutex_lock(&d->mu);
-			while (!d->full[d->k])
+			while (!d->full[d->k] && !d->done)
 				pthread_cond_wait(&d->cv, &d->mu);
 			pthread_mutex_unlock(&d->mu);
-		} else {
+		}
+		if (!d->full[d->k]) {
 			fill(d, &d->b[d->k]);
 			d->full[d->k] = true;
 		}

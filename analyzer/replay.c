@@ -13,9 +13,11 @@
 #include "decoder.h"
 #include "replay.h"
 
+/* Every string the model keeps comes from the file: escaped, so no report can carry a
+ * terminal escape from a recording. */
 static char *xstrdup(const char *s)
 {
-	char *d = strdup(s ? s : "");
+	char *d = hs_strdup_printable(s ? s : "");
 
 	if (!d) {
 		fputs("heapsnap-analyze: out of memory\n", stderr);
@@ -33,6 +35,24 @@ static void *xrealloc(void *p, size_t n)
 		exit(EXIT_FAIL);
 	}
 	return q;
+}
+
+/* Room for element N of an array that grows one at a time: doubles at powers of two, so the
+ * capacity needs no field of its own and the copying stays linear. */
+static void *grow_for(void *p, uint64_t n, size_t elem)
+{
+	if (n && (n & (n - 1)))
+		return p;
+	return xrealloc(p, (n ? 2 * n : 1) * elem);
+}
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	return h;
 }
 
 static int fail(struct replay *r, int code, const char *fmt, ...)
@@ -65,7 +85,7 @@ static struct process *get_process(struct replay *r, uint32_t pid)
 	if (!s)
 		exit(EXIT_FAIL);
 	if (created) {
-		r->procs = xrealloc(r->procs, sizeof(*r->procs) * (r->nr_procs + 1));
+		r->procs = grow_for(r->procs, r->nr_procs, sizeof(*r->procs));
 		r->procs[r->nr_procs] = (struct process){.pid = pid, .comm = xstrdup(""), .cmdline = xstrdup(""),
 							 .exe = xstrdup("")};
 		s->val = ++r->nr_procs;
@@ -247,22 +267,30 @@ static void set_counters(struct replay *r, const struct hs_record *rec)
 {
 	for (uint32_t i = 0; i < rec->counters.nr; i++) {
 		const struct hs_counter *c = &rec->counters.items[i];
-		uint32_t j;
+		bool created;
+		struct hmap_slot *slot;
 
-		for (j = 0; j < r->nr_counters; j++)
-			if (!strcmp(r->counters[j].name, c->name))
-				break;
-		if (j == r->nr_counters) {
-			r->counters = xrealloc(r->counters, sizeof(*r->counters) * (r->nr_counters + 1));
+		/* By name through a hash: a file of many distinct names must not cost a scan each. A
+		 * recorder writes a few dozen; past HS_MAX_COUNTERS names, new ones are ignored. */
+		if (r->nr_counters >= HS_MAX_COUNTERS && !hmap_find(&r->counter_idx, name_hash(c->name), strlen(c->name)))
+			continue;
+		slot = hmap_put(&r->counter_idx, name_hash(c->name), strlen(c->name), &created);
+		if (!slot)
+			exit(EXIT_FAIL);
+		if (created) {
+			r->counters = grow_for(r->counters, r->nr_counters, sizeof(*r->counters));
 			r->counters[r->nr_counters++] = (struct counter_val){.name = xstrdup(c->name)};
+			slot->val = r->nr_counters;
 		}
-		r->counters[j].value = c->value;
+		/* Two names of one hash: the first keeps the slot. */
+		if (!strcmp(r->counters[slot->val - 1].name, c->name))
+			r->counters[slot->val - 1].value = c->value;
 	}
 }
 
 static void add_probe(struct replay *r, const struct hs_probe *p)
 {
-	r->probes = xrealloc(r->probes, sizeof(*r->probes) * (r->nr_probes + 1));
+	r->probes = grow_for(r->probes, r->nr_probes, sizeof(*r->probes));
 	r->probes[r->nr_probes] = *p;
 	r->probes[r->nr_probes].symbol = xstrdup(p->symbol);
 	r->probes[r->nr_probes].path = xstrdup(p->path);
@@ -312,25 +340,34 @@ static void on_meta(struct replay *r, const struct hs_record *rec, bool before_s
 	}
 	case HS_REC_MAPPING: {
 		struct mapping *m;
+		struct hmap_slot *open;
 
-		r->maps = xrealloc(r->maps, sizeof(*r->maps) * (r->nr_maps + 1));
+		if (r->nr_maps == UINT32_MAX)
+			break;
+		/* The mappings still open at each (pid, start), newest first, chained: an UNMAP
+		 * closes the newest without a scan. */
+		open = hmap_put(&r->open_maps, rec->pid, rec->mapping.start, NULL);
+		if (!open)
+			exit(EXIT_FAIL);
+		r->maps = grow_for(r->maps, r->nr_maps, sizeof(*r->maps));
 		m = &r->maps[r->nr_maps++];
 		*m = (struct mapping){.pid = rec->pid, .start = rec->mapping.start, .end = rec->mapping.end,
 				      .offset = rec->mapping.offset, .inode = rec->mapping.inode, .t_map = rec->time,
-				      .t_unmap = UINT64_MAX, .path = xstrdup(rec->mapping.path)};
+				      .t_unmap = UINT64_MAX, .path = xstrdup(rec->mapping.path),
+				      .prev_open = (uint32_t)open->val};
+		open->val = r->nr_maps;
 		copy_build_id(m->build_id, &m->build_id_len, rec->mapping.build_id);
 		break;
 	}
-	case HS_REC_UNMAP:
-		for (uint32_t i = r->nr_maps; i-- > 0;) {
-			struct mapping *m = &r->maps[i];
+	case HS_REC_UNMAP: {
+		struct hmap_slot *open = hmap_find(&r->open_maps, rec->pid, rec->unmap.start);
 
-			if (m->pid == rec->pid && m->start == rec->unmap.start && m->t_unmap == UINT64_MAX) {
-				m->t_unmap = rec->time;
-				break;
-			}
-		}
+		if (!open || !open->val || r->maps_sorted)
+			break;
+		r->maps[open->val - 1].t_unmap = rec->time;
+		open->val = r->maps[open->val - 1].prev_open;
 		break;
+	}
 	case HS_REC_STACK: {
 		bool created;
 		struct hmap_slot *s = hmap_put(&r->stack_idx, rec->stack.id, 0, &created);
@@ -341,8 +378,8 @@ static void on_meta(struct replay *r, const struct hs_record *rec, bool before_s
 		v = xrealloc(NULL, sizeof(uint64_t) * (rec->stack.nr + 1));
 		v[0] = rec->stack.nr;
 		memcpy(v + 1, rec->stack.ips, sizeof(uint64_t) * rec->stack.nr);
-		r->stacks = xrealloc(r->stacks, sizeof(*r->stacks) * (r->nr_stack_slots + 1));
-		r->dwarf = xrealloc(r->dwarf, sizeof(*r->dwarf) * (r->nr_stack_slots + 1));
+		r->stacks = grow_for(r->stacks, r->nr_stack_slots, sizeof(*r->stacks));
+		r->dwarf = grow_for(r->dwarf, r->nr_stack_slots, sizeof(*r->dwarf));
 		memset(&r->dwarf[r->nr_stack_slots], 0, sizeof(*r->dwarf));
 		r->stacks[r->nr_stack_slots++] = v;
 		s->val = r->nr_stack_slots;
@@ -355,8 +392,8 @@ static void on_meta(struct replay *r, const struct hs_record *rec, bool before_s
 
 		if (!s || !created)
 			break;
-		r->stacks = xrealloc(r->stacks, sizeof(*r->stacks) * (r->nr_stack_slots + 1));
-		r->dwarf = xrealloc(r->dwarf, sizeof(*r->dwarf) * (r->nr_stack_slots + 1));
+		r->stacks = grow_for(r->stacks, r->nr_stack_slots, sizeof(*r->stacks));
+		r->dwarf = grow_for(r->dwarf, r->nr_stack_slots, sizeof(*r->dwarf));
 		r->stacks[r->nr_stack_slots] = NULL;
 		d = &r->dwarf[r->nr_stack_slots++];
 		memset(d, 0, sizeof(*d));
@@ -383,7 +420,7 @@ static void on_meta(struct replay *r, const struct hs_record *rec, bool before_s
 		break;
 	}
 	case HS_REC_SNAPSHOT:
-		r->snaps = xrealloc(r->snaps, sizeof(*r->snaps) * (r->nr_snaps + 1));
+		r->snaps = grow_for(r->snaps, r->nr_snaps, sizeof(*r->snaps));
 		r->snaps[r->nr_snaps++] = (struct snapshot_info){
 			.time = rec->time, .origin = rec->snapshot.origin, .live_bytes = rec->snapshot.live_bytes,
 			.record_index = rec->snapshot.origin == HS_SNAP_PEAK ? UINT64_MAX : r->records,
@@ -701,8 +738,9 @@ const struct mapping *replay__mapping(const struct replay *r, uint32_t pid, uint
 		else
 			hi = mid;
 	}
-	/* Walk back over mappings of PID starting at or below ADDR. */
-	for (size_t i = lo; i-- > 0;) {
+	/* Walk back over mappings of PID starting at or below ADDR: a bounded number, so a file
+	 * of many mappings cannot make every lookup a scan. A process has a few hundred. */
+	for (size_t i = lo, seen = 0; i-- > 0 && seen++ < 4096;) {
 		const struct mapping *m = &r->maps[i];
 
 		if (m->pid != pid)
@@ -748,6 +786,8 @@ void replay__free(struct replay *r)
 	}
 	free(r->procs);
 	hmap_free(&r->proc_idx);
+	hmap_free(&r->open_maps);
+	hmap_free(&r->counter_idx);
 	for (uint32_t i = 0; i < r->nr_maps; i++)
 		free(r->maps[i].path);
 	free(r->maps);

@@ -22,6 +22,7 @@ struct mapping {
 	uint32_t pid;
 	uint64_t start, end, offset, inode;
 	uint64_t t_map, t_unmap; /* t_unmap = UINT64_MAX while mapped */
+	uint32_t prev_open; /* while reading: the mapping open before it at this start, index + 1 */
 	char *path;
 	uint8_t build_id[HS_MAX_BUILD_ID];
 	uint32_t build_id_len;
@@ -107,6 +108,7 @@ struct replay {
 	struct mapping *maps;
 	uint32_t nr_maps;
 	bool maps_sorted;
+	struct hmap open_maps; /* (pid, start) -> newest open mapping there, index + 1 */
 	struct hmap threads; /* (pid, tid) -> strdup'd name pointer */
 
 	uint64_t **stacks; /* by id: [0] = nr, then frames; dwarf stacks: NULL */
@@ -124,6 +126,7 @@ struct replay {
 	uint32_t nr_snaps;
 	struct counter_val *counters;
 	uint32_t nr_counters;
+	struct hmap counter_idx; /* (hash of name, length) -> index + 1 */
 
 	/* totals */
 	uint64_t records, events, allocs, frees, unknown_frees, restored, skipped;

@@ -130,7 +130,7 @@ static bool debug_only(const char *path)
 	Elf_Scn *scn = NULL;
 	bool text = false;
 	size_t shstrndx;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = hs_open_elf(path);
 	Elf *elf;
 
 	if (fd < 0)
@@ -232,6 +232,20 @@ found:
 	m->why[0] = 0;
 }
 
+Dwfl_Module *dwfl_report_elf_safe(Dwfl *dwfl, const char *name, const char *path, GElf_Addr base, bool add_p_vaddr)
+{
+	int fd = hs_open_elf(path);
+	Dwfl_Module *mod;
+
+	if (fd < 0)
+		return NULL;
+	/* libdwfl keeps the fd with the module and closes it with it; on failure it is ours. */
+	mod = dwfl_report_elf(dwfl, name, path, fd, base, add_p_vaddr);
+	if (!mod)
+		close(fd);
+	return mod;
+}
+
 static void open_module(struct symbolizer *s, struct sym_module *m)
 {
 	GElf_Addr bias;
@@ -247,7 +261,7 @@ static void open_module(struct symbolizer *s, struct sym_module *m)
 		return;
 	}
 	dwfl_report_begin(m->dwfl);
-	m->mod = dwfl_report_elf(m->dwfl, m->orig_path, m->found, -1, 0, false);
+	m->mod = dwfl_report_elf_safe(m->dwfl, m->orig_path, m->found, 0, false);
 	dwfl_report_end(m->dwfl, NULL, NULL);
 	if (!m->mod) {
 		snprintf(m->why, sizeof(m->why), "cannot read %s: %s", m->found, dwfl_errmsg(-1));
@@ -310,12 +324,14 @@ static uint32_t push_frame(struct symbolizer *s, const char *fn, const char *sys
 		if (!s->frames)
 			exit(1);
 	}
-	char *dm = hs_demangle(sys ? sys : fn);
+	char *dm = hs_demangle(sys ? sys : fn), *dmp = dm ? hs_strdup_printable(dm) : NULL;
 
+	/* Names from a binary reach reports as strings from a recording do: escaped. */
+	free(dm);
 	s->frames[s->nr_frames] = (struct sym_frame){
-		.function = dm ? dm : (fn ? strdup(fn) : NULL),
-		.system_name = sys ? strdup(sys) : (fn ? strdup(fn) : NULL),
-		.file = file ? strdup(file) : NULL,
+		.function = dmp ? dmp : (fn ? hs_strdup_printable(fn) : NULL),
+		.system_name = sys ? hs_strdup_printable(sys) : (fn ? hs_strdup_printable(fn) : NULL),
+		.file = file ? hs_strdup_printable(file) : NULL,
 		.line = line,
 	};
 	return s->nr_frames++;

@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <elfutils/libdwfl.h>
+
 #include "replay.h"
 
 struct sym_frame {
@@ -41,4 +43,7 @@ void symbolizer__report(const struct symbolizer *s, FILE *out);
 void symbolizer__free(struct symbolizer *s);
 /* Demangles C++ and Rust (legacy and v0) names; returns a malloc'd string or NULL. */
 char *hs_demangle(const char *name);
+/* dwfl_report_elf on a file opened with hs_open_elf: only ever a regular file, and never an
+ * open that blocks, whatever path a recording names. Every ELF file is reported this way. */
+Dwfl_Module *dwfl_report_elf_safe(Dwfl *dwfl, const char *name, const char *path, GElf_Addr base, bool add_p_vaddr);
 #endif

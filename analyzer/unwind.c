@@ -140,7 +140,7 @@ static void report_mapping(struct unwinder *u, Dwfl *dwfl, const struct mapping 
 	if (!probe)
 		return;
 	dwfl_report_begin(probe);
-	mod = dwfl_report_elf(probe, m->path, path, -1, 0, true);
+	mod = dwfl_report_elf_safe(probe, m->path, path, 0, true);
 	dwfl_report_end(probe, NULL, NULL);
 	elf = mod ? dwfl_module_getelf(mod, &bias) : NULL;
 	if (elf && !elf_getphdrnum(elf, &phnum)) {
@@ -160,7 +160,7 @@ static void report_mapping(struct unwinder *u, Dwfl *dwfl, const struct mapping 
 				pick = ph, found = true;
 		if (found) {
 			GElf_Addr base = m->start - (pick.p_vaddr - (pick.p_offset - m->offset));
-			Dwfl_Module *rm = dwfl_report_elf(dwfl, m->path, path, -1, base, true);
+			Dwfl_Module *rm = dwfl_report_elf_safe(dwfl, m->path, path, base, true);
 
 			if (getenv("HEAPSNAP_DEBUG_UNWIND")) {
 				Dwarf_Addr lo = 0, hi = 0;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <gelf.h>
 #include <string.h>
 #include <unistd.h>
@@ -69,9 +70,27 @@ int hs_read_build_id_fd(int fd, uint8_t *out, size_t outlen)
 	return ret;
 }
 
+int hs_open_elf(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	/* Regular files only: a FIFO or device named by a crafted recording would block or
+	 * have effects; /proc files say size 0 and are no ELF either. */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size < 64) {
+		int err = S_ISREG(st.st_mode) ? -ENOEXEC : -EINVAL;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
 int hs_read_build_id(const char *path, uint8_t *out, size_t outlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = hs_open_elf(path);
 	int ret;
 
 	if (fd < 0)

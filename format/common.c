@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: MIT
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "record.h"
 
 size_t hs_get_uvarint(const uint8_t *p, size_t len, uint64_t *v)
@@ -44,4 +48,32 @@ const char *hs_rec_type_name(uint32_t type)
 	case HS_REC_STACK_DWARF: return "stack-dwarf";
 	default: return "unknown";
 	}
+}
+
+char *hs_strdup_printable(const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t len = strlen(s);
+	char *d = malloc(4 * len + 1), *o = d;
+
+	if (!d)
+		return NULL;
+	for (size_t i = 0; i < len; i++) {
+		uint8_t c = (uint8_t)s[i];
+		/* C1 controls as UTF-8 (U+0080..U+009F): a UTF-8 terminal may act on them too. */
+		bool c1 = c == 0xc2 && i + 1 < len && (uint8_t)s[i + 1] >= 0x80 && (uint8_t)s[i + 1] <= 0x9f;
+
+		if (c < 0x20 || c == 0x7f || c1) {
+			if (c1)
+				c = (uint8_t)s[++i];
+			*o++ = '\\';
+			*o++ = 'x';
+			*o++ = hex[c >> 4];
+			*o++ = hex[c & 15];
+		} else {
+			*o++ = (char)c;
+		}
+	}
+	*o = 0;
+	return d;
 }

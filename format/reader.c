@@ -43,6 +43,7 @@ struct record_reader {
 	uint32_t cur_pid, cur_tid;
 	/* One past the highest slot allocated so far: a slot may only ever grow by one. */
 	uint64_t slot_limit;
+	uint32_t max_frames; /* the session's max_stack, once read */
 
 	/* Version 1 names blocks by address; the reader gives them slots the way the v2
 	 * recorder does, so callers see one model: (pid, ptr) -> slot, freed slots reused. */
@@ -111,9 +112,11 @@ int record_reader__open(const char *path, struct record_reader **out, char *err,
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
+	r->max_frames = HS_MAX_STACK_FRAMES;
 	r->fd = -1;
 	r->path = strdup(path);
-	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Non-blocking: a FIFO is refused below as not a regular file, instead of waiting. */
+	r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (r->fd < 0) {
 		e = -errno;
 		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
@@ -228,6 +231,18 @@ static int load_frame(struct record_reader *r, uint64_t off, bool want_footer)
 		return 0;
 	}
 	if ((flags & HS_FRAME_FLAG_FOOTER) && !want_footer) {
+		/* Complete only with the trailer right behind the footer, pointing back at it. */
+		uint64_t end = off + sizeof(fh) + clen;
+		uint8_t tr[HS_TRAILER_SIZE];
+
+		if (r->file_size - end != HS_TRAILER_SIZE || pread_all(r->fd, tr, sizeof(tr), end, &got) ||
+		    got != sizeof(tr) || memcmp(tr + 8, HS_TRAILER_MAGIC, 8) || get_le64(tr) != off) {
+			set_status(r, HS_READ_TRUNCATED,
+				   "no valid trailer: the footer frame at offset %" PRIu64 " is followed by %" PRIu64
+				   " bytes instead of the 16-byte trailer that points back at it; read %" PRIu64
+				   " complete frames", off, r->file_size - end, r->frames);
+			return 0;
+		}
 		r->status = HS_READ_END;
 		r->err[0] = 0;
 		return 0;
@@ -396,6 +411,11 @@ static int decode_extended(struct record_reader *r, struct hs_record *rec, const
 			cprobe(&c, &probes[i]);
 		if (!c.bad && rec->session.tick_ns == 0)
 			c.bad = "session tick_ns is zero";
+		if (!c.bad && (rec->session.max_stack < 1 || rec->session.max_stack > HS_MAX_STACK_FRAMES))
+			c.bad = "session max_stack is outside 1..127";
+		/* No stack may be deeper than the session said it records. */
+		if (!c.bad)
+			r->max_frames = (uint32_t)rec->session.max_stack;
 		break;
 	}
 	case HS_REC_PROCESS:
@@ -436,6 +456,10 @@ static int decode_extended(struct record_reader *r, struct hs_record *rec, const
 
 		rec->stack.id = cu(&c);
 		rec->stack.nr = (uint32_t)count(&c, HS_MAX_STACK_FRAMES, 1);
+		if (rec->stack.nr > r->max_frames) {
+			c.bad = "stack deeper than the session's max_stack";
+			rec->stack.nr = 0;
+		}
 		ips = arena_alloc(r, sizeof(*ips) * rec->stack.nr);
 		for (uint32_t i = 0; i < rec->stack.nr && !c.bad; i++) {
 			prev += (uint64_t)hs_unzigzag(cu(&c));

@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <linux/types.h>
+
+#include "heapsnap.h"
+
 #define HS_FORMAT_MAJOR 2
 #define HS_FORMAT_MINOR 0
 /* The oldest major version the reader still reads: version 1 named blocks by address. */
@@ -22,12 +26,14 @@
 
 /* Bounds the reader enforces whatever the file claims. */
 #define HS_MAX_FRAME_RAW (16u << 20)
-#define HS_MAX_STACK_FRAMES 1024
+/* The recorder's own limits (bpf/heapsnap.h): a file that claims more was not written by it,
+ * and would only make the analyzer spend memory no recording needs. */
+#define HS_MAX_STACK_FRAMES HS_MAX_STACK
 #define HS_MAX_PROBES 4096
 #define HS_MAX_COUNTERS 1024
 #define HS_MAX_BUILD_ID 64
 #define HS_MAX_DWARF_REGS 32
-#define HS_MAX_DWARF_WINDOW (1u << 20)
+#define HS_MAX_DWARF_WINDOW HS_MAX_DWARF_BYTES
 
 #define HS_FRAME_FLAG_FOOTER 1u
 
@@ -262,6 +268,9 @@ int record_reader__footer(struct record_reader *r, int (*cb)(const struct hs_rec
 void record_reader__free(struct record_reader *r);
 
 const char *hs_rec_type_name(uint32_t type);
+/* A copy of S with control characters (C0, DEL, C1 as UTF-8) written as \xHH: for strings
+ * from a file or a binary on their way to a report. NULL when out of memory. */
+char *hs_strdup_printable(const char *s);
 
 /* ---- encoding helpers (exposed for tests) ---- */
 /* Inline: the writer calls it several times per event. */

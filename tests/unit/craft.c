@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: MIT
+/* Writes crafted record files, each a shape an attacker could hand the analyzer, in valid
+ * encoding so that it reaches the replay: the tests and the fuzz regression inputs check the
+ * analyzer spends no more than such a file may legitimately cost, and never blocks.
+ * Usage: craft SHAPE OUT [N] [PATH]
+ *   fifo        a dwarf capture in a mapping whose path is PATH (a FIFO in the test)
+ *   deepstack   N stacks of 127 frames in a session that records at most 64
+ *   bigwindow   N dwarf windows of 64 KiB (the recorder writes at most 32 KiB)
+ *   counters    N COUNTERS records of 1024 distinct names each
+ *   maps        N MAPPINGs of one process, then N UNMAPs, oldest first
+ *   escape      a process, thread, mapping and snapshot named with terminal escapes
+ *   lost        every-event recording whose counters say 40% of events were lost */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record.h"
+
+static struct record_writer *w;
+
+static void put(const struct hs_record *r)
+{
+	if (record_writer__write(w, r)) {
+		fprintf(stderr, "craft: write failed\n");
+		exit(1);
+	}
+}
+
+static void session(uint32_t stack_mode, uint64_t max_stack, const char *cmd)
+{
+	struct hs_record r = {.type = HS_REC_SESSION};
+
+	r.session.tool_version = "craft";
+	r.session.hostname = "host";
+	r.session.kernel = "6.0";
+	r.session.cmdline = cmd;
+	r.session.tick_ns = 1000;
+	r.session.stack_mode = stack_mode;
+	r.session.max_stack = max_stack;
+	put(&r);
+}
+
+static void process(uint32_t pid, const char *comm, const char *cmdline)
+{
+	struct hs_record r = {.type = HS_REC_PROCESS, .pid = pid, .time = 1};
+
+	r.process.origin = HS_PROC_STARTED;
+	r.process.comm = comm;
+	r.process.cmdline = cmdline;
+	r.process.exe = "/bin/x";
+	put(&r);
+}
+
+static void mapping(uint32_t pid, uint64_t start, const char *path, uint64_t t)
+{
+	static const uint8_t bid[20] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
+	struct hs_record r = {.type = HS_REC_MAPPING, .pid = pid, .time = t};
+
+	r.mapping.start = start;
+	r.mapping.end = start + 0x1000;
+	r.mapping.path = path;
+	r.mapping.build_id = (struct hs_bytes){bid, sizeof(bid)};
+	put(&r);
+}
+
+static void alloc(uint32_t pid, uint64_t slot, uint64_t size, uint64_t stack, uint64_t t)
+{
+	struct hs_record r = {.type = HS_REC_ALLOC, .pid = pid, .tid = pid, .time = t};
+
+	r.alloc.slot = slot;
+	r.alloc.size = size;
+	r.alloc.stack_id = stack;
+	r.alloc.weight = HS_WEIGHT_ONE;
+	put(&r);
+}
+
+static void dwarf(uint64_t id, uint64_t sp, uint32_t len)
+{
+	static uint8_t win[1 << 16];
+	uint64_t regs[8] = {0x401000, sp, 0, 0, 0, 0, 0, 0};
+	struct hs_record r = {.type = HS_REC_STACK_DWARF};
+
+	r.dwarf.id = id;
+	r.dwarf.nregs = 8;
+	r.dwarf.regs = regs;
+	r.dwarf.used = len;
+	memset(win, (int)id, len);
+	r.dwarf.window = (struct hs_bytes){win, len};
+	put(&r);
+}
+
+int main(int argc, char **argv)
+{
+	const char *shape = argc > 2 ? argv[1] : "";
+	uint64_t n = argc > 3 ? strtoull(argv[3], NULL, 10) : 1;
+	int err;
+
+	if (argc < 3 || (err = record_writer__open(argv[2], NULL, &w))) {
+		fprintf(stderr, "usage: craft SHAPE OUT [N] [PATH]\n");
+		return 2;
+	}
+	if (!strcmp(shape, "fifo")) {
+		session(HS_STACK_DWARF, 64, "fifo");
+		process(10, "victim", "victim");
+		mapping(10, 0x400000, argc > 4 ? argv[4] : "/nonexistent", 1);
+		dwarf(7, 0x7ffd0000, 256);
+		alloc(10, 0, 100, 7, 2);
+	} else if (!strcmp(shape, "deepstack")) {
+		uint64_t ips[HS_MAX_STACK];
+
+		session(HS_STACK_FP, 64, "deepstack");
+		for (uint64_t i = 0; i < n; i++) {
+			struct hs_record r = {.type = HS_REC_STACK};
+
+			for (int k = 0; k < HS_MAX_STACK; k++)
+				ips[k] = 0x400000 + i * 131 + (uint64_t)k;
+			r.stack.id = i + 1;
+			r.stack.nr = HS_MAX_STACK;
+			r.stack.ips = ips;
+			put(&r);
+		}
+	} else if (!strcmp(shape, "bigwindow")) {
+		session(HS_STACK_DWARF, 64, "bigwindow");
+		for (uint64_t i = 0; i < n; i++)
+			dwarf(i + 1, 0x7ffd0000, 1 << 16);
+	} else if (!strcmp(shape, "counters")) {
+		static struct hs_counter items[1024];
+		static char names[1024][24];
+
+		session(HS_STACK_FP, 64, "counters");
+		for (uint64_t i = 0; i < n; i++) {
+			struct hs_record r = {.type = HS_REC_COUNTERS, .time = i};
+
+			for (int k = 0; k < 1024; k++) {
+				snprintf(names[k], sizeof(names[k]), "c.%llu.%d", (unsigned long long)i, k);
+				items[k] = (struct hs_counter){names[k], (uint64_t)k};
+			}
+			r.counters.nr = 1024;
+			r.counters.items = items;
+			put(&r);
+		}
+	} else if (!strcmp(shape, "maps")) {
+		session(HS_STACK_FP, 64, "maps");
+		process(10, "maps", "maps");
+		for (uint64_t i = 0; i < n; i++)
+			mapping(10, 0x10000000 + i * 0x2000, "/lib/x.so", i);
+		for (uint64_t i = 0; i < n; i++) {
+			struct hs_record r = {.type = HS_REC_UNMAP, .pid = 10, .time = n + i};
+
+			r.unmap.start = 0x10000000 + i * 0x2000;
+			r.unmap.end = r.unmap.start + 0x1000;
+			put(&r);
+		}
+		alloc(10, 0, 100, 1, 2 * n);
+	} else if (!strcmp(shape, "escape")) {
+		struct hs_record r = {.type = HS_REC_THREAD_NAME, .pid = 10, .tid = 10};
+		struct hs_record sn = {.type = HS_REC_SNAPSHOT, .time = 3};
+
+		session(HS_STACK_FP, 64, "evil\x1b]0;owned\x07 \x1b[31mred");
+		process(10, "evil\x1b[31m", "evil\x1b[2J\xc2\x9b" "31m");
+		r.thread_name.comm = "t\x1b[5m";
+		put(&r);
+		mapping(10, 0x400000, "/tmp/\x1b[31mlib.so", 1);
+		alloc(10, 0, 100, 1, 2);
+		sn.snapshot.label = "snap\x1b[31m";
+		put(&sn);
+	} else if (!strcmp(shape, "lost")) {
+		struct hs_counter items[2] = {{"lost.ringbuf_full", 400}, {"events.alloc", 600}};
+		struct hs_record r = {.type = HS_REC_END, .time = 1000};
+
+		session(HS_STACK_FP, 64, "lost");
+		process(10, "lossy", "lossy");
+		for (uint64_t i = 0; i < 600; i++)
+			alloc(10, i, 10, 1, i);
+		r.counters.nr = 2;
+		r.counters.items = items;
+		put(&r);
+	} else {
+		fprintf(stderr, "craft: unknown shape '%s'\n", shape);
+		return 2;
+	}
+	err = record_writer__close(w);
+	record_writer__free(w);
+	return err ? 1 : 0;
+}

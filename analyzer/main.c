@@ -442,6 +442,8 @@ int main(int argc, char **argv)
 		t.at_seconds = o.at;
 	} else if (o.peak) {
 		t.kind = STOP_PEAK;
+	} else if (o.cmd == C_INFO) {
+		t.kind = STOP_META;
 	}
 	ret = load(&r, o.files[0], &t);
 	if (ret && ret != EXIT_CORRUPT && !(ret == EXIT_NODATA && o.cmd == C_INFO && r.have_session)) {

@@ -609,8 +609,22 @@ static bool all_digits(const char *s)
 	return true;
 }
 
+static int footer_times(const struct hs_record *rec, void *ctx)
+{
+	struct replay *r = ctx;
+
+	for (uint32_t i = 0; rec->type == HS_REC_FRAME_INDEX && i < rec->frame_index.nr; i++) {
+		const struct hs_frame_index_entry *e = &rec->frame_index.entries[i];
+
+		note_time(r, e->first_time);
+		note_time(r, e->last_time);
+	}
+	return 0;
+}
+
 int replay__run(struct replay *r, const char *path, const struct replay_target *target)
 {
+	bool events = true;
 	struct record_reader *rd;
 	char err[512];
 	uint64_t stop_index = UINT64_MAX, stop_time = UINT64_MAX;
@@ -651,8 +665,12 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 			}
 			if (!sn) {
 				ret = fail(r, EXIT_NODATA,
-					   "%s: no snapshot '%s' (the file has %u; `heapsnap-analyze info` lists them)",
-					   path, target->snapshot, r->nr_snaps);
+					   "%s: no snapshot '%s' (the file has %u; `heapsnap-analyze info` lists them)%s",
+					   path, target->snapshot, r->nr_snaps,
+					   !strcmp(target->snapshot, "peak")
+						   ? "; it was recorded without --snapshot-at-peak: --peak replays to the "
+						     "peak the analyzer finds itself"
+						   : "");
 				goto out;
 			}
 			if (sn->record_index == UINT64_MAX)
@@ -676,6 +694,9 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 	} else if (target->kind == STOP_TIME) {
 		stop_time = (uint64_t)(target->at_seconds * 1e9 / 1000.0); /* refined below once tick_ns is known */
 		snprintf(r->stop_desc, sizeof(r->stop_desc), "%.3fs", target->at_seconds);
+	} else if (target->kind == STOP_META && record_reader__footer(rd, footer_times, r) == 1) {
+		events = false;
+		snprintf(r->stop_desc, sizeof(r->stop_desc), "end of recording");
 	} else {
 		snprintf(r->stop_desc, sizeof(r->stop_desc), "end of recording");
 	}
@@ -687,7 +708,7 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 			stop_time = (uint64_t)(target->at_seconds * 1e9 / (double)rec.session.tick_ns);
 		record_reader__rewind(rd);
 	}
-	ret = pass(r, rd, stop_index, stop_time, true);
+	ret = pass(r, rd, stop_index, stop_time, events);
 	if (ret)
 		goto out;
 	if (!r->have_session) {
@@ -696,6 +717,11 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 		snprintf(why, sizeof(why), "%s", r->error);
 		ret = fail(r, r->status == HS_READ_CORRUPT ? EXIT_CORRUPT : EXIT_NODATA, "no session header in %s%s%s",
 			   path, why[0] ? "; " : "", why);
+		goto out;
+	}
+	if (target->kind == STOP_TIME && stop_time > r->last_time && r->status == HS_READ_END) {
+		ret = fail(r, EXIT_NODATA, "%s: --at %gs is past the end of the recording (%.3fs); omit --at for the end",
+			   path, target->at_seconds, replay__seconds(r, r->last_time));
 		goto out;
 	}
 	if (r->status == HS_READ_CORRUPT)

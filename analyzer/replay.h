@@ -83,7 +83,9 @@ struct counter_val {
 	uint64_t value;
 };
 
-enum replay_stop { STOP_END, STOP_SNAPSHOT, STOP_TIME, STOP_PEAK };
+/* STOP_META: metadata only, no events replayed; the time range from the footer's frame
+ * index (what `info` needs). A file without a footer is replayed whole instead. */
+enum replay_stop { STOP_END, STOP_SNAPSHOT, STOP_TIME, STOP_PEAK, STOP_META };
 
 struct replay_target {
 	enum replay_stop kind;

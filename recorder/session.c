@@ -1705,7 +1705,7 @@ static int check_privileges(void)
 static void write_header(struct session *s, char **argv)
 {
 	struct hs_record r = {.type = HS_REC_SESSION};
-	char host[256] = "", cmdline[4096] = "";
+	char host[256] = "", cmdline[4096] = "", *attached = NULL;
 	struct utsname u;
 	struct timespec rt;
 	size_t off = 0;
@@ -1723,6 +1723,10 @@ static void write_header(struct session *s, char **argv)
 	r.session.tool_version = HEAPSNAP_VERSION;
 	r.session.hostname = host;
 	r.session.kernel = u.release;
+	/* Attached: the target's own command line, as ps shows it. */
+	if (s->o->pid && (attached = proc_read_string(s->o->pid, "cmdline")))
+		snprintf(cmdline, sizeof(cmdline), "%s", attached);
+	free(attached);
 	r.session.cmdline = cmdline;
 	r.session.tick_ns = TICK_NS;
 	r.session.monotonic_start_ns = s->mono_start;
@@ -1940,6 +1944,13 @@ int recorder_run(const struct rec_opts *o)
 		warnx("failed to fill the sampling thresholds: %s", strerror(-err));
 		goto cleanup;
 	}
+	/* Before anything is attached: a running target (-p, -a) calls its allocators from the
+	 * first probe on, and a ring not yet in place would drop those events. */
+	err = install_rings(s);
+	if (err) {
+		warnx("failed to set up the per-CPU ring buffers: %s", strerror(-err));
+		goto cleanup;
+	}
 
 	if ((err = interrupted(s)))
 		goto cleanup;
@@ -1981,7 +1992,24 @@ int recorder_run(const struct rec_opts *o)
 	} else if (o->pid) {
 		uint32_t key = (uint32_t)o->pid;
 		uint8_t one = 1;
-		struct proc *p = add_proc(s, o->pid);
+		struct proc *p;
+		struct proc_map *maps = NULL;
+		int nr_maps = 0;
+
+		/* Said plainly, before probes are looked for in libraries it cannot list. */
+		err = proc_read_maps(o->pid, &maps, &nr_maps);
+		proc_maps_free(maps, nr_maps);
+		if (err) {
+			warnx("cannot read the memory map of process %d (/proc/%d/maps: %s)%s", o->pid, o->pid,
+			      strerror(-err), err == -EACCES ? "; another PID namespace, or a kernel thread?" : "");
+			goto cleanup;
+		}
+		if (!nr_maps) {
+			warnx("process %d maps no memory: a kernel thread has no allocator to probe", o->pid);
+			err = -ESRCH;
+			goto cleanup;
+		}
+		p = add_proc(s, o->pid);
 
 		bpf_map_update_elem(bpf_map__fd(s->skel->maps.tracked), &key, &one, BPF_ANY);
 		if (o->libc)
@@ -2039,11 +2067,6 @@ int recorder_run(const struct rec_opts *o)
 			}
 			add_link(s, -2, l, -1);
 		}
-	}
-	err = install_rings(s);
-	if (err) {
-		warnx("failed to set up the per-CPU ring buffers: %s", strerror(-err));
-		goto cleanup;
 	}
 	if ((err = interrupted(s)))
 		goto cleanup;

@@ -2,6 +2,7 @@
 /* heapsnap-analyze: command line. Subcommands, options, defaults and examples in one place. */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,6 +226,14 @@ static int report_load(const struct replay *r, int ret)
 		fprintf(stderr, "heapsnap-analyze: %s\n", r->error);
 	else if (r->status == HS_READ_TRUNCATED)
 		fprintf(stderr, "heapsnap-analyze: warning: %s\n", r->error);
+	if (!ret || ret == EXIT_CORRUPT) {
+		char desc[256];
+		uint64_t lost = replay__lost_events(r, desc, sizeof(desc));
+
+		if (lost)
+			fprintf(stderr, "heapsnap-analyze: warning: %s: %" PRIu64 " events were lost while recording (%s); "
+					"its figures lack them\n", r->path, lost, desc);
+	}
 	return ret;
 }
 

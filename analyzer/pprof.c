@@ -317,6 +317,15 @@ int pprof_write_profile(const struct profile *p, const struct pprof_opts *o, FIL
 	else
 		snprintf(buf, sizeof(buf), "sampling: every allocation");
 	pprof_builder__add_comment(b, buf);
+	{
+		char desc[256];
+		uint64_t lost = replay__lost_events(r, desc, sizeof(desc));
+
+		if (lost) {
+			snprintf(buf, sizeof(buf), "lost: %" PRIu64 " events while recording (%s)", lost, desc);
+			pprof_builder__add_comment(b, buf);
+		}
+	}
 
 	for (uint32_t i = 0; i < p->nr_locs; i++) {
 		const struct prof_loc *l = &p->locs[i];

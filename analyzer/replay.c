@@ -263,13 +263,50 @@ static void copy_build_id(uint8_t *dst, uint32_t *len, struct hs_bytes b)
 	memcpy(dst, b.p, *len);
 }
 
+/* Names that said "lost" of what lost no event, as recorders before 0.2 wrote them. */
+static const char *const renamed[][2] = {
+	{"lost.stack_truncated", "stacks.cut_at_max_stack"},
+	{"lost.stack_error", "stacks.fp_walk_stopped"},
+	{"lost.unknown_free", "frees.unknown"},
+	{"lost.dwarf_window_truncated", "stacks.dwarf_window_short"},
+};
+
+/* The counters that count events the recording does not hold. */
+static const char *const lost_events[] = {"lost.ringbuf_full", "lost.live_map_full", "lost.thread_map_full",
+					   "lost.missed_uretprobe"};
+
+uint64_t replay__lost_events(const struct replay *r, char *desc, size_t len)
+{
+	uint64_t sum = 0;
+	size_t off = 0;
+
+	if (len)
+		desc[0] = 0;
+	for (size_t k = 0; k < sizeof(lost_events) / sizeof(lost_events[0]); k++) {
+		struct hmap_slot *s = hmap_find(&r->counter_idx, name_hash(lost_events[k]), strlen(lost_events[k]));
+		uint64_t v = s ? r->counters[s->val - 1].value : 0;
+		int n;
+
+		if (!v)
+			continue;
+		sum += v;
+		n = snprintf(desc + off, len > off ? len - off : 0, "%s%s %" PRIu64, off ? ", " : "", lost_events[k], v);
+		if (n > 0)
+			off += (size_t)n;
+	}
+	return sum;
+}
+
 static void set_counters(struct replay *r, const struct hs_record *rec)
 {
 	for (uint32_t i = 0; i < rec->counters.nr; i++) {
-		const struct hs_counter *c = &rec->counters.items[i];
+		struct hs_counter cv = rec->counters.items[i], *c = &cv;
 		bool created;
 		struct hmap_slot *slot;
 
+		for (size_t k = 0; k < sizeof(renamed) / sizeof(renamed[0]); k++)
+			if (!strcmp(c->name, renamed[k][0]))
+				c->name = renamed[k][1];
 		/* By name through a hash: a file of many distinct names must not cost a scan each. A
 		 * recorder writes a few dozen; past HS_MAX_COUNTERS names, new ones are ignored. */
 		if (r->nr_counters >= HS_MAX_COUNTERS && !hmap_find(&r->counter_idx, name_hash(c->name), strlen(c->name)))

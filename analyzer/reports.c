@@ -11,6 +11,26 @@
 
 /* ---- small helpers ---- */
 
+
+/* Every report says when events were lost: its figures lack what those events held. */
+static void print_losses(FILE *out, const struct replay *r, bool json)
+{
+	char desc[256];
+	uint64_t lost = replay__lost_events(r, desc, sizeof(desc));
+
+	if (json)
+		fprintf(out, ",\"lost_events\":%" PRIu64, lost);
+	else if (lost)
+		fprintf(out, "Lost: %" PRIu64 " events while recording (%s); the figures lack what they held\n", lost, desc);
+}
+
+static const char *sampling_text(const struct replay *r)
+{
+	if (r->sample_rate)
+		return "Poisson (values are estimates)";
+	return replay__lost_events(r, NULL, 0) ? "every allocation the recorder received" : "every allocation";
+}
+
 static void json_str(FILE *f, const char *s)
 {
 	fputc('"', f);
@@ -248,6 +268,7 @@ int report_top(const struct profile *p, const struct report_opts *o, FILE *out)
 		json_str(out, o->file_label);
 		fprintf(out, ",\"snapshot\":");
 		json_str(out, p->r->stop_desc);
+		print_losses(out, p->r, true);
 		fprintf(out, ",\"value\":\"%s\",\"total\":%.0f,\"functions\":[", value_names[o->value], total);
 		for (uint32_t i = 0; i < shown; i++) {
 			fprintf(out, "%s{\"name\":", i ? "," : "");
@@ -260,6 +281,7 @@ int report_top(const struct profile *p, const struct report_opts *o, FILE *out)
 
 		fprintf(out, "File: %s\nSnapshot: %s\nType: %s (%s)\n", o->file_label, p->r->stop_desc,
 			value_names[o->value], unit);
+		print_losses(out, p->r, false);
 		for (uint32_t i = 0; i < shown; i++)
 			sum += t.rows[i].v[0];
 		fprintf(out, "Showing %u of %u functions, accounting for %.0f of %.0f total\n", shown, t.nr, sum, total);
@@ -364,10 +386,10 @@ int report_summary(const struct profile *p, const struct report_opts *o, FILE *o
 	replay__for_each_live(r, live_cb, &c);
 	if (o->json)
 		fprintf(out, "{\"file\":"), json_str(out, o->file_label), fprintf(out, ",\"snapshot\":"),
-			json_str(out, r->stop_desc), fprintf(out, ",\"processes\":[");
+			json_str(out, r->stop_desc), print_losses(out, r, true), fprintf(out, ",\"processes\":[");
 	else
-		fprintf(out, "File: %s\nSnapshot: %s\nSampling: %s\n", o->file_label, r->stop_desc,
-			r->sample_rate ? "Poisson (values are estimates)" : "every allocation");
+		fprintf(out, "File: %s\nSnapshot: %s\nSampling: %s\n", o->file_label, r->stop_desc, sampling_text(r)),
+			print_losses(out, r, false);
 	for (uint32_t i = 0; i < r->nr_procs; i++) {
 		const struct process *pr = &r->procs[i];
 		const struct live_stats *ls = &c.st[i];
@@ -515,6 +537,7 @@ int report_leaks(const struct profile *p, const struct report_opts *o, FILE *out
 	if (o->json) {
 		fprintf(out, "{\"file\":");
 		json_str(out, o->file_label);
+		print_losses(out, p->r, true);
 		fprintf(out, ",\"min_age\":%.6f,\"leaks\":[", o->min_age);
 	} else {
 		double total = 0;
@@ -523,6 +546,7 @@ int report_leaks(const struct profile *p, const struct report_opts *o, FILE *out
 			total += c.rows[i].bytes;
 		fprintf(out, "File: %s\nSnapshot: %s\nLive allocations older than %.3fs: %.0f bytes in %u stacks\n",
 			o->file_label, p->r->stop_desc, o->min_age, total, c.nr);
+		print_losses(out, p->r, false);
 	}
 	for (uint32_t i = 0; i < shown; i++) {
 		const struct leak_row *row = &c.rows[i];
@@ -704,7 +728,7 @@ int report_info(const struct replay *r, const struct report_opts *o, FILE *out)
 		fprintf(out, "  %s\n", r->error);
 	fprintf(out, "Recorder: heapsnap %s on %s, kernel %s\n", r->tool_version, r->hostname, r->kernel);
 	fprintf(out, "Command: %s\n", r->cmdline && *r->cmdline ? r->cmdline : "(attached to a running process)");
-	fprintf(out, "Sampling: %s", r->sample_rate ? "Poisson, mean " : "every allocation");
+	fprintf(out, "Sampling: %s", r->sample_rate ? "Poisson, mean " : sampling_text(r));
 	if (r->sample_rate)
 		fprintf(out, "%" PRIu64 " bytes", r->sample_rate);
 	if (r->stack_mode == HS_STACK_DWARF)

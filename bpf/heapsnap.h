@@ -41,7 +41,7 @@ enum hs_counter_id {
 	HS_CNT_STACK_TRUNCATED,  /* stacks cut at --max-stack */
 	HS_CNT_MISSED_URETPROBE, /* outer allocator calls whose return was never seen */
 	HS_CNT_UNKNOWN_FREE,     /* frees of pointers allocated before attach (or lost) */
-	HS_CNT_STACK_ERROR,      /* bpf_get_stack failed */
+	HS_CNT_STACK_ERROR,      /* a frame-pointer walk stopped at an unreadable frame (no event lost) */
 	HS_CNT_THREAD_FULL,      /* per-thread state map full */
 	HS_CNT_ALLOC_CALLS,      /* outermost allocator calls seen */
 	HS_CNT_FREE_CALLS,       /* free calls seen (non-NULL) */
@@ -49,7 +49,8 @@ enum hs_counter_id {
 	HS_CNT_SAMPLED,          /* allocations chosen by the sampler */
 	HS_CNT_FAILED_ALLOC,     /* allocator returned NULL */
 	HS_CNT_STACKS_NEW,       /* distinct stacks sent to user space */
-	HS_CNT_DWARF_TRUNCATED,  /* dwarf stack windows cut at --stack dwarf=BYTES */
+	HS_CNT_DWARF_TRUNCATED,  /* dwarf windows smaller than the stack mapping above sp (argv and
+				  * environment included: the analyzer tells whether frames were missed) */
 	HS_CNT__MAX,
 };
 

@@ -133,10 +133,10 @@ struct session {
 static const char *const counter_names[HS_CNT__MAX] = {
 	[HS_CNT_RINGBUF_FULL] = "lost.ringbuf_full",
 	[HS_CNT_LIVE_FULL] = "lost.live_map_full",
-	[HS_CNT_STACK_TRUNCATED] = "lost.stack_truncated",
+	[HS_CNT_STACK_TRUNCATED] = "stacks.cut_at_max_stack",
 	[HS_CNT_MISSED_URETPROBE] = "lost.missed_uretprobe",
-	[HS_CNT_UNKNOWN_FREE] = "lost.unknown_free",
-	[HS_CNT_STACK_ERROR] = "lost.stack_error",
+	[HS_CNT_UNKNOWN_FREE] = "frees.unknown",
+	[HS_CNT_STACK_ERROR] = "stacks.fp_walk_stopped",
 	[HS_CNT_THREAD_FULL] = "lost.thread_map_full",
 	[HS_CNT_ALLOC_CALLS] = "calls.alloc",
 	[HS_CNT_FREE_CALLS] = "calls.free",
@@ -144,7 +144,7 @@ static const char *const counter_names[HS_CNT__MAX] = {
 	[HS_CNT_SAMPLED] = "sampler.sampled",
 	[HS_CNT_FAILED_ALLOC] = "calls.failed_alloc",
 	[HS_CNT_STACKS_NEW] = "stacks.sent",
-	[HS_CNT_DWARF_TRUNCATED] = "lost.dwarf_window_truncated",
+	[HS_CNT_DWARF_TRUNCATED] = "stacks.dwarf_window_short",
 };
 
 static void warnx(const char *fmt, ...)
@@ -1492,8 +1492,8 @@ static void write_counters(struct session *s, uint32_t type)
 
 static void warn_losses(struct session *s)
 {
-	static const int lossy[] = {HS_CNT_RINGBUF_FULL, HS_CNT_LIVE_FULL, HS_CNT_STACK_ERROR, HS_CNT_THREAD_FULL,
-				    HS_CNT_MISSED_URETPROBE};
+	/* Events lost, and only those: a frame-pointer walk that stops early loses no event. */
+	static const int lossy[] = {HS_CNT_RINGBUF_FULL, HS_CNT_LIVE_FULL, HS_CNT_THREAD_FULL, HS_CNT_MISSED_URETPROBE};
 
 	for (size_t i = 0; i < sizeof(lossy) / sizeof(lossy[0]); i++) {
 		int k = lossy[i];

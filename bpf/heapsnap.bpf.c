@@ -698,7 +698,10 @@ int BPF_KPROBE(sess_free, __u64 ptr)
 	return free_enter(ctx, ptr);
 }
 
-static __always_inline void emit_proc(__u8 type, __u32 pid, __u32 ppid, __s32 code, struct task_struct *task)
+/* TASK: the process whose name goes with the event (the child, for a fork). BPRM: an exec's
+ * binary, whose image, path and arguments go too. */
+static __always_inline void emit_proc(__u8 type, __u32 pid, __u32 ppid, __s32 code, struct task_struct *task,
+				      struct linux_binprm *bprm)
 {
 	void *rb;
 	struct hs_proc_event *e = ring_reserve(sizeof(*e), &rb);
@@ -711,12 +714,25 @@ static __always_inline void emit_proc(__u8 type, __u32 pid, __u32 ppid, __s32 co
 	e->ppid = ppid;
 	e->exit_code = code;
 	e->start_code = e->end_code = e->exe_ino = 0;
-	e->exe_dev = e->pad = 0;
-	if (task) {
+	e->exe_dev = e->args_len = 0;
+	e->comm[0] = e->path[0] = e->args[0] = 0;
+	if (task)
+		bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), task->comm);
+	if (task && bprm) {
+		__u64 a0 = BPF_CORE_READ(task, mm, arg_start), a1 = BPF_CORE_READ(task, mm, arg_end);
+		__u32 n = a1 > a0 ? (__u32)(a1 - a0) : 0;
+
 		e->start_code = BPF_CORE_READ(task, mm, start_code);
 		e->end_code = BPF_CORE_READ(task, mm, end_code);
 		e->exe_ino = BPF_CORE_READ(task, mm, exe_file, f_inode, i_ino);
 		e->exe_dev = BPF_CORE_READ(task, mm, exe_file, f_inode, i_sb, s_dev);
+		bpf_probe_read_kernel_str(e->path, sizeof(e->path), BPF_CORE_READ(bprm, filename));
+		if (n > HS_EXEC_ARGS_MAX)
+			n = HS_EXEC_ARGS_MAX;
+		/* The new image's stack: present, the kernel has just written it. */
+		/* 1..HS_EXEC_ARGS_MAX in a form the verifier bounds: n is 1..512 here. */
+		if (n && !bpf_probe_read_user(e->args, ((n - 1) & (HS_EXEC_ARGS_MAX - 1)) + 1, (void *)a0))
+			e->args_len = n;
 	}
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
@@ -737,12 +753,12 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
 	__u8 one = 1;
 
-	if (!filter_pids || !follow_forks || ctgid != BPF_CORE_READ(child, pid))
+	if (!follow_forks || ctgid != BPF_CORE_READ(child, pid) || !is_tracked(ptgid))
 		return 0;
-	if (!bpf_map_lookup_elem(&tracked, &ptgid))
-		return 0;
-	bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY);
-	emit_proc(HS_EV_FORK, ctgid, ptgid, 0, NULL);
+	/* -a tracks every process but the recorder's own, with no set to keep. */
+	if (filter_pids)
+		bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY);
+	emit_proc(HS_EV_FORK, ctgid, ptgid, 0, child, NULL);
 	return 0;
 }
 
@@ -751,10 +767,11 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 
-	if (!is_tracked(tgid) || !filter_pids)
+	if (!is_tracked(tgid))
 		return 0;
-	bump_maps_gen();
-	emit_proc(HS_EV_EXEC, tgid, 0, 0, p);
+	if (filter_pids)
+		bump_maps_gen();
+	emit_proc(HS_EV_EXEC, tgid, BPF_CORE_READ(p, real_parent, tgid), 0, p, bprm);
 	return 0;
 }
 
@@ -763,9 +780,9 @@ int BPF_PROG(on_exit, struct task_struct *p)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 
-	if (tgid != BPF_CORE_READ(p, pid) || !filter_pids || !bpf_map_lookup_elem(&tracked, &tgid))
+	if (tgid != BPF_CORE_READ(p, pid) || !is_tracked(tgid))
 		return 0;
-	emit_proc(HS_EV_EXIT, tgid, 0, BPF_CORE_READ(p, exit_code), NULL);
+	emit_proc(HS_EV_EXIT, tgid, 0, BPF_CORE_READ(p, exit_code), NULL, NULL);
 	return 0;
 }
 
@@ -786,7 +803,7 @@ int BPF_PROG(on_rename, struct task_struct *task, const char *comm)
 {
 	__u32 tgid = BPF_CORE_READ(task, tgid);
 
-	if (filter_pids && bpf_map_lookup_elem(&tracked, &tgid))
+	if (is_tracked(tgid))
 		emit_comm(tgid, BPF_CORE_READ(task, pid), comm, true);
 	return 0;
 }
@@ -799,9 +816,11 @@ int on_mmap(struct trace_event_raw_sys_enter *ctx)
 	struct pending_mmap pm;
 
 	/* PROT_EXEC: a library or code being mapped (dlopen). */
-	if (!(ctx->args[2] & 4) || !filter_pids || !is_tracked(id >> 32))
+	if (!(ctx->args[2] & 4) || !is_tracked(id >> 32))
 		return 0;
-	bump_maps_gen();
+	/* -a: the event alone says which process to look at again. */
+	if (filter_pids)
+		bump_maps_gen();
 	pm.len = ctx->args[1];
 	pm.fd = (__s64)ctx->args[4];
 	pm.off = ctx->args[5];

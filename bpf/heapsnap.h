@@ -83,6 +83,11 @@ struct hs_stack_event {
 	__u64 ips[HS_MAX_STACK];
 };
 
+#define HS_EXEC_PATH_MAX 256
+#define HS_EXEC_ARGS_MAX 512
+
+/* What a process is, carried by its fork, exec and exit events: a process that lives a few
+ * milliseconds is gone before user space can read /proc. */
 struct hs_proc_event {
 	struct hs_event_hdr h;
 	__u32 ppid;
@@ -90,7 +95,10 @@ struct hs_proc_event {
 	/* HS_EV_EXEC: the new image's text, in case the process is gone before its maps are read */
 	__u64 start_code, end_code, exe_ino;
 	__u32 exe_dev; /* kernel encoding: major << 20 | minor */
-	__u32 pad;
+	__u32 args_len; /* HS_EV_EXEC: bytes of args, NUL-separated */
+	char comm[16];
+	char path[HS_EXEC_PATH_MAX];  /* HS_EV_EXEC: the file exec'd, as named to execve */
+	char args[HS_EXEC_ARGS_MAX];  /* HS_EV_EXEC: the start of the new command line */
 };
 
 struct hs_mmap_event {

@@ -57,6 +57,8 @@ struct proc {
 	bool alive;
 	struct proc_map *maps;
 	int nr_maps;
+	/* As last written: what a fork child that is gone before /proc is read inherits. */
+	char *comm, *cmdline, *exe;
 };
 
 /* A live block, recording every event: user space keeps the live set then. */
@@ -103,6 +105,7 @@ struct session {
 	int nr_objs;
 	struct proc *procs;
 	int nr_procs;
+	struct hmap proc_idx; /* pid -> index + 1 in procs: -a tracks every process of the host */
 	struct link_ent *links;
 	int nr_links;
 	/* How allocator probes are attached, and the kernel's attach type for it, read from its
@@ -550,10 +553,9 @@ static void detach_pid(struct session *s, pid_t pid)
 
 static struct proc *proc_find(struct session *s, pid_t pid)
 {
-	for (int i = 0; i < s->nr_procs; i++)
-		if (s->procs[i].pid == pid)
-			return &s->procs[i];
-	return NULL;
+	struct hmap_slot *slot = hmap_find(&s->proc_idx, (uint64_t)pid, 0);
+
+	return slot ? &s->procs[slot->val - 1] : NULL;
 }
 
 static bool same_map(const struct proc_map *a, const struct proc_map *b)
@@ -648,22 +650,59 @@ static void rescan_maps(struct session *s, struct proc *p, bool attach)
 	}
 }
 
-static void write_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid)
+static char *dup_or_null(const char *s)
+{
+	return s && *s ? strdup(s) : NULL;
+}
+
+/* An exec event's arguments, NUL-separated, as one line. */
+static char *event_args(const struct hs_proc_event *e)
+{
+	uint32_t n = e->args_len < HS_EXEC_ARGS_MAX ? e->args_len : HS_EXEC_ARGS_MAX;
+	char *v = n ? malloc(n + 1) : NULL;
+
+	if (!v)
+		return NULL;
+	memcpy(v, e->args, n);
+	while (n && !v[n - 1])
+		n--;
+	v[n] = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (!v[i])
+			v[i] = ' ';
+	return v;
+}
+
+/* What /proc says of PID while it lives; else what its event carried (an exec's name,
+ * path and arguments; a fork's name), and for a fork child what its parent was. */
+static void write_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid, const struct hs_proc_event *e)
 {
 	struct hs_record r = {.type = HS_REC_PROCESS, .time = ticks(s, mono_ns()), .pid = (uint32_t)pid};
 	char *comm = proc_read_string(pid, "comm"), *cmdline = proc_read_string(pid, "cmdline");
-	char *exe = proc_exe(pid), path[64];
+	char *exe = proc_exe(pid), path[64], ecomm[17];
+	struct proc *p = proc_find(s, pid), *parent = ppid > 0 ? proc_find(s, ppid) : NULL;
 	uint8_t bid[HS_BUILD_ID_MAX];
 	int n;
 
-	/* A fork child that already exited is, for all we can still read, its parent. */
-	if (!comm && ppid > 0 && origin == HS_PROC_FORKED) {
-		free(cmdline);
-		comm = proc_read_string(ppid, "comm");
-		cmdline = proc_read_string(ppid, "cmdline");
-		free(exe);
-		exe = proc_exe(ppid);
-		pid = ppid;
+	if (e) {
+		memcpy(ecomm, e->comm, 16);
+		ecomm[16] = 0;
+		if (!comm || e->h.type == HS_EV_EXEC) {
+			free(comm);
+			comm = dup_or_null(ecomm);
+		}
+		if (!cmdline && e->h.type == HS_EV_EXEC)
+			cmdline = event_args(e);
+		if (!exe && e->h.type == HS_EV_EXEC)
+			exe = strndup(e->path, sizeof(e->path));
+	}
+	if (parent && origin == HS_PROC_FORKED) {
+		if (!comm)
+			comm = dup_or_null(parent->comm);
+		if (!cmdline)
+			cmdline = dup_or_null(parent->cmdline);
+		if (!exe)
+			exe = dup_or_null(parent->exe);
 	}
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	n = hs_read_build_id(path, bid, sizeof(bid));
@@ -674,9 +713,18 @@ static void write_process(struct session *s, pid_t pid, uint32_t origin, pid_t p
 	r.process.exe = exe ? exe : "";
 	r.process.build_id = (struct hs_bytes){bid, n > 0 ? (uint32_t)n : 0};
 	write_rec(s, &r);
-	free(comm);
-	free(cmdline);
-	free(exe);
+	if (p) {
+		free(p->comm);
+		free(p->cmdline);
+		free(p->exe);
+		p->comm = comm;
+		p->cmdline = cmdline;
+		p->exe = exe;
+	} else {
+		free(comm);
+		free(cmdline);
+		free(exe);
+	}
 }
 
 static void name_thread(struct session *s, pid_t pid, pid_t tid)
@@ -709,20 +757,27 @@ static void name_thread_cb(pid_t tid, void *ctx)
 
 static struct proc *add_proc(struct session *s, pid_t pid)
 {
+	struct hmap_slot *slot;
 	struct proc *v;
+	bool created;
 
 	if (proc_find(s, pid))
 		return proc_find(s, pid);
-	v = realloc(s->procs, sizeof(*v) * (size_t)(s->nr_procs + 1));
-	if (!v)
+	/* Doubling at powers of two: -a adds a process per fork on the host. */
+	v = s->procs;
+	if (!(s->nr_procs & (s->nr_procs - 1)))
+		v = realloc(s->procs, sizeof(*v) * (size_t)(s->nr_procs ? 2 * s->nr_procs : 1));
+	slot = v ? hmap_put(&s->proc_idx, (uint64_t)pid, 0, &created) : NULL;
+	if (!v || !slot)
 		return NULL;
 	s->procs = v;
 	v[s->nr_procs] = (struct proc){.pid = pid, .alive = true};
-	return &v[s->nr_procs++];
+	slot->val = (uint64_t)++s->nr_procs;
+	return &v[s->nr_procs - 1];
 }
 
 /* A process joins the recording: its record, threads, mappings and probes. */
-static void track_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid)
+static void track_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid, const struct hs_proc_event *e)
 {
 	struct proc *p = add_proc(s, pid);
 	struct thread_ctx t = {s, pid};
@@ -733,7 +788,7 @@ static void track_process(struct session *s, pid_t pid, uint32_t origin, pid_t p
 		return;
 	if (!s->o->all)
 		bpf_map_update_elem(bpf_map__fd(s->skel->maps.tracked), &key, &one, BPF_ANY);
-	write_process(s, pid, origin, ppid);
+	write_process(s, pid, origin, ppid, e);
 	proc_for_each_thread(pid, name_thread_cb, &t);
 	rescan_maps(s, p, true); /* writes every mapping: all are new to the file */
 	if (!p->nr_maps && origin == HS_PROC_FORKED) {
@@ -803,9 +858,22 @@ static void ensure_exe_mapping(struct session *s, struct proc *p, const struct h
 		if (p->maps[i].start <= e->start_code && e->start_code < p->maps[i].end)
 			return;
 	slot = hmap_find(&s->objs_by_id, dev, e->exe_ino);
-	if (!slot)
-		return;
-	o = (struct object *)(uintptr_t)slot->val;
+	if (slot) {
+		o = (struct object *)(uintptr_t)slot->val;
+	} else {
+		/* An image no process showed before (-a): the path exec was given, if it is
+		 * still that file. */
+		char path[HS_EXEC_PATH_MAX + 1];
+		struct stat st;
+
+		memcpy(path, e->path, HS_EXEC_PATH_MAX);
+		path[HS_EXEC_PATH_MAX] = 0;
+		if (path[0] != '/' || stat(path, &st) || (uint64_t)st.st_dev != dev || (uint64_t)st.st_ino != e->exe_ino)
+			return;
+		o = object_get(s, dev, e->exe_ino, path);
+		if (!o)
+			return;
+	}
 	if (!o->scanned)
 		scan_object(s, o, o->path);
 	if (elf_exec_offset(o->path, &off))
@@ -827,21 +895,23 @@ static void on_proc_event(struct session *s, const struct hs_proc_event *e, uint
 	case HS_EV_FORK:
 		if (s->o->verbose)
 			warnx("following fork: %u -> %u", e->ppid, e->h.pid);
-		track_process(s, (pid_t)e->h.pid, HS_PROC_FORKED, (pid_t)e->ppid);
+		track_process(s, (pid_t)e->h.pid, HS_PROC_FORKED, (pid_t)e->ppid, e);
 		break;
 	case HS_EV_EXEC:
 		p = proc_find(s, (pid_t)e->h.pid);
 		if (!p) {
 			/* The held command has just exec'd: it joins with its real image. */
-			if ((pid_t)e->h.pid == s->child) {
-				track_process(s, s->child, HS_PROC_STARTED, getpid());
-				p = proc_find(s, s->child);
+			if ((pid_t)e->h.pid == s->child || s->o->all) {
+				/* -a: a process first seen at its exec, from the event if it is gone. */
+				track_process(s, (pid_t)e->h.pid, s->o->all ? HS_PROC_ATTACHED : HS_PROC_STARTED,
+					      s->o->all ? (pid_t)e->ppid : getpid(), e);
+				p = proc_find(s, (pid_t)e->h.pid);
 				if (p)
 					ensure_exe_mapping(s, p, e, t);
 			}
 			break;
 		}
-		write_process(s, p->pid, HS_PROC_EXEC, 0);
+		write_process(s, p->pid, HS_PROC_EXEC, 0, e);
 		rescan_maps(s, p, true);
 		ensure_exe_mapping(s, p, e, t);
 		break;
@@ -849,10 +919,13 @@ static void on_proc_event(struct session *s, const struct hs_proc_event *e, uint
 		struct hs_record r = {.type = HS_REC_EXIT, .time = t, .pid = e->h.pid};
 		int code = e->exit_code;
 
+		/* -a sees every exit on the host: only those of processes in the file count. */
+		p = proc_find(s, (pid_t)e->h.pid);
+		if (!p)
+			break;
 		r.exit.status = (code & 0x7f) ? -(int64_t)(code & 0x7f) : (code >> 8) & 0xff;
 		write_rec(s, &r);
-		p = proc_find(s, (pid_t)e->h.pid);
-		if (p && p->alive) {
+		if (p->alive) {
 			p->alive = false;
 			if (p->pid != s->o->pid && p->pid != s->child)
 				detach_pid(s, p->pid);
@@ -1088,7 +1161,7 @@ static int handle_event(struct session *s, const void *data, size_t len)
 		/* Threads are named by HS_EV_COMM from BPF: no /proc read on this path. */
 		if (s->o->all && h->pid != s->last_pid) {
 			if (!proc_find(s, (pid_t)h->pid))
-				track_process(s, (pid_t)h->pid, HS_PROC_ATTACHED, 0);
+				track_process(s, (pid_t)h->pid, HS_PROC_ATTACHED, 0, NULL);
 			s->last_pid = h->pid;
 		}
 		r.type = s->o->sample_rate ? HS_REC_ALLOC_SAMPLED : HS_REC_ALLOC;
@@ -2083,7 +2156,7 @@ int recorder_run(const struct rec_opts *o)
 		struct proc *p = proc_find(s, o->pid);
 		struct thread_ctx t = {s, o->pid};
 
-		write_process(s, o->pid, HS_PROC_ATTACHED, 0);
+		write_process(s, o->pid, HS_PROC_ATTACHED, 0, NULL);
 		proc_for_each_thread(o->pid, name_thread_cb, &t);
 		for (int i = 0; p && i < p->nr_maps; i++)
 			write_mapping(s, o->pid, &p->maps[i], 0);
@@ -2219,8 +2292,13 @@ cleanup:
 		free(s->objs[i]);
 	}
 	free(s->objs);
-	for (int i = 0; i < s->nr_procs; i++)
+	for (int i = 0; i < s->nr_procs; i++) {
 		proc_maps_free(s->procs[i].maps, s->procs[i].nr_maps);
+		free(s->procs[i].comm);
+		free(s->procs[i].cmdline);
+		free(s->procs[i].exe);
+	}
+	hmap_free(&s->proc_idx);
 	free(s->procs);
 	free(s->probes);
 	hmap_free(&s->stacks);

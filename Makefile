@@ -35,7 +35,7 @@ ANALYZE_LIBS := -pthread -ldw -lelf -lprotobuf-c -lzstd -lz -liberty -ldebuginfo
 
 BINS := $(OUTPUT)/heapsnap-record $(OUTPUT)/heapsnap-analyze
 
-.PHONY: all clean check demo bench deps install test-programs
+.PHONY: all clean check demo bench deps install test-programs fuzz fuzz-programs
 .DELETE_ON_ERROR:
 
 all: $(BINS)
@@ -170,6 +170,32 @@ $(OUTPUT)/asan/heapsnap-record: $(RECORD_SRCS) $(FORMAT_SRCS) $(OUTPUT)/heapsnap
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(SAN_FLAGS) -Irecorder $(RECORD_SRCS) $(FORMAT_SRCS) $(RECORD_LIBS) -o $@
 
+# libFuzzer targets (clang's -fsanitize=fuzzer): the reader alone, and replay with every report.
+FUZZ_CC ?= clang
+FUZZ_FLAGS := -std=gnu11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	-D_GNU_SOURCE -DHEAPSNAP_VERSION='"$(VERSION)-fuzz"' -I$(OUTPUT) -Iformat -Ibpf -Ianalyzer -Itests/fuzz
+FUZZ_PROGS := $(OUTPUT)/fuzz/fuzz_reader $(OUTPUT)/fuzz/fuzz_replay
+
+$(OUTPUT)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c tests/fuzz/fuzz_common.h $(FORMAT_SRCS) format/*.h
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $< $(FORMAT_SRCS) -lzstd -lelf -o $@
+
+$(OUTPUT)/fuzz/fuzz_replay: tests/fuzz/fuzz_replay.c tests/fuzz/fuzz_common.h $(filter-out analyzer/main.c,$(ANALYZE_SRCS)) \
+		$(FORMAT_SRCS) $(OUTPUT)/profile.pb-c.c analyzer/*.h format/*.h
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $< $(filter-out analyzer/main.c,$(ANALYZE_SRCS)) $(FORMAT_SRCS) \
+		$(OUTPUT)/profile.pb-c.c $(ANALYZE_LIBS) -o $@
+
+fuzz-programs: $(FUZZ_PROGS) $(OUTPUT)/tests/craft
+
+# FUZZ_SECONDS per target (default 60); `make check` runs them for a few seconds each.
+fuzz: deps
+	$(Q)$(MAKE) --no-print-directory fuzz-programs
+	$(Q)OUTPUT=$(OUTPUT) scripts/fuzz.sh $(or $(FUZZ_SECONDS),60)
+
+TEST_PROGS += $(FUZZ_PROGS)
 TEST_PROGS += $(OUTPUT)/asan/heapsnap-analyze $(OUTPUT)/asan/heapsnap-record $(OUTPUT)/bench/genfile
 
 test-programs: $(TEST_PROGS)

@@ -290,7 +290,9 @@ uint64_t replay__lost_events(const struct replay *r, char *desc, size_t len)
 		if (!v)
 			continue;
 		sum += v;
-		n = snprintf(desc + off, len > off ? len - off : 0, "%s%s %" PRIu64, off ? ", " : "", lost_events[k], v);
+		if (!desc || off >= len)
+			continue;
+		n = snprintf(desc + off, len - off, "%s%s %" PRIu64, off ? ", " : "", lost_events[k], v);
 		if (n > 0)
 			off += (size_t)n;
 	}

@@ -27,6 +27,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
+#include <linux/capability.h>
 
 #include "buildid.h"
 #include "heapsnap.h"
@@ -1762,9 +1763,21 @@ static char *resolve_command(const char *cmd)
 	return NULL;
 }
 
+/* The effective capabilities, by capget(2): what the kernel checks, whatever the uid. */
+static bool has_cap(int cap)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2] = {{0}};
+
+	if (syscall(SYS_capget, &h, d))
+		return geteuid() == 0;
+	return d[cap / 32].effective & (1u << (cap % 32));
+}
+
 static int check_privileges(void)
 {
-	if (geteuid() != 0) {
+	/* CAP_SYS_ADMIN covers both on kernels before 5.8, which lack the finer ones. */
+	if (!(has_cap(CAP_BPF) && has_cap(CAP_PERFMON)) && !has_cap(CAP_SYS_ADMIN)) {
 		warnx("needs root (or CAP_BPF and CAP_PERFMON) to load BPF programs and attach uprobes; run it with sudo");
 		return -EPERM;
 	}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs the libFuzzer targets: first every regression input once (the crafted shapes that
+# once cost memory or time, and anything in testdata/fuzz/), then SECONDS of fuzzing per
+# target, seeded from testdata/. Memory and time are limited per input, so an input that
+# makes the analyzer grow or spin past what its content needs fails the run.
+# Usage: scripts/fuzz.sh SECONDS
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUTPUT:-.output}
+SECS=${1:-60}
+F=$OUT/fuzz
+C=$OUT/tests/craft
+REG=$F/regress
+LIMITS=(-rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=30)
+
+rm -rf "$REG"
+mkdir -p "$REG" "$F/corpus-reader" "$F/corpus-replay"
+# The crafted shapes of the reliability issue, each past the limits a valid recording has.
+"$C" deepstack "$REG/deepstack.hsnap" 20000
+"$C" bigwindow "$REG/bigwindow.hsnap" 2000
+"$C" counters "$REG/counters.hsnap" 100
+"$C" maps "$REG/maps.hsnap" 30000
+"$C" escape "$REG/escape.hsnap"
+"$C" lost "$REG/lost.hsnap"
+"$C" fifo "$REG/fifo-dev-zero.hsnap" 1 /dev/zero
+"$C" fifo "$REG/fifo-proc.hsnap" 1 /proc/self/environ
+[ -d testdata/fuzz ] && cp testdata/fuzz/* "$REG/"
+for t in reader replay; do
+	echo "fuzz_$t: $(ls "$REG" | wc -l) regression inputs"
+	"$F/fuzz_$t" "${LIMITS[@]}" "$REG"/* 2>"$F/$t.regress.log" || { tail -30 "$F/$t.regress.log"; exit 1; }
+done
+for t in reader replay; do
+	cp testdata/*.hsnap "$REG"/*.hsnap "$F/corpus-$t/"
+	cp testdata/v1/alloc_c.hsnap "$F/corpus-$t/v1-alloc_c.hsnap"
+	echo "fuzz_$t: ${SECS}s"
+	"$F/fuzz_$t" "${LIMITS[@]}" -max_total_time="$SECS" -max_len=65536 -print_final_stats=1 \
+		-artifact_prefix="$F/$t-" "$F/corpus-$t" >"$F/$t.log" 2>&1 || { tail -40 "$F/$t.log"; exit 1; }
+	grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$F/$t.log" | sed "s/^/  /"
+done

@@ -685,6 +685,11 @@ static void write_process(struct session *s, pid_t pid, uint32_t origin, pid_t p
 	uint8_t bid[HS_BUILD_ID_MAX];
 	int n;
 
+	/* An exiting process reads as empty strings: that says nothing. */
+	if (comm && !*comm)
+		free(comm), comm = NULL;
+	if (cmdline && !*cmdline)
+		free(cmdline), cmdline = NULL;
 	if (e) {
 		memcpy(ecomm, e->comm, 16);
 		ecomm[16] = 0;

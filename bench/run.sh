@@ -81,7 +81,7 @@ for w in "${WORKLOADS[@]}"; do
 				awk '/^recorder: cpu/ { gsub(/s/, "", $3); gsub(/s/, "", $5); print $3 + $5 }' "$TMP/run.err" >>"$TMP/cpu"
 				awk '/^recorder: cpu/ { for (i = 1; i <= NF; i++) if ($i == "rss") print $(i + 1) / 1024 }' "$TMP/run.err" >>"$TMP/rss"
 				awk '/bytes\/event\)/ { for (i = 1; i <= NF; i++) if ($i == "bytes/event)") { v = $(i - 1); gsub(/\(/, "", v); print v } }' "$TMP/run.err" >>"$TMP/bpe"
-				awk '/^  lost\.(ringbuf_full|live_map_full|stack_error|thread_map_full|missed_uretprobe)/ { s += $2 } END { print s + 0 }' "$TMP/run.err" >>"$TMP/drop"
+				awk '/^  lost\.(ringbuf_full|live_map_full|thread_map_full|missed_uretprobe)/ { s += $2 } END { print s + 0 }' "$TMP/run.err" >>"$TMP/drop"
 				awk '/^recorder: cpu/ { for (i = 1; i <= NF; i++) { if ($i == "records") raw = $(i + 1); if ($i == "file") f = $(i + 1) } print ((raw > 0) ? f / raw : 0) }' "$TMP/run.err" >>"$TMP/ratio"
 			fi
 		done

@@ -349,6 +349,20 @@ t_bpf_attach_pid() {
 	[ "${unknown:-0}" -ge 5 ] || die "the 5 frees of pre-attach blocks must count as unknown, got ${unknown:-none}"
 }
 
+# Attaching to a process that allocates all along: nothing may be dropped while the probes
+# go in (the rings were put in place after the probes, and the first events were lost).
+t_bpf_attach_busy() {
+	need_bpf
+	local tpid i
+	"$T/alloc_c" loop 30 >/dev/null &
+	tpid=$!
+	for i in $(seq 100); do grep -q libc.so "/proc/$tpid/maps" 2>/dev/null && break; sleep 0.05; done
+	"$R" -p $tpid -s 0 --duration 1 --stats -o "$TMP/busy.hsnap" >/dev/null 2>"$TMP/busy.err" || { kill $tpid; cat "$TMP/busy.err"; die "recorder"; }
+	kill $tpid; wait $tpid 2>/dev/null
+	contains "$TMP/busy.err" "lost.ringbuf_full        0"
+	"$A" top --value alloc_objects "$TMP/busy.hsnap" 2>/dev/null | grep -q " loop_work$" || die "no loop_work allocations recorded"
+}
+
 t_bpf_sampled() {
 	need_bpf; need_go
 	record -s 64k -o "$TMP/s.hsnap" -- "$T/alloc_c" bulk || die "sampled recording failed"
@@ -875,7 +889,7 @@ bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
 	t_sanitizers t_bpf_handoff t_bpf_probe_links t_bpf_ring_wrap t_bpf_other_allocators t_bpf_static t_bpf_not_root t_bpf_dwarf_nofp t_bpf_dwarf_cxx_rust t_bpf_dwarf_debian t_bpf_killed_recorder \
-	t_bpf_symbolize_moved t_bpf_signals_startup t_output_files t_analyzer_crafted t_losses t_bpf_all_short_lived \
+	t_bpf_symbolize_moved t_bpf_attach_busy t_bpf_signals_startup t_output_files t_analyzer_crafted t_losses t_bpf_all_short_lived \
 	t_bpf_fork_storm t_fuzz_targets"
 for t in $ALL; do
 	run $t

@@ -93,7 +93,8 @@ $(OUTPUT)/heapsnap-analyze: $(ANALYZE_OBJS) $(FORMAT_OBJS)
 TEST_CFLAGS := -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror -D_GNU_SOURCE
 TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/mutate $(OUTPUT)/tests/craft $(OUTPUT)/tests/alloc_c $(OUTPUT)/tests/demo \
 	$(OUTPUT)/tests/alloc_cxx $(OUTPUT)/tests/libplugin.so $(OUTPUT)/tests/garbage_ok \
-	$(OUTPUT)/tests/nofp $(OUTPUT)/tests/alloc_cxx_nofp $(OUTPUT)/tests/static_once $(OUTPUT)/tests/handoff
+	$(OUTPUT)/tests/nofp $(OUTPUT)/tests/alloc_cxx_nofp $(OUTPUT)/tests/static_once $(OUTPUT)/tests/handoff \
+	$(OUTPUT)/tests/quick
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -113,6 +114,10 @@ $(OUTPUT)/tests/mutate: tests/unit/mutate.c $(FORMAT_SRCS) format/*.h | $(OUTPUT
 $(OUTPUT)/tests/alloc_c: tests/workloads/alloc_c.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -ldl -lpthread -o $@
+
+$(OUTPUT)/tests/quick: tests/workloads/quick.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
 $(OUTPUT)/tests/handoff: tests/workloads/handoff.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)

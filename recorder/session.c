@@ -674,6 +674,30 @@ static char *event_args(const struct hs_proc_event *e)
 	return v;
 }
 
+/* The absolute path of an exec'd image no process showed before, if the name exec was given
+ * still leads to that file (DEV, the inode). A relative name is looked up from the process's
+ * working directory, or from its parent's, which it inherited and which usually outlives it. */
+static char *exec_path(const struct hs_proc_event *e, uint64_t dev)
+{
+	char name[HS_EXEC_PATH_MAX + 1], cand[3][HS_EXEC_PATH_MAX + 64];
+	struct stat st;
+	int n = 0;
+
+	memcpy(name, e->path, HS_EXEC_PATH_MAX);
+	name[HS_EXEC_PATH_MAX] = 0;
+	if (name[0] == '/') {
+		snprintf(cand[n++], sizeof(cand[0]), "%s", name);
+	} else if (name[0]) {
+		snprintf(cand[n++], sizeof(cand[0]), "/proc/%u/cwd/%s", e->h.pid, name);
+		if (e->ppid)
+			snprintf(cand[n++], sizeof(cand[0]), "/proc/%u/cwd/%s", e->ppid, name);
+	}
+	for (int i = 0; i < n; i++)
+		if (!stat(cand[i], &st) && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == e->exe_ino)
+			return realpath(cand[i], NULL);
+	return NULL;
+}
+
 /* What /proc says of PID while it lives; else what its event carried (an exec's name,
  * path and arguments; a fork's name), and for a fork child what its parent was. */
 static void write_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid, const struct hs_proc_event *e)
@@ -699,6 +723,8 @@ static void write_process(struct session *s, pid_t pid, uint32_t origin, pid_t p
 		}
 		if (!cmdline && e->h.type == HS_EV_EXEC)
 			cmdline = event_args(e);
+		if (!exe && e->h.type == HS_EV_EXEC)
+			exe = exec_path(e, makedev(e->exe_dev >> 20, e->exe_dev & 0xfffff));
 		if (!exe && e->h.type == HS_EV_EXEC)
 			exe = strndup(e->path, sizeof(e->path));
 	}
@@ -867,16 +893,10 @@ static void ensure_exe_mapping(struct session *s, struct proc *p, const struct h
 	if (slot) {
 		o = (struct object *)(uintptr_t)slot->val;
 	} else {
-		/* An image no process showed before (-a): the path exec was given, if it is
-		 * still that file. */
-		char path[HS_EXEC_PATH_MAX + 1];
-		struct stat st;
+		char *abs = exec_path(e, dev);
 
-		memcpy(path, e->path, HS_EXEC_PATH_MAX);
-		path[HS_EXEC_PATH_MAX] = 0;
-		if (path[0] != '/' || stat(path, &st) || (uint64_t)st.st_dev != dev || (uint64_t)st.st_ino != e->exe_ino)
-			return;
-		o = object_get(s, dev, e->exe_ino, path);
+		o = abs ? object_get(s, dev, e->exe_ino, abs) : NULL;
+		free(abs);
 		if (!o)
 			return;
 	}

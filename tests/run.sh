@@ -851,32 +851,31 @@ t_losses() {
 	true
 }
 
-# -a sees short-lived processes whole: 60 runs of demo, each gone in milliseconds, all named,
-# with their command lines and symbols, and their figures exact.
+# -a sees short-lived processes whole: 100 runs of quick at once, each gone in a millisecond
+# or two, all named, with their command lines and symbols, and their figures exact.
 t_bpf_all_short_lived() {
 	need_bpf
 	local i n
 	"$R" -a -s 0 --duration 60 -o "$TMP/as.hsnap" 2>"$TMP/as.err" &
 	local rpid=$!
 	for i in $(seq 200); do grep -q "probing" "$TMP/as.err" && break; sleep 0.05; done
-	for i in $(seq 60); do "$T/demo" x$i & done
+	for i in $(seq 100); do "$T/quick" z$i & done
 	wait $(jobs -p | grep -v "^$rpid$")
 	kill -INT $rpid; wait $rpid || { cat "$TMP/as.err"; die "recorder -a"; }
 	"$A" summary --json "$TMP/as.hsnap" >"$TMP/as.json" 2>/dev/null
-	n=$(grep -o '"comm":"demo","cmdline":"[^"]*demo x[0-9]*"' "$TMP/as.json" | sort -u | wc -l)
-	eq "short-lived demo processes named, with their command lines" 60 "$n"
-	"$A" top -n 0 "$TMP/as.hsnap" 2>/dev/null | grep -q "^ *49152000 .*cache_insert$" || die "cache_insert: 60 x 819200 under -a"
-	"$A" top -n 0 --value alloc_objects "$TMP/as.hsnap" 2>/dev/null | grep -q "^ *60000 .*parse_request$" || die "parse_request: 60 x 1000"
+	n=$(grep -o '"comm":"quick","cmdline":"[^"]*quick z[0-9]*"' "$TMP/as.json" | sort -u | wc -l)
+	eq "short-lived processes named, with their command lines" 100 "$n"
+	"$A" top -n 0 "$TMP/as.hsnap" 2>/dev/null | grep -q "^ *300000 .*quick_alloc$" || die "quick_alloc: 100 x 3000 under -a"
 }
 
 # A launched fork storm: 100 children, each exec'ing a short command, all named.
 t_bpf_fork_storm() {
 	need_bpf
-	record -o "$TMP/fs.hsnap" -- /bin/sh -c "for i in \$(seq 100); do $T/demo y\$i & done; wait" || die "fork storm"
+	record -o "$TMP/fs.hsnap" -- /bin/sh -c "for i in \$(seq 100); do $T/quick y\$i & done; wait" || die "fork storm"
 	"$A" summary --json "$TMP/fs.hsnap" >"$TMP/fs.json" 2>/dev/null
-	eq "fork storm children named demo" 100 "$(grep -o '"comm":"demo","cmdline":"[^"]*demo y[0-9]*"' "$TMP/fs.json" | sort -u | wc -l)"
-	grep -q '"comm":"",' "$TMP/fs.json" && die "a process without a name"
-	"$A" top -n 0 "$TMP/fs.hsnap" 2>/dev/null | grep -q "^ *81920000 .*cache_insert$" || die "cache_insert: 100 x 819200"
+	eq "fork storm children named quick" 100 "$(grep -o '"comm":"quick","cmdline":"[^"]*quick y[0-9]*"' "$TMP/fs.json" | sort -u | wc -l)"
+	! grep -q '"comm":"",' "$TMP/fs.json" || die "a process without a name"
+	"$A" top -n 0 "$TMP/fs.hsnap" 2>/dev/null | grep -q "^ *300000 .*quick_alloc$" || die "quick_alloc: 100 x 3000"
 }
 
 # libFuzzer: the regression inputs, then a few seconds of fuzzing per target.

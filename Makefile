@@ -34,11 +34,20 @@ RECORD_LIBS := -lbpf -lelf -lzstd -lz -lpthread -lm
 ANALYZE_LIBS := -pthread -ldw -lelf -lprotobuf-c -lzstd -lz -liberty -ldebuginfod -lm
 
 BINS := $(OUTPUT)/heapsnap-record $(OUTPUT)/heapsnap-analyze
+LIB := $(OUTPUT)/libheapsnap.so
+# The in-process recorder runs inside the target: frame pointers for its own stack walk,
+# nothing exported but the hooks, and no dependency beyond libc.
+LIB_CFLAGS := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer -fvisibility=hidden -ftls-model=initial-exec \
+	-Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -I. -Ibpf -Irecorder
 
 .PHONY: all clean check demo bench deps install test-programs fuzz fuzz-programs
 .DELETE_ON_ERROR:
 
-all: $(BINS)
+all: $(BINS) $(LIB)
+
+$(LIB): recorder/preload/libheapsnap.c recorder/shm.h bpf/heapsnap.h format/record.h | $(OUTPUT)
+	$(call msg,LIB,$@)
+	$(Q)$(CC) $(LIB_CFLAGS) -shared -Wl,-z,now -Wl,-z,nodelete $< -ldl -lpthread -o $@
 
 deps:
 	$(Q)scripts/install-deps.sh
@@ -236,8 +245,9 @@ bench: deps
 	$(Q)OUTPUT=$(OUTPUT) bench/run.sh
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/heapsnap
 	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 $(LIB) $(DESTDIR)$(PREFIX)/lib/heapsnap/
 
 clean:
 	$(call msg,CLEAN,$(OUTPUT))

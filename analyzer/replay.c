@@ -349,6 +349,7 @@ static void on_meta(struct replay *r, const struct hs_record *rec, bool before_s
 		r->hostname = xstrdup(rec->session.hostname);
 		r->kernel = xstrdup(rec->session.kernel);
 		r->cmdline = xstrdup(rec->session.cmdline);
+		r->via = xstrdup(rec->session.via);
 		r->tick_ns = rec->session.tick_ns;
 		r->realtime_start_ns = rec->session.realtime_start_ns;
 		r->sample_rate = rec->session.sample_rate;
@@ -839,6 +840,7 @@ void replay__free(struct replay *r)
 	free(r->hostname);
 	free(r->kernel);
 	free(r->cmdline);
+	free(r->via);
 	for (uint32_t i = 0; i < r->nr_probes; i++) {
 		free((char *)r->probes[i].symbol);
 		free((char *)r->probes[i].path);

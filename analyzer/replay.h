@@ -97,7 +97,7 @@ struct replay {
 	const char *path;
 	/* session */
 	bool have_session;
-	char *tool_version, *hostname, *kernel, *cmdline;
+	char *tool_version, *hostname, *kernel, *cmdline, *via;
 	uint64_t tick_ns, realtime_start_ns, sample_rate, max_stack;
 	uint32_t stack_mode, format_major, format_minor;
 	struct hs_probe *probes; /* strings owned */

@@ -691,6 +691,8 @@ int report_info(const struct replay *r, const struct report_opts *o, FILE *out)
 		json_str(out, r->kernel);
 		fprintf(out, ",\"command\":");
 		json_str(out, r->cmdline);
+		fprintf(out, ",\"via\":");
+		json_str(out, r->via);
 		fprintf(out, ",\"sample_rate\":%" PRIu64 ",\"stack_mode\":\"%s\",\"first_time\":%.6f,\"last_time\":%.6f",
 			r->sample_rate, stack_mode_name(r->stack_mode), replay__seconds(r, r->first_time),
 			replay__seconds(r, r->last_time));
@@ -728,6 +730,8 @@ int report_info(const struct replay *r, const struct report_opts *o, FILE *out)
 		fprintf(out, "  %s\n", r->error);
 	fprintf(out, "Recorder: heapsnap %s on %s, kernel %s\n", r->tool_version, r->hostname, r->kernel);
 	fprintf(out, "Command: %s\n", r->cmdline && *r->cmdline ? r->cmdline : "(attached to a running process)");
+	if (r->via && *r->via)
+		fprintf(out, "Recorded via %s\n", r->via);
 	fprintf(out, "Sampling: %s", r->sample_rate ? "Poisson, mean " : sampling_text(r));
 	if (r->sample_rate)
 		fprintf(out, "%" PRIu64 " bytes", r->sample_rate);

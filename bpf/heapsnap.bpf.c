@@ -866,6 +866,7 @@ int on_mmap_exit(struct trace_event_raw_sys_exit *ctx)
 	e->ino = BPF_CORE_READ(f, f_inode, i_ino);
 	e->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
 	e->pad = 0;
+	e->path[0] = 0;
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 out:
 	bpf_map_delete_elem(&mmaps, &tid);

@@ -106,6 +106,9 @@ struct hs_mmap_event {
 	__u64 addr, len, off, ino;
 	__u32 dev; /* kernel encoding: major << 20 | minor */
 	__u32 pad;
+	/* The file, when the sender knows its name (the in-process recorder); BPF leaves it
+	 * empty and the recorder finds the file by device and inode. */
+	char path[HS_EXEC_PATH_MAX];
 };
 
 /* --stack dwarf: the registers at allocator entry and the stack from sp upwards. */

@@ -409,6 +409,8 @@ static int decode_extended(struct record_reader *r, struct hs_record *rec, const
 		rec->session.probes = probes;
 		for (uint32_t i = 0; i < rec->session.nr_probes && !c.bad; i++)
 			cprobe(&c, &probes[i]);
+		/* 2.1 appended it; older files end here. */
+		rec->session.via = !c.bad && c.p < c.end ? cstr(&c) : "";
 		if (!c.bad && rec->session.tick_ns == 0)
 			c.bad = "session tick_ns is zero";
 		if (!c.bad && (rec->session.max_stack < 1 || rec->session.max_stack > HS_MAX_STACK_FRAMES))

@@ -13,7 +13,7 @@
 #include "heapsnap.h"
 
 #define HS_FORMAT_MAJOR 2
-#define HS_FORMAT_MINOR 0
+#define HS_FORMAT_MINOR 1
 /* The oldest major version the reader still reads: version 1 named blocks by address. */
 #define HS_FORMAT_MAJOR_OLDEST 1
 
@@ -157,6 +157,7 @@ struct hs_record {
 			uint32_t stack_mode;
 			uint32_t nr_probes;
 			const struct hs_probe *probes;
+			const char *via; /* 2.1: how events were taken, and why ("" if not said) */
 		} session;
 		struct {
 			uint32_t ppid, origin;

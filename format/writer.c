@@ -280,6 +280,7 @@ static int encode_extended(struct record_writer *w, const struct hs_record *r)
 		tu(w, r->session.nr_probes);
 		for (uint32_t i = 0; i < r->session.nr_probes; i++)
 			tprobe(w, &r->session.probes[i]);
+		tstr(w, r->session.via ? r->session.via : "");
 		break;
 	case HS_REC_PROCESS:
 		tu(w, r->time);

@@ -20,13 +20,17 @@ static const char usage[] =
 	"       heapsnap-record [OPTIONS] -- COMMAND [ARGS...]\n"
 	"       heapsnap-record [OPTIONS] -a\n"
 	"\n"
-	"Records heap allocations and frees of a process with eBPF uprobes, for heapsnap-analyze.\n"
+	"Records heap allocations and frees of a process, for heapsnap-analyze: in-process for a\n"
+	"command it starts (libheapsnap.so, preloaded), or with eBPF uprobes.\n"
 	"\n"
 	"Target:\n"
 	"  -p, --pid PID            attach to a running process and all its threads\n"
 	"  -a, --all                record every process on the host\n"
 	"  -- COMMAND ARGS          start COMMAND held, attach, then let it run; its exit status is ours\n"
 	"      --no-follow-forks    do not follow fork children (default: follow)\n"
+	"      --via WAY            preload: libheapsnap.so in the command (no root, near native speed);\n"
+	"                           bpf: uprobes, nothing loaded into the target; auto (default):\n"
+	"                           preload for a launched, dynamically linked command, else bpf\n"
 	"\n"
 	"Output:\n"
 	"  -o, --output FILE        record file (default: heapsnap.<pid>.hsnap)\n"
@@ -71,7 +75,7 @@ static const char usage[] =
 	"      --stats              print the event and loss counters at the end\n"
 	"  -h, --help               this help\n"
 	"\n"
-	"Needs root, or CAP_BPF with CAP_PERFMON, and a kernel with BTF.\n"
+	"BPF needs root, or CAP_BPF with CAP_PERFMON, and a kernel with BTF; preload needs neither.\n"
 	"\n"
 	"Examples:\n"
 	"  sudo heapsnap-record -o app.hsnap -- ./app --serve\n"
@@ -95,6 +99,7 @@ enum {
 	OPT_NO_FOLLOW,
 	OPT_NOOP,
 	OPT_PROBE_LINKS,
+	OPT_VIA,
 };
 
 static const struct option longopts[] = {
@@ -117,6 +122,7 @@ static const struct option longopts[] = {
 	{"no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW},
 	{"noop-probes", no_argument, NULL, OPT_NOOP},
 	{"probe-links", required_argument, NULL, OPT_PROBE_LINKS},
+	{"via", required_argument, NULL, OPT_VIA},
 	{"stats", no_argument, NULL, OPT_STATS},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
@@ -292,6 +298,16 @@ int main(int argc, char **argv)
 				o.probe_links = LINKS_PERF;
 			else
 				return bad_option("--probe-links", optarg, "expected auto, session, multi or perf");
+			break;
+		case OPT_VIA:
+			if (!strcmp(optarg, "auto"))
+				o.via = VIA_AUTO;
+			else if (!strcmp(optarg, "bpf"))
+				o.via = VIA_BPF;
+			else if (!strcmp(optarg, "preload"))
+				o.via = VIA_PRELOAD;
+			else
+				return bad_option("--via", optarg, "expected auto, preload or bpf");
 			break;
 		case OPT_MAX_LIVE:
 			if (parse_u64(optarg, &v, true) || v < 1024 || v > (1u << 28))

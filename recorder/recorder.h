@@ -15,6 +15,13 @@ enum probe_links {
 	LINKS_AUTO,    /* the best the kernel has */
 };
 
+/* How events are taken (--via). */
+enum rec_via {
+	VIA_AUTO,    /* in-process for a launched dynamic command, BPF otherwise */
+	VIA_BPF,     /* uprobes: nothing is loaded into the target */
+	VIA_PRELOAD, /* libheapsnap.so, preloaded into a command the recorder starts */
+};
+
 struct custom_probe {
 	char *lib, *symbol;
 	enum hs_prog prog;
@@ -42,6 +49,7 @@ struct rec_opts {
 	bool probe_entry; /* --probe-at-entry: disable probe placement */
 	bool noop;        /* --noop-probes: benchmark floor, records nothing */
 	enum probe_links probe_links; /* --probe-links */
+	enum rec_via via;             /* --via */
 };
 
 /* Records until the target exits, the duration ends or a signal arrives. Returns the

@@ -37,6 +37,7 @@
 #include "ptrmap.h"
 #include "record.h"
 #include "recorder.h"
+#include "preload.h"
 #include "signals.h"
 
 #define TICK_NS 1000ull
@@ -132,7 +133,16 @@ struct session {
 	bool child_reaped;
 	int err; /* first fatal error, -errno */
 	struct rec_signals sig; /* what signals asked for, read from the signalfd */
+	enum rec_via via;       /* the way in chosen, and why (in the file's header) */
+	const char *via_why;
+	struct preload *pre;    /* in-process: the memory shared with the targets */
+	char *lib;              /* in-process: libheapsnap.so */
 };
+
+/* In-process rings: one per thread of the targets at once, claimed at its first event.
+ * Memory is touched only as rings are used. */
+#define PRELOAD_RINGS 256
+#define PRELOAD_RING_BYTES (1u << 20)
 
 static const char *const counter_names[HS_CNT__MAX] = {
 	[HS_CNT_RINGBUF_FULL] = "lost.ringbuf_full",
@@ -638,8 +648,8 @@ static void rescan_maps(struct session *s, struct proc *p, bool attach)
 	proc_maps_free(p->maps, p->nr_maps);
 	p->maps = nm;
 	p->nr_maps = nn;
-	if (!attach)
-		return;
+	if (!attach || !s->skel)
+		return; /* in-process: nothing to probe */
 	for (int k = 0; k < nn; k++) {
 		char path[4200];
 		struct object *o;
@@ -818,7 +828,7 @@ static void track_process(struct session *s, pid_t pid, uint32_t origin, pid_t p
 
 	if (!p)
 		return;
-	if (!s->o->all)
+	if (!s->o->all && s->skel)
 		bpf_map_update_elem(bpf_map__fd(s->skel->maps.tracked), &key, &one, BPF_ANY);
 	write_process(s, pid, origin, ppid, e);
 	proc_for_each_thread(pid, name_thread_cb, &t);
@@ -1155,8 +1165,18 @@ static void on_mmap_event(struct session *s, const struct hs_mmap_event *e, uint
 		if (p->maps[i].start <= e->addr && e->addr < p->maps[i].end)
 			return;
 	slot = hmap_find(&s->objs_by_id, dev, e->ino);
-	if (slot)
+	if (slot) {
 		o = (struct object *)(uintptr_t)slot->val;
+	} else if (e->path[0] == '/') {
+		/* Named by the sender (the in-process recorder): used if it is still that file. */
+		char path[HS_EXEC_PATH_MAX + 1];
+		struct stat st;
+
+		memcpy(path, e->path, HS_EXEC_PATH_MAX);
+		path[HS_EXEC_PATH_MAX] = 0;
+		if (!stat(path, &st) && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == e->ino)
+			o = object_get(s, dev, e->ino, path);
+	}
 	if (o && !o->scanned)
 		scan_object(s, o, o->path);
 	snprintf(name, sizeof(name), "[inode %" PRIu64 "]", (uint64_t)e->ino);
@@ -1322,6 +1342,17 @@ static int ring_map(struct ring *r, int fd, uint32_t size)
 	r->mask = size - 1;
 	r->pos = r->published = r->end = __atomic_load_n(r->cons, __ATOMIC_ACQUIRE);
 	return 0;
+}
+
+/* A ring in memory shared with a producer in another process (in-process recording): the
+ * same framing, no double mapping, because that producer never lets a record wrap. */
+static void ring_use_memory(struct ring *r, uint64_t *cons, const uint64_t *prod, const uint8_t *data, uint32_t size)
+{
+	r->cons = cons;
+	r->prod = prod;
+	r->data = data;
+	r->mask = size - 1;
+	r->pos = r->published = r->end = __atomic_load_n(cons, __ATOMIC_ACQUIRE);
 }
 
 static void ring_unmap(struct ring *r)
@@ -1509,6 +1540,25 @@ static int create_rings(struct session *s, uint32_t ring_bytes)
 /* After loading: puts the rings in the BPF array, maps them, and has one epoll set wait on
  * them all. Edge-triggered: events left in a ring for the merge must not wake the recorder
  * again and again, only the producers' wakeups. */
+/* The epoll set the loop sleeps on: the signalfd and, for in-process rings, the eventfd
+ * producers write past a quarter of a ring; both level-triggered, read every time round. */
+static int rings_epoll(struct session *s, int wake_fd)
+{
+	int fds[] = {rec_signals__fd(), wake_fd};
+
+	if (s->epfd < 0)
+		s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->epfd < 0)
+		return -errno;
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = UINT32_MAX - (uint32_t)i};
+
+		if (fds[i] >= 0 && epoll_ctl(s->epfd, EPOLL_CTL_ADD, fds[i], &ev))
+			return -errno;
+	}
+	return 0;
+}
+
 static int install_rings(struct session *s)
 {
 	int outer = bpf_map__fd(s->skel->maps.rings), err;
@@ -1527,14 +1577,7 @@ static int install_rings(struct session *s)
 		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->ring_fds[i], &ev))
 			return -errno;
 	}
-	/* Level-triggered: the loop reads the signalfd every time round. */
-	if (rec_signals__fd() >= 0) {
-		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = UINT32_MAX};
-
-		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, rec_signals__fd(), &ev))
-			return -errno;
-	}
-	return 0;
+	return rings_epoll(s, -1);
 }
 
 /* Sleeps until a producer wakes the recorder or TIMEOUT_MS pass. */
@@ -1549,9 +1592,15 @@ static int wait_rings(struct session *s, int timeout_ms)
 
 static void read_counters(struct session *s)
 {
-	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(s->skel->maps.counters);
+	int ncpu = libbpf_num_possible_cpus(), fd;
 	uint64_t *vals;
 
+	if (s->pre) {
+		preload__counters(s->pre, s->cnt);
+		s->cnt[HS_CNT_UNKNOWN_FREE] += s->user_unknown_frees;
+		return;
+	}
+	fd = bpf_map__fd(s->skel->maps.counters);
 	if (ncpu <= 0)
 		return;
 	vals = calloc((size_t)ncpu, sizeof(*vals));
@@ -1849,11 +1898,14 @@ static void write_header(struct session *s, char **argv)
 	r.session.flags = (s->o->all ? 1 : 0) | (s->o->pid ? 2 : 0);
 	r.session.nr_probes = (uint32_t)s->nr_probes;
 	r.session.probes = s->probes;
+	r.session.via = s->via_why;
 	write_rec(s, &r);
 	s->header_written = true;
 }
 
-static pid_t start_held_child(char **argv, const char *exe, int *go_fd)
+/* Forks the command, held until the probes are in place; PRE: with the environment that
+ * preloads LIB into it instead. */
+static pid_t start_held_child(char **argv, const char *exe, int *go_fd, const struct preload *pre, const char *lib)
 {
 	int pfd[2];
 	pid_t pid;
@@ -1868,6 +1920,10 @@ static pid_t start_held_child(char **argv, const char *exe, int *go_fd)
 		/* Held until the probes are attached; EOF means the recorder gave up. */
 		if (read(pfd[0], &c, 1) != 1)
 			_exit(127);
+		if (pre && preload__setenv(pre, lib)) {
+			fprintf(stderr, "heapsnap-record: cannot set the environment for %s: %s\n", exe, strerror(errno));
+			_exit(127);
+		}
 		execv(exe, argv);
 		fprintf(stderr, "heapsnap-record: cannot execute %s: %s\n", exe, strerror(errno));
 		_exit(127);
@@ -1926,41 +1982,105 @@ static void print_summary(struct session *s, double secs)
 	}
 }
 
-int recorder_run(const struct rec_opts *o)
+/* ---- the run: open -> start (BPF or in-process) -> attach -> poll -> finish ---- */
+
+struct run {
+	char *exe;           /* the command, resolved */
+	char **libs;         /* the libraries it will load (BPF: probed before it starts) */
+	int nr_libs;
+	int go_fd;           /* releases the held command */
+	uint32_t ring_bytes;
+	uint64_t t_start;
+	bool not_found;      /* the command: exit 127, as a shell says */
+};
+
+static bool is_script(const char *path)
 {
-	struct session sess = {.o = o, .pool_free = UINT32_MAX, .epfd = -1}, *s = &sess;
+	char head[2];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool yes = fd >= 0 && read(fd, head, 2) == 2 && head[0] == '#' && head[1] == '!';
+
+	if (fd >= 0)
+		close(fd);
+	return yes;
+}
+
+/* Which way in, and why: said with -v and kept in the file. */
+static int choose_via(struct session *s, struct run *u)
+{
+	const struct rec_opts *o = s->o;
+	bool bpf_only = o->nr_probes || o->libc || o->noop || o->probe_entry || o->probe_links != LINKS_AUTO;
+	struct stat st;
+
+	s->via = o->via;
+	if (o->via == VIA_AUTO) {
+		if (o->pid)
+			s->via = VIA_BPF, s->via_why = "bpf: attached to a running process";
+		else if (o->all)
+			s->via = VIA_BPF, s->via_why = "bpf: every process on the host";
+		else if (o->stack_mode == HS_STACK_DWARF)
+			s->via = VIA_BPF, s->via_why = "bpf: --stack dwarf copies stacks from BPF";
+		else if (bpf_only)
+			s->via = VIA_BPF, s->via_why = "bpf: an option of the probes (--probe, --libc, --noop-probes, ...)";
+		else if (!stat(u->exe, &st) && (st.st_mode & (S_ISUID | S_ISGID)))
+			s->via = VIA_BPF, s->via_why = "bpf: a setuid or setgid program ignores LD_PRELOAD";
+		else if (!elf_is_dynamic(u->exe) && !is_script(u->exe))
+			s->via = VIA_BPF, s->via_why = "bpf: a static binary loads no preloaded library";
+		else
+			s->via = VIA_PRELOAD, s->via_why = "preload: a launched, dynamically linked command";
+	} else if (o->via == VIA_PRELOAD) {
+		s->via_why = "preload: asked for with --via preload";
+		if (!o->argv) {
+			warnx("--via preload records a command it starts (-- COMMAND); -p and -a use BPF");
+			return -EINVAL;
+		}
+		if (o->stack_mode == HS_STACK_DWARF || bpf_only) {
+			warnx("--via preload: %s is BPF's alone; use --via bpf",
+			      o->stack_mode == HS_STACK_DWARF ? "--stack dwarf" : "that probe option");
+			return -EINVAL;
+		}
+	} else {
+		s->via_why = "bpf: asked for with --via bpf";
+	}
+	if (o->verbose)
+		warnx("recording via %s", s->via_why);
+	return 0;
+}
+
+/* Everything that can fail before a probe or a process is touched. */
+static int run_open(struct session *s, struct run *u)
+{
+	const struct rec_opts *o = s->o;
 	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
 	struct record_writer_opts wo = {0};
-	uint64_t t_start, next_tick, next_rss, next_interval, deadline;
-	char *exe = NULL, **libs = NULL;
-	int nr_libs = 0, go_fd = -1, err, exit_code = 0, ncpu = libbpf_num_possible_cpus();
-	/* --ringbuf-size is shared by the CPUs: each ring is a power of two of at least 256 KiB. */
-	uint32_t ring_bytes = 256u << 10;
-	bool stopping = false, held = false;
 	const char *why = NULL;
-
-	while (ncpu > 0 && ((uint64_t)ring_bytes << 1) * (uint64_t)ncpu <= (uint64_t)o->ringbuf_mb << 20)
-		ring_bytes <<= 1;
-	err = check_privileges();
-	if (err)
-		return 1;
-	libbpf_set_print(o->verbose ? libbpf_print : libbpf_quiet);
-	setrlimit(RLIMIT_MEMLOCK, &rl);
-	getrlimit(RLIMIT_NOFILE, &rl);
-	rl.rlim_cur = rl.rlim_max;
-	setrlimit(RLIMIT_NOFILE, &rl);
+	int err;
 
 	if (o->pid && kill(o->pid, 0) && errno == ESRCH) {
 		warnx("process %d not found", o->pid);
-		return 1;
+		return -ESRCH;
 	}
 	if (o->argv) {
-		exe = resolve_command(o->argv[0]);
-		if (!exe) {
+		u->exe = resolve_command(o->argv[0]);
+		if (!u->exe) {
 			warnx("command not found or not executable: %s", o->argv[0]);
-			return 127;
+			u->not_found = true;
+			return -ENOENT;
 		}
 	}
+	err = choose_via(s, u);
+	if (err)
+		return err;
+	if (s->via == VIA_BPF) {
+		err = check_privileges();
+		if (err)
+			return err;
+		libbpf_set_print(o->verbose ? libbpf_print : libbpf_quiet);
+		setrlimit(RLIMIT_MEMLOCK, &rl);
+	}
+	getrlimit(RLIMIT_NOFILE, &rl);
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
 	for (int i = 0; i < o->nr_probes; i++) {
 		uint64_t off;
 
@@ -1968,26 +2088,34 @@ int recorder_run(const struct rec_opts *o)
 		if (err) {
 			warnx("--probe: %s has no function %s%s%s", o->probes[i].lib, o->probes[i].symbol,
 			      err == -ENOENT ? "" : ": ", err == -ENOENT ? "" : strerror(-err));
-			free(exe);
-			return 1;
+			return err;
 		}
 	}
-	/* Open the output first: an unwritable path must fail before anything is attached. */
+	/* The output before anything is attached: an unwritable path fails first. */
 	wo.why = &why;
 	err = record_writer__open(o->output, &wo, &s->w);
 	if (err) {
 		warnx("cannot write %s: %s", o->output, why ? why : strerror(-err));
-		free(exe);
-		return 1;
+		return err;
 	}
-	if ((err = interrupted(s)))
-		goto cleanup;
+	return interrupted(s);
+}
 
+/* BPF: open -> set rodata and map sizes -> load, with the rings in place before any probe. */
+static int bpf_start(struct session *s, struct run *u)
+{
+	const struct rec_opts *o = s->o;
+	int err, ncpu = libbpf_num_possible_cpus();
+
+	/* --ringbuf-size is shared by the CPUs: each ring is a power of two of at least 256 KiB. */
+	u->ring_bytes = 256u << 10;
+	while (ncpu > 0 && ((uint64_t)u->ring_bytes << 1) * (uint64_t)ncpu <= (uint64_t)o->ringbuf_mb << 20)
+		u->ring_bytes <<= 1;
 	s->skel = heapsnap_bpf__open();
 	if (!s->skel) {
-		warnx("failed to open BPF object: %s", strerror(errno));
 		err = -errno;
-		goto cleanup;
+		warnx("failed to open BPF object: %s", strerror(-err));
+		return err;
 	}
 	s->skel->rodata->filter_pids = !o->all;
 	s->skel->rodata->follow_forks = o->follow_forks;
@@ -1995,15 +2123,15 @@ int recorder_run(const struct rec_opts *o)
 	s->skel->rodata->stack_depth = o->max_stack;
 	s->skel->rodata->stack_mode = o->stack_mode == HS_STACK_NONE ? 0 : o->stack_mode == HS_STACK_DWARF ? 2 : 1;
 	s->skel->rodata->dwarf_bytes = o->dwarf_bytes;
-	s->skel->rodata->wakeup_bytes = ring_bytes / 4;
+	s->skel->rodata->wakeup_bytes = u->ring_bytes / 4;
 	s->skel->rodata->self_tgid = (uint32_t)getpid();
 	s->skel->rodata->noop = o->noop;
 	bpf_map__set_max_entries(s->skel->maps.live, o->max_live);
 	bpf_map__set_max_entries(s->skel->maps.stacks_seen, o->stack_cache);
-	err = create_rings(s, ring_bytes);
+	err = create_rings(s, u->ring_bytes);
 	if (err) {
-		warnx("failed to create the per-CPU ring buffers (%u KiB each): %s", ring_bytes >> 10, strerror(-err));
-		goto cleanup;
+		warnx("failed to create the per-CPU ring buffers (%u KiB each): %s", u->ring_bytes >> 10, strerror(-err));
+		return err;
 	}
 	bpf_map__set_max_entries(s->skel->maps.dwarf_scratch, (uint32_t)libbpf_num_possible_cpus());
 	{
@@ -2022,8 +2150,7 @@ int recorder_run(const struct rec_opts *o)
 	if (o->probe_links != LINKS_AUTO && o->probe_links != s->links_mode) {
 		warnx("--probe-links %s: this kernel has no such links (session probes need Linux 6.13, multi 6.6)",
 		      o->probe_links == LINKS_SESSION ? "session" : "multi");
-		err = -EOPNOTSUPP;
-		goto cleanup;
+		return -EOPNOTSUPP;
 	}
 	for (int p = 0; p < PROG__COUNT; p++) {
 		struct bpf_program *sp = alloc_prog(s, (enum hs_prog)p, true), *cp = alloc_prog(s, (enum hs_prog)p, false);
@@ -2049,44 +2176,72 @@ int recorder_run(const struct rec_opts *o)
 
 		libbpf_strerror(err, buf, sizeof(buf));
 		warnx("failed to load BPF programs: %s%s", buf, o->verbose ? "" : " (run with -v for the verifier log)");
-		goto cleanup;
+		return err;
 	}
 	if (o->sample_rate && (err = fill_thresholds(s))) {
 		warnx("failed to fill the sampling thresholds: %s", strerror(-err));
-		goto cleanup;
+		return err;
 	}
 	/* Before anything is attached: a running target (-p, -a) calls its allocators from the
 	 * first probe on, and a ring not yet in place would drop those events. */
 	err = install_rings(s);
-	if (err) {
+	if (err)
 		warnx("failed to set up the per-CPU ring buffers: %s", strerror(-err));
-		goto cleanup;
+	return err;
+}
+
+/* In-process: the shared memory and its rings, read as the BPF rings are. */
+static int preload_start(struct session *s, struct run *u)
+{
+	const struct rec_opts *o = s->o;
+	int err;
+
+	s->lib = preload__find_lib();
+	if (!s->lib) {
+		warnx("cannot find libheapsnap.so next to heapsnap-record or in ../lib/heapsnap/ (set HEAPSNAP_LIB)");
+		return -ENOENT;
 	}
+	/* A ring per thread of the targets, claimed at its first event. */
+	u->ring_bytes = PRELOAD_RING_BYTES;
+	err = preload__open(PRELOAD_RINGS, u->ring_bytes, o->sample_rate, (uint32_t)o->stack_mode, o->max_stack,
+			    &s->pre);
+	if (err) {
+		warnx("cannot create the memory shared with the command: %s", strerror(-err));
+		return err;
+	}
+	s->nr_rings = PRELOAD_RINGS;
+	s->ring_bytes = u->ring_bytes;
+	s->rings = calloc(PRELOAD_RINGS, sizeof(*s->rings));
+	if (!s->rings)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < PRELOAD_RINGS; i++) {
+		struct hs_shm_ring *r = &preload__hdr(s->pre)->rings[i];
 
-	if ((err = interrupted(s)))
-		goto cleanup;
-	s->mono_start = mono_ns();
+		ring_use_memory(&s->rings[i], &r->cons, &r->prod, preload__ring_data(s->pre, i), u->ring_bytes);
+	}
+	preload__heartbeat(s->pre, mono_ns());
+	return rings_epoll(s, preload__wake_fd(s->pre));
+}
 
-	/* attach */
+/* BPF: the probes for the target (the held command, a pid, or every process), then the
+ * process tracepoints. */
+static int bpf_attach(struct session *s, struct run *u)
+{
+	const struct rec_opts *o = s->o;
+	int err;
+
 	if (o->argv) {
-		s->child = start_held_child(o->argv, exe, &go_fd);
-		if (s->child < 0) {
-			err = s->child;
-			warnx("cannot start %s: %s", exe, strerror(-err));
-			s->child = 0;
-			goto cleanup;
-		}
-		/* A pid-bound uprobe misses a fork child until user space attaches for it; probes
-		 * bound to no pid and filtered in BPF by the tracked set see it from its first call. */
-		s->probe_pid = o->follow_forks ? -1 : s->child;
 		uint32_t key = (uint32_t)s->child;
 		uint8_t one = 1;
 
+		/* A pid-bound uprobe misses a fork child until user space attaches for it; probes
+		 * bound to no pid and filtered in BPF by the tracked set see it from its first call. */
+		s->probe_pid = o->follow_forks ? -1 : s->child;
 		bpf_map_update_elem(bpf_map__fd(s->skel->maps.tracked), &key, &one, BPF_ANY);
-		predict_libs(exe, &libs, &nr_libs);
+		predict_libs(u->exe, &u->libs, &u->nr_libs);
 		/* A script or an unlisted image: the system's libc is the best guess for its
 		 * interpreter, so its first allocations are not missed either. */
-		if (!nr_libs && !o->libc) {
+		if (!u->nr_libs && !o->libc) {
 			char *libc = find_system_lib("libc.so.6");
 
 			if (libc)
@@ -2095,9 +2250,9 @@ int recorder_run(const struct rec_opts *o)
 		}
 		if (o->libc)
 			attach_path(s, s->probe_pid, o->libc);
-		for (int i = 0; i < nr_libs; i++)
-			attach_path(s, s->probe_pid, libs[i]);
-		attach_path(s, s->probe_pid, exe);
+		for (int i = 0; i < u->nr_libs; i++)
+			attach_path(s, s->probe_pid, u->libs[i]);
+		attach_path(s, s->probe_pid, u->exe);
 		for (int i = 0; i < o->nr_probes; i++)
 			attach_path(s, s->probe_pid, o->probes[i].lib);
 	} else if (o->pid) {
@@ -2113,15 +2268,13 @@ int recorder_run(const struct rec_opts *o)
 		if (err) {
 			warnx("cannot read the memory map of process %d (/proc/%d/maps: %s)%s", o->pid, o->pid,
 			      strerror(-err), err == -EACCES ? "; another PID namespace, or a kernel thread?" : "");
-			goto cleanup;
+			return err;
 		}
 		if (!nr_maps) {
 			warnx("process %d maps no memory: a kernel thread has no allocator to probe", o->pid);
-			err = -ESRCH;
-			goto cleanup;
+			return -ESRCH;
 		}
 		p = add_proc(s, o->pid);
-
 		bpf_map_update_elem(bpf_map__fd(s->skel->maps.tracked), &key, &one, BPF_ANY);
 		if (o->libc)
 			attach_path(s, o->pid, o->libc);
@@ -2145,42 +2298,65 @@ int recorder_run(const struct rec_opts *o)
 	if (!s->nr_probes) {
 		warnx("error: no allocator to probe in the target (a static binary with a stripped allocator?); "
 		      "name one with --probe LIB:SYMBOL:KIND or --libc PATH");
-		err = -ENOENT;
-		goto cleanup;
+		return -ENOENT;
 	}
-	{
-		struct bpf_program *tps[] = {s->skel->progs.on_fork, s->skel->progs.on_exec, s->skel->progs.on_exit,
-					     s->skel->progs.on_rename};
-		struct bpf_program *mm[] = {s->skel->progs.on_mmap, s->skel->progs.on_mmap_exit, s->skel->progs.on_munmap};
+	struct bpf_program *tps[] = {s->skel->progs.on_fork, s->skel->progs.on_exec, s->skel->progs.on_exit,
+				     s->skel->progs.on_rename};
+	struct bpf_program *mm[] = {s->skel->progs.on_mmap, s->skel->progs.on_mmap_exit, s->skel->progs.on_munmap};
 
-		for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
-			struct bpf_link *l = bpf_program__attach(tps[i]);
+	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
+		struct bpf_link *l = bpf_program__attach(tps[i]);
 
-			if (!l) {
-				err = -errno;
-				warnx("failed to attach %s: %s", bpf_program__name(tps[i]), strerror(-err));
-				goto cleanup;
-			}
-			add_link(s, -2, l, -1);
+		if (!l) {
+			err = -errno;
+			warnx("failed to attach %s: %s", bpf_program__name(tps[i]), strerror(-err));
+			return err;
 		}
-		/* Syscall tracepoints need tracefs; mount it where the kernel expects it if absent. */
-		if (access("/sys/kernel/tracing/events", F_OK))
-			mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL);
-		for (size_t i = 0; i < sizeof(mm) / sizeof(mm[0]); i++) {
-			struct bpf_link *l = bpf_program__attach(mm[i]);
+		add_link(s, -2, l, -1);
+	}
+	/* Syscall tracepoints need tracefs; mount it where the kernel expects it if absent. */
+	if (access("/sys/kernel/tracing/events", F_OK))
+		mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL);
+	for (size_t i = 0; i < sizeof(mm) / sizeof(mm[0]); i++) {
+		struct bpf_link *l = bpf_program__attach(mm[i]);
 
-			if (!l) {
-				s->poll_maps = true;
-				if (o->verbose)
-					warnx("cannot attach %s (%s): re-reading maps every 250 ms instead",
-					      bpf_program__name(mm[i]), strerror(errno));
-				continue;
-			}
-			add_link(s, -2, l, -1);
+		if (!l) {
+			s->poll_maps = true;
+			if (o->verbose)
+				warnx("cannot attach %s (%s): re-reading maps every 250 ms instead",
+				      bpf_program__name(mm[i]), strerror(errno));
+			continue;
 		}
+		add_link(s, -2, l, -1);
+	}
+	return 0;
+}
+
+/* Probes (BPF) or nothing (in-process), the held command, the header; then the command runs. */
+static int run_attach(struct session *s, struct run *u)
+{
+	const struct rec_opts *o = s->o;
+	int err;
+
+	if ((err = interrupted(s)))
+		return err;
+	s->mono_start = mono_ns();
+	if (o->argv) {
+		s->child = start_held_child(o->argv, u->exe, &u->go_fd, s->pre, s->lib);
+		if (s->child < 0) {
+			err = s->child;
+			warnx("cannot start %s: %s", u->exe, strerror(-err));
+			s->child = 0;
+			return err;
+		}
+	}
+	if (s->via == VIA_BPF) {
+		err = bpf_attach(s, u);
+		if (err)
+			return err;
 	}
 	if ((err = interrupted(s)))
-		goto cleanup;
+		return err;
 	write_header(s, o->argv);
 	/* The file takes its name once it reads as a recording. */
 	err = s->err ? s->err : record_writer__flush(s->w);
@@ -2188,7 +2364,7 @@ int recorder_run(const struct rec_opts *o)
 		err = record_writer__publish(s->w);
 	if (err) {
 		warnx("cannot create %s: %s", o->output, strerror(-err));
-		goto cleanup;
+		return err;
 	}
 	if (o->pid) {
 		struct proc *p = proc_find(s, o->pid);
@@ -2201,36 +2377,70 @@ int recorder_run(const struct rec_opts *o)
 		warnx("attached to %d; Ctrl-C to stop, SIGUSR1 to mark a snapshot", o->pid);
 	}
 	if (s->child) {
-		/* Released: the first allocation after exec is already probed. */
-		if (write(go_fd, "g", 1) != 1) {
-			err = -errno;
-			goto cleanup;
-		}
-		close(go_fd);
-		go_fd = -1;
+		/* Released: the first allocation after exec is already probed, or hooked. */
+		if (write(u->go_fd, "g", 1) != 1)
+			return -errno;
+		close(u->go_fd);
+		u->go_fd = -1;
 	}
+	return 0;
+}
 
-	/* poll */
-	t_start = mono_ns();
-	next_tick = t_start + 1000000000ull;
-	next_rss = t_start + (uint64_t)(o->rss_interval * 1e9);
-	next_interval = o->interval > 0 ? t_start + (uint64_t)(o->interval * 1e9) : UINT64_MAX;
-	deadline = o->duration > 0 ? t_start + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
+/* In-process rings whose thread has exited, or whose process is gone, go back to the pool
+ * once read to the end. */
+static void reclaim_rings(struct session *s, bool check_pids)
+{
+	for (int i = 0; s->pre && i < s->nr_rings; i++) {
+		uint64_t owner = preload__owner(s->pre, (uint32_t)i), prod;
+		struct ring *r = &s->rings[i];
+
+		if (!owner)
+			continue;
+		prod = __atomic_load_n(r->prod, __ATOMIC_ACQUIRE);
+		if (r->pos != prod)
+			continue;
+		if ((owner & HS_SHM_CLOSING) || (check_pids && kill((pid_t)(owner >> 32), 0) && errno == ESRCH)) {
+			preload__release(s->pre, (uint32_t)i, r->pos);
+			r->published = r->end = r->pos;
+		}
+	}
+}
+
+static void run_poll(struct session *s, struct run *u)
+{
+	const struct rec_opts *o = s->o;
+	uint64_t next_tick, next_rss, next_interval, deadline;
+	bool stopping = false, held = false;
+	int err;
+
+	u->t_start = mono_ns();
+	next_tick = u->t_start + 1000000000ull;
+	next_rss = u->t_start + (uint64_t)(o->rss_interval * 1e9);
+	next_interval = o->interval > 0 ? u->t_start + (uint64_t)(o->interval * 1e9) : UINT64_MAX;
+	deadline = o->duration > 0 ? u->t_start + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
 	while (!stopping && !s->err) {
-		uint64_t now, horizon, gen = 0;
+		uint64_t now, horizon, gen = 0, due[] = {next_interval, next_rss, next_tick, deadline};
 		uint32_t zero = 0;
 
-		uint64_t due[] = {next_interval, next_rss, next_tick, deadline};
-
-		/* Events held for the merge are old enough to go after the slack. */
-		err = wait_rings(s, poll_timeout_ms(mono_ns(), due, 4, held ? (int)(MERGE_SLACK_NS / 1000000) : 100));
+		/* Events held for the merge are old enough to go after the slack; in-process
+		 * producers wake the recorder only past a quarter of a ring, so it also looks
+		 * every few milliseconds. */
+		err = wait_rings(s, poll_timeout_ms(mono_ns(), due, 4,
+						    held ? (int)(MERGE_SLACK_NS / 1000000) : s->pre ? 5 : 100));
 		if (err) {
 			warnx("waiting on the ring buffers failed: %s", strerror(-err));
 			break;
 		}
+		if (s->pre)
+			preload__ack(s->pre);
 		horizon = drain(s, false, &held);
 		now = mono_ns();
-		if ((!bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.maps_gen), &zero, &gen) && gen != s->maps_gen) ||
+		if (s->pre) {
+			preload__heartbeat(s->pre, now);
+			reclaim_rings(s, now >= next_tick);
+		}
+		if ((s->skel && !bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.maps_gen), &zero, &gen) &&
+		     gen != s->maps_gen) ||
 		    (s->poll_maps && now >= s->next_maps_poll)) {
 			s->maps_gen = gen;
 			s->next_maps_poll = now + 250000000ull;
@@ -2277,39 +2487,51 @@ int recorder_run(const struct rec_opts *o)
 		if (s->sig.stop || now >= deadline)
 			stopping = true;
 	}
+}
+
+static int run_finish(struct session *s, struct run *u)
+{
+	const struct rec_opts *o = s->o;
+	bool exited = s->child_reaped || (o->pid && kill(o->pid, 0));
+	bool held;
+	int err;
+
+	/* Hooks still running in processes left behind go dormant now; what they wrote before
+	 * is drained below. */
+	preload__detach(s->pre);
 	drain(s, true, &held);
 	read_counters(s);
 	warn_losses(s);
-	{
-		uint64_t t_end = ticks(s, mono_ns());
+	snapshot(s, exited ? HS_SNAP_EXIT : HS_SNAP_END, exited ? "exit" : "end", ticks(s, mono_ns()));
+	if (o->snapshot_at_peak && s->peak_time) {
+		double live = s->live_est;
 
-		snapshot(s, (s->child_reaped || (o->pid && kill(o->pid, 0))) ? HS_SNAP_EXIT : HS_SNAP_END,
-			 (s->child_reaped || (o->pid && kill(o->pid, 0))) ? "exit" : "end", t_end);
-		if (o->snapshot_at_peak && s->peak_time) {
-			double live = s->live_est;
-
-			s->live_est = s->peak_est;
-			snapshot(s, HS_SNAP_PEAK, "peak", s->peak_time);
-			s->live_est = live;
-		}
-		write_counters(s, HS_REC_END);
+		s->live_est = s->peak_est;
+		snapshot(s, HS_SNAP_PEAK, "peak", s->peak_time);
+		s->live_est = live;
 	}
+	write_counters(s, HS_REC_END);
 	err = s->err;
 	if (!err) {
 		err = record_writer__close(s->w);
 		if (err)
 			warnx("failed to finish %s: %s", o->output, strerror(-err));
 	}
-	print_summary(s, (double)(mono_ns() - t_start) / 1e9);
+	print_summary(s, (double)(mono_ns() - u->t_start) / 1e9);
+	return err;
+}
 
-cleanup:
-	if (go_fd >= 0)
-		close(go_fd); /* a held child that never ran exits on EOF */
+static int run_cleanup(struct session *s, struct run *u, int err)
+{
+	int exit_code = 0;
+
+	if (u->go_fd >= 0)
+		close(u->go_fd); /* a held child that never ran exits on EOF */
 	destroy_links(s->links, s->nr_links);
 	free(s->links);
 	if (s->epfd >= 0)
 		close(s->epfd);
-	for (int i = 0; s->rings && i < s->nr_rings; i++)
+	for (int i = 0; s->rings && s->skel && i < s->nr_rings; i++)
 		ring_unmap(&s->rings[i]);
 	free(s->rings);
 	for (int i = 0; s->ring_fds && i < s->nr_rings; i++)
@@ -2317,12 +2539,15 @@ cleanup:
 			close(s->ring_fds[i]);
 	free(s->ring_fds);
 	heapsnap_bpf__destroy(s->skel);
+	preload__detach(s->pre);
 	if (s->child && !s->child_reaped) {
 		if (err && !s->header_written)
 			kill(s->child, SIGKILL);
 		waitpid(s->child, &s->child_status, 0);
 		s->child_reaped = true;
 	}
+	preload__free(s->pre);
+	free(s->lib);
 	record_writer__free(s->w);
 	for (int i = 0; i < s->nr_objs; i++) {
 		alloc_funcs__free(&s->objs[i]->funcs);
@@ -2347,10 +2572,10 @@ cleanup:
 	hmap_free(&s->tids);
 	hmap_free(&s->objs_by_id);
 	hmap_free(&s->attached);
-	for (int i = 0; i < nr_libs; i++)
-		free(libs[i]);
-	free(libs);
-	free(exe);
+	for (int i = 0; i < u->nr_libs; i++)
+		free(u->libs[i]);
+	free(u->libs);
+	free(u->exe);
 	if (s->sig.stop && !s->header_written)
 		return 128 + s->sig.stop;
 	if (s->child) {
@@ -2362,5 +2587,25 @@ cleanup:
 			exit_code = 1;
 		return exit_code;
 	}
+	if (u->not_found)
+		return 127;
 	return err ? 1 : 0;
+}
+
+int recorder_run(const struct rec_opts *o)
+{
+	struct session sess = {.o = o, .pool_free = UINT32_MAX, .epfd = -1}, *s = &sess;
+	struct run u = {.go_fd = -1};
+	int err;
+
+	err = run_open(s, &u);
+	if (!err)
+		err = s->via == VIA_PRELOAD ? preload_start(s, &u) : bpf_start(s, &u);
+	if (!err)
+		err = run_attach(s, &u);
+	if (!err) {
+		run_poll(s, &u);
+		err = run_finish(s, &u);
+	}
+	return run_cleanup(s, &u, err);
 }

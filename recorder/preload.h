@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/* The in-process way in: shared memory and a wake-up eventfd for libheapsnap.so in a command
+ * the recorder starts (recorder/shm.h has the layout). */
+#ifndef HEAPSNAP_PRELOAD_H
+#define HEAPSNAP_PRELOAD_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "shm.h"
+
+struct preload;
+
+/* Creates the shared memory for NR_RINGS rings of RING_BYTES (a power of two), sampling at
+ * SAMPLE_RATE bytes (0: every event), stacks as STACK_MODE up to MAX_STACK frames. */
+int preload__open(uint32_t nr_rings, uint32_t ring_bytes, uint64_t sample_rate, uint32_t stack_mode,
+		  uint32_t max_stack, struct preload **out);
+/* The library to preload: $HEAPSNAP_LIB, else next to the recorder (.output/), else
+ * ../lib/heapsnap/ from its directory (make install). NULL when none is found. */
+char *preload__find_lib(void);
+/* In the child, before exec: the environment that loads the library and finds the memory. */
+int preload__setenv(const struct preload *p, const char *lib);
+struct hs_shm_hdr *preload__hdr(const struct preload *p);
+uint8_t *preload__ring_data(const struct preload *p, uint32_t i);
+int preload__wake_fd(const struct preload *p);
+/* Reads the wake-ups away (the eventfd is level-triggered in the recorder's epoll set). */
+void preload__ack(const struct preload *p);
+/* Tells the targets the recorder is alive: a hook that finds no heartbeat for 2 s stops. */
+void preload__heartbeat(struct preload *p, uint64_t now_ns);
+/* Ring I's owner, 0 for none. */
+uint64_t preload__owner(const struct preload *p, uint32_t i);
+/* Gives ring I back to the pool once it has been read to POS: its thread exited, or its
+ * process is gone. */
+void preload__release(struct preload *p, uint32_t i, uint64_t pos);
+/* The targets' own counters (drops, threads without a ring, sampled). */
+void preload__counters(const struct preload *p, uint64_t *cnt);
+/* Every hook passes straight through from now on; the library stays loaded. */
+void preload__detach(struct preload *p);
+void preload__free(struct preload *p);
+#endif

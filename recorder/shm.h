@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/* The shared memory between heapsnap-record and libheapsnap.so, the in-process recorder: a
+ * header page, then a pool of rings that threads of the target claim, one each. A ring holds
+ * the same events as the BPF rings (bpf/heapsnap.h), framed as a BPF ring buffer frames
+ * them (an 8-byte header whose length has a discard bit), so the recorder reads both kinds
+ * of ring with the same code. Fixed-width fields only: the target may be another build. */
+#ifndef HEAPSNAP_SHM_H
+#define HEAPSNAP_SHM_H
+#include <stdint.h>
+
+#include <linux/types.h>
+
+#include "heapsnap.h"
+
+#define HS_SHM_MAGIC 0x4d485348u /* "HSHM" */
+#define HS_SHM_VERSION 1
+#define HS_SHM_ENV "HEAPSNAP_SHM"   /* "FD_SHM,FD_EVENT": inherited by the target */
+#define HS_SHM_MAX_RINGS 1024
+#define HS_SHM_RING_HDR 8            /* as BPF_RINGBUF_HDR_SZ */
+#define HS_SHM_DISCARD (1u << 30)    /* as BPF_RINGBUF_DISCARD_BIT: padding to the ring's end */
+
+/* The owner word of a ring: pid << 32 | tid while a thread writes it; with CLOSING set the
+ * thread has exited, and the recorder frees the ring once it has read it. */
+#define HS_SHM_CLOSING (1ull << 31)
+
+struct hs_shm_ring {
+	uint64_t owner;   /* atomic: 0 free, else pid << 32 | tid (| HS_SHM_CLOSING) */
+	uint64_t pad0[7];
+	uint64_t cons;    /* the recorder's read position */
+	uint64_t pad1[7];
+	uint64_t prod;    /* the owning thread's write position */
+	uint64_t pad2[7];
+};
+
+struct hs_shm_hdr {
+	uint32_t magic, version;
+	uint32_t nr_rings, ring_bytes;   /* rings' data follow the ring table, ring_bytes each */
+	uint64_t sample_rate;            /* 0: every event */
+	uint32_t stack_mode, max_stack;  /* HS_STACK_*, frames */
+	uint64_t data_offset;            /* from the start of the mapping to ring 0's data */
+	uint64_t recorder_pid;
+	uint64_t dormant;                /* atomic: non-zero, every hook passes straight through */
+	uint64_t heartbeat_ns;           /* atomic: the recorder's CLOCK_MONOTONIC, every 100 ms */
+	uint64_t counters[HS_CNT__MAX];  /* atomic adds from the target */
+	uint64_t thresholds[HS_NR_THRESHOLDS]; /* exponential quantiles, mean sample_rate */
+	struct hs_shm_ring rings[];      /* nr_rings of them */
+};
+
+static inline uint64_t hs_shm_size(uint32_t nr_rings, uint32_t ring_bytes)
+{
+	uint64_t table = sizeof(struct hs_shm_hdr) + (uint64_t)nr_rings * sizeof(struct hs_shm_ring);
+
+	table = (table + 4095) & ~4095ull;
+	return table + (uint64_t)nr_rings * ring_bytes;
+}
+
+static inline uint64_t hs_shm_data_offset(uint32_t nr_rings)
+{
+	return (sizeof(struct hs_shm_hdr) + (uint64_t)nr_rings * sizeof(struct hs_shm_ring) + 4095) & ~4095ull;
+}
+#endif

@@ -105,7 +105,7 @@ t_format_v1() {
 	"$A" top -n 0 --no-symbolize "$TMP/v1to2.hsnap" | tail -n +2 >"$TMP/v1to2.top"
 	tail -n +2 testdata/v1/alloc_c.top | diff -u - "$TMP/v1to2.top" || die "re-encoded file differs"
 	"$A" info "$TMP/v1to2.hsnap" >"$TMP/v2.info" || die "info of the re-encoded file"
-	contains "$TMP/v2.info" "Format: 2.0, complete"
+	contains "$TMP/v2.info" "Format: 2.1, complete"
 }
 
 t_analyzer_usage() {
@@ -628,8 +628,13 @@ t_sanitizers() {
 		"$SA" pprof --no-symbolize -o "$TMP/san.out" "$TMP/sm.hsnap" 2>"$TMP/san.err"
 		[ $? -ne 99 ] || { cat "$TMP/san.err"; die "analyzer on mutant $seed"; }
 	done
-	[ -z "$BPF_REASON" ] || skip "analyzer checked; the recorder half needs BPF: $BPF_REASON"
-	"$SR" -o "$TMP/s1.hsnap" -- "$T/alloc_c" >/dev/null 2>"$TMP/san.err" || { cat "$TMP/san.err"; die "recorder"; }
+	# In-process first (no BPF needed), its library found where the plain build put it.
+	export HEAPSNAP_LIB=$OUT/libheapsnap.so
+	"$SR" --via preload -o "$TMP/s0.hsnap" -- "$T/alloc_cxx" >/dev/null 2>"$TMP/san.err" ||
+		{ cat "$TMP/san.err"; die "recorder, in-process"; }
+	"$SA" top -o "$TMP/san.out" "$TMP/s0.hsnap" 2>"$TMP/san.err" || { cat "$TMP/san.err"; die "analyzer top s0"; }
+	[ -z "$BPF_REASON" ] || skip "analyzer and in-process recorder checked; BPF needs: $BPF_REASON"
+	"$SR" --via bpf -o "$TMP/s1.hsnap" -- "$T/alloc_c" >/dev/null 2>"$TMP/san.err" || { cat "$TMP/san.err"; die "recorder"; }
 	"$SR" --stack dwarf -o "$TMP/s2.hsnap" -- "$T/nofp" >/dev/null 2>"$TMP/san.err" || { cat "$TMP/san.err"; die "recorder dwarf"; }
 	"$SR" -s 64k --interval 0.05 --snapshot-at-peak -o "$TMP/s3.hsnap" -- "$T/demo" >/dev/null 2>"$TMP/san.err" ||
 		{ cat "$TMP/san.err"; die "recorder sampled"; }

@@ -364,6 +364,7 @@ static void test_versions(void)
 	write_sample(path, 0, &written);
 	data = slurp(path, &len);
 	data[8] = HS_FORMAT_MAJOR + 1;
+	data[10] = 0;
 	write_prefix(path, path, len, data);
 	ret = record_reader__open(path, &r, err, sizeof(err));
 	CHECK(ret == -EPROTONOSUPPORT && strstr(err, "3.0") && strstr(err, path), "newer major refused: %s", err);

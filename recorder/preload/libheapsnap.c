@@ -574,13 +574,13 @@ static void free_hook(void *p, uint8_t flags)
 		tdepth--;
 		return;
 	}
-	/* Stamped before the block is given back: another thread may be handed its address
-	 * at once, and its allocation must come after this free. */
-	ts = now_ns();
 	tdepth++;
 	if (shm->sample_rate && !(size = sampled_take(p))) {
 		real.free(p);
 	} else {
+		/* Stamped before the block is given back: another thread may be handed its
+		 * address at once, and its allocation must come after this free. */
+		ts = now_ns();
 		real.free(p);
 		record_free(t, p, size, flags, ts);
 	}
@@ -788,9 +788,9 @@ NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, HS_KIND_NEW_ARRAY, new_ant_fn, (siz
 		if (!p)                                                                           \
 			return;                                                                   \
 		t = enter();                                                                      \
-		ts = now_ns();                                                                    \
 		if (t && shm->sample_rate && !(size = sampled_take(p)))                           \
 			t = NULL;                                                                 \
+		ts = t ? now_ns() : 0;                                                            \
 		tdepth++;                                                                         \
 		f callargs;                                                                       \
 		if (t)                                                                            \

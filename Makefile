@@ -45,9 +45,11 @@ LIB_CFLAGS := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer -fvisibility=hidde
 
 all: $(BINS) $(LIB)
 
-$(LIB): recorder/preload/libheapsnap.c recorder/shm.h bpf/heapsnap.h format/record.h | $(OUTPUT)
+LIB_SRCS := $(wildcard recorder/preload/*.c)
+
+$(LIB): $(LIB_SRCS) recorder/preload/inproc.h recorder/shm.h bpf/heapsnap.h format/record.h | $(OUTPUT)
 	$(call msg,LIB,$@)
-	$(Q)$(CC) $(LIB_CFLAGS) -shared -Wl,-z,now -Wl,-z,nodelete $< -ldl -lpthread -o $@
+	$(Q)$(CC) $(LIB_CFLAGS) -Irecorder/preload -shared -Wl,-z,now -Wl,-z,nodelete $(LIB_SRCS) -ldl -lpthread -o $@
 
 deps:
 	$(Q)scripts/install-deps.sh

@@ -32,6 +32,9 @@ enum hs_ev_type {
 #define HS_COOKIE_LEAF 0x400u
 /* In an alloc event's kind: the block of a failed realloc, live again (undoes its free). */
 #define HS_KIND_FLAG_RESTORED 0x80u
+/* In an exit event's kind: the sender does not know the status (the in-process recorder
+ * sees a process end, not how); the recorder writes no EXIT record from it. */
+#define HS_EXIT_FLAG_NO_STATUS 0x1u
 /* In a free event's kind: realloc released this block at its entry (every-event mode). */
 #define HS_FREE_FLAG_REALLOC 0x40u
 

@@ -960,7 +960,8 @@ static void on_proc_event(struct session *s, const struct hs_proc_event *e, uint
 		if (!p)
 			break;
 		r.exit.status = (code & 0x7f) ? -(int64_t)(code & 0x7f) : (code >> 8) & 0xff;
-		write_rec(s, &r);
+		if (!(e->h.kind & HS_EXIT_FLAG_NO_STATUS))
+			write_rec(s, &r);
 		if (p->alive) {
 			p->alive = false;
 			if (p->pid != s->o->pid && p->pid != s->child)
@@ -2386,6 +2387,18 @@ static int run_attach(struct session *s, struct run *u)
 	return 0;
 }
 
+/* In-process, the command's status comes from waitpid: its library saw it end, not how. */
+static void write_child_exit(struct session *s)
+{
+	struct hs_record r = {.type = HS_REC_EXIT, .time = ticks(s, mono_ns()), .pid = (uint32_t)s->child};
+
+	if (!s->pre)
+		return;
+	r.exit.status = WIFSIGNALED(s->child_status) ? -(int64_t)WTERMSIG(s->child_status)
+						    : WEXITSTATUS(s->child_status);
+	write_rec(s, &r);
+}
+
 /* In-process rings whose thread has exited, or whose process is gone, go back to the pool
  * once read to the end. */
 static void reclaim_rings(struct session *s, bool check_pids)
@@ -2479,6 +2492,7 @@ static void run_poll(struct session *s, struct run *u)
 			s->sig.child = false;
 			if (waitpid(s->child, &s->child_status, WNOHANG) == s->child) {
 				s->child_reaped = true;
+				write_child_exit(s);
 				stopping = true;
 			}
 		}

@@ -1,0 +1,444 @@
+// SPDX-License-Identifier: MIT
+/* libheapsnap.so, its producer side: the thread's state and ring in the memory shared with
+ * heapsnap-record, the frame-pointer walk, the table of sampled blocks, and the events
+ * themselves, framed as a BPF ring frames them.
+ *
+ * The hot path takes no lock, makes no system call and allocates nothing: a thread writes
+ * only its own ring. Every event, a full ring makes the thread wait for the recorder rather
+ * than drop; a recorder that is gone (no heartbeat for 2 s) turns every hook into a plain
+ * call. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inproc.h"
+
+struct hs_shm_hdr *shm;
+uint8_t *shm_data;
+int wake_fd = -1;
+int active;           /* attached to a recorder; hooks record */
+uint32_t self_pid;
+pthread_key_t exit_key;
+
+/* Sampled blocks live, for frees: a byte per bucket counts them, so a free of a block never
+ * sampled is turned away by one load; a hit looks in the exact table under a lock, which
+ * only sampled events take. */
+#define SAMPLED_BUCKETS (1u << 21)
+#define SAMPLED_SLOTS (1u << 18)
+static uint8_t *sampled_count;
+static struct sampled_ent {
+	uint64_t ptr, size;
+} *sampled;
+int sampled_lock;
+static uint32_t sampled_live;
+
+
+__thread struct tstate *tsp __attribute__((tls_model("initial-exec")));
+__thread int tdepth __attribute__((tls_model("initial-exec")));
+
+uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t); /* vDSO: no system call */
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+void count(int which)
+{
+	if (shm)
+		__atomic_fetch_add(&shm->counters[which], 1, __ATOMIC_RELAXED);
+}
+
+uint32_t gettid_raw(void)
+{
+	return (uint32_t)syscall(SYS_gettid);
+}
+
+/* ---- per-thread state and rings ---- */
+
+static void thread_exit(void *arg)
+{
+	struct tstate *t = arg;
+
+	if (t && t->ring >= 0 && shm)
+		__atomic_fetch_or(&shm->rings[t->ring].owner, HS_SHM_CLOSING, __ATOMIC_RELEASE);
+	if (t)
+		munmap(t, sizeof(*t));
+	tsp = NULL;
+}
+
+int64_t draw(void)
+{
+	uint64_t x = (uint64_t)(uintptr_t)tsp ^ now_ns();
+
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return (int64_t)shm->thresholds[x & (HS_NR_THRESHOLDS - 1)];
+}
+
+/* The calling thread's state, made on its first event: a system call or two, once. */
+struct tstate *thread_state_new(void)
+{
+	struct tstate *t;
+	pthread_attr_t a;
+	void *lo;
+	size_t sz;
+
+	t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t == MAP_FAILED)
+		return NULL;
+	t->ring = -1;
+	t->tid = gettid_raw();
+	tsp = t;
+	t->until_sample = shm && shm->sample_rate ? draw() : 0;
+	/* The stack's bounds: the walk reads nothing outside them, so junk frame pointers in
+	 * code built without them cannot fault. */
+	tdepth++;
+	if (!pthread_getattr_np(pthread_self(), &a)) {
+		if (!pthread_attr_getstack(&a, &lo, &sz)) {
+			t->stack_lo = (uint64_t)(uintptr_t)lo;
+			t->stack_hi = t->stack_lo + sz;
+		}
+		pthread_attr_destroy(&a);
+	}
+	pthread_setspecific(exit_key, t);
+	tdepth--;
+	return t;
+}
+
+
+/* Claims a free ring for this thread: a compare-and-swap on its owner word. */
+static bool claim_ring(struct tstate *t)
+{
+	uint32_t n = shm->nr_rings;
+	uint64_t me = (uint64_t)self_pid << 32 | t->tid;
+
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = (t->tid + k) % n;
+		uint64_t zero = 0;
+
+		if (__atomic_compare_exchange_n(&shm->rings[i].owner, &zero, me, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED)) {
+			t->ring = (int)i;
+			t->prod = __atomic_load_n(&shm->rings[i].prod, __ATOMIC_RELAXED);
+			t->cons = __atomic_load_n(&shm->rings[i].cons, __ATOMIC_ACQUIRE);
+			emit_comm(t);
+			return true;
+		}
+	}
+	t->ring = -2;
+	count(HS_CNT_THREAD_FULL);
+	return false;
+}
+
+static bool recorder_gone(void)
+{
+	uint64_t hb = __atomic_load_n(&shm->heartbeat_ns, __ATOMIC_ACQUIRE);
+
+	return now_ns() - hb > 2000000000ull;
+}
+
+void go_dormant(void)
+{
+	__atomic_store_n(&active, 0, __ATOMIC_RELEASE);
+}
+
+/* Room for LEN bytes of event in the thread's ring, or NULL (counted). Every event: waits
+ * for the recorder while the ring is full; sampled: drops. */
+void *reserve(struct tstate *t, uint32_t len, uint32_t *need_out)
+{
+	struct hs_shm_ring *r;
+	uint32_t size = shm->ring_bytes, need = (len + HS_SHM_RING_HDR + 7) & ~7u, pos, pad;
+	uint8_t *data;
+
+	if (UNLIKELY(t->ring < 0) && (t->ring == -2 || !claim_ring(t)))
+		return NULL;
+	r = &shm->rings[t->ring];
+	data = shm_data + (uint64_t)t->ring * size;
+	pos = (uint32_t)(t->prod & (size - 1));
+	pad = pos + need > size ? size - pos : 0;
+	if (t->prod + pad + need - t->cons > size) {
+		t->cons = __atomic_load_n(&r->cons, __ATOMIC_ACQUIRE);
+		for (unsigned spins = 0; t->prod + pad + need - t->cons > size; spins++) {
+			if (shm->sample_rate || !__atomic_load_n(&active, __ATOMIC_ACQUIRE)) {
+				count(HS_CNT_RINGBUF_FULL);
+				return NULL;
+			}
+			/* The recorder is behind: wake it, and wait. */
+			if (spins == 0 && wake_fd >= 0) {
+				uint64_t one = 1;
+
+				if (write(wake_fd, &one, sizeof(one)) < 0)
+					(void)0;
+			}
+			if (spins > 64) {
+				struct timespec ns = {0, 200000};
+
+				nanosleep(&ns, NULL);
+				if ((spins & 255) == 0 && recorder_gone()) {
+					go_dormant();
+					count(HS_CNT_RINGBUF_FULL);
+					return NULL;
+				}
+			} else {
+				sched_yield();
+			}
+			t->cons = __atomic_load_n(&r->cons, __ATOMIC_ACQUIRE);
+		}
+	}
+	if (pad) {
+		/* A record never wraps: the tail of the ring is skipped as a discarded record. */
+		*(uint32_t *)(data + pos) = (pad - HS_SHM_RING_HDR) | HS_SHM_DISCARD;
+		t->prod += pad;
+		pos = 0;
+	}
+	*(uint32_t *)(data + pos) = len;
+	*(uint32_t *)(data + pos + 4) = 0;
+	*need_out = need;
+	return data + pos + HS_SHM_RING_HDR;
+}
+
+void commit(struct tstate *t, uint32_t need)
+{
+	struct hs_shm_ring *r = &shm->rings[t->ring];
+	uint64_t before = t->prod - t->cons, quarter = shm->ring_bytes / 4;
+
+	t->prod += need;
+	__atomic_store_n(&r->prod, t->prod, __ATOMIC_RELEASE);
+	/* Crossing a quarter of the ring wakes the recorder, which otherwise looks every few ms. */
+	if (before < quarter && before + need >= quarter && wake_fd >= 0) {
+		uint64_t one = 1;
+
+		if (write(wake_fd, &one, sizeof(one)) < 0)
+			(void)0;
+	}
+	/* Now and then, whether the recorder is still there. */
+	if (UNLIKELY((++t->events & 0xfffff) == 0) && recorder_gone())
+		go_dormant();
+}
+
+void fill_hdr(struct hs_event_hdr *h, uint8_t type, uint8_t kind, uint32_t tid, uint64_t ts)
+{
+	h->type = type;
+	h->kind = kind;
+	h->nr = 0;
+	h->pid = self_pid;
+	h->tid = tid;
+	h->pad = 0;
+	h->ts = ts;
+}
+
+void emit_comm(struct tstate *t)
+{
+	struct hs_comm_event *e;
+	uint32_t need;
+
+	e = reserve(t, sizeof(*e), &need);
+	if (!e)
+		return;
+	fill_hdr(&e->h, HS_EV_COMM, 0, t->tid, now_ns());
+	memset(e->comm, 0, sizeof(e->comm));
+	if (real.prctl)
+		real.prctl(PR_GET_NAME, (unsigned long)e->comm, 0, 0, 0);
+	commit(t, need);
+}
+
+/* ---- stacks ---- */
+
+/* Frame-pointer walk from the hook's frame: frame 0 is the hook's return address (the
+ * caller of malloc, as the BPF path reads it from [sp]). Reads only within the thread's
+ * stack, upwards, 8-aligned: junk in rbp ends the walk, never faults. */
+static __attribute__((always_inline)) inline uint32_t walk(struct tstate *t, uint64_t fp, uint64_t *ips,
+							   uint32_t max)
+{
+	uint32_t n = 0;
+
+	while (n < max) {
+		if (fp < t->stack_lo || fp + 16 > t->stack_hi || (fp & 7))
+			break;
+		uint64_t next = ((uint64_t *)fp)[0], ret = ((uint64_t *)fp)[1];
+
+		if (!ret)
+			break;
+		ips[n++] = ret;
+		if (next <= fp)
+			break;
+		fp = next;
+	}
+	if (n == max)
+		count(HS_CNT_STACK_TRUNCATED);
+	return n;
+}
+
+static uint64_t hash_ips(const uint64_t *ips, uint32_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull;
+
+	for (uint32_t i = 0; i < n; i++) {
+		h ^= ips[i];
+		h *= 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	return h ? h : 1;
+}
+
+/* The stack's id (its hash); the stack itself goes to the ring the first time this thread
+ * sees it lately. The recorder keeps one copy of each. */
+static uint64_t capture(struct tstate *t, uint64_t fp, uint64_t ts)
+{
+	uint64_t ips[HS_MAX_STACK], h;
+	uint32_t n, need, max = shm->max_stack < HS_MAX_STACK ? shm->max_stack : HS_MAX_STACK;
+	struct hs_stack_event *e;
+
+	if (shm->stack_mode == HS_STACK_NONE) {
+		ips[0] = ((uint64_t *)fp)[1];
+		n = 1;
+	} else {
+		n = walk(t, fp, ips, max);
+	}
+	if (!n)
+		return 0;
+	h = hash_ips(ips, n);
+	if (t->sent[h & 255] == h)
+		return h;
+	e = reserve(t, (uint32_t)(offsetof(struct hs_stack_event, ips) + n * sizeof(uint64_t)), &need);
+	if (!e)
+		return h;
+	fill_hdr(&e->h, HS_EV_STACK, 0, t->tid, ts);
+	e->h.nr = (uint16_t)n;
+	e->hash = h;
+	memcpy(e->ips, ips, n * sizeof(uint64_t));
+	commit(t, need);
+	t->sent[h & 255] = h;
+	return h;
+}
+
+/* ---- events ---- */
+
+static uint32_t bucket(const void *p)
+{
+	uint64_t x = (uint64_t)(uintptr_t)p >> 4;
+
+	x *= 0x9e3779b97f4a7c15ull;
+	return (uint32_t)(x >> 43); /* 21 bits */
+}
+
+void spin_lock(int *l)
+{
+	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(l, __ATOMIC_RELAXED))
+			sched_yield();
+}
+
+void spin_unlock(int *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+/* Remembers a sampled block. False when the table is full (counted as the live map's). */
+bool sampled_add(void *p, uint64_t size)
+{
+	uint64_t i = ((uint64_t)(uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> 46;
+	bool ok = false;
+
+	spin_lock(&sampled_lock);
+	if (sampled_live < SAMPLED_SLOTS / 2) {
+		while (sampled[i].ptr && sampled[i].ptr != 1)
+			i = (i + 1) & (SAMPLED_SLOTS - 1);
+		sampled[i] = (struct sampled_ent){(uint64_t)(uintptr_t)p, size};
+		sampled_live++;
+		__atomic_fetch_add(&sampled_count[bucket(p)], 1, __ATOMIC_RELAXED);
+		ok = true;
+	}
+	spin_unlock(&sampled_lock);
+	if (!ok)
+		count(HS_CNT_LIVE_FULL);
+	return ok;
+}
+
+/* A sampled block's size, forgotten; 0 if P was not sampled. */
+uint64_t sampled_take(void *p)
+{
+	uint64_t i = ((uint64_t)(uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> 46, size = 0;
+
+	if (LIKELY(!__atomic_load_n(&sampled_count[bucket(p)], __ATOMIC_RELAXED)))
+		return 0;
+	spin_lock(&sampled_lock);
+	for (; sampled[i].ptr; i = (i + 1) & (SAMPLED_SLOTS - 1)) {
+		if (sampled[i].ptr == (uint64_t)(uintptr_t)p) {
+			size = sampled[i].size;
+			sampled[i].ptr = 1; /* a tombstone keeps later probes going */
+			sampled_live--;
+			__atomic_fetch_sub(&sampled_count[bucket(p)], 1, __ATOMIC_RELAXED);
+			break;
+		}
+	}
+	spin_unlock(&sampled_lock);
+	return size;
+}
+
+void record_alloc(struct tstate *t, void *p, size_t size, uint8_t kind, uint64_t fp)
+{
+	struct hs_alloc_event *e;
+	uint64_t ts = now_ns(), h;
+	uint32_t need;
+
+	if (shm->sample_rate && !sampled_add(p, size))
+		return;
+	h = capture(t, fp, ts);
+	e = reserve(t, sizeof(*e), &need);
+	if (!e)
+		return;
+	fill_hdr(&e->h, HS_EV_ALLOC, kind, t->tid, ts);
+	e->ptr = (uint64_t)(uintptr_t)p;
+	e->size = size;
+	e->stack = h;
+	commit(t, need);
+}
+
+void record_free(struct tstate *t, void *p, uint64_t size, uint8_t flags, uint64_t ts)
+{
+	struct hs_free_event *e;
+	uint32_t need;
+
+	e = reserve(t, sizeof(*e), &need);
+	if (!e)
+		return;
+	fill_hdr(&e->h, HS_EV_FREE, flags, t->tid, ts);
+	e->ptr = (uint64_t)(uintptr_t)p;
+	e->size = size;
+	commit(t, need);
+}
+
+
+/* The table of sampled blocks and the key whose destructor gives a thread's ring back: at
+ * start-up, before any hook records. */
+int events_init(void)
+{
+	tdepth++;
+	sampled_count = mmap(NULL, SAMPLED_BUCKETS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	sampled = mmap(NULL, SAMPLED_SLOTS * sizeof(*sampled), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	tdepth--;
+	if (sampled_count == MAP_FAILED || sampled == MAP_FAILED)
+		return -1;
+	return pthread_key_create(&exit_key, thread_exit) ? -1 : 0;
+}

@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: MIT
+/* libheapsnap.so, its hooks: the glibc family, every C++ operator new and delete, each
+ * forwarding to the next definition (glibc's, or an allocator preloaded after us) and
+ * recording the outermost call. Sampled, an allocation the draw passes by costs a
+ * thread-local counter, and a free of a block never sampled one load of a byte. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inproc.h"
+
+/* ---- the real allocators ---- */
+
+struct real_fns real;
+
+/* dlsym itself allocates: what it asks for before the real functions are known comes from
+ * here, and is never given back. */
+static char boot[1 << 16] __attribute__((aligned(64)));
+static size_t boot_used;
+static int resolving;
+
+void *boot_alloc(size_t n)
+{
+	size_t off = __atomic_fetch_add(&boot_used, (n + 63) & ~(size_t)63, __ATOMIC_RELAXED);
+
+	return off + n <= sizeof(boot) ? boot + off : NULL;
+}
+
+bool is_boot(const void *p)
+{
+	return (const char *)p >= boot && (const char *)p < boot + sizeof(boot);
+}
+
+void resolve(void)
+{
+	if (real.free || __atomic_exchange_n(&resolving, 1, __ATOMIC_ACQ_REL))
+		return;
+#define R(f, name) real.f = (__typeof__(real.f))dlsym(RTLD_NEXT, name)
+	R(malloc, "malloc");
+	R(calloc, "calloc");
+	R(realloc, "realloc");
+	R(reallocarray, "reallocarray");
+	R(aligned_alloc, "aligned_alloc");
+	R(posix_memalign, "posix_memalign");
+	R(memalign, "memalign");
+	R(valloc, "valloc");
+	R(pvalloc, "pvalloc");
+	R(dlopen, "dlopen");
+	R(setname, "pthread_setname_np");
+	R(prctl, "prctl");
+	R(free, "free");
+#undef R
+}
+
+/* An allocation hook's body: the real call, then the event, at depth so that what the
+ * real allocator calls is not counted again. */
+#define ALLOC_HOOK(kind, size_expr, call)                                                        \
+	do {                                                                                      \
+		struct tstate *t = enter();                                                       \
+		void *p;                                                                          \
+		if (!t) {                                                                         \
+			tdepth++;                                                                 \
+			p = call;                                                                 \
+			tdepth--;                                                                 \
+			return p;                                                                 \
+		}                                                                                 \
+		tdepth++;                                                                         \
+		p = call;                                                                         \
+		if (p && sample(t, (size_expr)))                                                  \
+			record_alloc(t, p, (size_expr), (kind), (uint64_t)(uintptr_t)__builtin_frame_address(0)); \
+		tdepth--;                                                                         \
+		return p;                                                                         \
+	} while (0)
+
+static void free_hook(void *p, uint8_t flags)
+{
+	struct tstate *t;
+	uint64_t size = 0, ts;
+
+	if (!p || is_boot(p))
+		return;
+	t = enter();
+	if (!t) {
+		tdepth++;
+		real.free(p);
+		tdepth--;
+		return;
+	}
+	tdepth++;
+	if (shm->sample_rate && !(size = sampled_take(p))) {
+		real.free(p);
+	} else {
+		/* Stamped before the block is given back: another thread may be handed its
+		 * address at once, and its allocation must come after this free. */
+		ts = now_ns();
+		real.free(p);
+		record_free(t, p, size, flags, ts);
+	}
+	tdepth--;
+}
+
+HOOK EXPORT void *malloc(size_t n)
+{
+	if (UNLIKELY(!real.malloc)) {
+		resolve();
+		if (!real.malloc)
+			return boot_alloc(n);
+	}
+	ALLOC_HOOK(HS_KIND_MALLOC, n, real.malloc(n));
+}
+
+HOOK EXPORT void *calloc(size_t n, size_t m)
+{
+	if (UNLIKELY(!real.calloc)) {
+		resolve();
+		if (!real.calloc) {
+			void *p = (m && n > SIZE_MAX / m) ? NULL : boot_alloc(n * m);
+
+			return p; /* boot memory is zero */
+		}
+	}
+	ALLOC_HOOK(HS_KIND_CALLOC, n * m, real.calloc(n, m));
+}
+
+HOOK EXPORT void free(void *p)
+{
+	if (UNLIKELY(!real.free)) {
+		resolve();
+		if (!real.free)
+			return;
+	}
+	free_hook(p, 0);
+}
+
+static void *realloc_body(void *old, size_t n, void *(*call)(void *, size_t, size_t), size_t m, uint64_t fp)
+{
+	struct tstate *t = enter();
+	uint64_t ts, old_size = 0;
+	bool old_sampled;
+	void *p;
+
+	if (!t) {
+		tdepth++;
+		p = call(old, n, m);
+		tdepth--;
+		return p;
+	}
+	ts = now_ns();
+	old_sampled = old && !is_boot(old) && (!shm->sample_rate || (old_size = sampled_take(old)));
+	tdepth++;
+	p = call(old, n, m);
+	if (p || (old && !n)) {
+		/* The old block is gone: freed (as realloc releases it) and, on success, a new one. */
+		if (old_sampled)
+			record_free(t, old, old_size, p ? HS_FREE_FLAG_REALLOC : 0, ts);
+		if (p && sample(t, n * (m ? m : 1)))
+			record_alloc(t, p, n * (m ? m : 1), HS_KIND_REALLOC, fp);
+	} else if (old_sampled && shm->sample_rate) {
+		sampled_add(old, old_size); /* failed: the old block stays, still sampled */
+	}
+	tdepth--;
+	return p;
+}
+
+static void *call_realloc(void *old, size_t n, size_t m)
+{
+	(void)m;
+	if (is_boot(old)) {
+		void *p = real.malloc(n);
+
+		if (p)
+			memcpy(p, old, n < 256 ? n : 256);
+		return p;
+	}
+	return real.realloc(old, n);
+}
+
+static void *call_reallocarray(void *old, size_t n, size_t m)
+{
+	return real.reallocarray(old, n, m);
+}
+
+HOOK EXPORT void *realloc(void *old, size_t n)
+{
+	if (UNLIKELY(!real.realloc)) {
+		resolve();
+		if (!real.realloc)
+			return boot_alloc(n);
+	}
+	return realloc_body(old, n, call_realloc, 0, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+}
+
+HOOK EXPORT void *reallocarray(void *old, size_t n, size_t m)
+{
+	if (UNLIKELY(!real.reallocarray))
+		resolve();
+	if (m && n > SIZE_MAX / m) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc_body(old, n, call_reallocarray, m, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+}
+
+HOOK EXPORT void *aligned_alloc(size_t a, size_t n)
+{
+	if (UNLIKELY(!real.aligned_alloc))
+		resolve();
+	ALLOC_HOOK(HS_KIND_MEMALIGN, n, real.aligned_alloc(a, n));
+}
+
+HOOK EXPORT void *memalign(size_t a, size_t n)
+{
+	if (UNLIKELY(!real.memalign))
+		resolve();
+	ALLOC_HOOK(HS_KIND_MEMALIGN, n, real.memalign(a, n));
+}
+
+HOOK EXPORT void *valloc(size_t n)
+{
+	if (UNLIKELY(!real.valloc))
+		resolve();
+	ALLOC_HOOK(HS_KIND_MEMALIGN, n, real.valloc(n));
+}
+
+HOOK EXPORT void *pvalloc(size_t n)
+{
+	if (UNLIKELY(!real.pvalloc))
+		resolve();
+	ALLOC_HOOK(HS_KIND_MEMALIGN, n, real.pvalloc(n));
+}
+
+HOOK EXPORT int posix_memalign(void **out, size_t a, size_t n)
+{
+	struct tstate *t;
+	int ret;
+
+	if (UNLIKELY(!real.posix_memalign))
+		resolve();
+	t = enter();
+	tdepth++;
+	ret = real.posix_memalign(out, a, n);
+	if (t && !ret && sample(t, n))
+		record_alloc(t, *out, n, HS_KIND_MEMALIGN, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+	tdepth--;
+	return ret;
+}
+
+/* ---- C++: every operator new and delete, counted once with the malloc inside ---- */
+
+typedef void *(*new_fn)(size_t);
+typedef void *(*new_a_fn)(size_t, size_t);
+typedef void *(*new_nt_fn)(size_t, const void *);
+typedef void *(*new_ant_fn)(size_t, size_t, const void *);
+typedef void (*del_fn)(void *);
+
+/* The next definition of a C++ operator: libstdc++'s, or an allocator's preloaded after us.
+ * Looked up on first use, after start-up: only a program that calls it gets here. */
+static void *next_sym(void **cache, const char *name)
+{
+	void *f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+
+	if (!f) {
+		tdepth++;
+		f = dlsym(RTLD_NEXT, name);
+		tdepth--;
+		if (!f)
+			abort(); /* a program that calls operator new has a C++ runtime */
+		__atomic_store_n(cache, f, __ATOMIC_RELEASE);
+	}
+	return f;
+}
+
+#define NEW_HOOK(sym, kind, type, args, callargs, size)                                          \
+	HOOK EXPORT void *sym args                                                                \
+	{                                                                                         \
+		static void *next;                                                                \
+		type f = (type)next_sym(&next, #sym);                                             \
+		ALLOC_HOOK(kind, size, f callargs);                                               \
+	}
+
+NEW_HOOK(_Znwm, HS_KIND_NEW, new_fn, (size_t n), (n), n)
+NEW_HOOK(_Znam, HS_KIND_NEW_ARRAY, new_fn, (size_t n), (n), n)
+NEW_HOOK(_ZnwmRKSt9nothrow_t, HS_KIND_NEW, new_nt_fn, (size_t n, const void *nt), (n, nt), n)
+NEW_HOOK(_ZnamRKSt9nothrow_t, HS_KIND_NEW_ARRAY, new_nt_fn, (size_t n, const void *nt), (n, nt), n)
+NEW_HOOK(_ZnwmSt11align_val_t, HS_KIND_NEW, new_a_fn, (size_t n, size_t a), (n, a), n)
+NEW_HOOK(_ZnamSt11align_val_t, HS_KIND_NEW_ARRAY, new_a_fn, (size_t n, size_t a), (n, a), n)
+NEW_HOOK(_ZnwmSt11align_val_tRKSt9nothrow_t, HS_KIND_NEW, new_ant_fn, (size_t n, size_t a, const void *nt),
+	 (n, a, nt), n)
+NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, HS_KIND_NEW_ARRAY, new_ant_fn, (size_t n, size_t a, const void *nt),
+	 (n, a, nt), n)
+
+/* Every delete frees its block as free does, then lets the real operator run nested. */
+#define DEL_HOOK(sym, args, callargs)                                                            \
+	HOOK EXPORT void sym args                                                                 \
+	{                                                                                         \
+		static void *next;                                                                \
+		void (*f) args = (void (*) args)next_sym(&next, #sym);                            \
+		struct tstate *t;                                                                 \
+		uint64_t ts, size = 0;                                                            \
+		if (!p)                                                                           \
+			return;                                                                   \
+		t = enter();                                                                      \
+		if (t && shm->sample_rate && !(size = sampled_take(p)))                           \
+			t = NULL;                                                                 \
+		ts = t ? now_ns() : 0;                                                            \
+		tdepth++;                                                                         \
+		f callargs;                                                                       \
+		if (t)                                                                            \
+			record_free(t, p, size, 0, ts);                                           \
+		tdepth--;                                                                         \
+	}
+
+DEL_HOOK(_ZdlPv, (void *p), (p))
+DEL_HOOK(_ZdaPv, (void *p), (p))
+DEL_HOOK(_ZdlPvm, (void *p, size_t n), (p, n))
+DEL_HOOK(_ZdaPvm, (void *p, size_t n), (p, n))
+DEL_HOOK(_ZdlPvRKSt9nothrow_t, (void *p, const void *nt), (p, nt))
+DEL_HOOK(_ZdaPvRKSt9nothrow_t, (void *p, const void *nt), (p, nt))
+DEL_HOOK(_ZdlPvSt11align_val_t, (void *p, size_t a), (p, a))
+DEL_HOOK(_ZdaPvSt11align_val_t, (void *p, size_t a), (p, a))
+DEL_HOOK(_ZdlPvmSt11align_val_t, (void *p, size_t n, size_t a), (p, n, a))
+DEL_HOOK(_ZdaPvmSt11align_val_t, (void *p, size_t n, size_t a), (p, n, a))
+DEL_HOOK(_ZdlPvSt11align_val_tRKSt9nothrow_t, (void *p, size_t a, const void *nt), (p, a, nt))
+DEL_HOOK(_ZdaPvSt11align_val_tRKSt9nothrow_t, (void *p, size_t a, const void *nt), (p, a, nt))
+

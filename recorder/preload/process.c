@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+/* libheapsnap.so, the process: attaching to the recorder's memory at start-up, telling it
+ * of the process (exec, fork, exit), of every loaded image with its file, and of thread
+ * names, so that a process that is gone still symbolizes. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inproc.h"
+
+/* ---- processes, images, thread names ---- */
+
+static void emit_proc(uint8_t type, uint32_t ppid)
+{
+	struct tstate *t = thread_state();
+	struct hs_proc_event *e;
+	uint32_t need;
+	int fd;
+
+	if (!t || !shm)
+		return;
+	tdepth++;
+	e = reserve(t, sizeof(*e), &need);
+	if (e) {
+		struct stat st;
+		ssize_t n;
+
+		memset(e, 0, sizeof(*e));
+		fill_hdr(&e->h, type, type == HS_EV_EXIT ? HS_EXIT_FLAG_NO_STATUS : 0, self_pid, now_ns());
+		e->h.tid = self_pid;
+		e->ppid = ppid;
+		real.prctl(PR_GET_NAME, (unsigned long)e->comm, 0, 0, 0);
+		n = readlink("/proc/self/exe", e->path, sizeof(e->path) - 1);
+		if (n < 0)
+			e->path[0] = 0;
+		if (!stat("/proc/self/exe", &st)) {
+			e->exe_ino = st.st_ino;
+			e->exe_dev = (uint32_t)(major(st.st_dev) << 20 | minor(st.st_dev));
+		}
+		fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			n = read(fd, e->args, sizeof(e->args));
+			e->args_len = n > 0 ? (uint32_t)n : 0;
+			close(fd);
+		}
+		commit(t, need);
+	}
+	tdepth--;
+}
+
+/* Each loaded object's executable segment, with its file's identity and name: the recorder
+ * needs no /proc read to symbolize a process that is gone. */
+static int map_cb(struct dl_phdr_info *info, size_t sz, void *ctx)
+{
+	struct tstate *t = ctx;
+	char path[HS_EXEC_PATH_MAX];
+	struct stat st;
+
+	(void)sz;
+	if (info->dlpi_name && info->dlpi_name[0])
+		snprintf(path, sizeof(path), "%s", info->dlpi_name);
+	else {
+		ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+
+		if (n <= 0)
+			return 0;
+		path[n] = 0;
+	}
+	if (path[0] != '/' || stat(path, &st))
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		struct hs_mmap_event *e;
+		uint32_t need;
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		e = reserve(t, sizeof(*e), &need);
+		if (!e)
+			return 1;
+		memset(e, 0, sizeof(*e));
+		fill_hdr(&e->h, HS_EV_MMAP, 0, t->tid, now_ns());
+		e->addr = (info->dlpi_addr + ph->p_vaddr) & ~0xfffull;
+		e->len = ((info->dlpi_addr + ph->p_vaddr + ph->p_memsz + 0xfff) & ~0xfffull) - e->addr;
+		e->off = ph->p_offset & ~0xfffull;
+		e->ino = st.st_ino;
+		e->dev = (uint32_t)(major(st.st_dev) << 20 | minor(st.st_dev));
+		memcpy(e->path, path, sizeof(e->path));
+		commit(t, need);
+	}
+	return 0;
+}
+
+void emit_maps(void)
+{
+	struct tstate *t = thread_state();
+
+	if (!t || !shm)
+		return;
+	tdepth++;
+	dl_iterate_phdr(map_cb, t);
+	tdepth--;
+}
+
+HOOK EXPORT void *dlopen(const char *file, int mode)
+{
+	void *h;
+
+	if (UNLIKELY(!real.dlopen))
+		resolve();
+	h = real.dlopen(file, mode);
+	if (h && __atomic_load_n(&active, __ATOMIC_RELAXED) && !tdepth)
+		emit_maps(); /* the recorder keeps each mapping once */
+	return h;
+}
+
+HOOK EXPORT int pthread_setname_np(pthread_t th, const char *name)
+{
+	int ret;
+
+	if (UNLIKELY(!real.setname))
+		resolve();
+	ret = real.setname(th, name);
+	if (!ret && pthread_equal(th, pthread_self()) && __atomic_load_n(&active, __ATOMIC_RELAXED) && tsp &&
+	    tsp->ring >= 0)
+		emit_comm(tsp);
+	return ret;
+}
+
+HOOK EXPORT int prctl(int op, ...)
+{
+	unsigned long a[4];
+	va_list ap;
+	int ret;
+
+	va_start(ap, op);
+	for (int i = 0; i < 4; i++)
+		a[i] = va_arg(ap, unsigned long);
+	va_end(ap);
+	if (UNLIKELY(!real.prctl))
+		resolve();
+	ret = real.prctl(op, a[0], a[1], a[2], a[3]);
+	if (!ret && op == PR_SET_NAME && __atomic_load_n(&active, __ATOMIC_RELAXED) && tsp && tsp->ring >= 0)
+		emit_comm(tsp);
+	return ret;
+}
+
+static uint32_t fork_parent;
+
+/* No lock may be held across fork: the child would wait on it forever. */
+static void before_fork(void)
+{
+	fork_parent = self_pid;
+	spin_lock(&sampled_lock);
+}
+
+static void after_fork_parent(void)
+{
+	spin_unlock(&sampled_lock);
+}
+
+/* The child is a process of its own: new rings for its thread, and a FORK for the recorder. */
+static void after_fork_child(void)
+{
+	spin_unlock(&sampled_lock);
+	self_pid = (uint32_t)getpid();
+	if (tsp) {
+		tsp->tid = gettid_raw();
+		tsp->ring = -1;
+		memset(tsp->sent, 0, sizeof(tsp->sent));
+	}
+	if (__atomic_load_n(&active, __ATOMIC_RELAXED))
+		emit_proc(HS_EV_FORK, fork_parent);
+}
+
+__attribute__((destructor)) static void hs_fini(void)
+{
+	if (__atomic_load_n(&active, __ATOMIC_RELAXED) && tsp && tsp->ring >= 0)
+		emit_proc(HS_EV_EXIT, 0); /* marked: no status known here */
+}
+
+__attribute__((constructor)) static void hs_init(void)
+{
+	const char *env = getenv(HS_SHM_ENV);
+	struct stat st;
+	int fd, efd;
+	void *m;
+
+	resolve();
+	self_pid = (uint32_t)getpid();
+	if (!env || sscanf(env, "%d,%d", &fd, &efd) != 2 || fstat(fd, &st))
+		return; /* not started by heapsnap-record: hooks pass through */
+	tdepth++;
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	tdepth--;
+	if (m == MAP_FAILED || events_init())
+		return;
+	shm = m;
+	if (shm->magic != HS_SHM_MAGIC || shm->version != HS_SHM_VERSION ||
+	    hs_shm_size(shm->nr_rings, shm->ring_bytes) > (uint64_t)st.st_size ||
+	    (shm->ring_bytes & (shm->ring_bytes - 1)) || __atomic_load_n(&shm->dormant, __ATOMIC_ACQUIRE)) {
+		shm = NULL;
+		return;
+	}
+	shm_data = (uint8_t *)m + shm->data_offset;
+	wake_fd = efd;
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
+	emit_proc(HS_EV_EXEC, (uint32_t)getppid());
+	emit_maps();
+}

@@ -4,8 +4,7 @@
  * themselves, framed as a BPF ring frames them.
  *
  * The hot path takes no lock, makes no system call and allocates nothing: a thread writes
- * only its own ring. Every event, a full ring makes the thread wait for the recorder rather
- * than drop; a recorder that is gone (no heartbeat for 2 s) turns every hook into a plain
+ * only its own ring. A full ring makes the thread wait for the recorder rather than drop; a recorder that is gone (no heartbeat for 2 s) turns every hook into a plain
  * call. */
 #include <dlfcn.h>
 #include <errno.h>
@@ -37,14 +36,15 @@ uint32_t self_pid;
 pthread_key_t exit_key;
 
 /* Sampled blocks live, for frees: a byte per bucket counts them, so a free of a block never
- * sampled is turned away by one load; a hit looks in the exact table under a lock, which
- * only sampled events take. */
-#define SAMPLED_BUCKETS (1u << 21)
+ * sampled is turned away by one load, of a table small enough (256 KiB) to stay in cache; a
+ * hit looks in the exact table under a lock, which only sampled events take. */
 #define SAMPLED_SLOTS (1u << 18)
+#define SAMPLED_BUCKETS SAMPLED_SLOTS
 static uint8_t *sampled_count;
 static struct sampled_ent {
 	uint64_t ptr, size;
-} *sampled;
+} *sampled, *sampled_spare; /* the spare is where the table is rebuilt without its tombstones */
+static uint32_t sampled_tombs;
 int sampled_lock;
 static uint32_t sampled_live;
 
@@ -161,8 +161,9 @@ void go_dormant(void)
 	__atomic_store_n(&active, 0, __ATOMIC_RELEASE);
 }
 
-/* Room for LEN bytes of event in the thread's ring, or NULL (counted). Every event: waits
- * for the recorder while the ring is full; sampled: drops. */
+/* Room for LEN bytes of event in the thread's ring, or NULL (counted): while the ring is
+ * full the thread wakes the recorder and waits for it, sampled or not (a sample dropped
+ * would bias the estimates); only a recorder gone quiet makes it give up. */
 void *reserve(struct tstate *t, uint32_t len, uint32_t *need_out)
 {
 	struct hs_shm_ring *r;
@@ -178,7 +179,7 @@ void *reserve(struct tstate *t, uint32_t len, uint32_t *need_out)
 	if (t->prod + pad + need - t->cons > size) {
 		t->cons = __atomic_load_n(&r->cons, __ATOMIC_ACQUIRE);
 		for (unsigned spins = 0; t->prod + pad + need - t->cons > size; spins++) {
-			if (shm->sample_rate || !__atomic_load_n(&active, __ATOMIC_ACQUIRE)) {
+			if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE)) {
 				count(HS_CNT_RINGBUF_FULL);
 				return NULL;
 			}
@@ -338,7 +339,7 @@ static uint32_t bucket(const void *p)
 	uint64_t x = (uint64_t)(uintptr_t)p >> 4;
 
 	x *= 0x9e3779b97f4a7c15ull;
-	return (uint32_t)(x >> 43); /* 21 bits */
+	return (uint32_t)(x >> 46); /* 18 bits: the table's home slot */
 }
 
 void spin_lock(int *l)
@@ -353,6 +354,26 @@ void spin_unlock(int *l)
 	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
 
+/* Under sampled_lock: the live entries moved to the spare table, which becomes the table. */
+static void sampled_rebuild(void)
+{
+	struct sampled_ent *t = sampled_spare;
+
+	memset(t, 0, SAMPLED_SLOTS * sizeof(*t));
+	for (uint32_t k = 0; k < SAMPLED_SLOTS; k++) {
+		uint64_t ptr = sampled[k].ptr, i;
+
+		if (ptr <= 1)
+			continue;
+		for (i = (ptr >> 4) * 0x9e3779b97f4a7c15ull >> 46; t[i].ptr; i = (i + 1) & (SAMPLED_SLOTS - 1))
+			;
+		t[i] = sampled[k];
+	}
+	sampled_spare = sampled;
+	sampled = t;
+	sampled_tombs = 0;
+}
+
 /* Remembers a sampled block. False when the table is full (counted as the live map's). */
 bool sampled_add(void *p, uint64_t size)
 {
@@ -360,9 +381,15 @@ bool sampled_add(void *p, uint64_t size)
 	bool ok = false;
 
 	spin_lock(&sampled_lock);
-	if (sampled_live < SAMPLED_SLOTS / 2) {
+	/* Tombstones would in time leave no empty slot to end a probe: rebuild without them. */
+	if (sampled_live + sampled_tombs >= SAMPLED_SLOTS / 4 * 3)
+		sampled_rebuild();
+	/* A bucket's count is a byte: a 255th block in one bucket is not sampled. */
+	if (sampled_live < SAMPLED_SLOTS / 2 && sampled_count[bucket(p)] < 255) {
 		while (sampled[i].ptr && sampled[i].ptr != 1)
 			i = (i + 1) & (SAMPLED_SLOTS - 1);
+		if (sampled[i].ptr == 1)
+			sampled_tombs--;
 		sampled[i] = (struct sampled_ent){(uint64_t)(uintptr_t)p, size};
 		sampled_live++;
 		__atomic_fetch_add(&sampled_count[bucket(p)], 1, __ATOMIC_RELAXED);
@@ -387,6 +414,7 @@ uint64_t sampled_take(void *p)
 			size = sampled[i].size;
 			sampled[i].ptr = 1; /* a tombstone keeps later probes going */
 			sampled_live--;
+			sampled_tombs++;
 			__atomic_fetch_sub(&sampled_count[bucket(p)], 1, __ATOMIC_RELAXED);
 			break;
 		}
@@ -437,8 +465,10 @@ int events_init(void)
 	sampled_count = mmap(NULL, SAMPLED_BUCKETS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	sampled = mmap(NULL, SAMPLED_SLOTS * sizeof(*sampled), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		       -1, 0);
+	sampled_spare = mmap(NULL, SAMPLED_SLOTS * sizeof(*sampled), PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	tdepth--;
-	if (sampled_count == MAP_FAILED || sampled == MAP_FAILED)
+	if (sampled_count == MAP_FAILED || sampled == MAP_FAILED || sampled_spare == MAP_FAILED)
 		return -1;
 	return pthread_key_create(&exit_key, thread_exit) ? -1 : 0;
 }

@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: MIT
+/* Events into records: stack interning, the live set that names blocks by slot, the
+ * handling of each event type, counters, snapshots and RSS. */
+#include "session.h"
+
+/* ---- events ---- */
+
+static uint64_t stack_id(struct session *s, uint64_t hash)
+{
+	bool created;
+	struct hmap_slot *slot;
+
+	/* Allocations come in runs from one call path: skip the table for a repeat. */
+	if (hash == s->last_hash && s->last_id)
+		return s->last_id;
+	slot = hmap_put(&s->stacks, hash, 0, &created);
+	if (!slot) {
+		s->err = -ENOMEM;
+		return 0;
+	}
+	if (created)
+		slot->val = ++s->next_stack_id << 1;
+	s->last_hash = hash;
+	s->last_id = slot->val >> 1;
+	return s->last_id;
+}
+
+/* Poisson sampling: an allocation of SIZE is picked with probability 1 - exp(-SIZE/R);
+ * weighting it by the inverse keeps totals unbiased. */
+static uint64_t sample_weight(uint64_t rate, uint64_t size)
+{
+	double p;
+
+	if (!rate || !size)
+		return HS_WEIGHT_ONE;
+	p = -expm1(-(double)size / (double)rate);
+	return (uint64_t)llround((double)HS_WEIGHT_ONE / p);
+}
+
+static void update_peak(struct session *s, uint64_t t)
+{
+	if (s->live_est > s->peak_est) {
+		s->peak_est = s->live_est;
+		s->peak_time = t;
+	}
+}
+
+static uint32_t pool_get(struct session *s)
+{
+	uint32_t i;
+
+	if (s->pool_free != UINT32_MAX) {
+		i = s->pool_free;
+		s->pool_free = s->pool[i].next_free;
+		return i;
+	}
+	if (s->nr_pool == s->cap_pool) {
+		struct live_info *np;
+
+		s->cap_pool = s->cap_pool ? s->cap_pool * 2 : 4096;
+		np = realloc(s->pool, sizeof(*np) * s->cap_pool);
+		if (!np) {
+			s->err = -ENOMEM;
+			return 0;
+		}
+		s->pool = np;
+	}
+	return s->nr_pool++;
+}
+
+static void pool_put(struct session *s, uint32_t i)
+{
+	s->pool[i].next_free = s->pool_free;
+	s->pool_free = i;
+}
+
+/* The block ALLOC describes joins the live set and gets its slot. Returns false when the
+ * record should not be written (a restore with nothing to restore). */
+static bool ulive_alloc(struct session *s, struct hs_record *r, uint32_t tid)
+{
+	struct hmap_slot *pend;
+	struct ptrmap_ent *slot;
+	bool created;
+	uint32_t i;
+
+	pend = hmap_find(&s->pending, r->pid, tid);
+	if (r->alloc.kind & HS_KIND_RESTORED) {
+		/* realloc failed: the block it released at entry is the caller's again. */
+		if (!pend)
+			return false;
+		i = (uint32_t)pend->val;
+		hmap_remove_slot(&s->pending, pend);
+		r->alloc.size = s->pool[i].size;
+		r->alloc.stack_id = s->pool[i].stack_id;
+		r->alloc.kind = s->pool[i].kind | HS_KIND_RESTORED;
+	} else {
+		if (pend && (r->alloc.kind & ~HS_KIND_RESTORED) == HS_KIND_REALLOC) {
+			/* The realloc succeeded: the slot it held back is free now. */
+			pool_put(s, (uint32_t)pend->val);
+			hmap_remove_slot(&s->pending, pend);
+		}
+		i = UINT32_MAX;
+	}
+	slot = ptrmap_put(&s->ulive, r->pid, r->alloc.ptr, &created);
+	if (!slot) {
+		s->err = -ENOMEM;
+		return false;
+	}
+	if (!created) {
+		/* A live address handed out again: its free was lost. The new block takes the
+		 * old one's slot, which tells the analyzer to drop the stale block. */
+		if (i != UINT32_MAX)
+			pool_put(s, i);
+		i = (uint32_t)slot->val;
+	} else if (i == UINT32_MAX) {
+		i = pool_get(s);
+		if (s->err) {
+			ptrmap_remove(&s->ulive, slot);
+			return false;
+		}
+	}
+	if (!(r->alloc.kind & HS_KIND_RESTORED))
+		s->pool[i] = (struct live_info){.size = r->alloc.size, .stack_id = r->alloc.stack_id,
+						.kind = r->alloc.kind};
+	slot->val = i;
+	r->alloc.slot = i;
+	return true;
+}
+
+/* A free. Returns the block's size, or -1 for a pointer not live. *SLOT gets its slot. */
+static int64_t ulive_free(struct session *s, uint32_t pid, uint32_t tid, uint64_t ptr, bool by_realloc,
+			  uint64_t *slot_out)
+{
+	struct ptrmap_ent *slot = ptrmap_find(&s->ulive, pid, ptr);
+	struct hmap_slot *pend;
+	uint32_t i;
+	bool created;
+
+	if (!slot) {
+		s->user_unknown_frees++;
+		return -1;
+	}
+	i = (uint32_t)slot->val;
+	*slot_out = i;
+	ptrmap_remove(&s->ulive, slot);
+	if (!by_realloc) {
+		pool_put(s, i);
+		return (int64_t)s->pool[i].size;
+	}
+	/* Held back until the realloc returns: if it fails, the block comes back in this slot. */
+	pend = hmap_put(&s->pending, pid, tid, &created);
+	if (!pend) {
+		s->err = -ENOMEM;
+		return -1;
+	}
+	if (!created)
+		pool_put(s, (uint32_t)pend->val);
+	pend->val = i;
+	return (int64_t)s->pool[i].size;
+}
+
+/* A --stack dwarf window. Identical windows (same registers, same bytes) share one record:
+ * a loop allocating from one frame sends the same window again and again. */
+static void on_dwarf_event(struct session *s, const struct hs_dwarf_event *e, size_t len)
+{
+	struct hs_record r = {.type = HS_REC_STACK_DWARF};
+	uint64_t h = 0xcbf29ce484222325ull, id;
+	struct hmap_slot *slot, *content;
+	bool created;
+
+	if (len < offsetof(struct hs_dwarf_event, data) || e->len > HS_MAX_DWARF_BYTES ||
+	    len < offsetof(struct hs_dwarf_event, data) + e->len)
+		return;
+	for (int i = 0; i < HS_DWARF_NREGS; i++)
+		h = (h ^ e->regs[i]) * 0x100000001b3ull;
+	{
+		/* Four independent lanes: a window is kilobytes, and one chain of multiplies
+		 * would wait on each before the next. */
+		uint64_t lane[4] = {h, h ^ 1, h ^ 2, h ^ 3};
+		uint32_t i = 0;
+
+		for (; i + 32 <= e->len; i += 32) {
+			uint64_t w[4];
+
+			memcpy(w, e->data + i, 32);
+			for (int k = 0; k < 4; k++)
+				lane[k] = (lane[k] ^ w[k]) * 0x100000001b3ull;
+		}
+		for (; i + 8 <= e->len; i += 8) {
+			uint64_t w;
+
+			memcpy(&w, e->data + i, 8);
+			lane[0] = (lane[0] ^ w) * 0x100000001b3ull;
+		}
+		h = lane[0] ^ (lane[1] * 0x9e3779b97f4a7c15ull) ^ (lane[2] * 0xc2b2ae3d27d4eb4full) ^
+		    (lane[3] * 0xd6e8feb86659fd93ull);
+	}
+	h ^= e->len;
+	content = hmap_put(&s->dwarf_windows, h, e->len, &created);
+	if (!content) {
+		s->err = -ENOMEM;
+		return;
+	}
+	slot = hmap_put(&s->stacks, e->key, 0, NULL);
+	if (!slot) {
+		s->err = -ENOMEM;
+		return;
+	}
+	if (!created) {
+		slot->val = content->val << 1 | 1; /* the same window is in the file already */
+		return;
+	}
+	id = ++s->next_stack_id;
+	slot->val = id << 1 | 1;
+	content->val = id;
+	r.dwarf.id = id;
+	r.dwarf.nregs = HS_DWARF_NREGS;
+	r.dwarf.regs = (const uint64_t *)e->regs;
+	r.dwarf.used = e->used;
+	r.dwarf.window = (struct hs_bytes){e->data, e->len};
+	write_rec(s, &r);
+	s->stacks_written++;
+}
+
+int handle_event(struct session *s, const void *data, size_t len)
+{
+	const struct hs_event_hdr *h = data;
+	struct hs_record r; /* not zeroed: events fill what the writer reads, the rest memset it */
+	uint64_t t;
+
+	if (len < sizeof(*h))
+		return 0;
+	t = ticks(s, h->ts);
+	switch (h->type) {
+	case HS_EV_ALLOC: {
+		const struct hs_alloc_event *e = data;
+		uint64_t w = sample_weight(s->o->sample_rate, e->size);
+
+		/* Threads are named by HS_EV_COMM from BPF: no /proc read on this path. */
+		if (s->o->all && h->pid != s->last_pid) {
+			if (!proc_find(s, (pid_t)h->pid))
+				track_process(s, (pid_t)h->pid, HS_PROC_ATTACHED, 0, NULL);
+			s->last_pid = h->pid;
+		}
+		r.type = s->o->sample_rate ? HS_REC_ALLOC_SAMPLED : HS_REC_ALLOC;
+		r.time = t;
+		r.pid = h->pid;
+		r.tid = h->tid;
+		r.alloc.ptr = e->ptr;
+		r.alloc.size = e->size;
+		r.alloc.stack_id = (h->kind & HS_KIND_FLAG_RESTORED) && !s->o->sample_rate ? 0 : stack_id(s, e->stack);
+		r.alloc.kind = h->kind;
+		r.alloc.weight = w;
+		if (!ulive_alloc(s, &r, h->tid))
+			break;
+		write_rec(s, &r);
+		s->n_alloc++;
+		s->bytes_alloc += (double)r.alloc.size * (double)w / HS_WEIGHT_ONE;
+		s->live_est += (double)r.alloc.size * (double)w / HS_WEIGHT_ONE;
+		update_peak(s, t);
+		break;
+	}
+	case HS_EV_FREE: {
+		const struct hs_free_event *e = data;
+		int64_t size = (int64_t)e->size;
+
+		size = ulive_free(s, h->pid, h->tid, e->ptr, h->kind & HS_FREE_FLAG_REALLOC, &r.free.slot);
+		if (size < 0)
+			break; /* allocated before recording began: counted, not written */
+		if (s->o->sample_rate)
+			size = (int64_t)e->size;
+		r.type = HS_REC_FREE;
+		r.time = t;
+		r.pid = h->pid;
+		r.tid = h->tid;
+		r.free.ptr = e->ptr;
+		write_rec(s, &r);
+		s->n_free++;
+		s->live_est -= (double)size * (double)sample_weight(s->o->sample_rate, (uint64_t)size) / HS_WEIGHT_ONE;
+		break;
+	}
+	case HS_EV_STACK: {
+		const struct hs_stack_event *e = data;
+		uint64_t id = stack_id(s, e->hash);
+		struct hmap_slot *slot = hmap_find(&s->stacks, e->hash, 0);
+		uint32_t nr = h->nr;
+
+		if (!slot || (slot->val & 1))
+			break; /* already in the file: the kernel forgot it and sent it again */
+		if (len < offsetof(struct hs_stack_event, ips) + nr * sizeof(uint64_t) || nr > HS_MAX_STACK)
+			break;
+		slot->val |= 1;
+		memset(&r, 0, sizeof(r));
+		r.type = HS_REC_STACK;
+		r.stack.id = id;
+		r.stack.nr = nr;
+		r.stack.ips = (const uint64_t *)e->ips;
+		write_rec(s, &r);
+		s->stacks_written++;
+		break;
+	}
+	case HS_EV_DWARF:
+		on_dwarf_event(s, data, len);
+		break;
+	case HS_EV_COMM: {
+		const struct hs_comm_event *e = data;
+		char comm[17];
+
+		if (len < sizeof(*e))
+			break;
+		memcpy(comm, e->comm, 16);
+		comm[16] = 0;
+		hmap_put(&s->tids, h->pid, h->tid, NULL);
+		memset(&r, 0, sizeof(r));
+		r.type = HS_REC_THREAD_NAME;
+		r.pid = h->pid;
+		r.tid = h->tid;
+		r.thread_name.comm = comm;
+		write_rec(s, &r);
+		break;
+	}
+	case HS_EV_MMAP:
+		if (len >= sizeof(struct hs_mmap_event))
+			on_mmap_event(s, data, t);
+		break;
+	case HS_EV_FORK:
+	case HS_EV_EXEC:
+	case HS_EV_EXIT:
+		if (len >= sizeof(struct hs_proc_event))
+			on_proc_event(s, data, t);
+		break;
+	}
+	return s->err ? -1 : 0;
+}
+
+/* ---- counters, snapshots, RSS ---- */
+
+void read_counters(struct session *s)
+{
+	int ncpu = libbpf_num_possible_cpus(), fd;
+	uint64_t *vals;
+
+	if (s->pre) {
+		preload__counters(s->pre, s->cnt);
+		s->cnt[HS_CNT_UNKNOWN_FREE] += s->user_unknown_frees;
+		return;
+	}
+	fd = bpf_map__fd(s->skel->maps.counters);
+	if (ncpu <= 0)
+		return;
+	vals = calloc((size_t)ncpu, sizeof(*vals));
+	if (!vals)
+		return;
+	for (uint32_t k = 0; k < HS_CNT__MAX; k++) {
+		uint64_t sum = 0;
+
+		if (bpf_map_lookup_elem(fd, &k, vals))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			sum += vals[c];
+		s->cnt[k] = sum;
+	}
+	s->cnt[HS_CNT_UNKNOWN_FREE] += s->user_unknown_frees;
+	free(vals);
+}
+
+void write_counters(struct session *s, uint32_t type)
+{
+	struct hs_counter items[HS_CNT__MAX + 8];
+	struct hs_record r = {.type = type, .time = ticks(s, mono_ns())};
+	uint32_t n = 0;
+
+	for (int k = 0; k < HS_CNT__MAX; k++)
+		items[n++] = (struct hs_counter){counter_names[k], s->cnt[k]};
+	items[n++] = (struct hs_counter){"events.alloc", s->n_alloc};
+	items[n++] = (struct hs_counter){"events.free", s->n_free};
+	items[n++] = (struct hs_counter){"stacks.written", s->stacks_written};
+	items[n++] = (struct hs_counter){"probes.attached", (uint64_t)s->nr_links};
+	items[n++] = (struct hs_counter){"probes.failed", (uint64_t)s->nr_probe_fail};
+	items[n++] = (struct hs_counter){"map.live_max", s->o->max_live};
+	r.counters.nr = n;
+	r.counters.items = items;
+	write_rec(s, &r);
+}
+
+void warn_losses(struct session *s)
+{
+	/* Events lost, and only those: a frame-pointer walk that stops early loses no event. */
+	static const int lossy[] = {HS_CNT_RINGBUF_FULL, HS_CNT_LIVE_FULL, HS_CNT_THREAD_FULL, HS_CNT_MISSED_URETPROBE};
+
+	for (size_t i = 0; i < sizeof(lossy) / sizeof(lossy[0]); i++) {
+		int k = lossy[i];
+
+		if (s->cnt[k] > s->cnt_warned[k]) {
+			warnx("warning: %" PRIu64 " more events lost (%s, %" PRIu64 " in all)%s",
+			      s->cnt[k] - s->cnt_warned[k], counter_names[k], s->cnt[k],
+			      k == HS_CNT_RINGBUF_FULL ? "; raise --ringbuf-size or use --sample-rate"
+			      : k == HS_CNT_LIVE_FULL ? "; raise --max-live" : "");
+			s->cnt_warned[k] = s->cnt[k];
+		}
+	}
+}
+
+void snapshot(struct session *s, uint32_t origin, const char *label, uint64_t t)
+{
+	struct hs_record r = {.type = HS_REC_SNAPSHOT, .time = t};
+	char buf[32];
+
+	if (!label) {
+		snprintf(buf, sizeof(buf), "%.3fs", (double)t * TICK_NS / 1e9);
+		label = buf;
+	}
+	r.snapshot.label = label;
+	r.snapshot.origin = origin;
+	r.snapshot.live_bytes = s->live_est > 0 ? (uint64_t)llround(s->live_est) : 0;
+	write_rec(s, &r);
+}
+
+void sample_rss(struct session *s)
+{
+	for (int i = 0; i < s->nr_procs; i++) {
+		struct hs_record r = {.type = HS_REC_RSS, .time = ticks(s, mono_ns())};
+
+		if (!s->procs[i].alive || proc_rss(s->procs[i].pid, &r.rss.rss_bytes, &r.rss.vm_bytes))
+			continue;
+		r.pid = (uint32_t)s->procs[i].pid;
+		write_rec(s, &r);
+	}
+}

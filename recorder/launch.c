@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+/* Starting the command: its path, a fork held on a pipe until the probes (or the
+ * preloaded library's memory) are ready, and the forks that tell what it will load. */
+#include "session.h"
+
+/* fork() with a close-on-exec pipe between parent and child. Returns the pid (0 in the
+ * child), or -errno with nothing left open. */
+pid_t fork_with_pipe(int pfd[2])
+{
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int err = -errno;
+
+		close(pfd[0]);
+		close(pfd[1]);
+		return err;
+	}
+	if (pid == 0)
+		rec_signals__restore(); /* blocked signals would stay blocked across exec */
+	return pid;
+}
+
+char *resolve_command(const char *cmd)
+{
+	const char *path = getenv("PATH");
+	char buf[4096];
+
+	if (strchr(cmd, '/'))
+		return access(cmd, X_OK) ? NULL : strdup(cmd);
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t len = strcspn(path, ":");
+
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, len ? path : ".", cmd);
+		if (!access(buf, X_OK))
+			return strdup(buf);
+		path += len + (path[len] == ':');
+	}
+	return NULL;
+}
+
+/* Forks the command, held until the probes are in place; PRE: with the environment that
+ * preloads LIB into it instead. */
+pid_t start_held_child(char **argv, const char *exe, int *go_fd, const struct preload *pre, const char *lib)
+{
+	int pfd[2];
+	pid_t pid;
+
+	pid = fork_with_pipe(pfd);
+	if (pid < 0)
+		return pid;
+	if (pid == 0) {
+		char c;
+
+		close(pfd[1]);
+		/* Held until the probes are attached; EOF means the recorder gave up. */
+		if (read(pfd[0], &c, 1) != 1)
+			_exit(127);
+		if (pre && preload__setenv(pre, lib)) {
+			fprintf(stderr, "heapsnap-record: cannot set the environment for %s: %s\n", exe, strerror(errno));
+			_exit(127);
+		}
+		execv(exe, argv);
+		fprintf(stderr, "heapsnap-record: cannot execute %s: %s\n", exe, strerror(errno));
+		_exit(127);
+	}
+	close(pfd[0]);
+	*go_fd = pfd[1];
+	return pid;
+}
+
+bool is_script(const char *path)
+{
+	char head[2];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool yes = fd >= 0 && read(fd, head, 2) == 2 && head[0] == '#' && head[1] == '!';
+
+	if (fd >= 0)
+		close(fd);
+	return yes;
+}

@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: MIT
+/* Processes and their mappings: the PROCESS, THREAD_NAME, MAPPING and UNMAP records, from
+ * /proc while a process lives and from what its events carried when it is gone. */
+#include "session.h"
+
+/* ---- processes and mappings ---- */
+
+struct proc *proc_find(struct session *s, pid_t pid)
+{
+	struct hmap_slot *slot = hmap_find(&s->proc_idx, (uint64_t)pid, 0);
+
+	return slot ? &s->procs[slot->val - 1] : NULL;
+}
+
+static bool same_map(const struct proc_map *a, const struct proc_map *b)
+{
+	return a->start == b->start && a->end == b->end && a->offset == b->offset && a->inode == b->inode;
+}
+
+void write_mapping(struct session *s, pid_t pid, const struct proc_map *m, uint64_t now)
+{
+	struct hs_record r = {.type = HS_REC_MAPPING, .time = now, .pid = (uint32_t)pid};
+	uint8_t bid[HS_BUILD_ID_MAX];
+	char path[128];
+	int fd, n = 0;
+
+	/* map_files opens the very file mapped, even if it was replaced or deleted since. */
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		/* The process may be gone already: the file by path, if it is still the same inode. */
+		struct stat st;
+
+		if (!stat(m->path, &st) && (uint64_t)st.st_ino == m->inode)
+			fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd >= 0) {
+		n = hs_read_build_id_fd(fd, bid, sizeof(bid));
+		close(fd);
+	}
+	r.mapping.start = m->start;
+	r.mapping.end = m->end;
+	r.mapping.offset = m->offset;
+	r.mapping.inode = m->inode;
+	r.mapping.path = m->path;
+	r.mapping.build_id = (struct hs_bytes){bid, n > 0 ? (uint32_t)n : 0};
+	write_rec(s, &r);
+}
+
+/* The pid a tracked process's uprobes are bound to: -1 (filtered in BPF) for -a and for a
+ * command whose forks are followed. */
+static pid_t bind_pid(const struct session *s, pid_t pid)
+{
+	if (s->o->all || (s->child && s->probe_pid == -1))
+		return -1;
+	return pid;
+}
+
+/* Re-reads PID's maps: writes what appeared and vanished, and probes new objects. */
+void rescan_maps(struct session *s, struct proc *p, bool attach)
+{
+	struct proc_map *nm = NULL;
+	int nn = 0, i = 0, j = 0;
+	uint64_t now = ticks(s, mono_ns());
+
+	if (proc_read_maps(p->pid, &nm, &nn))
+		return;
+	/* A process always has mappings; none means it has exited and its exit event is
+	 * still waiting to be merged. Its mappings stay as they were. */
+	if (!nn) {
+		proc_maps_free(nm, nn);
+		return;
+	}
+	if (s->header_written) {
+		/* Both lists are sorted by start address. */
+		while (i < p->nr_maps || j < nn) {
+			if (i < p->nr_maps && j < nn && same_map(&p->maps[i], &nm[j])) {
+				i++, j++;
+			} else if (j >= nn || (i < p->nr_maps && p->maps[i].start <= nm[j].start)) {
+				struct hs_record r = {.type = HS_REC_UNMAP, .time = now, .pid = (uint32_t)p->pid};
+
+				r.unmap.start = p->maps[i].start;
+				r.unmap.end = p->maps[i].end;
+				write_rec(s, &r);
+				i++;
+			} else {
+				write_mapping(s, p->pid, &nm[j++], now);
+			}
+		}
+	}
+	proc_maps_free(p->maps, p->nr_maps);
+	p->maps = nm;
+	p->nr_maps = nn;
+	if (!attach || !s->skel)
+		return; /* in-process: nothing to probe */
+	for (int k = 0; k < nn; k++) {
+		char path[4200];
+		struct object *o;
+
+		snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, nm[k].path);
+		o = object_get(s, makedev(nm[k].dev_major, nm[k].dev_minor), nm[k].inode, nm[k].path);
+		if (o)
+			attach_object(s, bind_pid(s, p->pid), o, path);
+	}
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s && *s ? strdup(s) : NULL;
+}
+
+/* An exec event's arguments, NUL-separated, as one line. */
+static char *event_args(const struct hs_proc_event *e)
+{
+	uint32_t n = e->args_len < HS_EXEC_ARGS_MAX ? e->args_len : HS_EXEC_ARGS_MAX;
+	char *v = n ? malloc(n + 1) : NULL;
+
+	if (!v)
+		return NULL;
+	memcpy(v, e->args, n);
+	while (n && !v[n - 1])
+		n--;
+	v[n] = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (!v[i])
+			v[i] = ' ';
+	return v;
+}
+
+/* The absolute path of an exec'd image no process showed before, if the name exec was given
+ * still leads to that file (DEV, the inode). A relative name is looked up from the process's
+ * working directory, or from its parent's, which it inherited and which usually outlives it. */
+static char *exec_path(const struct hs_proc_event *e, uint64_t dev)
+{
+	char name[HS_EXEC_PATH_MAX + 1], cand[3][HS_EXEC_PATH_MAX + 64];
+	struct stat st;
+	int n = 0;
+
+	memcpy(name, e->path, HS_EXEC_PATH_MAX);
+	name[HS_EXEC_PATH_MAX] = 0;
+	if (name[0] == '/') {
+		snprintf(cand[n++], sizeof(cand[0]), "%s", name);
+	} else if (name[0]) {
+		snprintf(cand[n++], sizeof(cand[0]), "/proc/%u/cwd/%s", e->h.pid, name);
+		if (e->ppid)
+			snprintf(cand[n++], sizeof(cand[0]), "/proc/%u/cwd/%s", e->ppid, name);
+	}
+	for (int i = 0; i < n; i++)
+		if (!stat(cand[i], &st) && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == e->exe_ino)
+			return realpath(cand[i], NULL);
+	return NULL;
+}
+
+/* What /proc says of PID while it lives; else what its event carried (an exec's name,
+ * path and arguments; a fork's name), and for a fork child what its parent was. */
+void write_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid, const struct hs_proc_event *e)
+{
+	struct hs_record r = {.type = HS_REC_PROCESS, .time = ticks(s, mono_ns()), .pid = (uint32_t)pid};
+	char *comm = proc_read_string(pid, "comm"), *cmdline = proc_read_string(pid, "cmdline");
+	char *exe = proc_exe(pid), path[64], ecomm[17];
+	struct proc *p = proc_find(s, pid), *parent = ppid > 0 ? proc_find(s, ppid) : NULL;
+	uint8_t bid[HS_BUILD_ID_MAX];
+	int n;
+
+	/* An exiting process reads as empty strings: that says nothing. */
+	if (comm && !*comm)
+		free(comm), comm = NULL;
+	if (cmdline && !*cmdline)
+		free(cmdline), cmdline = NULL;
+	if (e) {
+		memcpy(ecomm, e->comm, 16);
+		ecomm[16] = 0;
+		if (!comm || e->h.type == HS_EV_EXEC) {
+			free(comm);
+			comm = dup_or_null(ecomm);
+		}
+		if (!cmdline && e->h.type == HS_EV_EXEC)
+			cmdline = event_args(e);
+		if (!exe && e->h.type == HS_EV_EXEC)
+			exe = exec_path(e, makedev(e->exe_dev >> 20, e->exe_dev & 0xfffff));
+		if (!exe && e->h.type == HS_EV_EXEC)
+			exe = strndup(e->path, sizeof(e->path));
+	}
+	if (parent && origin == HS_PROC_FORKED) {
+		if (!comm)
+			comm = dup_or_null(parent->comm);
+		if (!cmdline)
+			cmdline = dup_or_null(parent->cmdline);
+		if (!exe)
+			exe = dup_or_null(parent->exe);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = hs_read_build_id(path, bid, sizeof(bid));
+	r.process.ppid = (uint32_t)(ppid ? ppid : proc_ppid(pid));
+	r.process.origin = origin;
+	r.process.comm = comm ? comm : "";
+	r.process.cmdline = cmdline ? cmdline : "";
+	r.process.exe = exe ? exe : "";
+	r.process.build_id = (struct hs_bytes){bid, n > 0 ? (uint32_t)n : 0};
+	write_rec(s, &r);
+	if (p) {
+		free(p->comm);
+		free(p->cmdline);
+		free(p->exe);
+		p->comm = comm;
+		p->cmdline = cmdline;
+		p->exe = exe;
+	} else {
+		free(comm);
+		free(cmdline);
+		free(exe);
+	}
+}
+
+static void name_thread(struct session *s, pid_t pid, pid_t tid)
+{
+	struct hs_record r = {.type = HS_REC_THREAD_NAME, .pid = (uint32_t)pid, .tid = (uint32_t)tid};
+	bool created;
+	char *comm;
+
+	if (!hmap_put(&s->tids, (uint64_t)pid, (uint64_t)tid, &created) || !created)
+		return;
+	comm = proc_thread_comm(pid, tid);
+	if (!comm)
+		return;
+	r.thread_name.comm = comm;
+	write_rec(s, &r);
+	free(comm);
+}
+
+
+void name_thread_cb(pid_t tid, void *ctx)
+{
+	struct thread_ctx *t = ctx;
+
+	name_thread(t->s, t->pid, tid);
+}
+
+struct proc *add_proc(struct session *s, pid_t pid)
+{
+	struct hmap_slot *slot;
+	struct proc *v;
+	bool created;
+
+	if (proc_find(s, pid))
+		return proc_find(s, pid);
+	/* Doubling at powers of two: -a adds a process per fork on the host. */
+	v = s->procs;
+	if (!(s->nr_procs & (s->nr_procs - 1)))
+		v = realloc(s->procs, sizeof(*v) * (size_t)(s->nr_procs ? 2 * s->nr_procs : 1));
+	slot = v ? hmap_put(&s->proc_idx, (uint64_t)pid, 0, &created) : NULL;
+	if (!v || !slot)
+		return NULL;
+	s->procs = v;
+	v[s->nr_procs] = (struct proc){.pid = pid, .alive = true};
+	slot->val = (uint64_t)++s->nr_procs;
+	return &v[s->nr_procs - 1];
+}
+
+/* A process joins the recording: its record, threads, mappings and probes. */
+void track_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid, const struct hs_proc_event *e)
+{
+	struct proc *p = add_proc(s, pid);
+	struct thread_ctx t = {s, pid};
+	uint8_t one = 1;
+	uint32_t key = (uint32_t)pid;
+
+	if (!p)
+		return;
+	if (!s->o->all && s->skel)
+		bpf_map_update_elem(bpf_map__fd(s->skel->maps.tracked), &key, &one, BPF_ANY);
+	write_process(s, pid, origin, ppid, e);
+	proc_for_each_thread(pid, name_thread_cb, &t);
+	rescan_maps(s, p, true); /* writes every mapping: all are new to the file */
+	if (!p->nr_maps && origin == HS_PROC_FORKED) {
+		/* Gone before we looked: at fork its mappings were its parent's. */
+		struct proc *parent = proc_find(s, ppid);
+
+		for (int i = 0; parent && i < parent->nr_maps; i++)
+			write_mapping(s, pid, &parent->maps[i], ticks(s, mono_ns()));
+	}
+}
+
+/* Whether one of P's mappings, as last read, holds ADDR. */
+static bool proc_covers(const struct proc *p, uint64_t addr)
+{
+	for (int i = 0; i < p->nr_maps; i++)
+		if (p->maps[i].start <= addr && addr < p->maps[i].end)
+			return true;
+	return false;
+}
+
+static struct object *object_find(struct session *s, uint64_t dev, uint64_t ino)
+{
+	struct hmap_slot *slot = hmap_find(&s->objs_by_id, dev, ino);
+
+	return slot ? (struct object *)(uintptr_t)slot->val : NULL;
+}
+
+/* After an exec: if the image's text is not among the mappings read (the process already
+ * exited), write it from what the kernel reported and the file's program headers. */
+static void ensure_exe_mapping(struct session *s, struct proc *p, const struct hs_proc_event *e, uint64_t t)
+{
+	uint64_t dev = makedev(e->exe_dev >> 20, e->exe_dev & 0xfffff);
+	struct hs_record r = {.type = HS_REC_MAPPING, .time = t, .pid = e->h.pid};
+	struct object *o;
+	uint64_t off;
+
+	if (!e->start_code || !e->exe_ino || proc_covers(p, e->start_code))
+		return;
+	o = object_find(s, dev, e->exe_ino);
+	if (!o) {
+		char *abs = exec_path(e, dev);
+
+		o = abs ? object_get(s, dev, e->exe_ino, abs) : NULL;
+		free(abs);
+		if (!o)
+			return;
+	}
+	if (!o->scanned)
+		scan_object(s, o, o->path);
+	if (elf_exec_offset(o->path, &off))
+		return;
+	r.mapping.start = e->start_code & ~0xfffull;
+	r.mapping.end = (e->end_code + 0xfff) & ~0xfffull;
+	r.mapping.offset = off;
+	r.mapping.inode = e->exe_ino;
+	r.mapping.path = o->path;
+	r.mapping.build_id = (struct hs_bytes){o->build_id, (uint32_t)o->build_id_len};
+	write_rec(s, &r);
+}
+
+void on_proc_event(struct session *s, const struct hs_proc_event *e, uint64_t t)
+{
+	struct proc *p;
+
+	switch (e->h.type) {
+	case HS_EV_FORK:
+		if (s->o->verbose)
+			warnx("following fork: %u -> %u", e->ppid, e->h.pid);
+		track_process(s, (pid_t)e->h.pid, HS_PROC_FORKED, (pid_t)e->ppid, e);
+		break;
+	case HS_EV_EXEC:
+		p = proc_find(s, (pid_t)e->h.pid);
+		if (!p) {
+			/* The held command has just exec'd: it joins with its real image. */
+			if ((pid_t)e->h.pid == s->child || s->o->all) {
+				/* -a: a process first seen at its exec, from the event if it is gone. */
+				track_process(s, (pid_t)e->h.pid, s->o->all ? HS_PROC_ATTACHED : HS_PROC_STARTED,
+					      s->o->all ? (pid_t)e->ppid : getpid(), e);
+				p = proc_find(s, (pid_t)e->h.pid);
+				if (p)
+					ensure_exe_mapping(s, p, e, t);
+			}
+			break;
+		}
+		write_process(s, p->pid, HS_PROC_EXEC, 0, e);
+		rescan_maps(s, p, true);
+		ensure_exe_mapping(s, p, e, t);
+		break;
+	case HS_EV_EXIT: {
+		struct hs_record r = {.type = HS_REC_EXIT, .time = t, .pid = e->h.pid};
+		int code = e->exit_code;
+
+		/* -a sees every exit on the host: only those of processes in the file count. */
+		p = proc_find(s, (pid_t)e->h.pid);
+		if (!p)
+			break;
+		r.exit.status = (code & 0x7f) ? -(int64_t)(code & 0x7f) : (code >> 8) & 0xff;
+		if (!(e->h.kind & HS_EXIT_FLAG_NO_STATUS))
+			write_rec(s, &r);
+		if (p->alive) {
+			p->alive = false;
+			if (p->pid != s->o->pid && p->pid != s->child)
+				detach_pid(s, p->pid);
+		}
+		break;
+	}
+	}
+}
+
+/* Code was mapped: read the maps while the process lives, or keep what the kernel said. */
+void on_mmap_event(struct session *s, const struct hs_mmap_event *e, uint64_t t)
+{
+	struct proc *p = proc_find(s, (pid_t)e->h.pid);
+	struct hs_record r = {.type = HS_REC_MAPPING, .time = t, .pid = e->h.pid};
+	uint64_t dev = makedev(e->dev >> 20, e->dev & 0xfffff);
+	struct object *o = NULL;
+	char name[64];
+
+	if (!p)
+		return;
+	rescan_maps(s, p, true);
+	if (proc_covers(p, e->addr))
+		return;
+	o = object_find(s, dev, e->ino);
+	if (!o && e->path[0] == '/') {
+		/* Named by the sender (the in-process recorder): used if it is still that file. */
+		char path[HS_EXEC_PATH_MAX + 1];
+		struct stat st;
+
+		memcpy(path, e->path, HS_EXEC_PATH_MAX);
+		path[HS_EXEC_PATH_MAX] = 0;
+		if (!stat(path, &st) && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == e->ino)
+			o = object_get(s, dev, e->ino, path);
+	}
+	if (o && !o->scanned)
+		scan_object(s, o, o->path);
+	snprintf(name, sizeof(name), "[inode %" PRIu64 "]", (uint64_t)e->ino);
+	r.mapping.start = e->addr;
+	r.mapping.end = e->addr + e->len;
+	r.mapping.offset = e->off;
+	r.mapping.inode = e->ino;
+	r.mapping.path = o ? o->path : name;
+	if (o)
+		r.mapping.build_id = (struct hs_bytes){o->build_id, (uint32_t)o->build_id_len};
+	write_rec(s, &r);
+}

@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: MIT
+/* Reading rings in place: the BPF per-CPU rings and the in-process per-thread rings share
+ * one framing, so one reader handles both, merging them by time. */
+#include "session.h"
+
+/* ---- reading the per-CPU rings ---- */
+
+
+static int ring_map(struct ring *r, int fd, uint32_t size)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	void *p;
+
+	p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	r->cons = p;
+	p = mmap(NULL, pg + 2 * (size_t)size, PROT_READ, MAP_SHARED, fd, (off_t)pg);
+	if (p == MAP_FAILED)
+		return -errno;
+	r->map_len = pg + 2 * (size_t)size;
+	r->prod = p;
+	r->data = (const uint8_t *)p + pg;
+	r->mask = size - 1;
+	r->pos = r->published = r->end = __atomic_load_n(r->cons, __ATOMIC_ACQUIRE);
+	return 0;
+}
+
+/* A ring in memory shared with a producer in another process (in-process recording): the
+ * same framing, no double mapping, because that producer never lets a record wrap. */
+void ring_use_memory(struct ring *r, uint64_t *cons, const uint64_t *prod, const uint8_t *data, uint32_t size)
+{
+	r->cons = cons;
+	r->prod = prod;
+	r->data = data;
+	r->mask = size - 1;
+	r->pos = r->published = r->end = __atomic_load_n(cons, __ATOMIC_ACQUIRE);
+}
+
+void ring_unmap(struct ring *r)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+	if (r->cons)
+		munmap(r->cons, pg);
+	if (r->prod)
+		munmap((void *)r->prod, r->map_len);
+}
+
+/* Reads how far the producer got. Returns true if the ring holds anything not handled,
+ * committed or not. */
+static bool ring_look(struct ring *r)
+{
+	r->end = __atomic_load_n(r->prod, __ATOMIC_ACQUIRE);
+	return r->pos != r->end;
+}
+
+/* The bytes a record of LEN takes in the ring: its 8-byte header, then the event, 8-byte aligned. */
+static uint64_t ring_rec_bytes(uint32_t len)
+{
+	return ((uint64_t)len + BPF_RINGBUF_HDR_SZ + 7) & ~7ull;
+}
+
+/* The event at the read position, or NULL at the end of what the producer had written when
+ * last looked at, or at a record still being written. Skips discarded records. */
+static const struct hs_event_hdr *ring_head(struct ring *r, uint32_t *len)
+{
+	while (r->pos < r->end) {
+		const uint32_t *hdr = (const uint32_t *)(r->data + (r->pos & r->mask));
+		uint32_t l = __atomic_load_n(hdr, __ATOMIC_ACQUIRE);
+
+		if (l & BPF_RINGBUF_BUSY_BIT)
+			return NULL;
+		if (!(l & BPF_RINGBUF_DISCARD_BIT) && l >= sizeof(struct hs_event_hdr)) {
+			*len = l;
+			return (const void *)((const uint8_t *)hdr + BPF_RINGBUF_HDR_SZ);
+		}
+		r->pos += ring_rec_bytes(l & ~BPF_RINGBUF_DISCARD_BIT);
+	}
+	return NULL;
+}
+
+/* Gives handled space back to the producer. Every store makes the producer's next reserve
+ * miss its cache line, so a drain publishes in steps of 1/16 of the ring, and at its end. */
+static void ring_publish(struct ring *r, bool force)
+{
+	if (r->pos != r->published && (force || r->pos - r->published >= (r->mask + 1) / 16)) {
+		__atomic_store_n(r->cons, r->pos, __ATOMIC_RELEASE);
+		r->published = r->pos;
+	}
+}
+
+/* Handles one ring's events up to where it was last looked at. */
+static void ring_handle_all(struct session *s, struct ring *r)
+{
+	const struct hs_event_hdr *h;
+	uint32_t len;
+
+	while (!s->err && (h = ring_head(r, &len))) {
+		handle_event(s, h, len);
+		r->pos += ring_rec_bytes(len);
+		ring_publish(r, false);
+	}
+	ring_publish(r, true);
+}
+
+/* Handles the events stamped up to LIMIT (CLOCK_MONOTONIC ns) of all rings, oldest first.
+ * Each ring is in order already, so events go in runs: a ring is read while its head is no
+ * later than every other ring's, and the rings are compared once per run. */
+static void merge_rings(struct session *s, uint64_t limit)
+{
+	while (!s->err) {
+		struct ring *best = NULL;
+		uint64_t best_ts = UINT64_MAX, next_ts = UINT64_MAX;
+		const struct hs_event_hdr *h;
+		uint32_t len;
+
+		for (int i = 0; i < s->nr_rings; i++) {
+			struct ring *r = &s->rings[i];
+
+			if (!(h = ring_head(r, &len)))
+				continue;
+			if (h->ts < best_ts) {
+				next_ts = best_ts;
+				best_ts = h->ts;
+				best = r;
+			} else if (h->ts < next_ts) {
+				next_ts = h->ts;
+			}
+		}
+		if (!best || best_ts > limit)
+			break;
+		if (next_ts > limit)
+			next_ts = limit;
+		while ((h = ring_head(best, &len)) && h->ts <= next_ts && !s->err) {
+			handle_event(s, h, len);
+			best->pos += ring_rec_bytes(len);
+			ring_publish(best, false);
+		}
+	}
+	for (int i = 0; i < s->nr_rings; i++)
+		ring_publish(&s->rings[i], true);
+}
+
+/* Handles what the rings hold, in an order that keeps each block's free before the next
+ * allocation at its address. When one ring alone holds events, all of them go at once: an
+ * event on another CPU that came first (a free of an address this ring's allocation
+ * reuses) was committed first, so looking at the other rings after this one's producer
+ * position shows it. Otherwise the rings are merged by timestamp, MERGE_SLACK_NS behind;
+ * with ALL, at the end, everything. Returns the time up to which the file is complete: a
+ * snapshot taken now marks that moment. Sets *HELD if events wait for the slack. */
+uint64_t drain(struct session *s, bool all, bool *held)
+{
+	uint64_t t = mono_ns();
+
+	*held = false;
+	for (int i = 0; all && i < s->nr_rings; i++)
+		s->rings[i].goal = __atomic_load_n(s->rings[i].prod, __ATOMIC_ACQUIRE);
+	for (;;) {
+		int busy = 0, only = -1;
+		uint64_t before = 0, after = 0;
+		bool reached = true;
+
+		for (int i = 0; i < s->nr_rings; i++) {
+			if (ring_look(&s->rings[i])) {
+				busy++;
+				only = i;
+			}
+			before += s->rings[i].pos;
+		}
+		if (!busy)
+			return t;
+		for (int i = 0; busy == 1 && i < s->nr_rings; i++)
+			if (i != only && __atomic_load_n(s->rings[i].prod, __ATOMIC_ACQUIRE) != s->rings[i].pos)
+				busy++;
+		if (busy == 1) {
+			ring_handle_all(s, &s->rings[only]);
+			if (!all)
+				return t;
+		} else {
+			merge_rings(s, all ? UINT64_MAX : (t > MERGE_SLACK_NS ? t - MERGE_SLACK_NS : 0));
+			if (!all) {
+				for (int i = 0; i < s->nr_rings; i++)
+					*held |= s->rings[i].pos != s->rings[i].end;
+				return t > MERGE_SLACK_NS ? t - MERGE_SLACK_NS : 0;
+			}
+		}
+		for (int i = 0; i < s->nr_rings; i++) {
+			after += s->rings[i].pos;
+			reached &= s->rings[i].pos >= s->rings[i].goal;
+		}
+		/* The end: what the rings held when it began is handled, or only records still
+		 * being written are left. A target that keeps allocating cannot hold it up. */
+		if (after == before || reached || s->err)
+			return mono_ns();
+	}
+}
+
+/* One ring per possible CPU, all of RING_BYTES, made before the BPF object is loaded: the
+ * first also serves as the template of the array of rings. */
+int create_rings(struct session *s, uint32_t ring_bytes)
+{
+	s->ring_bytes = ring_bytes;
+	s->nr_rings = libbpf_num_possible_cpus();
+	if (s->nr_rings <= 0)
+		return s->nr_rings ? s->nr_rings : -EINVAL;
+	s->rings = calloc((size_t)s->nr_rings, sizeof(*s->rings));
+	s->ring_fds = malloc(sizeof(*s->ring_fds) * (size_t)s->nr_rings);
+	if (!s->rings || !s->ring_fds)
+		return -ENOMEM;
+	for (int i = 0; i < s->nr_rings; i++)
+		s->ring_fds[i] = -1;
+	for (int i = 0; i < s->nr_rings; i++) {
+		s->ring_fds[i] = bpf_map_create(BPF_MAP_TYPE_RINGBUF, NULL, 0, 0, ring_bytes, NULL);
+		if (s->ring_fds[i] < 0)
+			return -errno;
+	}
+	bpf_map__set_max_entries(s->skel->maps.rings, (uint32_t)s->nr_rings);
+	return bpf_map__set_inner_map_fd(s->skel->maps.rings, s->ring_fds[0]);
+}
+
+/* After loading: puts the rings in the BPF array, maps them, and has one epoll set wait on
+ * them all. Edge-triggered: events left in a ring for the merge must not wake the recorder
+ * again and again, only the producers' wakeups. */
+/* The epoll set the loop sleeps on: the signalfd and, for in-process rings, the eventfd
+ * producers write past a quarter of a ring; both level-triggered, read every time round. */
+int rings_epoll(struct session *s, int wake_fd)
+{
+	int fds[] = {rec_signals__fd(), wake_fd};
+
+	if (s->epfd < 0)
+		s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->epfd < 0)
+		return -errno;
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = UINT32_MAX - (uint32_t)i};
+
+		if (fds[i] >= 0 && epoll_ctl(s->epfd, EPOLL_CTL_ADD, fds[i], &ev))
+			return -errno;
+	}
+	return 0;
+}
+
+int install_rings(struct session *s)
+{
+	int outer = bpf_map__fd(s->skel->maps.rings), err;
+
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->epfd < 0)
+		return -errno;
+	for (int i = 0; i < s->nr_rings; i++) {
+		uint32_t key = (uint32_t)i;
+		struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.u32 = key};
+
+		if (bpf_map_update_elem(outer, &key, &s->ring_fds[i], BPF_ANY))
+			return -errno;
+		if ((err = ring_map(&s->rings[i], s->ring_fds[i], s->ring_bytes)))
+			return err;
+		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->ring_fds[i], &ev))
+			return -errno;
+	}
+	return rings_epoll(s, -1);
+}
+
+/* Sleeps until a producer wakes the recorder or TIMEOUT_MS pass. */
+int wait_rings(struct session *s, int timeout_ms)
+{
+	struct epoll_event evs[16];
+
+	return epoll_wait(s->epfd, evs, 16, timeout_ms) < 0 && errno != EINTR ? -errno : 0;
+}

@@ -170,6 +170,11 @@ void *reserve(struct tstate *t, uint32_t len, uint32_t *need_out)
 	uint32_t size = shm->ring_bytes, need = (len + HS_SHM_RING_HDR + 7) & ~7u, pos, pad;
 	uint8_t *data;
 
+	/* Detached (the recording ended): dormant for good. */
+	if (UNLIKELY(__atomic_load_n(&shm->dormant, __ATOMIC_RELAXED))) {
+		go_dormant();
+		return NULL;
+	}
 	if (UNLIKELY(t->ring < 0) && (t->ring == -2 || !claim_ring(t)))
 		return NULL;
 	r = &shm->rings[t->ring];

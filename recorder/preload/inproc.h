@@ -112,13 +112,10 @@ static inline __attribute__((always_inline)) struct tstate *enter(void)
 {
 	if (UNLIKELY(!real.free))
 		resolve();
+	/* Whether the recorder has detached is asked only of events about to be written
+	 * (reserve): a call the sampler passes by writes nothing either way. */
 	if (!__atomic_load_n(&active, __ATOMIC_RELAXED) || tdepth)
 		return NULL;
-	/* Detached (the recording ended): dormant for good. */
-	if (UNLIKELY(__atomic_load_n(&shm->dormant, __ATOMIC_RELAXED))) {
-		go_dormant();
-		return NULL;
-	}
 	return thread_state();
 }
 

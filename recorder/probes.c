@@ -275,7 +275,8 @@ void scan_object(struct session *s, struct object *o, const char *open_path)
 	o->scanned = true;
 	ret = hs_read_build_id(open_path, o->build_id, sizeof(o->build_id));
 	o->build_id_len = ret > 0 ? ret : 0;
-	ret = alloc_funcs__scan(open_path, o->is_libc, !s->o->probe_entry, &o->funcs);
+	/* In-process, an object is only named and identified: nothing is probed. */
+	ret = s->skel ? alloc_funcs__scan(open_path, o->is_libc, !s->o->probe_entry, &o->funcs) : 0;
 	if (ret < 0 && ret != -ENOEXEC && s->o->verbose)
 		warnx("cannot read symbols of %s: %s", open_path, strerror(-ret));
 	/* --probe LIB:SYMBOL:kind, for the object that is LIB. */

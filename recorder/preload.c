@@ -20,7 +20,7 @@ struct preload {
 };
 
 int preload__open(uint32_t nr_rings, uint32_t ring_bytes, uint64_t sample_rate, uint32_t stack_mode,
-		  uint32_t max_stack, struct preload **out)
+		  uint32_t max_stack, uint32_t dwarf_bytes, struct preload **out)
 {
 	struct preload *p = calloc(1, sizeof(*p));
 	double sum = 0, q[HS_NR_THRESHOLDS];
@@ -49,6 +49,7 @@ int preload__open(uint32_t nr_rings, uint32_t ring_bytes, uint64_t sample_rate, 
 	p->hdr->sample_rate = sample_rate;
 	p->hdr->stack_mode = stack_mode;
 	p->hdr->max_stack = max_stack;
+	p->hdr->dwarf_bytes = dwarf_bytes;
 	p->hdr->data_offset = hs_shm_data_offset(nr_rings);
 	p->hdr->recorder_pid = (uint64_t)getpid();
 	/* Exponential quantiles with mean SAMPLE_RATE, as the BPF sampler's table. */

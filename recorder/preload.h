@@ -11,9 +11,10 @@
 struct preload;
 
 /* Creates the shared memory for NR_RINGS rings of RING_BYTES (a power of two), sampling at
- * SAMPLE_RATE bytes (0: every event), stacks as STACK_MODE up to MAX_STACK frames. */
+ * SAMPLE_RATE bytes (0: every event), stacks as STACK_MODE up to MAX_STACK frames or, for
+ * dwarf, windows of DWARF_BYTES. */
 int preload__open(uint32_t nr_rings, uint32_t ring_bytes, uint64_t sample_rate, uint32_t stack_mode,
-		  uint32_t max_stack, struct preload **out);
+		  uint32_t max_stack, uint32_t dwarf_bytes, struct preload **out);
 /* The library to preload: $HEAPSNAP_LIB, else next to the recorder (.output/), else
  * ../lib/heapsnap/ from its directory (make install). NULL when none is found. */
 char *preload__find_lib(void);

@@ -163,8 +163,6 @@ static int choose_via(struct session *s, struct run *u)
 			s->via = VIA_BPF, s->via_why = "bpf: attached to a running process";
 		else if (o->all)
 			s->via = VIA_BPF, s->via_why = "bpf: every process on the host";
-		else if (o->stack_mode == HS_STACK_DWARF)
-			s->via = VIA_BPF, s->via_why = "bpf: --stack dwarf copies stacks from BPF";
 		else if (bpf_only)
 			s->via = VIA_BPF, s->via_why = "bpf: an option of the probes (--probe, --libc, --noop-probes, ...)";
 		else if (!stat(u->exe, &st) && (st.st_mode & (S_ISUID | S_ISGID)))
@@ -179,9 +177,9 @@ static int choose_via(struct session *s, struct run *u)
 			warnx("--via preload records a command it starts (-- COMMAND); -p and -a use BPF");
 			return -EINVAL;
 		}
-		if (o->stack_mode == HS_STACK_DWARF || bpf_only) {
-			warnx("--via preload: %s is BPF's alone; use --via bpf",
-			      o->stack_mode == HS_STACK_DWARF ? "--stack dwarf" : "that probe option");
+		if (bpf_only) {
+			warnx("--via preload: that probe option (--probe, --libc, --noop-probes, --probe-links, "
+			      "--probe-at-entry) is BPF's alone; use --via bpf");
 			return -EINVAL;
 		}
 	} else {
@@ -259,7 +257,7 @@ static int preload_start(struct session *s, struct run *u)
 	/* A ring per thread of the targets, claimed at its first event. */
 	u->ring_bytes = PRELOAD_RING_BYTES;
 	err = preload__open(PRELOAD_RINGS, u->ring_bytes, o->sample_rate, (uint32_t)o->stack_mode, o->max_stack,
-			    &s->pre);
+			    o->dwarf_bytes, &s->pre);
 	if (err) {
 		warnx("cannot create the memory shared with the command: %s", strerror(-err));
 		return err;

@@ -13,7 +13,7 @@
 #include "heapsnap.h"
 
 #define HS_SHM_MAGIC 0x4d485348u /* "HSHM" */
-#define HS_SHM_VERSION 1
+#define HS_SHM_VERSION 2
 #define HS_SHM_ENV "HEAPSNAP_SHM"   /* "FD_SHM,FD_EVENT": inherited by the target */
 #define HS_SHM_MAX_RINGS 1024
 #define HS_SHM_RING_HDR 8            /* as BPF_RINGBUF_HDR_SZ */
@@ -37,6 +37,7 @@ struct hs_shm_hdr {
 	uint32_t nr_rings, ring_bytes;   /* rings' data follow the ring table, ring_bytes each */
 	uint64_t sample_rate;            /* 0: every event */
 	uint32_t stack_mode, max_stack;  /* HS_STACK_*, frames */
+	uint32_t dwarf_bytes, pad;       /* HS_STACK_DWARF: the stack window copied per sample */
 	uint64_t data_offset;            /* from the start of the mapping to ring 0's data */
 	uint64_t recorder_pid;
 	uint64_t dormant;                /* atomic: non-zero, every hook passes straight through */

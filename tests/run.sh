@@ -543,17 +543,28 @@ t_bpf_static() {
 	"$A" top --value alloc_objects "$TMP/sh.hsnap" | grep -q "^ *1000 .*parse_request$" || die "parse_request through a script"
 }
 
+# What another user runs, where another user can reach it: the checkout may sit in a
+# directory only its owner can enter.
+unpriv_bin() {
+	mkdir -p "$TMP/ub"
+	cp "$R" "$OUT/libheapsnap.so" "$T/alloc_c" "$T/libplugin.so" "$TMP/ub/"
+	chmod o+x "$TMP"; chmod -R o+rX "$TMP/ub"
+}
+
 t_bpf_not_root() {
 	need_bpf
 	command -v setpriv >/dev/null || skip "no setpriv to drop root"
 	local rc
-	setpriv --reuid=65534 --regid=65534 --clear-groups "$R" --via "$VIA" -o "$TMP/nr.hsnap" -- /bin/true 2>"$TMP/e"; rc=$?
+	unpriv_bin
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$TMP/ub/heapsnap-record" --via "$VIA" -o "$TMP/nr.hsnap" -- /bin/true \
+		2>"$TMP/e"; rc=$?
 	eq "not root exit" 1 $rc
 	contains "$TMP/e" "needs root (or CAP_BPF and CAP_PERFMON)"
 	# What the message says suffices does: an unprivileged user with the two capabilities.
-	mkdir -p "$TMP/nr"; chmod 777 "$TMP/nr"; chmod o+x "$TMP"
+	mkdir -p "$TMP/nr"; chmod 777 "$TMP/nr"; unpriv_bin
 	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=+bpf,+perfmon --ambient-caps=+bpf,+perfmon \
-		"$R" --via "$VIA" -o "$TMP/nr/c.hsnap" -- "$T/alloc_c" >/dev/null 2>"$TMP/e" || { cat "$TMP/e"; die "CAP_BPF and CAP_PERFMON as uid 65534"; }
+		"$TMP/ub/heapsnap-record" --via "$VIA" -o "$TMP/nr/c.hsnap" -- "$TMP/ub/alloc_c" >/dev/null 2>"$TMP/e" ||
+		{ cat "$TMP/e"; die "CAP_BPF and CAP_PERFMON as uid 65534"; }
 	"$A" top "$TMP/nr/c.hsnap" 2>/dev/null | grep -q "^ *10000 .*leak_malloc$" || die "leak_malloc with capabilities only"
 }
 
@@ -904,6 +915,9 @@ t_preload_other_allocators() { VIA=preload t_bpf_other_allocators; }
 t_preload_snapshots_diff() { VIA=preload t_bpf_snapshots_diff; }
 t_preload_killed_recorder() { VIA=preload t_bpf_killed_recorder; }
 t_preload_fork_storm() { VIA=preload t_bpf_fork_storm; }
+t_preload_dwarf_nofp() { VIA=preload t_bpf_dwarf_nofp; }
+t_preload_dwarf_cxx_rust() { VIA=preload t_bpf_dwarf_cxx_rust; }
+t_preload_dwarf_debian() { VIA=preload t_bpf_dwarf_debian; }
 
 # Sampling every block (a 16-byte mean): the library's table of sampled blocks fills with
 # the tombstones of 200,000 frees and is rebuilt on the way; the figures stay exact.
@@ -919,9 +933,9 @@ t_preload_sampled_dense() {
 # A user records their own program with no privilege at all; auto picks the way and says why.
 t_preload_unprivileged() {
 	command -v setpriv >/dev/null || skip "no setpriv to drop root"
-	mkdir -p "$TMP/up"; chmod 777 "$TMP/up"; chmod o+x "$TMP"
-	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$R" -v -o "$TMP/up/c.hsnap" -- "$T/alloc_c" \
-		>/dev/null 2>"$TMP/e" || { cat "$TMP/e"; die "recording as uid 65534 without capabilities"; }
+	mkdir -p "$TMP/up"; chmod 777 "$TMP/up"; unpriv_bin
+	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$TMP/ub/heapsnap-record" -v -o "$TMP/up/c.hsnap" \
+		-- "$TMP/ub/alloc_c" >/dev/null 2>"$TMP/e" || { cat "$TMP/e"; die "recording as uid 65534 without capabilities"; }
 	contains "$TMP/e" "recording via preload: a launched, dynamically linked command"
 	"$A" info "$TMP/up/c.hsnap" >"$TMP/up.info" 2>/dev/null
 	contains "$TMP/up.info" "Recorded via preload: a launched, dynamically linked command"
@@ -934,8 +948,8 @@ t_preload_unprivileged() {
 	# auto: BPF for what preloading cannot reach.
 	"$R" -v -o "$TMP/st.hsnap" -- "$T/static_once" "$TMP/runs" >/dev/null 2>"$TMP/e" || die "static"
 	contains "$TMP/e" "recording via bpf: a static binary loads no preloaded library"
-	"$R" --via preload --stack dwarf -o "$TMP/x.hsnap" -- /bin/true 2>"$TMP/e"; eq "--via preload --stack dwarf exit" 1 $?
-	contains "$TMP/e" "--stack dwarf is BPF's alone"
+	"$R" --via preload --probe-links multi -o "$TMP/x.hsnap" -- /bin/true 2>"$TMP/e"; eq "--via preload --probe-links exit" 1 $?
+	contains "$TMP/e" "is BPF's alone; use --via bpf"
 }
 
 bpf_check
@@ -945,7 +959,8 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_bpf_symbolize_moved t_bpf_attach_busy t_bpf_signals_startup t_output_files t_analyzer_crafted t_losses t_bpf_all_short_lived \
 	t_bpf_fork_storm t_preload_c_exact t_preload_c_labels_inline t_preload_cxx_exact t_preload_rust_exact t_preload_sampled \
 	t_preload_handoff t_preload_other_allocators t_preload_snapshots_diff t_preload_killed_recorder t_preload_fork_storm \
-	t_preload_sampled_dense t_preload_unprivileged t_fuzz_targets"
+	t_preload_sampled_dense t_preload_dwarf_nofp t_preload_dwarf_cxx_rust t_preload_dwarf_debian t_preload_unprivileged \
+	t_fuzz_targets"
 for t in $ALL; do
 	run $t
 done

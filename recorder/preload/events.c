@@ -428,6 +428,49 @@ uint64_t sampled_take(void *p)
 	return size;
 }
 
+/* Its entry is the program counter of every dwarf capture: there, as at any function's
+ * entry, the return address is at [sp], so the offline unwinder goes from it straight to
+ * the hook's caller, and skips it as it skips the allocator a uprobe stopped in. */
+__attribute__((noinline, used)) void hs_dwarf_entry(void)
+{
+	__asm__ volatile("");
+}
+
+/* --stack dwarf: the registers as they were at the hook's entry (sp just below its return
+ * address, the caller's rbp; the callee-saved others as the hook holds them, which no
+ * frame-pointer or sp-based CFA rule needs) and the stack above, up to DWARF_BYTES. The
+ * copy stays within the thread's stack. */
+static uint64_t capture_dwarf(struct tstate *t, uint64_t fp, uint64_t ts)
+{
+	uint64_t sp = fp + 8, used = t->stack_hi > sp ? t->stack_hi - sp : 0, len, key;
+	struct hs_dwarf_event *e;
+	uint32_t need;
+
+	if (sp < t->stack_lo || !used)
+		return 0;
+	len = used < shm->dwarf_bytes ? used : shm->dwarf_bytes;
+	if (len > HS_MAX_DWARF_BYTES)
+		len = HS_MAX_DWARF_BYTES;
+	if (used > len)
+		count(HS_CNT_DWARF_TRUNCATED);
+	e = reserve(t, (uint32_t)(offsetof(struct hs_dwarf_event, data) + len), &need);
+	if (!e)
+		return 0;
+	fill_hdr(&e->h, HS_EV_DWARF, 0, t->tid, ts);
+	key = ((uint64_t)t->tid << 32) ^ ++t->dwarf_seq ^ (1ull << 63);
+	e->key = key;
+	e->regs[0] = (uint64_t)(uintptr_t)hs_dwarf_entry;
+	e->regs[1] = sp;
+	e->regs[2] = ((uint64_t *)fp)[0];
+	__asm__ volatile("mov %%rbx, %0\n\tmov %%r12, %1\n\tmov %%r13, %2\n\tmov %%r14, %3\n\tmov %%r15, %4"
+			 : "=m"(e->regs[3]), "=m"(e->regs[4]), "=m"(e->regs[5]), "=m"(e->regs[6]), "=m"(e->regs[7]));
+	e->len = (uint32_t)len;
+	e->used = (uint32_t)used;
+	memcpy(e->data, (const void *)(uintptr_t)sp, len);
+	commit(t, need);
+	return key;
+}
+
 void record_alloc(struct tstate *t, void *p, size_t size, uint8_t kind, uint64_t fp)
 {
 	struct hs_alloc_event *e;
@@ -436,7 +479,7 @@ void record_alloc(struct tstate *t, void *p, size_t size, uint8_t kind, uint64_t
 
 	if (shm->sample_rate && !sampled_add(p, size))
 		return;
-	h = capture(t, fp, ts);
+	h = shm->stack_mode == HS_STACK_DWARF ? capture_dwarf(t, fp, ts) : capture(t, fp, ts);
 	e = reserve(t, sizeof(*e), &need);
 	if (!e)
 		return;

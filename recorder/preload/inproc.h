@@ -44,6 +44,7 @@ struct tstate {
 	int64_t until_sample;
 	uint64_t stack_lo, stack_hi;
 	uint64_t events;
+	uint64_t dwarf_seq;   /* dwarf captures' keys: unique per thread */
 	uint64_t sent[256]; /* stack hashes sent lately, direct-mapped */
 };
 

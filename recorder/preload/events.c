@@ -38,9 +38,8 @@ pthread_key_t exit_key;
 /* Sampled blocks live, for frees: a byte per bucket counts them, so a free of a block never
  * sampled is turned away by one load, of a table small enough (256 KiB) to stay in cache; a
  * hit looks in the exact table under a lock, which only sampled events take. */
-#define SAMPLED_SLOTS (1u << 18)
 #define SAMPLED_BUCKETS SAMPLED_SLOTS
-static uint8_t *sampled_count;
+uint8_t *sampled_count;
 static struct sampled_ent {
 	uint64_t ptr, size;
 } *sampled, *sampled_spare; /* the spare is where the table is rebuilt without its tombstones */
@@ -339,14 +338,6 @@ static uint64_t capture(struct tstate *t, uint64_t fp, uint64_t ts)
 
 /* ---- events ---- */
 
-static uint32_t bucket(const void *p)
-{
-	uint64_t x = (uint64_t)(uintptr_t)p >> 4;
-
-	x *= 0x9e3779b97f4a7c15ull;
-	return (uint32_t)(x >> 46); /* 18 bits: the table's home slot */
-}
-
 void spin_lock(int *l)
 {
 	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
@@ -370,7 +361,7 @@ static void sampled_rebuild(void)
 
 		if (ptr <= 1)
 			continue;
-		for (i = (ptr >> 4) * 0x9e3779b97f4a7c15ull >> 46; t[i].ptr; i = (i + 1) & (SAMPLED_SLOTS - 1))
+		for (i = bucket((const void *)(uintptr_t)ptr); t[i].ptr; i = (i + 1) & (SAMPLED_SLOTS - 1))
 			;
 		t[i] = sampled[k];
 	}
@@ -382,7 +373,7 @@ static void sampled_rebuild(void)
 /* Remembers a sampled block. False when the table is full (counted as the live map's). */
 bool sampled_add(void *p, uint64_t size)
 {
-	uint64_t i = ((uint64_t)(uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> 46;
+	uint64_t i = bucket(p);
 	bool ok = false;
 
 	spin_lock(&sampled_lock);
@@ -409,7 +400,7 @@ bool sampled_add(void *p, uint64_t size)
 /* A sampled block's size, forgotten; 0 if P was not sampled. */
 uint64_t sampled_take(void *p)
 {
-	uint64_t i = ((uint64_t)(uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> 46, size = 0;
+	uint64_t i = bucket(p), size = 0;
 
 	if (LIKELY(!__atomic_load_n(&sampled_count[bucket(p)], __ATOMIC_RELAXED)))
 		return 0;

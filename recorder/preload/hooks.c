@@ -95,6 +95,12 @@ static void free_hook(void *p, uint8_t flags)
 
 	if (!p || is_boot(p))
 		return;
+	/* Sampling, a block never sampled (nearly every one) goes straight back after one load:
+	 * no thread state, no depth. */
+	if (__atomic_load_n(&active, __ATOMIC_RELAXED) && shm->sample_rate && !tdepth && !sampled_maybe(p)) {
+		real.free(p);
+		return;
+	}
 	t = enter();
 	if (!t) {
 		tdepth++;

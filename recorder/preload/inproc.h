@@ -86,6 +86,22 @@ extern int sampled_lock;
 /* process.c */
 void emit_maps(void);
 
+/* Sampled blocks: a table of SAMPLED_SLOTS, and a count of them per home slot (events.c). */
+#define SAMPLED_SLOTS (1u << 18)
+extern uint8_t *sampled_count;
+
+/* A block's home slot in the table of sampled blocks, and its bucket in sampled_count. */
+static inline __attribute__((always_inline)) uint32_t bucket(const void *p)
+{
+	return (uint32_t)(((uint64_t)(uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> 46);
+}
+
+/* Whether P may be a sampled block: false for nearly every block when sampling. */
+static inline __attribute__((always_inline)) bool sampled_maybe(const void *p)
+{
+	return __atomic_load_n(&sampled_count[bucket(p)], __ATOMIC_RELAXED);
+}
+
 /* The calling thread's state, made on its first event. */
 static inline __attribute__((always_inline)) struct tstate *thread_state(void)
 {

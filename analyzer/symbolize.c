@@ -7,6 +7,7 @@
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <libiberty/demangle.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,10 +87,23 @@ struct symbolizer *symbolizer__new(const struct sym_opts *o)
 	return s;
 }
 
+/* Whether the analyzer may look into PATH for a recording's sake: a regular file anyone may
+ * read, or one of the caller's own when the caller is not root. A crafted recording run
+ * through root's analyzer can name /etc/shadow; it is not even opened. Checked before any
+ * open, since every file a recording names is first tried here. */
+static bool may_read(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return false;
+	return (st.st_mode & S_IROTH) || (getuid() != 0 && st.st_uid == getuid());
+}
+
 static bool build_id_matches(const char *path, const uint8_t *bid, uint32_t len)
 {
 	uint8_t got[HS_BUILD_ID_MAX];
-	int n = hs_read_build_id(path, got, sizeof(got));
+	int n = may_read(path) ? hs_read_build_id(path, got, sizeof(got)) : -EACCES;
 
 	return n > 0 && (uint32_t)n == len && !memcmp(got, bid, len);
 }
@@ -189,7 +203,10 @@ static void find_file(struct symbolizer *s, struct sym_module *m)
 			m->how = "original path";
 			goto found;
 		}
-		if (m->bid_len)
+		if (!may_read(m->orig_path))
+			snprintf(m->why, sizeof(m->why), "%s is not a regular file anyone may read; not opened",
+				 m->orig_path);
+		else if (m->bid_len)
 			snprintf(m->why, sizeof(m->why), "%s has a different build-id (rebuilt or upgraded?)",
 				 m->orig_path);
 		else

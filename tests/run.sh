@@ -816,6 +816,13 @@ t_analyzer_crafted() {
 	done
 	"$C" fifo "$TMP/zero.hsnap" 1 /dev/zero && timeout 20 "$A" top "$TMP/zero.hsnap" >/dev/null 2>&1
 	[ $? -lt 5 ] || die "a mapping naming /dev/zero"
+	# A private file a recording names is not even opened, by root's analyzer least of all.
+	if command -v strace >/dev/null && [ -e /etc/shadow ]; then
+		"$C" fifo "$TMP/shadow.hsnap" 1 /etc/shadow || die "craft shadow"
+		strace -f -qq -e trace=open,openat -o "$TMP/shadow.trace" "$A" top "$TMP/shadow.hsnap" >/dev/null 2>"$TMP/shadow.err"
+		contains "$TMP/shadow.err" "/etc/shadow is not a regular file anyone may read; not opened"
+		! grep -q '"/etc/shadow"' "$TMP/shadow.trace" || die "the analyzer opened /etc/shadow for a recording"
+	fi
 	# Each within 10 s and 400 MB of address space (the analyzer needs ~100 MB for them).
 	lim() { ( ulimit -v 400000; timeout 10 "$A" "$@" ) >"$TMP/lim.out" 2>"$TMP/lim.err"; }
 	"$C" deepstack "$TMP/deep.hsnap" 20000 || die "craft deepstack"

@@ -19,11 +19,25 @@ struct preload {
 	uint64_t size;
 };
 
+void sampling_thresholds(uint64_t rate, uint64_t *out)
+{
+	double sum = 0, q[HS_NR_THRESHOLDS];
+
+	for (uint32_t i = 0; i < HS_NR_THRESHOLDS; i++) {
+		q[i] = -log1p(-((double)i + 0.5) / HS_NR_THRESHOLDS);
+		sum += q[i];
+	}
+	for (uint32_t i = 0; i < HS_NR_THRESHOLDS; i++) {
+		uint64_t v = (uint64_t)llround(q[i] / (sum / HS_NR_THRESHOLDS) * (double)rate);
+
+		out[i] = v ? v : 1;
+	}
+}
+
 int preload__open(uint32_t nr_rings, uint32_t ring_bytes, uint64_t sample_rate, uint32_t stack_mode,
 		  uint32_t max_stack, uint32_t dwarf_bytes, struct preload **out)
 {
 	struct preload *p = calloc(1, sizeof(*p));
-	double sum = 0, q[HS_NR_THRESHOLDS];
 	void *m;
 	int err;
 
@@ -52,16 +66,8 @@ int preload__open(uint32_t nr_rings, uint32_t ring_bytes, uint64_t sample_rate, 
 	p->hdr->dwarf_bytes = dwarf_bytes;
 	p->hdr->data_offset = hs_shm_data_offset(nr_rings);
 	p->hdr->recorder_pid = (uint64_t)getpid();
-	/* Exponential quantiles with mean SAMPLE_RATE, as the BPF sampler's table. */
-	for (uint32_t i = 0; i < HS_NR_THRESHOLDS; i++) {
-		q[i] = -log1p(-((double)i + 0.5) / HS_NR_THRESHOLDS);
-		sum += q[i];
-	}
-	for (uint32_t i = 0; i < HS_NR_THRESHOLDS && sample_rate; i++) {
-		uint64_t v = (uint64_t)llround(q[i] / (sum / HS_NR_THRESHOLDS) * (double)sample_rate);
-
-		p->hdr->thresholds[i] = v ? v : 1;
-	}
+	if (sample_rate)
+		sampling_thresholds(sample_rate, p->hdr->thresholds);
 	p->hdr->version = HS_SHM_VERSION;
 	__atomic_store_n(&p->hdr->magic, HS_SHM_MAGIC, __ATOMIC_RELEASE);
 	*out = p;

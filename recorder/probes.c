@@ -382,20 +382,12 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 static int fill_thresholds(struct session *s)
 {
 	int fd = bpf_map__fd(s->skel->maps.thresholds);
-	double sum = 0, q[HS_NR_THRESHOLDS];
+	uint64_t v[HS_NR_THRESHOLDS];
 
-	for (uint32_t i = 0; i < HS_NR_THRESHOLDS; i++) {
-		q[i] = -log1p(-((double)i + 0.5) / HS_NR_THRESHOLDS);
-		sum += q[i];
-	}
-	for (uint32_t i = 0; i < HS_NR_THRESHOLDS; i++) {
-		uint64_t v = (uint64_t)llround(q[i] / (sum / HS_NR_THRESHOLDS) * (double)s->o->sample_rate);
-
-		if (!v)
-			v = 1;
-		if (bpf_map_update_elem(fd, &i, &v, BPF_ANY))
+	sampling_thresholds(s->o->sample_rate, v);
+	for (uint32_t i = 0; i < HS_NR_THRESHOLDS; i++)
+		if (bpf_map_update_elem(fd, &i, &v[i], BPF_ANY))
 			return -errno;
-	}
 	return 0;
 }
 

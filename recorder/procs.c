@@ -127,13 +127,20 @@ static char *event_args(const struct hs_proc_event *e)
 	return v;
 }
 
+/* Whether PATH still leads to the file an event named by device (user-space encoding) and inode. */
+static bool is_file(const char *path, uint64_t dev, uint64_t ino)
+{
+	struct stat st;
+
+	return !stat(path, &st) && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
+}
+
 /* The absolute path of an exec'd image no process showed before, if the name exec was given
  * still leads to that file (DEV, the inode). A relative name is looked up from the process's
  * working directory, or from its parent's, which it inherited and which usually outlives it. */
 static char *exec_path(const struct hs_proc_event *e, uint64_t dev)
 {
 	char name[HS_EXEC_PATH_MAX + 1], cand[3][HS_EXEC_PATH_MAX + 64];
-	struct stat st;
 	int n = 0;
 
 	memcpy(name, e->path, HS_EXEC_PATH_MAX);
@@ -146,7 +153,7 @@ static char *exec_path(const struct hs_proc_event *e, uint64_t dev)
 			snprintf(cand[n++], sizeof(cand[0]), "/proc/%u/cwd/%s", e->ppid, name);
 	}
 	for (int i = 0; i < n; i++)
-		if (!stat(cand[i], &st) && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == e->exe_ino)
+		if (is_file(cand[i], dev, e->exe_ino))
 			return realpath(cand[i], NULL);
 	return NULL;
 }
@@ -397,11 +404,10 @@ void on_mmap_event(struct session *s, const struct hs_mmap_event *e, uint64_t t)
 	if (!o && e->path[0] == '/') {
 		/* Named by the sender (the in-process recorder): used if it is still that file. */
 		char path[HS_EXEC_PATH_MAX + 1];
-		struct stat st;
 
 		memcpy(path, e->path, HS_EXEC_PATH_MAX);
 		path[HS_EXEC_PATH_MAX] = 0;
-		if (!stat(path, &st) && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == e->ino)
+		if (is_file(path, dev, e->ino))
 			o = object_get(s, dev, e->ino, path);
 	}
 	if (o && !o->scanned)

@@ -148,6 +148,15 @@ static bool claim_ring(struct tstate *t)
 	return false;
 }
 
+/* One write to the eventfd in the recorder's epoll set: only off the hot path. */
+static void wake_recorder(void)
+{
+	uint64_t one = 1;
+
+	if (wake_fd >= 0 && write(wake_fd, &one, sizeof(one)) < 0)
+		(void)0; /* the recorder looks every few ms anyway */
+}
+
 static bool recorder_gone(void)
 {
 	uint64_t hb = __atomic_load_n(&shm->heartbeat_ns, __ATOMIC_ACQUIRE);
@@ -188,12 +197,8 @@ void *reserve(struct tstate *t, uint32_t len, uint32_t *need_out)
 				return NULL;
 			}
 			/* The recorder is behind: wake it, and wait. */
-			if (spins == 0 && wake_fd >= 0) {
-				uint64_t one = 1;
-
-				if (write(wake_fd, &one, sizeof(one)) < 0)
-					(void)0;
-			}
+			if (spins == 0)
+				wake_recorder();
 			if (spins > 64) {
 				struct timespec ns = {0, 200000};
 
@@ -229,12 +234,8 @@ void commit(struct tstate *t, uint32_t need)
 	t->prod += need;
 	__atomic_store_n(&r->prod, t->prod, __ATOMIC_RELEASE);
 	/* Crossing a quarter of the ring wakes the recorder, which otherwise looks every few ms. */
-	if (before < quarter && before + need >= quarter && wake_fd >= 0) {
-		uint64_t one = 1;
-
-		if (write(wake_fd, &one, sizeof(one)) < 0)
-			(void)0;
-	}
+	if (before < quarter && before + need >= quarter)
+		wake_recorder();
 	/* Now and then, whether the recorder is still there. */
 	if (UNLIKELY((++t->events & 0xfffff) == 0) && recorder_gone())
 		go_dormant();

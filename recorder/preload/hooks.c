@@ -88,36 +88,38 @@ void resolve(void)
 		return p;                                                                         \
 	} while (0)
 
+/* Whether freeing P is recorded: the thread's state, or NULL to free it and say nothing;
+ * *SIZE, the block's if it was sampled; *TS, stamped before the block is given back, since
+ * another thread may be handed its address at once and its allocation must come after. */
+static struct tstate *free_begin(void *p, uint64_t *size, uint64_t *ts)
+{
+	struct tstate *t;
+
+	*size = *ts = 0;
+	/* Sampling, a block never sampled (nearly every one) is decided by one load, before
+	 * any thread state. */
+	if (__atomic_load_n(&active, __ATOMIC_RELAXED) && shm->sample_rate && !tdepth && !sampled_maybe(p))
+		return NULL;
+	t = enter();
+	if (t && shm->sample_rate && !(*size = sampled_take(p)))
+		return NULL;
+	if (t)
+		*ts = now_ns();
+	return t;
+}
+
 static void free_hook(void *p, uint8_t flags)
 {
 	struct tstate *t;
-	uint64_t size = 0, ts;
+	uint64_t size, ts;
 
 	if (!p || is_boot(p))
 		return;
-	/* Sampling, a block never sampled (nearly every one) goes straight back after one load:
-	 * no thread state, no depth. */
-	if (__atomic_load_n(&active, __ATOMIC_RELAXED) && shm->sample_rate && !tdepth && !sampled_maybe(p)) {
-		real.free(p);
-		return;
-	}
-	t = enter();
-	if (!t) {
-		tdepth++;
-		real.free(p);
-		tdepth--;
-		return;
-	}
-	tdepth++;
-	if (shm->sample_rate && !(size = sampled_take(p))) {
-		real.free(p);
-	} else {
-		/* Stamped before the block is given back: another thread may be handed its
-		 * address at once, and its allocation must come after this free. */
-		ts = now_ns();
-		real.free(p);
+	t = free_begin(p, &size, &ts);
+	tdepth++; /* what the real allocator calls is not counted again */
+	real.free(p);
+	if (t)
 		record_free(t, p, size, flags, ts);
-	}
 	tdepth--;
 }
 
@@ -318,13 +320,10 @@ NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, HS_KIND_NEW_ARRAY, new_ant_fn, (siz
 		static void *next;                                                                \
 		void (*f) args = (void (*) args)next_sym(&next, #sym);                            \
 		struct tstate *t;                                                                 \
-		uint64_t ts, size = 0;                                                            \
+		uint64_t ts, size;                                                                \
 		if (!p)                                                                           \
 			return;                                                                   \
-		t = enter();                                                                      \
-		if (t && shm->sample_rate && !(size = sampled_take(p)))                           \
-			t = NULL;                                                                 \
-		ts = t ? now_ns() : 0;                                                            \
+		t = free_begin(p, &size, &ts);                                                    \
 		tdepth++;                                                                         \
 		f callargs;                                                                       \
 		if (t)                                                                            \

@@ -36,7 +36,6 @@ struct real_fns {
 extern struct real_fns real;
 
 struct tstate {
-	int depth;      /* inside one of our hooks: nested calls are the outer one's */
 	int ring;       /* claimed ring, -1 none yet, -2 none to be had */
 	uint32_t tid;
 	uint64_t prod;  /* own copy of the ring's producer position */

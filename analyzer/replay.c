@@ -275,6 +275,13 @@ static const char *const renamed[][2] = {
 static const char *const lost_events[] = {"lost.ringbuf_full", "lost.live_map_full", "lost.thread_map_full",
 					   "lost.missed_uretprobe"};
 
+uint64_t replay__counter(const struct replay *r, const char *name)
+{
+	struct hmap_slot *s = hmap_find(&r->counter_idx, name_hash(name), strlen(name));
+
+	return s && !strcmp(r->counters[s->val - 1].name, name) ? r->counters[s->val - 1].value : 0;
+}
+
 uint64_t replay__lost_events(const struct replay *r, char *desc, size_t len)
 {
 	uint64_t sum = 0;
@@ -283,8 +290,7 @@ uint64_t replay__lost_events(const struct replay *r, char *desc, size_t len)
 	if (len)
 		desc[0] = 0;
 	for (size_t k = 0; k < sizeof(lost_events) / sizeof(lost_events[0]); k++) {
-		struct hmap_slot *s = hmap_find(&r->counter_idx, name_hash(lost_events[k]), strlen(lost_events[k]));
-		uint64_t v = s ? r->counters[s->val - 1].value : 0;
+		uint64_t v = replay__counter(r, lost_events[k]);
 		int n;
 
 		if (!v)
@@ -734,10 +740,9 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 	} else if (target->kind == STOP_TIME) {
 		stop_time = (uint64_t)(target->at_seconds * 1e9 / 1000.0); /* refined below once tick_ns is known */
 		snprintf(r->stop_desc, sizeof(r->stop_desc), "%.3fs", target->at_seconds);
-	} else if (target->kind == STOP_META && record_reader__footer(rd, footer_times, r) == 1) {
-		events = false;
-		snprintf(r->stop_desc, sizeof(r->stop_desc), "end of recording");
 	} else {
+		/* Metadata only, when the footer gives the time range the events would. */
+		events = !(target->kind == STOP_META && record_reader__footer(rd, footer_times, r) == 1);
 		snprintf(r->stop_desc, sizeof(r->stop_desc), "end of recording");
 	}
 	if (target->kind == STOP_TIME) {

@@ -159,6 +159,8 @@ double replay__seconds(const struct replay *r, uint64_t t);
 /* Iterates live allocations: calls CB with the aggregate and the allocation time. */
 void replay__for_each_live(const struct replay *r, void (*cb)(const struct agg *a, uint64_t time, double w, void *ctx),
 			   void *ctx);
+/* A counter's last value by name, 0 if the file has none of that name. */
+uint64_t replay__counter(const struct replay *r, const char *name);
 /* Events the recorder counted as lost (ring full, live map full, ...): their sum, and in
  * DESC each non-zero counter by name. */
 uint64_t replay__lost_events(const struct replay *r, char *desc, size_t len);

@@ -572,13 +572,6 @@ int report_leaks(const struct profile *p, const struct report_opts *o, FILE *out
 
 /* ---- stats ---- */
 
-static uint64_t counter(const struct replay *r, const char *name)
-{
-	for (uint32_t i = 0; i < r->nr_counters; i++)
-		if (!strcmp(r->counters[i].name, name))
-			return r->counters[i].value;
-	return 0;
-}
 
 int report_stats(const struct profile *p, const struct report_opts *o, FILE *out)
 {
@@ -613,7 +606,7 @@ int report_stats(const struct profile *p, const struct report_opts *o, FILE *out
 	for (uint32_t i = 0; i < r->nr_probes; i++)
 		fprintf(out, "  %-40s %s +0x%" PRIx64 "\n", r->probes[i].symbol, r->probes[i].path, r->probes[i].offset);
 	if (r->sample_rate) {
-		uint64_t sampled = counter(r, "sampler.sampled"), calls = counter(r, "calls.alloc");
+		uint64_t sampled = replay__counter(r, "sampler.sampled"), calls = replay__counter(r, "calls.alloc");
 
 		fprintf(out, "Sampler: Poisson, mean %" PRIu64 " bytes; %" PRIu64 " of %" PRIu64
 			     " allocation calls sampled (%.3f%%); estimated %.0f bytes allocated\n",
@@ -636,7 +629,7 @@ int report_stats(const struct profile *p, const struct report_opts *o, FILE *out
 		fputc('\n', out);
 	}
 	fprintf(out, "Live map: peak %.0f live blocks of %" PRIu64 " slots\n", r->peak_bytes > 0 ? r->live_count : 0,
-		counter(r, "map.live_max"));
+		replay__counter(r, "map.live_max"));
 	fprintf(out, "Counters:\n");
 	for (uint32_t i = 0; i < r->nr_counters; i++)
 		fprintf(out, "  %-24s %" PRIu64 "%s\n", r->counters[i].name, r->counters[i].value,

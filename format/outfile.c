@@ -34,28 +34,47 @@ static char *dir_of(const char *path)
 	return strndup(path, (size_t)(slash - path));
 }
 
-/* A name in DIR nobody else can have made: created with O_EXCL, retried on a clash. */
-static int make_named_temp(struct outfile *f)
+/* Makes the file at a fresh name: MAKE returns 0, or -EEXIST for a name taken. */
+typedef int (*make_fn)(struct outfile *f, const char *name);
+
+/* A name in PATH's directory nobody else can have made: .BASE.PID.HEX, retried on a clash,
+ * and kept in f->named once MAKE has made it. */
+static int claim_name(struct outfile *f, make_fn make)
 {
 	const char *base = strrchr(f->path, '/');
 	struct timespec ts;
+	char *name;
+	int err = -EEXIST;
 
 	base = base ? base + 1 : f->path;
-	for (int tries = 0; tries < 100; tries++) {
+	for (int tries = 0; tries < 100 && err == -EEXIST; tries++) {
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		free(f->named);
-		if (asprintf(&f->named, "%s/.%s.%d.%lx", f->dir, base, getpid(),
-			     (unsigned long)(ts.tv_nsec ^ ((unsigned long)tries << 20))) < 0) {
-			f->named = NULL;
+		if (asprintf(&name, "%s/.%s.%d.%lx", f->dir, base, getpid(),
+			     (unsigned long)(ts.tv_nsec ^ ((unsigned long)tries << 20))) < 0)
 			return -ENOMEM;
-		}
-		f->fd = open(f->named, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (f->fd >= 0)
+		err = make(f, name);
+		if (!err) {
+			f->named = name;
 			return 0;
-		if (errno != EEXIST)
-			return -errno;
+		}
+		free(name);
 	}
-	return -EEXIST;
+	return err;
+}
+
+static int create_excl(struct outfile *f, const char *name)
+{
+	f->fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	return f->fd >= 0 ? 0 : -errno;
+}
+
+/* An O_TMPFILE file gets a name by linkat, which never replaces one. */
+static int link_tmpfile(struct outfile *f, const char *name)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", f->fd);
+	return linkat(AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW) ? -errno : 0;
 }
 
 int outfile__open(const char *path, struct outfile **out, const char **why)
@@ -109,7 +128,7 @@ int outfile__open(const char *path, struct outfile **out, const char **why)
 	/* Unnamed until published: a crash leaves nothing behind. */
 	f->fd = open(f->dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
 	if (f->fd < 0) {
-		err = make_named_temp(f);
+		err = claim_name(f, create_excl);
 		if (err) {
 			outfile__free(f);
 			return err;
@@ -132,7 +151,6 @@ bool outfile__published(const struct outfile *f)
 int outfile__publish(struct outfile *f)
 {
 	struct stat st;
-	char proc[64];
 	int err;
 
 	if (f->published)
@@ -142,29 +160,10 @@ int outfile__publish(struct outfile *f)
 	 * replace. */
 	if (!lstat(f->path, &st) && (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode) || st.st_uid != geteuid()))
 		return S_ISDIR(st.st_mode) ? -EISDIR : S_ISLNK(st.st_mode) ? -ELOOP : -EPERM;
-	if (!f->named) {
-		/* An O_TMPFILE file gets a unique name first (linkat never replaces), then the
-		 * rename puts it in place atomically. */
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", f->fd);
-		for (int tries = 0;; tries++) {
-			struct timespec ts;
-
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			free(f->named);
-			if (asprintf(&f->named, "%s/.heapsnap.%d.%lx", f->dir, getpid(),
-				     (unsigned long)(ts.tv_nsec ^ ((unsigned long)tries << 20))) < 0) {
-				f->named = NULL;
-				return -ENOMEM;
-			}
-			if (!linkat(AT_FDCWD, proc, AT_FDCWD, f->named, AT_SYMLINK_FOLLOW))
-				break;
-			err = -errno;
-			free(f->named);
-			f->named = NULL;
-			if (err != -EEXIST || tries >= 100)
-				return err;
-		}
-	}
+	/* An unnamed file is linked at a fresh name first; the rename then puts it in place
+	 * atomically. */
+	if (!f->named && (err = claim_name(f, link_tmpfile)))
+		return err;
 	if (rename(f->named, f->path)) {
 		err = -errno;
 		unlink(f->named);

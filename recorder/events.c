@@ -222,13 +222,27 @@ static void on_dwarf_event(struct session *s, const struct hs_dwarf_event *e, si
 	s->stacks_written++;
 }
 
+static const size_t min_len[] = {
+	[HS_EV_ALLOC] = sizeof(struct hs_alloc_event),
+	[HS_EV_FREE] = sizeof(struct hs_free_event),
+	[HS_EV_STACK] = offsetof(struct hs_stack_event, ips),
+	[HS_EV_FORK] = sizeof(struct hs_proc_event),
+	[HS_EV_EXEC] = sizeof(struct hs_proc_event),
+	[HS_EV_EXIT] = sizeof(struct hs_proc_event),
+	[HS_EV_MMAP] = sizeof(struct hs_mmap_event),
+	[HS_EV_COMM] = sizeof(struct hs_comm_event),
+	[HS_EV_DWARF] = offsetof(struct hs_dwarf_event, data),
+};
+
 int handle_event(struct session *s, const void *data, size_t len)
 {
 	const struct hs_event_hdr *h = data;
 	struct hs_record r; /* not zeroed: events fill what the writer reads, the rest memset it */
 	uint64_t t;
 
-	if (len < sizeof(*h))
+	/* Each event at least as long as its type says: an in-process producer's memory is the
+	 * target's, and a wild write there must not make the recorder read past a record. */
+	if (len < sizeof(*h) || (h->type < sizeof(min_len) / sizeof(min_len[0]) && len < min_len[h->type]))
 		return 0;
 	t = ticks(s, h->ts);
 	switch (h->type) {
@@ -306,8 +320,6 @@ int handle_event(struct session *s, const void *data, size_t len)
 		const struct hs_comm_event *e = data;
 		char comm[17];
 
-		if (len < sizeof(*e))
-			break;
 		memcpy(comm, e->comm, 16);
 		comm[16] = 0;
 		hmap_put(&s->tids, h->pid, h->tid, NULL);
@@ -320,14 +332,12 @@ int handle_event(struct session *s, const void *data, size_t len)
 		break;
 	}
 	case HS_EV_MMAP:
-		if (len >= sizeof(struct hs_mmap_event))
-			on_mmap_event(s, data, t);
+		on_mmap_event(s, data, t);
 		break;
 	case HS_EV_FORK:
 	case HS_EV_EXEC:
 	case HS_EV_EXIT:
-		if (len >= sizeof(struct hs_proc_event))
-			on_proc_event(s, data, t);
+		on_proc_event(s, data, t);
 		break;
 	}
 	return s->err ? -1 : 0;
@@ -392,7 +402,7 @@ void warn_losses(struct session *s)
 		int k = lossy[i];
 
 		if (s->cnt[k] > s->cnt_warned[k]) {
-			warnx("warning: %" PRIu64 " more events lost (%s, %" PRIu64 " in all)%s",
+			rec_warnx("warning: %" PRIu64 " more events lost (%s, %" PRIu64 " in all)%s",
 			      s->cnt[k] - s->cnt_warned[k], counter_names[k], s->cnt[k],
 			      k == HS_CNT_RINGBUF_FULL ? "; raise --ringbuf-size or use --sample-rate"
 			      : k == HS_CNT_LIVE_FULL ? "; raise --max-live" : "");

@@ -211,7 +211,7 @@ static int attach_group(struct session *s, pid_t pid, const char *open_path, con
 		else
 			err = add_link(s, pid, NULL, fd) ? -ENOMEM : 1;
 		if (err < 0)
-			warnx("failed to attach %s to %s (%s functions): %s%s",
+			rec_warnx("failed to attach %s to %s (%s functions): %s%s",
 			      session ? "session probes" : ret ? "return probes" : "probes", open_path, prog_name(p),
 			      strerror(-err), session ? "; using a uprobe and a uretprobe each" : "");
 	}
@@ -240,7 +240,7 @@ static int attach_one(struct session *s, pid_t pid, const char *path, const stru
 		char buf[128];
 
 		libbpf_strerror(err, buf, sizeof(buf));
-		warnx("failed to attach %s to %s:%s: %s", ret ? "uretprobe" : "uprobe", path, f->name, buf);
+		rec_warnx("failed to attach %s to %s:%s: %s", ret ? "uretprobe" : "uprobe", path, f->name, buf);
 		s->nr_probe_fail++;
 		return err;
 	}
@@ -278,7 +278,7 @@ void scan_object(struct session *s, struct object *o, const char *open_path)
 	/* In-process, an object is only named and identified: nothing is probed. */
 	ret = s->skel ? alloc_funcs__scan(open_path, o->is_libc, !s->o->probe_entry, &o->funcs) : 0;
 	if (ret < 0 && ret != -ENOEXEC && s->o->verbose)
-		warnx("cannot read symbols of %s: %s", open_path, strerror(-ret));
+		rec_warnx("cannot read symbols of %s: %s", open_path, strerror(-ret));
 	/* --probe LIB:SYMBOL:kind, for the object that is LIB. */
 	for (int i = 0; i < s->o->nr_probes; i++) {
 		const struct custom_probe *cp = &s->o->probes[i];
@@ -339,7 +339,7 @@ void attach_object(struct session *s, pid_t pid, struct object *o, const char *o
 				note_probe(s, o, f);
 		}
 		if (s->o->verbose)
-			warnx("probe %s:%s (%s) at file offset 0x%" PRIx64 "%s", o->path, f->name, prog_name(f->prog),
+			rec_warnx("probe %s:%s (%s) at file offset 0x%" PRIx64 "%s", o->path, f->name, prog_name(f->prog),
 			      f->probe_offset,
 			      grouped[f->prog] > 0 ? (s->links_mode == LINKS_SESSION ? " (session)"
 						      : need_ret ? " + return (multi)" : " (multi)")
@@ -349,7 +349,7 @@ void attach_object(struct session *s, pid_t pid, struct object *o, const char *o
 		const char *base = strrchr(o->path, '/');
 
 		o->listed = true; /* probes of this object are listed once */
-		warnx("probing %d allocator functions in %s", ok, base ? base + 1 : o->path);
+		rec_warnx("probing %d allocator functions in %s", ok, base ? base + 1 : o->path);
 	}
 }
 
@@ -486,11 +486,11 @@ int check_privileges(void)
 {
 	/* CAP_SYS_ADMIN covers both on kernels before 5.8, which lack the finer ones. */
 	if (!(has_cap(CAP_BPF) && has_cap(CAP_PERFMON)) && !has_cap(CAP_SYS_ADMIN)) {
-		warnx("needs root (or CAP_BPF and CAP_PERFMON) to load BPF programs and attach uprobes; run it with sudo");
+		rec_warnx("needs root (or CAP_BPF and CAP_PERFMON) to load BPF programs and attach uprobes; run it with sudo");
 		return -EPERM;
 	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		warnx("this kernel has no BTF (/sys/kernel/btf/vmlinux): CONFIG_DEBUG_INFO_BTF=y is required");
+		rec_warnx("this kernel has no BTF (/sys/kernel/btf/vmlinux): CONFIG_DEBUG_INFO_BTF=y is required");
 		return -ENOTSUP;
 	}
 	return 0;
@@ -510,7 +510,7 @@ int bpf_start(struct session *s, struct run *u)
 	s->skel = heapsnap_bpf__open();
 	if (!s->skel) {
 		err = -errno;
-		warnx("failed to open BPF object: %s", strerror(-err));
+		rec_warnx("failed to open BPF object: %s", strerror(-err));
 		return err;
 	}
 	s->skel->rodata->filter_pids = !o->all;
@@ -526,7 +526,7 @@ int bpf_start(struct session *s, struct run *u)
 	bpf_map__set_max_entries(s->skel->maps.stacks_seen, o->stack_cache);
 	err = create_rings(s, u->ring_bytes);
 	if (err) {
-		warnx("failed to create the per-CPU ring buffers (%u KiB each): %s", u->ring_bytes >> 10, strerror(-err));
+		rec_warnx("failed to create the per-CPU ring buffers (%u KiB each): %s", u->ring_bytes >> 10, strerror(-err));
 		return err;
 	}
 	bpf_map__set_max_entries(s->skel->maps.dwarf_scratch, (uint32_t)libbpf_num_possible_cpus());
@@ -544,7 +544,7 @@ int bpf_start(struct session *s, struct run *u)
 		}
 	}
 	if (o->probe_links != LINKS_AUTO && o->probe_links != s->links_mode) {
-		warnx("--probe-links %s: this kernel has no such links (session probes need Linux 6.13, multi 6.6)",
+		rec_warnx("--probe-links %s: this kernel has no such links (session probes need Linux 6.13, multi 6.6)",
 		      o->probe_links == LINKS_SESSION ? "session" : "multi");
 		return -EOPNOTSUPP;
 	}
@@ -561,7 +561,7 @@ int bpf_start(struct session *s, struct run *u)
 		}
 	}
 	if (o->verbose)
-		warnx("%s", s->links_mode == LINKS_SESSION ? "allocators get session probes: one program per call, "
+		rec_warnx("%s", s->links_mode == LINKS_SESSION ? "allocators get session probes: one program per call, "
 							     "the entry decides whether the return runs"
 			    : s->links_mode == LINKS_MULTI ? "allocators get a uprobe and a uretprobe each, in one "
 							     "multi link per library and kind"
@@ -571,18 +571,18 @@ int bpf_start(struct session *s, struct run *u)
 		char buf[128];
 
 		libbpf_strerror(err, buf, sizeof(buf));
-		warnx("failed to load BPF programs: %s%s", buf, o->verbose ? "" : " (run with -v for the verifier log)");
+		rec_warnx("failed to load BPF programs: %s%s", buf, o->verbose ? "" : " (run with -v for the verifier log)");
 		return err;
 	}
 	if (o->sample_rate && (err = fill_thresholds(s))) {
-		warnx("failed to fill the sampling thresholds: %s", strerror(-err));
+		rec_warnx("failed to fill the sampling thresholds: %s", strerror(-err));
 		return err;
 	}
 	/* Before anything is attached: a running target (-p, -a) calls its allocators from the
 	 * first probe on, and a ring not yet in place would drop those events. */
 	err = install_rings(s);
 	if (err)
-		warnx("failed to set up the per-CPU ring buffers: %s", strerror(-err));
+		rec_warnx("failed to set up the per-CPU ring buffers: %s", strerror(-err));
 	return err;
 }
 
@@ -629,12 +629,12 @@ int bpf_attach(struct session *s, struct run *u)
 		err = proc_read_maps(o->pid, &maps, &nr_maps);
 		proc_maps_free(maps, nr_maps);
 		if (err) {
-			warnx("cannot read the memory map of process %d (/proc/%d/maps: %s)%s", o->pid, o->pid,
+			rec_warnx("cannot read the memory map of process %d (/proc/%d/maps: %s)%s", o->pid, o->pid,
 			      strerror(-err), err == -EACCES ? "; another PID namespace, or a kernel thread?" : "");
 			return err;
 		}
 		if (!nr_maps) {
-			warnx("process %d maps no memory: a kernel thread has no allocator to probe", o->pid);
+			rec_warnx("process %d maps no memory: a kernel thread has no allocator to probe", o->pid);
 			return -ESRCH;
 		}
 		p = add_proc(s, o->pid);
@@ -659,7 +659,7 @@ int bpf_attach(struct session *s, struct run *u)
 		free(cxx);
 	}
 	if (!s->nr_probes) {
-		warnx("error: no allocator to probe in the target (a static binary with a stripped allocator?); "
+		rec_warnx("error: no allocator to probe in the target (a static binary with a stripped allocator?); "
 		      "name one with --probe LIB:SYMBOL:KIND or --libc PATH");
 		return -ENOENT;
 	}
@@ -672,7 +672,7 @@ int bpf_attach(struct session *s, struct run *u)
 
 		if (!l) {
 			err = -errno;
-			warnx("failed to attach %s: %s", bpf_program__name(tps[i]), strerror(-err));
+			rec_warnx("failed to attach %s: %s", bpf_program__name(tps[i]), strerror(-err));
 			return err;
 		}
 		add_link(s, -2, l, -1);
@@ -686,7 +686,7 @@ int bpf_attach(struct session *s, struct run *u)
 		if (!l) {
 			s->poll_maps = true;
 			if (o->verbose)
-				warnx("cannot attach %s (%s): re-reading maps every 250 ms instead",
+				rec_warnx("cannot attach %s (%s): re-reading maps every 250 ms instead",
 				      bpf_program__name(mm[i]), strerror(errno));
 			continue;
 		}

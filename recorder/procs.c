@@ -344,7 +344,7 @@ void on_proc_event(struct session *s, const struct hs_proc_event *e, uint64_t t)
 	switch (e->h.type) {
 	case HS_EV_FORK:
 		if (s->o->verbose)
-			warnx("following fork: %u -> %u", e->ppid, e->h.pid);
+			rec_warnx("following fork: %u -> %u", e->ppid, e->h.pid);
 		track_process(s, (pid_t)e->h.pid, HS_PROC_FORKED, (pid_t)e->ppid, e);
 		break;
 	case HS_EV_EXEC:

@@ -34,6 +34,7 @@ void ring_use_memory(struct ring *r, uint64_t *cons, const uint64_t *prod, const
 	r->prod = prod;
 	r->data = data;
 	r->mask = size - 1;
+	r->no_wrap = true;
 	r->pos = r->published = r->end = __atomic_load_n(cons, __ATOMIC_ACQUIRE);
 }
 
@@ -68,7 +69,19 @@ static const struct hs_event_hdr *ring_head(struct ring *r, uint32_t *len)
 	while (r->pos < r->end) {
 		const uint32_t *hdr = (const uint32_t *)(r->data + (r->pos & r->mask));
 		uint32_t l = __atomic_load_n(hdr, __ATOMIC_ACQUIRE);
+		uint64_t n = ring_rec_bytes(l & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT));
 
+		/* The kernel never writes such a record; an in-process producer whose memory was
+		 * overwritten could. Nothing past it can be trusted: the ring is given up, loudly,
+		 * rather than read outside its mapping. */
+		if (r->pos + n > r->end || (r->no_wrap && (r->pos & r->mask) + n > r->mask + 1)) {
+			if (!r->broken)
+				rec_warnx("warning: a ring held a record of %u bytes past what its producer wrote; "
+					  "the %" PRIu64 " bytes after it are not read", l, r->end - r->pos);
+			r->broken = true;
+			r->pos = r->end;
+			return NULL;
+		}
 		if (l & BPF_RINGBUF_BUSY_BIT)
 			return NULL;
 		if (!(l & BPF_RINGBUF_DISCARD_BIT) && l >= sizeof(struct hs_event_hdr)) {

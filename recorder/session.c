@@ -20,7 +20,7 @@ const char *const counter_names[HS_CNT__MAX] = {
 	[HS_CNT_DWARF_TRUNCATED] = "stacks.dwarf_window_short",
 };
 
-void warnx(const char *fmt, ...)
+void rec_warnx(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -53,7 +53,7 @@ void write_rec(struct session *s, const struct hs_record *r)
 	err = record_writer__write(s->w, r);
 	if (err) {
 		s->err = err;
-		warnx("failed to write %s: %s; stopping", s->o->output, strerror(-err));
+		rec_warnx("failed to write %s: %s; stopping", s->o->output, strerror(-err));
 	}
 }
 
@@ -105,7 +105,7 @@ static int interrupted(struct session *s)
 	rec_signals__read(&s->sig);
 	if (!s->sig.stop)
 		return 0;
-	warnx("%s during start-up: stopping; nothing was recorded", strsignal(s->sig.stop));
+	rec_warnx("%s during start-up: stopping; nothing was recorded", strsignal(s->sig.stop));
 	return -EINTR;
 }
 
@@ -124,13 +124,13 @@ static void print_summary(struct session *s, double secs)
 {
 	uint64_t bytes = record_writer__bytes_written(s->w), ev = s->n_alloc + s->n_free;
 
-	warnx("wrote %s: %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64 " stacks in %.1fs; %" PRIu64
+	rec_warnx("wrote %s: %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64 " stacks in %.1fs; %" PRIu64
 	      " bytes (%.2f bytes/event)",
 	      s->o->output, s->n_alloc, s->n_free, s->stacks_written, secs, bytes, ev ? (double)bytes / (double)ev : 0.0);
-	warnx("live at the end: %.0f bytes%s; peak %.0f bytes", s->live_est > 0 ? s->live_est : 0,
+	rec_warnx("live at the end: %.0f bytes%s; peak %.0f bytes", s->live_est > 0 ? s->live_est : 0,
 	      s->o->sample_rate ? " (estimated from samples)" : "", s->peak_est);
 	if (s->o->pid)
-		warnx("note: attached to a running process: live bytes exclude memory allocated before the attach "
+		rec_warnx("note: attached to a running process: live bytes exclude memory allocated before the attach "
 		      "(%" PRIu64 " frees of unknown pointers)", s->cnt[HS_CNT_UNKNOWN_FREE]);
 	if (s->o->stats) {
 		struct rusage ru;
@@ -174,11 +174,11 @@ static int choose_via(struct session *s, struct run *u)
 	} else if (o->via == VIA_PRELOAD) {
 		s->via_why = "preload: asked for with --via preload";
 		if (!o->argv) {
-			warnx("--via preload records a command it starts (-- COMMAND); -p and -a use BPF");
+			rec_warnx("--via preload records a command it starts (-- COMMAND); -p and -a use BPF");
 			return -EINVAL;
 		}
 		if (bpf_only) {
-			warnx("--via preload: that probe option (--probe, --libc, --noop-probes, --probe-links, "
+			rec_warnx("--via preload: that probe option (--probe, --libc, --noop-probes, --probe-links, "
 			      "--probe-at-entry) is BPF's alone; use --via bpf");
 			return -EINVAL;
 		}
@@ -186,7 +186,7 @@ static int choose_via(struct session *s, struct run *u)
 		s->via_why = "bpf: asked for with --via bpf";
 	}
 	if (o->verbose)
-		warnx("recording via %s", s->via_why);
+		rec_warnx("recording via %s", s->via_why);
 	return 0;
 }
 
@@ -200,13 +200,13 @@ static int run_open(struct session *s, struct run *u)
 	int err;
 
 	if (o->pid && kill(o->pid, 0) && errno == ESRCH) {
-		warnx("process %d not found", o->pid);
+		rec_warnx("process %d not found", o->pid);
 		return -ESRCH;
 	}
 	if (o->argv) {
 		u->exe = resolve_command(o->argv[0]);
 		if (!u->exe) {
-			warnx("command not found or not executable: %s", o->argv[0]);
+			rec_warnx("command not found or not executable: %s", o->argv[0]);
 			u->not_found = true;
 			return -ENOENT;
 		}
@@ -228,7 +228,7 @@ static int run_open(struct session *s, struct run *u)
 
 		err = elf_find_symbol(o->probes[i].lib, o->probes[i].symbol, &off);
 		if (err) {
-			warnx("--probe: %s has no function %s%s%s", o->probes[i].lib, o->probes[i].symbol,
+			rec_warnx("--probe: %s has no function %s%s%s", o->probes[i].lib, o->probes[i].symbol,
 			      err == -ENOENT ? "" : ": ", err == -ENOENT ? "" : strerror(-err));
 			return err;
 		}
@@ -237,7 +237,7 @@ static int run_open(struct session *s, struct run *u)
 	wo.why = &why;
 	err = record_writer__open(o->output, &wo, &s->w);
 	if (err) {
-		warnx("cannot write %s: %s", o->output, why ? why : strerror(-err));
+		rec_warnx("cannot write %s: %s", o->output, why ? why : strerror(-err));
 		return err;
 	}
 	return interrupted(s);
@@ -251,7 +251,7 @@ static int preload_start(struct session *s, struct run *u)
 
 	s->lib = preload__find_lib();
 	if (!s->lib) {
-		warnx("cannot find libheapsnap.so next to heapsnap-record or in ../lib/heapsnap/ (set HEAPSNAP_LIB)");
+		rec_warnx("cannot find libheapsnap.so next to heapsnap-record or in ../lib/heapsnap/ (set HEAPSNAP_LIB)");
 		return -ENOENT;
 	}
 	/* A ring per thread of the targets, claimed at its first event. */
@@ -259,7 +259,7 @@ static int preload_start(struct session *s, struct run *u)
 	err = preload__open(PRELOAD_RINGS, u->ring_bytes, o->sample_rate, (uint32_t)o->stack_mode, o->max_stack,
 			    o->dwarf_bytes, &s->pre);
 	if (err) {
-		warnx("cannot create the memory shared with the command: %s", strerror(-err));
+		rec_warnx("cannot create the memory shared with the command: %s", strerror(-err));
 		return err;
 	}
 	s->nr_rings = PRELOAD_RINGS;
@@ -289,7 +289,7 @@ static int run_attach(struct session *s, struct run *u)
 		s->child = start_held_child(o->argv, u->exe, &u->go_fd, s->pre, s->lib);
 		if (s->child < 0) {
 			err = s->child;
-			warnx("cannot start %s: %s", u->exe, strerror(-err));
+			rec_warnx("cannot start %s: %s", u->exe, strerror(-err));
 			s->child = 0;
 			return err;
 		}
@@ -307,7 +307,7 @@ static int run_attach(struct session *s, struct run *u)
 	if (!err)
 		err = record_writer__publish(s->w);
 	if (err) {
-		warnx("cannot create %s: %s", o->output, strerror(-err));
+		rec_warnx("cannot create %s: %s", o->output, strerror(-err));
 		return err;
 	}
 	if (o->pid) {
@@ -318,7 +318,7 @@ static int run_attach(struct session *s, struct run *u)
 		proc_for_each_thread(o->pid, name_thread_cb, &t);
 		for (int i = 0; p && i < p->nr_maps; i++)
 			write_mapping(s, o->pid, &p->maps[i], 0);
-		warnx("attached to %d; Ctrl-C to stop, SIGUSR1 to mark a snapshot", o->pid);
+		rec_warnx("attached to %d; Ctrl-C to stop, SIGUSR1 to mark a snapshot", o->pid);
 	}
 	if (s->child) {
 		/* Released: the first allocation after exec is already probed, or hooked. */
@@ -384,7 +384,7 @@ static void run_poll(struct session *s, struct run *u)
 		err = wait_rings(s, poll_timeout_ms(mono_ns(), due, 4,
 						    held ? (int)(MERGE_SLACK_NS / 1000000) : s->pre ? 5 : 100));
 		if (err) {
-			warnx("waiting on the ring buffers failed: %s", strerror(-err));
+			rec_warnx("waiting on the ring buffers failed: %s", strerror(-err));
 			break;
 		}
 		if (s->pre)
@@ -427,7 +427,7 @@ static void run_poll(struct session *s, struct run *u)
 			err = record_writer__flush(s->w);
 			if (err && !s->err) {
 				s->err = err;
-				warnx("failed to write %s: %s", o->output, strerror(-err));
+				rec_warnx("failed to write %s: %s", o->output, strerror(-err));
 			}
 			next_tick = now + 1000000000ull;
 		}
@@ -472,7 +472,7 @@ static int run_finish(struct session *s, struct run *u)
 	if (!err) {
 		err = record_writer__close(s->w);
 		if (err)
-			warnx("failed to finish %s: %s", o->output, strerror(-err));
+			rec_warnx("failed to finish %s: %s", o->output, strerror(-err));
 	}
 	print_summary(s, (double)(mono_ns() - u->t_start) / 1e9);
 	return err;

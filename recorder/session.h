@@ -168,6 +168,8 @@ struct ring {
 	uint64_t published; /* the last position given back to the producer */
 	uint64_t end;       /* the producer's position when last looked at */
 	uint64_t goal;      /* the producer's position when the final drain began */
+	bool no_wrap;       /* in-process: records never cross the end of the ring */
+	bool broken;        /* a record claimed more than its producer had written */
 };
 
 struct thread_ctx {
@@ -188,7 +190,7 @@ struct run {
 extern const char *const counter_names[HS_CNT__MAX];
 
 /* session.c */
-void warnx(const char *fmt, ...);
+void rec_warnx(const char *fmt, ...);
 uint64_t mono_ns(void);
 uint64_t ticks(const struct session *s, uint64_t ns);
 void write_rec(struct session *s, const struct hs_record *r);

@@ -926,6 +926,15 @@ t_preload_dwarf_nofp() { VIA=preload t_bpf_dwarf_nofp; }
 t_preload_dwarf_cxx_rust() { VIA=preload t_bpf_dwarf_cxx_rust; }
 t_preload_dwarf_debian() { VIA=preload t_bpf_dwarf_debian; }
 
+# A target that overwrites its own ring (tests/workloads/scribble.c) costs that ring, said
+# aloud, and nothing else: the recorder does not read past the record or crash.
+t_preload_scribbled_ring() {
+	"$R" --via preload -o "$TMP/sc.hsnap" -- "$T/scribble" >/dev/null 2>"$TMP/sc.err"
+	eq "the target's own exit status" 0 $?
+	contains "$TMP/sc.err" "a ring held a record of 536870912 bytes past what its producer wrote"
+	"$A" info "$TMP/sc.hsnap" >/dev/null 2>&1 || die "the recording must stay readable"
+}
+
 # Sampling every block (a 16-byte mean): the library's table of sampled blocks fills with
 # the tombstones of 200,000 frees and is rebuilt on the way; the figures stay exact.
 t_preload_sampled_dense() {
@@ -966,7 +975,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_bpf_symbolize_moved t_bpf_attach_busy t_bpf_signals_startup t_output_files t_analyzer_crafted t_losses t_bpf_all_short_lived \
 	t_bpf_fork_storm t_preload_c_exact t_preload_c_labels_inline t_preload_cxx_exact t_preload_rust_exact t_preload_sampled \
 	t_preload_handoff t_preload_other_allocators t_preload_snapshots_diff t_preload_killed_recorder t_preload_fork_storm \
-	t_preload_sampled_dense t_preload_dwarf_nofp t_preload_dwarf_cxx_rust t_preload_dwarf_debian t_preload_unprivileged \
+	t_preload_sampled_dense t_preload_scribbled_ring t_preload_dwarf_nofp t_preload_dwarf_cxx_rust t_preload_dwarf_debian t_preload_unprivileged \
 	t_fuzz_targets"
 for t in $ALL; do
 	run $t

@@ -26,7 +26,7 @@ endif
 FORMAT_SRCS := format/common.c format/writer.c format/reader.c format/buildid.c format/outfile.c
 FORMAT_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(FORMAT_SRCS))
 RECORD_SRCS := $(wildcard recorder/*.c)
-RECORD_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(RECORD_SRCS))
+RECORD_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(RECORD_SRCS)) $(OUTPUT)/recorder/inject_stub.o
 ANALYZE_SRCS := $(wildcard analyzer/*.c)
 ANALYZE_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(ANALYZE_SRCS)) $(OUTPUT)/profile.pb-c.o
 
@@ -47,9 +47,9 @@ all: $(BINS) $(LIB)
 
 LIB_SRCS := $(wildcard recorder/preload/*.c)
 
-$(LIB): $(LIB_SRCS) recorder/preload/inproc.h recorder/shm.h bpf/heapsnap.h format/record.h | $(OUTPUT)
+$(LIB): $(LIB_SRCS) recorder/preload/inproc.h recorder/shm.h recorder/inject_abi.h recorder/gotwalk.h bpf/heapsnap.h format/record.h | $(OUTPUT)
 	$(call msg,LIB,$@)
-	$(Q)$(CC) $(LIB_CFLAGS) -Irecorder/preload -shared -Wl,-z,now -Wl,-z,nodelete $(LIB_SRCS) -ldl -lpthread -o $@
+	$(Q)$(CC) $(LIB_CFLAGS) -Irecorder/preload -shared -Wl,-soname,libheapsnap.so -Wl,-z,now -Wl,-z,nodelete $(LIB_SRCS) -ldl -lpthread -o $@
 
 deps:
 	$(Q)scripts/install-deps.sh
@@ -87,6 +87,11 @@ $(OUTPUT)/format/%.o: format/%.c format/*.h | $(OUTPUT)/format
 $(OUTPUT)/recorder/%.o: recorder/%.c recorder/*.h format/*.h bpf/heapsnap.h $(OUTPUT)/heapsnap.skel.h | $(OUTPUT)/recorder
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -Irecorder -c $< -o $@
+
+# The injection stub: machine code copied into the target, never run in the recorder.
+$(OUTPUT)/recorder/inject_stub.o: recorder/inject_stub.S recorder/inject_abi.h | $(OUTPUT)/recorder
+	$(call msg,AS,$@)
+	$(Q)$(CC) -Irecorder -Ibpf -c $< -o $@
 
 $(OUTPUT)/analyzer/%.o: analyzer/%.c analyzer/*.h format/*.h $(OUTPUT)/profile.pb-c.h | $(OUTPUT)/analyzer
 	$(call msg,CC,$@)
@@ -188,7 +193,7 @@ $(OUTPUT)/asan/heapsnap-analyze: $(ANALYZE_SRCS) $(FORMAT_SRCS) $(OUTPUT)/profil
 $(OUTPUT)/asan/heapsnap-record: $(RECORD_SRCS) $(FORMAT_SRCS) $(OUTPUT)/heapsnap.skel.h recorder/*.h format/*.h
 	$(call msg,CC-ASAN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(SAN_FLAGS) -Irecorder $(RECORD_SRCS) $(FORMAT_SRCS) $(RECORD_LIBS) -o $@
+	$(Q)$(CC) $(SAN_FLAGS) -Irecorder $(RECORD_SRCS) recorder/inject_stub.S $(FORMAT_SRCS) $(RECORD_LIBS) -o $@
 
 # libFuzzer targets (clang's -fsanitize=fuzzer): the reader alone, and replay with every report.
 FUZZ_CC ?= clang

@@ -29,8 +29,11 @@ static const char usage[] =
 	"  -- COMMAND ARGS          start COMMAND held, attach, then let it run; its exit status is ours\n"
 	"      --no-follow-forks    do not follow fork children (default: follow)\n"
 	"      --via WAY            preload: libheapsnap.so in the command (no root, near native speed);\n"
+	"                           inject: libheapsnap.so loaded into the running process of -p\n"
+	"                           (ptrace, a few ms stopped; detach puts everything back);\n"
 	"                           bpf: uprobes, nothing loaded into the target; auto (default):\n"
-	"                           preload for a launched, dynamically linked command, else bpf\n"
+	"                           preload for a launched, dynamically linked command, inject for\n"
+	"                           -p (BPF if it cannot be done), else bpf\n"
 	"\n"
 	"Output:\n"
 	"  -o, --output FILE        record file (default: heapsnap.<pid>.hsnap)\n"
@@ -306,8 +309,10 @@ int main(int argc, char **argv)
 				o.via = VIA_BPF;
 			else if (!strcmp(optarg, "preload"))
 				o.via = VIA_PRELOAD;
+			else if (!strcmp(optarg, "inject"))
+				o.via = VIA_INJECT;
 			else
-				return bad_option("--via", optarg, "expected auto, preload or bpf");
+				return bad_option("--via", optarg, "expected auto, preload, inject or bpf");
 			break;
 		case OPT_MAX_LIVE:
 			if (parse_u64(optarg, &v, true) || v < 1024 || v > (1u << 28))

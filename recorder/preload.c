@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -17,6 +18,7 @@ struct preload {
 	int fd, wake_fd;
 	struct hs_shm_hdr *hdr;
 	uint64_t size;
+	uint32_t nr_rings, ring_bytes; /* as checked: the header is the target's to scribble on */
 };
 
 void sampling_thresholds(uint64_t rate, uint64_t *out)
@@ -69,7 +71,51 @@ int preload__open(uint32_t nr_rings, uint32_t ring_bytes, uint64_t sample_rate, 
 	if (sample_rate)
 		sampling_thresholds(sample_rate, p->hdr->thresholds);
 	p->hdr->version = HS_SHM_VERSION;
+	p->nr_rings = nr_rings;
+	p->ring_bytes = ring_bytes;
 	__atomic_store_n(&p->hdr->magic, HS_SHM_MAGIC, __ATOMIC_RELEASE);
+	*out = p;
+	return 0;
+fail:
+	preload__free(p);
+	return err;
+}
+
+int preload__adopt(int shm_fd, int wake_fd, struct preload **out)
+{
+	struct preload *p = calloc(1, sizeof(*p));
+	struct hs_shm_hdr *h;
+	struct stat st;
+	void *m;
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	p->fd = dup(shm_fd);
+	p->wake_fd = dup(wake_fd);
+	if (p->fd < 0 || p->wake_fd < 0 || fstat(p->fd, &st)) {
+		err = -errno;
+		goto fail;
+	}
+	err = -EPROTO;
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size < sizeof(*h) || (uint64_t)st.st_size > (1ull << 36))
+		goto fail;
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
+	if (m == MAP_FAILED) {
+		err = -errno;
+		goto fail;
+	}
+	p->hdr = h = m;
+	p->size = (uint64_t)st.st_size;
+	/* Read once: the target may change them, but the size it was sealed at stays. */
+	uint32_t nr = h->nr_rings, rb = h->ring_bytes;
+	uint64_t off = h->data_offset;
+
+	if (h->magic != HS_SHM_MAGIC || h->version != HS_SHM_VERSION || !nr || nr > HS_SHM_MAX_RINGS || rb < 4096 ||
+	    (rb & (rb - 1)) || off != hs_shm_data_offset(nr) || hs_shm_size(nr, rb) > p->size)
+		goto fail;
+	p->nr_rings = nr;
+	p->ring_bytes = rb;
 	*out = p;
 	return 0;
 fail:
@@ -126,7 +172,13 @@ struct hs_shm_hdr *preload__hdr(const struct preload *p)
 
 uint8_t *preload__ring_data(const struct preload *p, uint32_t i)
 {
-	return (uint8_t *)p->hdr + p->hdr->data_offset + (uint64_t)i * p->hdr->ring_bytes;
+	return (uint8_t *)p->hdr + hs_shm_data_offset(p->nr_rings) + (uint64_t)i * p->ring_bytes;
+}
+
+void preload__geometry(const struct preload *p, uint32_t *nr_rings, uint32_t *ring_bytes)
+{
+	*nr_rings = p->nr_rings;
+	*ring_bytes = p->ring_bytes;
 }
 
 int preload__wake_fd(const struct preload *p)

@@ -19,6 +19,9 @@ void sampling_thresholds(uint64_t rate, uint64_t *out);
  * dwarf, windows of DWARF_BYTES. */
 int preload__open(uint32_t nr_rings, uint32_t ring_bytes, uint64_t sample_rate, uint32_t stack_mode,
 		  uint32_t max_stack, uint32_t dwarf_bytes, struct preload **out);
+/* Maps memory a target's library made (injected): SHM_FD and WAKE_FD are duplicated; the
+ * header, which the target wrote, is checked against the file's size. */
+int preload__adopt(int shm_fd, int wake_fd, struct preload **out);
 /* The library to preload: $HEAPSNAP_LIB, else next to the recorder (.output/), else
  * ../lib/heapsnap/ from its directory (make install). NULL when none is found. */
 char *preload__find_lib(void);
@@ -26,6 +29,7 @@ char *preload__find_lib(void);
 int preload__setenv(const struct preload *p, const char *lib);
 struct hs_shm_hdr *preload__hdr(const struct preload *p);
 uint8_t *preload__ring_data(const struct preload *p, uint32_t i);
+void preload__geometry(const struct preload *p, uint32_t *nr_rings, uint32_t *ring_bytes);
 int preload__wake_fd(const struct preload *p);
 /* Reads the wake-ups away (the eventfd is level-triggered in the recorder's epoll set). */
 void preload__ack(const struct preload *p);

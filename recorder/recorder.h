@@ -20,6 +20,7 @@ enum rec_via {
 	VIA_AUTO,    /* in-process for a launched dynamic command, BPF otherwise */
 	VIA_BPF,     /* uprobes: nothing is loaded into the target */
 	VIA_PRELOAD, /* libheapsnap.so, preloaded into a command the recorder starts */
+	VIA_INJECT,  /* libheapsnap.so, injected into a running process (-p) */
 };
 
 struct custom_probe {

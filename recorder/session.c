@@ -159,8 +159,10 @@ static int choose_via(struct session *s, struct run *u)
 
 	s->via = o->via;
 	if (o->via == VIA_AUTO) {
-		if (o->pid)
-			s->via = VIA_BPF, s->via_why = "bpf: attached to a running process";
+		if (o->pid && bpf_only)
+			s->via = VIA_BPF, s->via_why = "bpf: an option of the probes (--probe, --libc, --noop-probes, ...)";
+		else if (o->pid)
+			s->via = VIA_INJECT, s->via_why = "inject: libheapsnap.so loaded into the running process";
 		else if (o->all)
 			s->via = VIA_BPF, s->via_why = "bpf: every process on the host";
 		else if (bpf_only)
@@ -182,10 +184,21 @@ static int choose_via(struct session *s, struct run *u)
 			      "--probe-at-entry) is BPF's alone; use --via bpf");
 			return -EINVAL;
 		}
+	} else if (o->via == VIA_INJECT) {
+		s->via_why = "inject: asked for with --via inject";
+		if (!o->pid) {
+			rec_warnx("--via inject attaches to a running process (-p PID); a command is preloaded (--via preload)");
+			return -EINVAL;
+		}
+		if (bpf_only) {
+			rec_warnx("--via inject: that probe option (--probe, --libc, --noop-probes, --probe-links, "
+			      "--probe-at-entry) is BPF's alone; use --via bpf");
+			return -EINVAL;
+		}
 	} else {
 		s->via_why = "bpf: asked for with --via bpf";
 	}
-	if (o->verbose)
+	if (o->verbose && s->via != VIA_INJECT)
 		rec_warnx("recording via %s", s->via_why);
 	return 0;
 }
@@ -243,6 +256,8 @@ static int run_open(struct session *s, struct run *u)
 	return interrupted(s);
 }
 
+static int use_shm_rings(struct session *s);
+
 /* In-process: the shared memory and its rings, read as the BPF rings are. */
 static int preload_start(struct session *s, struct run *u)
 {
@@ -262,18 +277,114 @@ static int preload_start(struct session *s, struct run *u)
 		rec_warnx("cannot create the memory shared with the command: %s", strerror(-err));
 		return err;
 	}
-	s->nr_rings = PRELOAD_RINGS;
-	s->ring_bytes = u->ring_bytes;
-	s->rings = calloc(PRELOAD_RINGS, sizeof(*s->rings));
+	return use_shm_rings(s);
+}
+
+/* The shared memory's rings, read as the BPF rings are. */
+static int use_shm_rings(struct session *s)
+{
+	uint32_t nr, bytes;
+
+	preload__geometry(s->pre, &nr, &bytes);
+	s->nr_rings = (int)nr;
+	s->ring_bytes = bytes;
+	s->rings = calloc(nr, sizeof(*s->rings));
 	if (!s->rings)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < PRELOAD_RINGS; i++) {
+	for (uint32_t i = 0; i < nr; i++) {
 		struct hs_shm_ring *r = &preload__hdr(s->pre)->rings[i];
 
-		ring_use_memory(&s->rings[i], &r->cons, &r->prod, preload__ring_data(s->pre, i), u->ring_bytes);
+		ring_use_memory(&s->rings[i], &r->cons, &r->prod, preload__ring_data(s->pre, i), bytes);
 	}
 	preload__heartbeat(s->pre, mono_ns());
 	return rings_epoll(s, preload__wake_fd(s->pre));
+}
+
+static int inject_interrupted(void *ctx)
+{
+	struct session *s = ctx;
+
+	rec_signals__read(&s->sig);
+	return s->sig.stop != 0;
+}
+
+/* Injected: the library loaded into the running process, its memory read as preload's. */
+static int inject_start(struct session *s, struct run *u, char *why, size_t why_len, bool *touched)
+{
+	const struct rec_opts *o = s->o;
+	static uint64_t thresholds[HS_NR_THRESHOLDS];
+	struct inject_opts io = {
+		.sample_rate = o->sample_rate, .stack_mode = (uint32_t)o->stack_mode, .max_stack = o->max_stack,
+		.dwarf_bytes = o->dwarf_bytes, .nr_rings = PRELOAD_RINGS, .ring_bytes = PRELOAD_RING_BYTES,
+		.thresholds = thresholds, .timeout = 10, .interrupted = inject_interrupted, .ctx = s,
+		.verbose = o->verbose > 0,
+	};
+	uint64_t stopped;
+	uint32_t patched, modules;
+	struct proc *p;
+	int err;
+
+	*touched = false;
+	s->lib = preload__find_lib();
+	if (!s->lib) {
+		snprintf(why, why_len, "cannot find libheapsnap.so next to heapsnap-record or in ../lib/heapsnap/ (set HEAPSNAP_LIB)");
+		return -ENOENT;
+	}
+	io.lib = s->lib;
+	if (o->sample_rate)
+		sampling_thresholds(o->sample_rate, thresholds);
+	err = inject__attach(o->pid, &io, &s->inj, why, why_len, touched);
+	if (err)
+		return err;
+	inject__stats(s->inj, &stopped, &patched, &modules);
+	if (o->verbose)
+		rec_warnx("injected into %d: stopped %.2f ms, %u GOT entries in %u modules point at the hooks", o->pid,
+			  (double)stopped / 1e6, patched, modules);
+	err = preload__adopt(inject__shm_fd(s->inj), inject__wake_fd(s->inj), &s->pre);
+	if (err) {
+		snprintf(why, why_len, "the memory shared with process %d is not as expected: %s", o->pid, strerror(-err));
+		return err;
+	}
+	u->ring_bytes = PRELOAD_RING_BYTES;
+	p = add_proc(s, o->pid);
+	if (p)
+		rescan_maps(s, p, false);
+	return use_shm_rings(s);
+}
+
+/* -p: injected where it can be, else (auto) BPF, said so. */
+static int attach_start(struct session *s, struct run *u)
+{
+	char why[512] = "";
+	bool touched = false;
+	int err = inject_start(s, u, why, sizeof(why), &touched);
+
+	if (!err || err == -EINTR) {
+		if (err)
+			rec_warnx("%s during start-up: stopping; nothing was recorded", strsignal(s->sig.stop));
+		else if (s->o->verbose)
+			rec_warnx("recording via %s", s->via_why);
+		return err;
+	}
+	if (s->o->via == VIA_INJECT) {
+		rec_warnx("cannot inject into process %d: %s", s->o->pid, why);
+		return err;
+	}
+	rec_warnx("cannot inject into process %d: %s; recording with BPF uprobes instead (slower: every call traps)",
+		  s->o->pid, why);
+	inject__free(s->inj);
+	s->inj = NULL;
+	preload__free(s->pre);
+	s->pre = NULL;
+	free(s->rings);
+	s->rings = NULL;
+	s->via = VIA_BPF;
+	s->via_why = "bpf: the injection was refused";
+	err = check_privileges();
+	if (err)
+		return err;
+	setrlimit(RLIMIT_MEMLOCK, &(struct rlimit){RLIM_INFINITY, RLIM_INFINITY});
+	return bpf_start(s, u);
 }
 
 /* Probes (BPF) or nothing (in-process), the held command, the header; then the command runs. */
@@ -457,6 +568,9 @@ static int run_finish(struct session *s, struct run *u)
 	 * is drained below. */
 	preload__detach(s->pre);
 	drain(s, true, &held);
+	/* Injected: the library puts every GOT entry back, and says so. */
+	if (s->inj && inject__detach(s->inj))
+		rec_warnx("libheapsnap.so in process %d did not confirm its detach within 2 s", o->pid);
 	read_counters(s);
 	warn_losses(s);
 	snapshot(s, exited ? HS_SNAP_EXIT : HS_SNAP_END, exited ? "exit" : "end", ticks(s, mono_ns()));
@@ -497,6 +611,8 @@ static int run_cleanup(struct session *s, struct run *u, int err)
 	free(s->ring_fds);
 	heapsnap_bpf__destroy(s->skel);
 	preload__detach(s->pre);
+	inject__detach(s->inj);
+	inject__free(s->inj);
 	if (s->child && !s->child_reaped) {
 		if (err && !s->header_written)
 			kill(s->child, SIGKILL);
@@ -557,7 +673,8 @@ int recorder_run(const struct rec_opts *o)
 
 	err = run_open(s, &u);
 	if (!err)
-		err = s->via == VIA_PRELOAD ? preload_start(s, &u) : bpf_start(s, &u);
+		err = s->via == VIA_PRELOAD ? preload_start(s, &u) : s->via == VIA_INJECT ? attach_start(s, &u)
+												: bpf_start(s, &u);
 	if (!err)
 		err = run_attach(s, &u);
 	if (!err) {

@@ -43,6 +43,7 @@
 #include "record.h"
 #include "recorder.h"
 #include "preload.h"
+#include "inject.h"
 #include "signals.h"
 
 #define TICK_NS 1000ull
@@ -142,6 +143,7 @@ struct session {
 	const char *via_why;
 	struct preload *pre;    /* in-process: the memory shared with the targets */
 	char *lib;              /* in-process: libheapsnap.so */
+	struct inject *inj;     /* injected: the library in the running process of -p */
 };
 
 /* In-process rings: one per thread of the targets at once, claimed at its first event.

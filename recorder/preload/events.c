@@ -34,6 +34,8 @@ int wake_fd = -1;
 int active;           /* attached to a recorder; hooks record */
 uint32_t self_pid;
 pthread_key_t exit_key;
+uint32_t session_gen;
+int injected;
 
 /* Sampled blocks live, for frees: a byte per bucket counts them, so a free of a block never
  * sampled is turned away by one load, of a table small enough (256 KiB) to stay in cache; a
@@ -101,9 +103,19 @@ struct tstate *thread_state_new(void)
 	void *lo;
 	size_t sz;
 
+	if (tsp) {
+		/* Made for an earlier session: a ring and stacks of this one are to be had anew. */
+		t = tsp;
+		t->ring = -1;
+		memset(t->sent, 0, sizeof(t->sent));
+		t->until_sample = shm && shm->sample_rate ? draw() : 0;
+		t->gen = __atomic_load_n(&session_gen, __ATOMIC_RELAXED);
+		return t;
+	}
 	t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (t == MAP_FAILED)
 		return NULL;
+	t->gen = __atomic_load_n(&session_gen, __ATOMIC_RELAXED);
 	t->ring = -1;
 	t->tid = gettid_raw();
 	tsp = t;
@@ -496,6 +508,16 @@ void record_free(struct tstate *t, void *p, uint64_t size, uint8_t flags, uint64
 	commit(t, need);
 }
 
+
+/* A new session knows none of the blocks an earlier one sampled. */
+void sampled_clear(void)
+{
+	spin_lock(&sampled_lock);
+	memset(sampled, 0, SAMPLED_SLOTS * sizeof(*sampled));
+	memset(sampled_count, 0, SAMPLED_BUCKETS);
+	sampled_live = sampled_tombs = 0;
+	spin_unlock(&sampled_lock);
+}
 
 /* The table of sampled blocks and the key whose destructor gives a thread's ring back: at
  * start-up, before any hook records. */

@@ -47,11 +47,22 @@ bool is_boot(const void *p)
 	return (const char *)p >= boot && (const char *)p < boot + sizeof(boot);
 }
 
+void *next_handle = RTLD_NEXT;
+
 void resolve(void)
 {
 	if (real.free || __atomic_exchange_n(&resolving, 1, __ATOMIC_ACQ_REL))
 		return;
-#define R(f, name) real.f = (__typeof__(real.f))dlsym(RTLD_NEXT, name)
+	resolve_from(RTLD_NEXT);
+}
+
+/* Injected, the real functions are those the program's own lookups find (RTLD_DEFAULT: an
+ * allocator it links wins over glibc's, as it did before we came); the library, loaded
+ * RTLD_LOCAL, is not among them unless it was preloaded before. */
+void resolve_from(void *handle)
+{
+	next_handle = handle;
+#define R(f, name) real.f = (__typeof__(real.f))dlsym(handle, name)
 	R(malloc, "malloc");
 	R(calloc, "calloc");
 	R(realloc, "realloc");
@@ -285,7 +296,7 @@ static void *next_sym(void **cache, const char *name)
 
 	if (!f) {
 		tdepth++;
-		f = dlsym(RTLD_NEXT, name);
+		f = dlsym(next_handle, name);
 		tdepth--;
 		if (!f)
 			abort(); /* a program that calls operator new has a C++ runtime */

@@ -36,6 +36,7 @@ struct real_fns {
 extern struct real_fns real;
 
 struct tstate {
+	uint32_t gen;   /* the session it was made for (session_gen) */
 	int ring;       /* claimed ring, -1 none yet, -2 none to be had */
 	uint32_t tid;
 	uint64_t prod;  /* own copy of the ring's producer position */
@@ -53,12 +54,18 @@ extern int wake_fd;
 extern int active;
 extern uint32_t self_pid;
 extern pthread_key_t exit_key;
+/* Bumped at each injected session's start: a thread's state of an earlier one is redone. */
+extern uint32_t session_gen;
+/* Where the real functions are looked up: RTLD_NEXT preloaded, RTLD_DEFAULT injected. */
+extern void *next_handle;
+extern int injected;
 extern __thread struct tstate *tsp __attribute__((tls_model("initial-exec")));
 /* Inside one of our hooks: what the real allocator calls is the outer call's. */
 extern __thread int tdepth __attribute__((tls_model("initial-exec")));
 
 /* hooks.c */
 void resolve(void);
+void resolve_from(void *handle);
 void *boot_alloc(size_t n);
 bool is_boot(const void *p);
 
@@ -84,6 +91,17 @@ extern int sampled_lock;
 
 /* process.c */
 void emit_maps(void);
+void process_attach(void);
+
+/* got.c */
+struct hs_inject_slot;
+int got_init(void);
+uint32_t got_patch_all(const struct hs_inject_slot *t, uint32_t nt, uint64_t lo, uint64_t hi, uint32_t *modules);
+void got_patch_new(void);
+void got_restore_all(void);
+
+/* events.c */
+void sampled_clear(void);
 
 /* Sampled blocks: a table of SAMPLED_SLOTS, and a count of them per home slot (events.c). */
 #define SAMPLED_SLOTS (1u << 18)
@@ -104,7 +122,8 @@ static inline __attribute__((always_inline)) bool sampled_maybe(const void *p)
 /* The calling thread's state, made on its first event. */
 static inline __attribute__((always_inline)) struct tstate *thread_state(void)
 {
-	return LIKELY(tsp != NULL) ? tsp : thread_state_new();
+	return LIKELY(tsp != NULL && tsp->gen == __atomic_load_n(&session_gen, __ATOMIC_RELAXED)) ? tsp
+												 : thread_state_new();
 }
 
 /* Whether this allocation is recorded: always every event; sampled, when the thread's byte

@@ -125,8 +125,11 @@ HOOK EXPORT void *dlopen(const char *file, int mode)
 	if (UNLIKELY(!real.dlopen))
 		resolve();
 	h = real.dlopen(file, mode);
-	if (h && __atomic_load_n(&active, __ATOMIC_RELAXED) && !tdepth)
+	if (h && __atomic_load_n(&active, __ATOMIC_RELAXED) && !tdepth) {
 		emit_maps(); /* the recorder keeps each mapping once */
+		if (injected)
+			got_patch_new();
+	}
 	return h;
 }
 
@@ -220,8 +223,18 @@ __attribute__((constructor)) static void hs_init(void)
 	}
 	shm_data = (uint8_t *)m + shm->data_offset;
 	wake_fd = efd;
-	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+	process_attach();
 	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
 	emit_proc(HS_EV_EXEC, (uint32_t)getppid());
 	emit_maps();
+}
+
+/* Once per process, whichever way the library came in. */
+void process_attach(void)
+{
+	static int done;
+
+	self_pid = (uint32_t)getpid();
+	if (!__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+		pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }

@@ -1,0 +1,767 @@
+// SPDX-License-Identifier: MIT
+/* Injecting libheapsnap.so into a running process.
+ *
+ * 1. Look, touching nothing: the target's state, tracer, seccomp mode; its mappings; where
+ *    pthread_create, dlopen and friends are in its libc; the GOT entries through which its
+ *    modules call malloc, free and operator new/delete; a `syscall` instruction.
+ * 2. Stop one thread (ptrace) for a few system calls of ours only: map the stub's pages, make
+ *    a memfd for the library (its path on this host may not exist in the target's mount
+ *    namespace) and the detach pipe, whose write end only we keep. Point those GOT entries
+ *    at the stub's trampoline. Let the thread go: it was stopped for about a millisecond.
+ * 3. The first thread of the target that calls its allocator through one of those entries
+ *    is at a safe point; there the trampoline starts a thread of ours, which dlopens the
+ *    library and calls its entry (recorder/preload/inject.c). That rewrites the GOTs of
+ *    every module to the hooks, and answers in the stub's data page.
+ * Detach is EOF on the pipe: the library puts every entry back itself, so it happens even
+ * when the recorder is SIGKILLed. */
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "elfsyms.h"
+#include "gotwalk.h"
+#include "inject.h"
+#include "inject_abi.h"
+#include "remote.h"
+#include "seccomp.h"
+#include "shm.h"
+
+#ifndef F_GET_SEALS
+#define F_GET_SEALS 1034
+#define F_SEAL_SHRINK 0x0002
+#endif
+
+extern const uint8_t hs_stub_blob[], hs_stub_tramp[], hs_stub_tramp_end[], hs_stub_store[];
+
+#define MAX_MAPS 65536
+
+struct vma {
+	uint64_t start, end, offset;
+	char perms[5];
+	char *path;
+};
+
+struct inject {
+	pid_t pid;
+	int pidfd, pipe_w, shm_fd, wake_fd;
+	uint64_t stub, stopped_ns;
+	uint32_t patched, modules;
+	struct hs_inject_data *d; /* as written */
+	uint32_t nr_slots;
+	uint64_t slot_prot[HS_INJ_MAX_SLOTS];
+	uint64_t insn;
+	bool tramp_in; /* the trampoline's entries were written */
+};
+
+static uint64_t mono(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static int read_maps(pid_t pid, struct vma **out, int *nr)
+{
+	char path[64], line[4400];
+	struct vma *v = NULL;
+	int n = 0, cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f) && n < MAX_MAPS) {
+		struct vma m = {0};
+		int off = 0;
+
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %*s %*s %n", &m.start, &m.end, m.perms,
+			   &m.offset, &off) < 4)
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		m.path = strdup(off > 0 ? line + off : "");
+		if (n == cap) {
+			struct vma *nv = realloc(v, (size_t)(cap = cap ? cap * 2 : 256) * sizeof(*v));
+
+			if (!nv) {
+				free(m.path);
+				break;
+			}
+			v = nv;
+		}
+		v[n++] = m;
+	}
+	fclose(f);
+	*out = v;
+	*nr = n;
+	return 0;
+}
+
+static void free_maps(struct vma *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(v[i].path);
+	free(v);
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s ? s + 1 : p;
+}
+
+static bool is_libc(const char *p)
+{
+	const char *b = base_name(p);
+
+	return !strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5);
+}
+
+/* The address in PID of SYMBOL from the file mapped at V[I] (any mapping of it). */
+static uint64_t symbol_addr(pid_t pid, struct vma *v, int n, int i, const char *symbol)
+{
+	char mf[96];
+	uint64_t off;
+
+	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, v[i].start, v[i].end);
+	if (elf_find_symbol(mf, symbol, &off))
+		return 0;
+	for (int k = 0; k < n; k++)
+		if (!strcmp(v[k].path, v[i].path) && off >= v[k].offset && off < v[k].offset + (v[k].end - v[k].start))
+			return v[k].start + (off - v[k].offset);
+	return 0;
+}
+
+static int read_remote(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	return remote_read(*(pid_t *)ctx, addr, buf, len);
+}
+
+struct slot_ctx {
+	pid_t pid;
+	struct hs_inject_data *d;
+};
+
+/* The allocator entries the trampoline can sit in: called often, and only from code that
+ * holds none of the locks pthread_create or dlopen take. */
+static int pick_slot(void *ctx, uint64_t got, const char *name)
+{
+	static const char *const names[] = {"malloc", "free", "calloc", "realloc", "_Znwm", "_Znam",
+					    "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm"};
+	struct slot_ctx *c = ctx;
+	struct hs_inject_data *d = c->d;
+	uint64_t cur;
+
+	if (d->lib.nr_slots >= HS_INJ_MAX_SLOTS)
+		return 1;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(name, names[i]))
+			continue;
+		if ((got & 7) || remote_read(c->pid, got, &cur, sizeof(cur)) || !cur)
+			return 0;
+		d->slots[d->lib.nr_slots++] = (struct hs_inject_slot){got, cur};
+		return 0;
+	}
+	return 0;
+}
+
+/* The GOT entries of each module (its first mapping holds its ELF header) but libc's, the
+ * loader's and ours. */
+static void find_slots(pid_t pid, struct vma *v, int n, struct hs_inject_data *d)
+{
+	struct slot_ctx c = {pid, d};
+
+	for (int i = 0; i < n && d->lib.nr_slots < HS_INJ_MAX_SLOTS; i++) {
+		const char *b = base_name(v[i].path);
+		Elf64_Ehdr eh;
+		Elf64_Phdr ph[64];
+		struct gw_module gm = {0};
+		uint64_t lo = UINT64_MAX;
+
+		if (v[i].offset || v[i].path[0] != '/' || is_libc(v[i].path) || strstr(b, "ld-linux") ||
+		    strstr(b, "libheapsnap"))
+			continue;
+		if (remote_read(pid, v[i].start, &eh, sizeof(eh)) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+		    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) || !eh.e_phnum ||
+		    eh.e_phnum > 64 || remote_read(pid, v[i].start + eh.e_phoff, ph, eh.e_phnum * sizeof(Elf64_Phdr)))
+			continue;
+		for (int k = 0; k < eh.e_phnum; k++)
+			if (ph[k].p_type == PT_LOAD && ph[k].p_vaddr < lo)
+				lo = ph[k].p_vaddr & ~4095ull;
+		if (lo == UINT64_MAX)
+			continue;
+		gm.bias = v[i].start - lo;
+		for (int k = 0; k < eh.e_phnum; k++)
+			if (ph[k].p_type == PT_DYNAMIC)
+				gm.dyn = gm.bias + ph[k].p_vaddr;
+		if (gm.dyn)
+			gw_walk(&gm, read_remote, &pid, pick_slot, &c);
+	}
+}
+
+/* A `syscall` instruction (0f 05) in libc's code. */
+static uint64_t find_syscall(pid_t pid, struct vma *v, int n)
+{
+	static uint8_t buf[65536];
+
+	for (int i = 0; i < n; i++) {
+		if (!is_libc(v[i].path) || v[i].perms[2] != 'x')
+			continue;
+		for (uint64_t a = v[i].start; a < v[i].end; a += sizeof(buf) - 1) {
+			size_t len = v[i].end - a < sizeof(buf) ? v[i].end - a : sizeof(buf);
+
+			if (remote_read(pid, a, buf, len))
+				break;
+			for (size_t k = 0; k + 1 < len; k++)
+				if (buf[k] == 0x0f && buf[k + 1] == 0x05)
+					return a + k;
+		}
+	}
+	return 0;
+}
+
+static int status_field(pid_t pid, const char *key, char *out, size_t len)
+{
+	char path[64], line[256];
+	size_t kl = strlen(key);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, key, kl) && line[kl] == ':') {
+			char *s = line + kl + 1;
+
+			s += strspn(s, " \t");
+			s[strcspn(s, "\n")] = 0;
+			snprintf(out, len, "%s", s);
+			fclose(f);
+			return 0;
+		}
+	}
+	fclose(f);
+	return -ENOENT;
+}
+
+/* Refusals that need nothing of the target but /proc. */
+static int preflight(pid_t pid, char *why, size_t why_len, bool *seccomp)
+{
+	char v[64];
+	FILE *f;
+
+	if (status_field(pid, "State", v, sizeof(v))) {
+		snprintf(why, why_len, "process %d not found", pid);
+		return -ESRCH;
+	}
+	if (v[0] == 'T' || v[0] == 't' || v[0] == 'Z' || v[0] == 'X') {
+		snprintf(why, why_len, "process %d is %s: it would not run the loader", pid, v);
+		return -EAGAIN;
+	}
+	if (!status_field(pid, "TracerPid", v, sizeof(v)) && atoi(v)) {
+		char comm[64] = "?", p[64];
+
+		snprintf(p, sizeof(p), "/proc/%d/comm", atoi(v));
+		if ((f = fopen(p, "re"))) {
+			if (fgets(comm, sizeof(comm), f))
+				comm[strcspn(comm, "\n")] = 0;
+			fclose(f);
+		}
+		snprintf(why, why_len, "process %d is already traced by process %d (%s); ptrace allows one tracer",
+			 pid, atoi(v), comm);
+		return -EBUSY;
+	}
+	*seccomp = !status_field(pid, "Seccomp", v, sizeof(v)) && atoi(v) != 0;
+	if ((f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re"))) {
+		int scope = 0;
+
+		if (fscanf(f, "%d", &scope) == 1 && scope >= 3) {
+			fclose(f);
+			snprintf(why, why_len, "kernel.yama.ptrace_scope is %d: no process may be attached to", scope);
+			return -EPERM;
+		}
+		fclose(f);
+	}
+	return 0;
+}
+
+/* The calls the injection makes in the stopped thread (exact arguments), then those the
+ * loader and the library make in their own thread. */
+static int check_seccomp(struct remote *r, uint64_t stub, char *why, size_t why_len)
+{
+	static const struct {
+		int nr;
+		const char *name;
+	} lib_calls[] = {
+		{SYS_openat, "openat"}, {SYS_read, "read"}, {SYS_pread64, "pread64"}, {SYS_fstat, "fstat"},
+		{SYS_newfstatat, "newfstatat"}, {SYS_mmap, "mmap"}, {SYS_mprotect, "mprotect"}, {SYS_munmap, "munmap"},
+		{SYS_close, "close"}, {SYS_memfd_create, "memfd_create"}, {SYS_ftruncate, "ftruncate"},
+		{SYS_fcntl, "fcntl"}, {SYS_eventfd2, "eventfd2"}, {SYS_poll, "poll"}, {SYS_write, "write"},
+		{SYS_futex, "futex"}, {SYS_clone, "clone"}, {SYS_clone3, "clone3"}, {SYS_rt_sigprocmask, "rt_sigprocmask"},
+		{SYS_madvise, "madvise"}, {SYS_set_robust_list, "set_robust_list"}, {SYS_rseq, "rseq"},
+		{SYS_gettid, "gettid"}, {SYS_getpid, "getpid"}, {SYS_prctl, "prctl"}, {SYS_readlink, "readlink"},
+		{SYS_sched_yield, "sched_yield"}, {SYS_nanosleep, "nanosleep"}, {SYS_exit, "exit"},
+	};
+	struct sc_call c[64];
+	int n = 0;
+
+	c[n++] = (struct sc_call){SYS_mmap, "mmap", {0, HS_STUB_BYTES, PROT_READ | PROT_WRITE,
+						     MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0}, true};
+	c[n++] = (struct sc_call){SYS_memfd_create, "memfd_create", {stub, MFD_CLOEXEC}, true};
+	c[n++] = (struct sc_call){SYS_pipe2, "pipe2", {stub, O_CLOEXEC}, true};
+	c[n++] = (struct sc_call){SYS_close, "close", {0}, true};
+	c[n++] = (struct sc_call){SYS_mprotect, "mprotect", {stub, 4096, PROT_READ | PROT_EXEC}, true};
+	c[n++] = (struct sc_call){SYS_mprotect, "mprotect", {stub, 4096, PROT_READ | PROT_WRITE}, true};
+	c[n++] = (struct sc_call){SYS_getpid, "getpid", {0}, true};
+	for (size_t i = 0; i < sizeof(lib_calls) / sizeof(lib_calls[0]); i++)
+		c[n++] = (struct sc_call){lib_calls[i].nr, lib_calls[i].name, {0}, false};
+	return seccomp__check(remote__tid(r), c, n, why, why_len);
+}
+
+static int rsys(struct remote *r, long nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
+		uint64_t a5, int64_t *ret, const char *what, char *why, size_t why_len)
+{
+	uint64_t args[6] = {a0, a1, a2, a3, a4, a5};
+	int err = remote__syscall(r, nr, args, ret);
+
+	if (!err && *ret < 0 && *ret > -4096)
+		err = (int)*ret;
+	if (err)
+		snprintf(why, why_len, "%s in process %d failed: %s", what, remote__tid(r), strerror(-err));
+	return err;
+}
+
+static int prot_of(const char *perms)
+{
+	return (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) | (perms[2] == 'x' ? PROT_EXEC : 0);
+}
+
+/* Stores VALUES[i] into the trampoline's GOT entries, each by a single mov in the stopped
+ * thread, with the page made writable for it when it is not. */
+static int store_slots(struct inject *j, struct remote *r, const uint64_t *values, char *why, size_t why_len)
+{
+	for (uint32_t i = 0; i < j->nr_slots; i++) {
+		uint64_t got = j->d->slots[i].got, page = got & ~4095ull;
+		int prot = (int)j->slot_prot[i], err;
+		int64_t ret;
+
+		if (!(prot & PROT_WRITE) &&
+		    (err = rsys(r, SYS_mprotect, page, 4096, (uint64_t)(prot | PROT_WRITE), 0, 0, 0, &ret,
+				"mprotect of a GOT page", why, why_len)))
+			return err;
+		err = remote__store(r, j->stub + (uint64_t)(hs_stub_store - hs_stub_blob), got, values[i]);
+		if (err) {
+			snprintf(why, why_len, "writing a GOT entry of process %d: %s", j->pid, strerror(-err));
+			return err;
+		}
+		if (!(prot & PROT_WRITE) &&
+		    (err = rsys(r, SYS_mprotect, page, 4096, (uint64_t)prot, 0, 0, 0, &ret, "mprotect of a GOT page",
+				why, why_len)))
+			return err;
+	}
+	return 0;
+}
+
+static int stop_thread(struct inject *j, struct remote **r, uint64_t insn, char *why, size_t why_len)
+{
+	int err = remote__stop(j->pid, j->pid, r, why, why_len);
+
+	if (err == -EPERM) {
+		char scope[16] = "?";
+		FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+
+		if (f) {
+			if (!fgets(scope, sizeof(scope), f))
+				scope[0] = 0;
+			scope[strcspn(scope, "\n")] = 0;
+			fclose(f);
+		}
+		snprintf(why + strlen(why), why_len - strlen(why),
+			 " (ptrace not permitted: needs CAP_SYS_PTRACE or the same user; yama ptrace_scope %s)", scope);
+	}
+	if (!err)
+		remote__set_syscall_insn(*r, insn);
+	return err;
+}
+
+/* The trampoline's entries back to their old values, if the loader never ran. */
+static void untrampoline(struct inject *j, uint64_t insn)
+{
+	uint64_t orig[HS_INJ_MAX_SLOTS];
+	struct remote *r;
+	char why[256];
+
+	for (uint32_t i = 0; i < j->nr_slots; i++)
+		orig[i] = j->d->slots[i].orig;
+	if (!stop_thread(j, &r, insn, why, sizeof(why))) {
+		store_slots(j, r, orig, why, sizeof(why));
+		j->stopped_ns += remote__release(r);
+	}
+}
+
+static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t insn, char *why, size_t why_len)
+{
+	uint64_t deadline = mono() + (uint64_t)(o->timeout * 1e9);
+	struct hs_inject_data d;
+
+	for (;;) {
+		struct timespec ms = {0, 2000000};
+		uint32_t state;
+
+		if (remote_read(j->pid, j->stub + HS_STUB_CODE_BYTES, &d, offsetof(struct hs_inject_data, thresholds))) {
+			snprintf(why, why_len, "process %d exited during the injection", j->pid);
+			return -ESRCH;
+		}
+		state = d.lib.lib_state;
+		if (state == HS_LIB_READY) {
+			j->patched = d.lib.nr_patched;
+			j->modules = d.lib.nr_modules;
+			j->d->lib.shm_fd = d.lib.shm_fd;
+			j->d->lib.wake_fd = d.lib.wake_fd;
+			return 0;
+		}
+		d.lib.lib_msg[sizeof(d.lib.lib_msg) - 1] = d.dl_msg[sizeof(d.dl_msg) - 1] = 0;
+		if (state == HS_LIB_FAILED) {
+			snprintf(why, why_len, "libheapsnap.so in process %d: %s", j->pid, d.lib.lib_msg);
+			return -(d.lib.lib_err > 0 ? d.lib.lib_err : EIO);
+		}
+		if (d.fired == 2 && d.create_ret) {
+			snprintf(why, why_len, "pthread_create in process %d failed: %s", j->pid, strerror((int)d.create_ret));
+			return -(int)d.create_ret;
+		}
+		if (d.loader_state == HS_LOADER_NO_LIB || d.loader_state == HS_LOADER_NO_ENTRY) {
+			snprintf(why, why_len, "dlopen of libheapsnap.so in process %d failed: %s", j->pid, d.dl_msg);
+			return -ENOEXEC;
+		}
+		if (o->interrupted && o->interrupted(o->ctx)) {
+			snprintf(why, why_len, "interrupted");
+			return -EINTR;
+		}
+		if (mono() > deadline) {
+			if (!d.fired) {
+				untrampoline(j, insn);
+				if (remote_read(j->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_FIRED, &d.fired, 8) ||
+				    !d.fired) {
+					snprintf(why, why_len,
+						 "process %d made no allocator call in %.0f s, so the library could not be "
+						 "loaded at a safe point; nothing of it was changed",
+						 j->pid, o->timeout);
+					return -ETIMEDOUT;
+				}
+				deadline = mono() + 10000000000ull; /* it went after all: the loader runs */
+				continue;
+			}
+			snprintf(why, why_len, "libheapsnap.so did not start in process %d", j->pid);
+			return -ETIMEDOUT;
+		}
+		nanosleep(&ms, NULL);
+	}
+}
+
+/* Our copy of the target's file descriptor FD. */
+static int grab_fd(struct inject *j, int fd)
+{
+	int ours = (int)syscall(SYS_pidfd_getfd, j->pidfd, fd, 0);
+
+	return ours < 0 ? -errno : ours;
+}
+
+static bool is_eventfd(int fd)
+{
+	char p[64], l[64];
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	n = readlink(p, l, sizeof(l) - 1);
+	if (n <= 0)
+		return false;
+	l[n] = 0;
+	return !strcmp(l, "anon_inode:[eventfd]");
+}
+
+int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, char *why, size_t why_len,
+		   bool *touched)
+{
+	struct inject *j = calloc(1, sizeof(*j));
+	struct hs_inject_data *d = calloc(1, sizeof(*d));
+	uint64_t insn, tramp[HS_INJ_MAX_SLOTS];
+	struct remote *r = NULL;
+	struct vma *v = NULL;
+	int n = 0, err, lib_src = -1, loaded = 0, libc_i = -1;
+	int64_t ret, lib_fd_t = -1, pipe_t[1];
+	int32_t fds[2];
+	bool seccomp = false;
+	struct stat st;
+
+	*touched = false;
+	why[0] = 0;
+	if (!j || !d) {
+		free(j);
+		free(d);
+		return -ENOMEM;
+	}
+	j->pid = pid;
+	j->d = d;
+	j->pidfd = j->pipe_w = j->shm_fd = j->wake_fd = -1;
+	if ((err = preflight(pid, why, why_len, &seccomp)))
+		goto out;
+	if ((err = read_maps(pid, &v, &n))) {
+		snprintf(why, why_len, "cannot read /proc/%d/maps: %s", pid, strerror(-err));
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		if (is_libc(v[i].path) && libc_i < 0)
+			libc_i = i;
+		if (strstr(base_name(v[i].path), "libheapsnap.so"))
+			loaded = 1;
+	}
+	err = -ENOENT;
+	if (libc_i < 0) {
+		snprintf(why, why_len, "process %d maps no glibc (static, or another libc): nothing to load the library with",
+			 pid);
+		goto out;
+	}
+	d->fn_pthread_create = symbol_addr(pid, v, n, libc_i, "pthread_create");
+	d->fn_attr_init = symbol_addr(pid, v, n, libc_i, "pthread_attr_init");
+	d->fn_attr_detach = symbol_addr(pid, v, n, libc_i, "pthread_attr_setdetachstate");
+	d->fn_dlopen = symbol_addr(pid, v, n, libc_i, "dlopen");
+	d->fn_dlsym = symbol_addr(pid, v, n, libc_i, "dlsym");
+	d->fn_dlerror = symbol_addr(pid, v, n, libc_i, "dlerror");
+	if (!d->fn_pthread_create || !d->fn_attr_init || !d->fn_attr_detach || !d->fn_dlopen || !d->fn_dlsym ||
+	    !d->fn_dlerror) {
+		snprintf(why, why_len, "the glibc of process %d (%s) lacks pthread_create or dlopen in libc itself "
+			 "(glibc before 2.34?)", pid, v[libc_i].path);
+		goto out;
+	}
+	find_slots(pid, v, n, d);
+	j->nr_slots = d->lib.nr_slots;
+	if (!j->nr_slots) {
+		snprintf(why, why_len, "no module of process %d calls malloc or free through its GOT", pid);
+		goto out;
+	}
+	for (uint32_t i = 0; i < j->nr_slots; i++) {
+		j->slot_prot[i] = PROT_READ;
+		for (int k = 0; k < n; k++)
+			if (d->slots[i].got >= v[k].start && d->slots[i].got < v[k].end)
+				j->slot_prot[i] = (uint64_t)prot_of(v[k].perms);
+	}
+	insn = j->insn = find_syscall(pid, v, n);
+	if (!insn) {
+		snprintf(why, why_len, "no syscall instruction in the libc of process %d", pid);
+		goto out;
+	}
+	lib_src = open(o->lib, O_RDONLY | O_CLOEXEC);
+	if (lib_src < 0 || fstat(lib_src, &st) || !S_ISREG(st.st_mode)) {
+		err = -errno;
+		snprintf(why, why_len, "cannot open %s: %s", o->lib, strerror(errno));
+		goto out;
+	}
+	j->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (j->pidfd < 0) {
+		err = -errno;
+		snprintf(why, why_len, "pidfd_open(%d): %s", pid, strerror(errno));
+		goto out;
+	}
+
+	/* ---- the stop: system calls and stores only ---- */
+	if ((err = stop_thread(j, &r, insn, why, why_len)))
+		goto out;
+	if (seccomp && (err = check_seccomp(r, 0, why, why_len)))
+		goto out_release;
+	if ((err = rsys(r, SYS_mmap, 0, HS_STUB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			(uint64_t)-1, 0, &ret, "mmap", why, why_len)))
+		goto out_release;
+	*touched = true;
+	j->stub = (uint64_t)ret;
+	if ((err = remote_write(pid, j->stub + HS_STUB_CODE_BYTES, HS_LIB_SONAME, sizeof(HS_LIB_SONAME))))
+		goto out_release;
+	if (!loaded && (err = rsys(r, SYS_memfd_create, j->stub + HS_STUB_CODE_BYTES, MFD_CLOEXEC, 0, 0, 0, 0,
+				   &lib_fd_t, "memfd_create", why, why_len)))
+		goto out_release;
+	if ((err = rsys(r, SYS_pipe2, j->stub + HS_STUB_CODE_BYTES, O_CLOEXEC, 0, 0, 0, 0, &ret, "pipe2", why,
+			why_len)) ||
+	    (err = remote_read(pid, j->stub + HS_STUB_CODE_BYTES, fds, sizeof(fds))))
+		goto out_release;
+	j->pipe_w = grab_fd(j, fds[1]);
+	if (j->pipe_w < 0 || rsys(r, SYS_close, (uint64_t)fds[1], 0, 0, 0, 0, 0, pipe_t, "close", why, why_len)) {
+		err = j->pipe_w < 0 ? j->pipe_w : -EIO;
+		snprintf(why + strlen(why), why_len - strlen(why), "%staking the detach pipe's end", why[0] ? "; " : "");
+		goto out_release;
+	}
+	if (!loaded) {
+		int lib_fd = grab_fd(j, (int)lib_fd_t);
+		off_t off = 0;
+
+		err = lib_fd < 0 ? lib_fd : 0;
+		while (!err && off < st.st_size)
+			if (sendfile(lib_fd, lib_src, &off, (size_t)(st.st_size - off)) <= 0)
+				err = -errno ? -errno : -EIO;
+		if (lib_fd >= 0)
+			close(lib_fd);
+		if (err) {
+			snprintf(why, why_len, "copying %s into process %d: %s", o->lib, pid, strerror(-err));
+			goto out_release;
+		}
+	}
+	/* The data, then the code, made executable and no longer writable. */
+	d->magic = HS_INJ_MAGIC;
+	d->version = HS_INJ_VERSION;
+	d->size = sizeof(*d);
+	d->target_pid = (uint64_t)pid;
+	if (loaded) {
+		d->dlopen_flags = RTLD_NOW | RTLD_NOLOAD;
+		snprintf(d->lib_path, sizeof(d->lib_path), "%s", HS_LIB_SONAME);
+	} else {
+		d->dlopen_flags = RTLD_NOW;
+		snprintf(d->lib_path, sizeof(d->lib_path), "/proc/self/fd/%d", (int)lib_fd_t);
+	}
+	snprintf(d->entry, sizeof(d->entry), "%s", HS_INJECT_ENTRY);
+	d->lib.pipe_fd = fds[0];
+	d->lib.lib_fd = loaded ? -1 : (int32_t)lib_fd_t;
+	d->lib.sample_rate = o->sample_rate;
+	d->lib.stack_mode = o->stack_mode;
+	d->lib.max_stack = o->max_stack;
+	d->lib.dwarf_bytes = o->dwarf_bytes;
+	d->lib.nr_rings = o->nr_rings;
+	d->lib.ring_bytes = o->ring_bytes;
+	d->lib.recorder_pid = (uint64_t)getpid();
+	d->lib.stub_lo = j->stub;
+	d->lib.stub_hi = j->stub + HS_STUB_BYTES;
+	d->lib.shm_fd = d->lib.wake_fd = -1;
+	if (o->sample_rate)
+		memcpy(d->thresholds, o->thresholds, sizeof(d->thresholds));
+	if ((err = remote_write(pid, j->stub + HS_STUB_CODE_BYTES, d, sizeof(*d))) ||
+	    (err = remote_write(pid, j->stub, hs_stub_blob, HS_STUB_CODE_BYTES))) {
+		snprintf(why, why_len, "writing the stub into process %d: %s", pid, strerror(-err));
+		goto out_release;
+	}
+	if ((err = rsys(r, SYS_mprotect, j->stub, HS_STUB_CODE_BYTES, PROT_READ | PROT_EXEC, 0, 0, 0, &ret,
+			"mprotect", why, why_len)))
+		goto out_release;
+	for (uint32_t i = 0; i < j->nr_slots; i++)
+		tramp[i] = j->stub + (uint64_t)(hs_stub_tramp - hs_stub_blob) + 16 * i;
+	err = store_slots(j, r, tramp, why, why_len);
+	j->tramp_in = true;
+	if (err) {
+		uint64_t orig[HS_INJ_MAX_SLOTS];
+
+		for (uint32_t i = 0; i < j->nr_slots; i++)
+			orig[i] = d->slots[i].orig;
+		store_slots(j, r, orig, why + strlen(why), 0);
+	}
+out_release:
+	j->stopped_ns += remote__release(r);
+	if (err)
+		goto out;
+	if (o->verbose)
+		fprintf(stderr, "heapsnap-record: process %d stopped %.2f ms; trampoline in %u GOT entries; waiting for an "
+				"allocator call\n", pid, (double)j->stopped_ns / 1e6, j->nr_slots);
+
+	/* ---- the target's own threads from here ---- */
+	if ((err = wait_ready(j, o, insn, why, why_len)))
+		goto out;
+	j->shm_fd = grab_fd(j, d->lib.shm_fd);
+	j->wake_fd = grab_fd(j, d->lib.wake_fd);
+	if (j->shm_fd < 0 || j->wake_fd < 0 || !is_eventfd(j->wake_fd) ||
+	    !(fcntl(j->shm_fd, F_GET_SEALS) & F_SEAL_SHRINK)) {
+		snprintf(why, why_len, "the shared memory the library in process %d answered with is not as made", pid);
+		err = -EPROTO;
+		goto out;
+	}
+out:
+	if (lib_src >= 0)
+		close(lib_src);
+	free_maps(v, n);
+	if (err) {
+		inject__detach(j);
+		if (j->tramp_in)
+			untrampoline(j, j->insn);
+		inject__free(j);
+		return err;
+	}
+	*out = j;
+	return 0;
+}
+
+int inject__shm_fd(const struct inject *j)
+{
+	return j->shm_fd;
+}
+
+int inject__wake_fd(const struct inject *j)
+{
+	return j->wake_fd;
+}
+
+void inject__stats(const struct inject *j, uint64_t *stopped_ns, uint32_t *patched, uint32_t *modules)
+{
+	*stopped_ns = j->stopped_ns;
+	*patched = j->patched;
+	*modules = j->modules;
+}
+
+int inject__detach(struct inject *j)
+{
+	uint64_t deadline = mono() + 2000000000ull;
+	uint32_t state = 0, loader = 0;
+
+	if (!j || j->pipe_w < 0)
+		return 0;
+	close(j->pipe_w);
+	j->pipe_w = -1;
+	if (!j->stub)
+		return 0;
+	while (mono() < deadline) {
+		struct timespec ms = {0, 1000000};
+		uint64_t ls;
+
+		if (remote_read(j->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_LIB +
+					    offsetof(struct hs_inject_lib, lib_state), &state, sizeof(state)) ||
+		    remote_read(j->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_LOADER_STATE, &ls, sizeof(ls)))
+			return 0; /* the process is gone */
+		loader = (uint32_t)ls;
+		if (state == HS_LIB_DETACHED || state == HS_LIB_FAILED || loader == HS_LOADER_NO_LIB ||
+		    loader == HS_LOADER_NO_ENTRY)
+			return 0;
+		if (state == 0 && loader == 0) {
+			uint64_t fired = 0;
+
+			remote_read(j->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_FIRED, &fired, sizeof(fired));
+			if (!fired)
+				return 0; /* the loader never ran; when it does it finds the pipe closed */
+		}
+		nanosleep(&ms, NULL);
+	}
+	return -ETIMEDOUT;
+}
+
+void inject__free(struct inject *j)
+{
+	if (!j)
+		return;
+	if (j->pipe_w >= 0)
+		close(j->pipe_w);
+	if (j->pidfd >= 0)
+		close(j->pidfd);
+	if (j->shm_fd >= 0)
+		close(j->shm_fd);
+	if (j->wake_fd >= 0)
+		close(j->wake_fd);
+	free(j->d);
+	free(j);
+}

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/* The injection stub's memory, shared by three programs: the recorder writes it into the
+ * target (recorder/inject.c), the stub's machine code reads and writes it in the target
+ * (recorder/inject_stub.S), and libheapsnap.so's entry takes it as its argument
+ * (recorder/preload/inject.c). The offsets are macros so that the assembler sees them; the C
+ * struct below is checked against them. Fixed-width fields only: the recorder and the
+ * library may be different builds, which the version tells apart. */
+#ifndef HEAPSNAP_INJECT_ABI_H
+#define HEAPSNAP_INJECT_ABI_H
+
+#define HS_INJ_MAGIC 0x54434a4e49534855 /* "UHSINJCT", little-endian */
+#define HS_INJ_VERSION 1
+
+/* The stub: one page of code, then the data. */
+#define HS_STUB_CODE_BYTES 4096
+#define HS_STUB_DATA_BYTES (3 * 4096)
+#define HS_STUB_BYTES (HS_STUB_CODE_BYTES + HS_STUB_DATA_BYTES)
+
+/* Offsets in the data. Filled by the recorder: */
+#define HS_INJ_OFF_MAGIC 0
+#define HS_INJ_OFF_FN_PTHREAD_CREATE 16
+#define HS_INJ_OFF_FN_ATTR_INIT 24
+#define HS_INJ_OFF_FN_ATTR_DETACH 32
+#define HS_INJ_OFF_FN_DLOPEN 40
+#define HS_INJ_OFF_FN_DLSYM 48
+#define HS_INJ_OFF_FN_DLERROR 56
+#define HS_INJ_OFF_DLOPEN_FLAGS 64
+#define HS_INJ_OFF_TARGET_PID 72
+/* Written in the target by the stub: */
+#define HS_INJ_OFF_FIRED 80        /* 1 once a thread of the target took the trampoline */
+#define HS_INJ_OFF_THREAD 88       /* the loader thread's pthread_t */
+#define HS_INJ_OFF_CREATE_RET 96   /* pthread_create's result */
+#define HS_INJ_OFF_LOADER_STATE 104
+#define HS_INJ_OFF_ATTR 112        /* pthread_attr_t, 64 bytes */
+#define HS_INJ_OFF_LIB_PATH 176    /* 128 bytes */
+#define HS_INJ_OFF_ENTRY 304       /* 32 bytes */
+#define HS_INJ_OFF_DL_MSG 336      /* 256 bytes: dlerror()'s text, copied */
+#define HS_INJ_OFF_SLOTS 1024      /* trampoline slots: {GOT address, original value} */
+#define HS_INJ_MAX_SLOTS 32
+#define HS_INJ_OFF_LIB 1536        /* struct hs_inject_lib: between recorder and library */
+#define HS_INJ_OFF_THRESHOLDS 4096 /* the sampler's thresholds, HS_NR_THRESHOLDS of them */
+
+/* loader_state */
+#define HS_LOADER_CALLING 1   /* the library is loaded; its entry runs */
+#define HS_LOADER_NO_LIB 2    /* dlopen failed: dl_msg says why */
+#define HS_LOADER_NO_ENTRY 3  /* dlsym failed: dl_msg says why */
+#define HS_LOADER_RETURNED 4  /* the entry returned: the session is over */
+
+#ifndef __ASSEMBLER__
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/types.h>
+
+#include "heapsnap.h"
+
+/* lib_state */
+enum {
+	HS_LIB_STARTING = 0,
+	HS_LIB_READY = 1,  /* hooks in place, recording; shm_fd and wake_fd valid */
+	HS_LIB_FAILED = 2, /* lib_err and lib_msg say why; nothing was changed */
+	HS_LIB_DETACHED = 3, /* every rewritten entry is restored */
+};
+
+struct hs_inject_slot {
+	uint64_t got, orig;
+};
+
+/* The part the recorder and the library exchange. */
+struct hs_inject_lib {
+	int32_t pipe_fd;     /* read end: EOF when the recorder detaches or dies */
+	int32_t lib_fd;      /* the memfd the library was loaded from, -1 if it was loaded already */
+	uint64_t sample_rate;
+	uint32_t stack_mode, max_stack, dwarf_bytes, nr_rings, ring_bytes, nr_slots;
+	uint64_t recorder_pid;
+	uint64_t stub_lo, stub_hi; /* the stub's range: GOT entries pointing here hold the trampoline */
+	/* The library's answer. */
+	uint32_t lib_state;  /* atomic */
+	int32_t lib_err;     /* errno */
+	int32_t shm_fd, wake_fd;
+	uint32_t nr_patched, nr_modules;
+	char lib_msg[256];
+};
+
+struct hs_inject_data {
+	uint64_t magic;
+	uint32_t version, size;
+	uint64_t fn_pthread_create, fn_attr_init, fn_attr_detach, fn_dlopen, fn_dlsym, fn_dlerror;
+	uint64_t dlopen_flags, target_pid;
+	uint64_t fired, thread;
+	int64_t create_ret;
+	uint64_t loader_state;
+	uint8_t attr[64];
+	char lib_path[128];
+	char entry[32];
+	char dl_msg[256];
+	uint8_t pad0[HS_INJ_OFF_SLOTS - HS_INJ_OFF_DL_MSG - 256];
+	struct hs_inject_slot slots[HS_INJ_MAX_SLOTS];
+	struct hs_inject_lib lib;
+	uint8_t pad1[HS_INJ_OFF_THRESHOLDS - HS_INJ_OFF_LIB - sizeof(struct hs_inject_lib)];
+	uint64_t thresholds[HS_NR_THRESHOLDS];
+};
+
+_Static_assert(offsetof(struct hs_inject_data, fn_pthread_create) == HS_INJ_OFF_FN_PTHREAD_CREATE, "abi");
+_Static_assert(offsetof(struct hs_inject_data, fn_dlerror) == HS_INJ_OFF_FN_DLERROR, "abi");
+_Static_assert(offsetof(struct hs_inject_data, target_pid) == HS_INJ_OFF_TARGET_PID, "abi");
+_Static_assert(offsetof(struct hs_inject_data, loader_state) == HS_INJ_OFF_LOADER_STATE, "abi");
+_Static_assert(offsetof(struct hs_inject_data, attr) == HS_INJ_OFF_ATTR, "abi");
+_Static_assert(offsetof(struct hs_inject_data, lib_path) == HS_INJ_OFF_LIB_PATH, "abi");
+_Static_assert(offsetof(struct hs_inject_data, entry) == HS_INJ_OFF_ENTRY, "abi");
+_Static_assert(offsetof(struct hs_inject_data, dl_msg) == HS_INJ_OFF_DL_MSG, "abi");
+_Static_assert(offsetof(struct hs_inject_data, slots) == HS_INJ_OFF_SLOTS, "abi");
+_Static_assert(offsetof(struct hs_inject_data, lib) == HS_INJ_OFF_LIB, "abi");
+_Static_assert(offsetof(struct hs_inject_data, thresholds) == HS_INJ_OFF_THRESHOLDS, "abi");
+_Static_assert(sizeof(struct hs_inject_data) <= HS_STUB_DATA_BYTES, "abi");
+
+/* The library's entry, looked up by name by the stub. */
+#define HS_INJECT_ENTRY "heapsnap_inject"
+#define HS_LIB_SONAME "libheapsnap.so"
+#endif
+#endif

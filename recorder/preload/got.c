@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: MIT
+/* libheapsnap.so, injected: the GOT entries of every loaded module that name an allocator
+ * (or dlopen, or a thread-naming call) are pointed at our hooks, and each one's old value is
+ * kept to be put back at detach. Both walks run inside dl_iterate_phdr's callback, under the
+ * loader's lock: a module listed there cannot be unmapped while we write its GOT. */
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "gotwalk.h"
+#include "inject_abi.h"
+#include "inproc.h"
+
+/* What we hook, by the name a module imports. */
+static const char *const hook_names[] = {
+	"malloc", "calloc", "realloc", "reallocarray", "free", "aligned_alloc", "posix_memalign", "memalign",
+	"valloc", "pvalloc", "dlopen", "pthread_setname_np", "prctl",
+	"_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_t",
+	"_ZnamSt11align_val_t", "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t",
+	"_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm", "_ZdlPvRKSt9nothrow_t", "_ZdaPvRKSt9nothrow_t",
+	"_ZdlPvSt11align_val_t", "_ZdaPvSt11align_val_t", "_ZdlPvmSt11align_val_t", "_ZdaPvmSt11align_val_t",
+	"_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+};
+#define NR_HOOKS (sizeof(hook_names) / sizeof(hook_names[0]))
+static uint64_t hook_addr[NR_HOOKS];
+
+/* Every entry we rewrote, in memory of our own (no malloc: we may be called from a hook). */
+struct patched {
+	uint64_t got, orig, hook;
+};
+#define MAX_PATCHED (1u << 16)
+static struct patched *patched;
+static uint32_t nr_patched;
+static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The trampoline's entries, to be read through: the value before the recorder's. */
+static const struct hs_inject_slot *tramp;
+static uint32_t nr_tramp;
+static uint64_t stub_lo, stub_hi;
+static uint32_t modules_seen;
+
+int got_init(void)
+{
+	void *self;
+	Dl_info di;
+
+	if (patched)
+		return 0;
+	patched = mmap(NULL, MAX_PATCHED * sizeof(*patched), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (patched == MAP_FAILED) {
+		patched = NULL;
+		return -1;
+	}
+	self = dlopen(HS_LIB_SONAME, RTLD_NOW | RTLD_NOLOAD);
+	if (!self && dladdr((void *)got_init, &di))
+		self = dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+	if (!self)
+		return -1;
+	for (size_t i = 0; i < NR_HOOKS; i++)
+		hook_addr[i] = (uint64_t)(uintptr_t)dlsym(self, hook_names[i]);
+	return 0;
+}
+
+static int read_self(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	(void)ctx;
+	memcpy(buf, (const void *)(uintptr_t)addr, len);
+	return 0;
+}
+
+struct mod_ctx {
+	uint64_t relro_lo, relro_hi;
+};
+
+/* An aligned 8-byte store: a thread calling through the entry sees the old value or the new. */
+static void store_got(const struct mod_ctx *m, uint64_t got, uint64_t value)
+{
+	uint64_t page = got & ~4095ull;
+	bool ro = got >= m->relro_lo && got < m->relro_hi;
+
+	if (ro && mprotect((void *)(uintptr_t)page, 4096, PROT_READ | PROT_WRITE))
+		return;
+	__atomic_store_n((uint64_t *)(uintptr_t)got, value, __ATOMIC_RELEASE);
+	if (ro)
+		mprotect((void *)(uintptr_t)page, 4096, PROT_READ);
+}
+
+static int patch_slot(void *ctx, uint64_t got, const char *name)
+{
+	const struct mod_ctx *m = ctx;
+	uint64_t cur;
+
+	if (got & 7)
+		return 0;
+	for (size_t i = 0; i < NR_HOOKS; i++) {
+		if (strcmp(name, hook_names[i]) || !hook_addr[i])
+			continue;
+		cur = __atomic_load_n((uint64_t *)(uintptr_t)got, __ATOMIC_ACQUIRE);
+		if (cur == hook_addr[i])
+			return 0; /* ours already (preloaded, or patched before) */
+		if (cur >= stub_lo && cur < stub_hi) {
+			/* The recorder's trampoline: its entry's original value is the one to keep. */
+			for (uint32_t k = 0; k < nr_tramp; k++)
+				if (tramp[k].got == got)
+					cur = tramp[k].orig;
+			if (cur >= stub_lo && cur < stub_hi)
+				return 0;
+		}
+		if (nr_patched >= MAX_PATCHED)
+			return 1;
+		patched[nr_patched++] = (struct patched){got, cur, hook_addr[i]};
+		store_got(m, got, hook_addr[i]);
+		return 0;
+	}
+	return 0;
+}
+
+static bool skip_module(const struct dl_phdr_info *info)
+{
+	const char *n = info->dlpi_name ? info->dlpi_name : "";
+	uint64_t self = (uint64_t)(uintptr_t)got_init;
+
+	if (strstr(n, "ld-linux") || strstr(n, "linux-vdso"))
+		return true;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_LOAD && self >= info->dlpi_addr + ph->p_vaddr &&
+		    self < info->dlpi_addr + ph->p_vaddr + ph->p_memsz)
+			return true; /* our own */
+	}
+	return false;
+}
+
+static bool module_of(const struct dl_phdr_info *info, struct gw_module *gm, struct mod_ctx *mc)
+{
+	gm->dyn = 0;
+	gm->bias = info->dlpi_addr;
+	mc->relro_lo = mc->relro_hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_DYNAMIC)
+			gm->dyn = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_GNU_RELRO) {
+			mc->relro_lo = (info->dlpi_addr + ph->p_vaddr) & ~4095ull;
+			mc->relro_hi = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + 4095) & ~4095ull;
+		}
+	}
+	return gm->dyn != 0;
+}
+
+static int patch_cb(struct dl_phdr_info *info, size_t sz, void *ctx)
+{
+	struct gw_module gm;
+	struct mod_ctx mc;
+
+	(void)sz;
+	(void)ctx;
+	if (skip_module(info) || !module_of(info, &gm, &mc))
+		return 0;
+	modules_seen++;
+	gw_walk(&gm, read_self, NULL, patch_slot, &mc);
+	return 0;
+}
+
+uint32_t got_patch_all(const struct hs_inject_slot *t, uint32_t nt, uint64_t lo, uint64_t hi, uint32_t *modules)
+{
+	uint32_t before;
+
+	pthread_mutex_lock(&patch_lock);
+	tramp = t;
+	nr_tramp = nt;
+	stub_lo = lo;
+	stub_hi = hi;
+	before = nr_patched;
+	modules_seen = 0;
+	if (patched)
+		dl_iterate_phdr(patch_cb, NULL);
+	if (modules)
+		*modules = modules_seen;
+	pthread_mutex_unlock(&patch_lock);
+	return nr_patched - before;
+}
+
+/* After a dlopen: the new modules' entries too. */
+void got_patch_new(void)
+{
+	pthread_mutex_lock(&patch_lock);
+	if (patched && nr_patched)
+		dl_iterate_phdr(patch_cb, NULL);
+	pthread_mutex_unlock(&patch_lock);
+}
+
+static int restore_cb(struct dl_phdr_info *info, size_t sz, void *ctx)
+{
+	struct gw_module gm;
+	struct mod_ctx mc;
+
+	(void)sz;
+	(void)ctx;
+	if (skip_module(info) || !module_of(info, &gm, &mc))
+		return 0;
+	for (uint32_t i = 0; i < nr_patched; i++) {
+		struct patched *p = &patched[i];
+		bool mine = false;
+
+		if (!p->got)
+			continue;
+		for (int k = 0; k < info->dlpi_phnum && !mine; k++) {
+			const ElfW(Phdr) *ph = &info->dlpi_phdr[k];
+
+			mine = ph->p_type == PT_LOAD && p->got >= info->dlpi_addr + ph->p_vaddr &&
+			       p->got + 8 <= info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+		}
+		if (!mine)
+			continue;
+		/* Only an entry that still holds our hook: anything else was rewritten since. */
+		if (__atomic_load_n((uint64_t *)(uintptr_t)p->got, __ATOMIC_ACQUIRE) == p->hook)
+			store_got(&mc, p->got, p->orig);
+		p->got = 0;
+	}
+	return 0;
+}
+
+/* Every entry back as it was; those of modules unloaded since are forgotten. */
+void got_restore_all(void)
+{
+	pthread_mutex_lock(&patch_lock);
+	if (patched) {
+		dl_iterate_phdr(restore_cb, NULL);
+		nr_patched = 0;
+	}
+	pthread_mutex_unlock(&patch_lock);
+}

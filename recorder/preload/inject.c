@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: MIT
+/* libheapsnap.so, injected into a running process (heapsnap-record -p PID --via inject): the
+ * entry the stub's loader thread calls. It sets up the shared memory (kept for the process's
+ * life: a later attach reuses it), points the GOT entries of every module at the hooks,
+ * answers the recorder in the stub's data, then waits on a pipe whose other end only the
+ * recorder holds. EOF there (the recorder detached, or died, even by SIGKILL) or a recorder
+ * gone quiet puts every entry back; the library stays loaded, dormant. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inject_abi.h"
+#include "inproc.h"
+
+static int own_shm_fd = -1; /* the memory this library made; -1 while it has none */
+static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int fail(struct hs_inject_lib *l, int err, const char *what)
+{
+	l->lib_err = err;
+	snprintf(l->lib_msg, sizeof(l->lib_msg), "%s: %s", what, strerror(err));
+	__atomic_store_n(&l->lib_state, HS_LIB_FAILED, __ATOMIC_RELEASE);
+	return -err;
+}
+
+/* The shared memory: made at the first attach, kept for the next. */
+static int shm_setup(struct hs_inject_lib *l)
+{
+	uint64_t size;
+	void *m;
+	int fd;
+
+	if (own_shm_fd >= 0)
+		return 0;
+	if (!l->nr_rings || l->nr_rings > HS_SHM_MAX_RINGS || l->ring_bytes < 4096 || l->ring_bytes > (64u << 20) ||
+	    (l->ring_bytes & (l->ring_bytes - 1)))
+		return fail(l, EINVAL, "ring sizes");
+	size = hs_shm_size(l->nr_rings, l->ring_bytes);
+	fd = memfd_create("heapsnap", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return fail(l, errno, "memfd_create");
+	/* Sealed at its size: the recorder maps it, and a file that shrank would fault it. */
+	if (ftruncate(fd, (off_t)size) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		int e = errno;
+
+		close(fd);
+		return fail(l, e, "sizing the shared memory");
+	}
+	m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		int e = errno;
+
+		close(fd);
+		return fail(l, e, "mmap of the shared memory");
+	}
+	if (events_init()) {
+		munmap(m, size);
+		close(fd);
+		return fail(l, ENOMEM, "the table of sampled blocks");
+	}
+	wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (wake_fd < 0) {
+		int e = errno;
+
+		munmap(m, size);
+		close(fd);
+		return fail(l, e, "eventfd");
+	}
+	shm = m;
+	shm->nr_rings = l->nr_rings;
+	shm->ring_bytes = l->ring_bytes;
+	shm->data_offset = hs_shm_data_offset(l->nr_rings);
+	shm_data = (uint8_t *)m + shm->data_offset;
+	own_shm_fd = fd;
+	return 0;
+}
+
+/* The session's settings, and every ring free and empty: what an earlier session left
+ * unread is not this one's. */
+static void shm_session(const struct hs_inject_data *d)
+{
+	const struct hs_inject_lib *l = &d->lib;
+	struct timespec t;
+
+	for (uint32_t i = 0; i < shm->nr_rings; i++) {
+		struct hs_shm_ring *r = &shm->rings[i];
+
+		__atomic_store_n(&r->cons, __atomic_load_n(&r->prod, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+		__atomic_store_n(&r->owner, 0, __ATOMIC_RELEASE);
+	}
+	memset(shm->counters, 0, sizeof(shm->counters));
+	shm->sample_rate = l->sample_rate;
+	shm->stack_mode = l->stack_mode;
+	shm->max_stack = l->max_stack;
+	shm->dwarf_bytes = l->dwarf_bytes;
+	shm->recorder_pid = l->recorder_pid;
+	memcpy(shm->thresholds, d->thresholds, sizeof(shm->thresholds));
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	shm->heartbeat_ns = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+	shm->version = HS_SHM_VERSION;
+	shm->magic = HS_SHM_MAGIC;
+	__atomic_store_n(&shm->dormant, 0, __ATOMIC_RELEASE);
+}
+
+static void wait_for_detach(int pipe_fd)
+{
+	for (;;) {
+		struct pollfd p = {.fd = pipe_fd, .events = POLLIN};
+		int n = poll(&p, 1, 100);
+		char c;
+
+		if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE))
+			return; /* a hook found the recorder gone quiet */
+		if (n < 0 && errno != EINTR)
+			return;
+		if (n > 0 && read(pipe_fd, &c, 1) <= 0 && errno != EAGAIN && errno != EINTR)
+			return; /* EOF: detached, or the recorder is gone */
+	}
+}
+
+static int session(struct hs_inject_data *d);
+
+EXPORT int heapsnap_inject(struct hs_inject_data *d)
+{
+	struct hs_inject_lib *l = &d->lib;
+	sigset_t all;
+	int err;
+
+	/* The target's signals are for its own threads. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	prctl(PR_SET_NAME, (unsigned long)"heapsnap", 0, 0, 0);
+	tdepth++; /* nothing this thread allocates is the target's */
+	if (l->lib_fd >= 0)
+		close(l->lib_fd);
+	if (d->magic != HS_INJ_MAGIC || d->version != HS_INJ_VERSION || d->size != sizeof(*d))
+		return fail(l, EPROTO, "the recorder is another version of heapsnap");
+	/* One session at a time: the one before may still be putting entries back. */
+	for (int i = 0; pthread_mutex_trylock(&session_lock); i++) {
+		struct timespec ms = {0, 1000000};
+
+		if (i == 2000)
+			return fail(l, EBUSY, "another heapsnap-record is attached");
+		nanosleep(&ms, NULL);
+	}
+	err = session(d);
+	pthread_mutex_unlock(&session_lock);
+	return err;
+}
+
+static int session(struct hs_inject_data *d)
+{
+	struct hs_inject_lib *l = &d->lib;
+	uint32_t modules = 0;
+	int err;
+
+	if (__atomic_load_n(&active, __ATOMIC_ACQUIRE))
+		return fail(l, EBUSY, "already recording (heapsnap-record started this process)");
+	/* The real functions before any entry points at a hook that calls them. */
+	resolve_from(RTLD_DEFAULT);
+	if (real.malloc == (void *)malloc)
+		resolve_from(RTLD_NEXT); /* preloaded before: we are the default */
+	if (!real.malloc || !real.free)
+		return fail(l, ENOENT, "no malloc or free to forward to");
+	if (got_init())
+		return fail(l, ENOMEM, "the table of rewritten GOT entries");
+	if ((err = shm_setup(l)))
+		return err;
+	sampled_clear();
+	shm_session(d);
+	__atomic_add_fetch(&session_gen, 1, __ATOMIC_RELEASE);
+	injected = 1;
+	process_attach();
+	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
+	l->nr_patched = got_patch_all(d->slots, l->nr_slots < HS_INJ_MAX_SLOTS ? l->nr_slots : HS_INJ_MAX_SLOTS,
+				      l->stub_lo, l->stub_hi, &modules);
+	l->nr_modules = modules;
+	if (!l->nr_patched) {
+		__atomic_store_n(&active, 0, __ATOMIC_RELEASE);
+		return fail(l, ENOENT, "no module imports an allocator through its GOT");
+	}
+	emit_maps();
+	l->shm_fd = own_shm_fd;
+	l->wake_fd = wake_fd;
+	__atomic_store_n(&l->lib_state, HS_LIB_READY, __ATOMIC_RELEASE);
+
+	wait_for_detach(l->pipe_fd);
+
+	__atomic_store_n(&active, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&shm->dormant, 1, __ATOMIC_RELEASE);
+	got_restore_all();
+	close(l->pipe_fd);
+	__atomic_store_n(&l->lib_state, HS_LIB_DETACHED, __ATOMIC_RELEASE);
+	return 0;
+}

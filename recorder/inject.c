@@ -440,7 +440,7 @@ static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t in
 			snprintf(why, why_len, "libheapsnap.so in process %d: %s", j->pid, d.lib.lib_msg);
 			return -(d.lib.lib_err > 0 ? d.lib.lib_err : EIO);
 		}
-		if (d.fired == 2 && d.create_ret) {
+		if (d.fired == HS_FIRED_CREATED && d.create_ret) {
 			snprintf(why, why_len, "pthread_create in process %d failed: %s", j->pid, strerror((int)d.create_ret));
 			return -(int)d.create_ret;
 		}
@@ -453,10 +453,14 @@ static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t in
 			return -EINTR;
 		}
 		if (mono() > deadline) {
-			if (!d.fired) {
+			if (d.fired == HS_FIRED_ARMED) {
+				uint64_t off = HS_FIRED_UNARMED;
+
+				/* Disarmed first; a thread that took it meanwhile is seen below. */
+				remote_write(j->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_FIRED, &off, sizeof(off));
 				untrampoline(j, insn);
-				if (remote_read(j->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_FIRED, &d.fired, 8) ||
-				    !d.fired) {
+				if (remote_read(j->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_THREAD, &d.thread, 8) ||
+				    !d.thread) {
 					snprintf(why, why_len,
 						 "process %d made no allocator call in %.0f s, so the library could not be "
 						 "loaded at a safe point; nothing of it was changed",
@@ -623,6 +627,7 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 	d->version = HS_INJ_VERSION;
 	d->size = sizeof(*d);
 	d->target_pid = (uint64_t)pid;
+	d->fired = HS_FIRED_UNARMED;
 	if (loaded) {
 		d->dlopen_flags = RTLD_NOW | RTLD_NOLOAD;
 		snprintf(d->lib_path, sizeof(d->lib_path), "%s", HS_LIB_SONAME);
@@ -657,6 +662,14 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 		tramp[i] = j->stub + (uint64_t)(hs_stub_tramp - hs_stub_blob) + 16 * i;
 	err = store_slots(j, r, tramp, why, why_len);
 	j->tramp_in = true;
+	if (!err) {
+		/* Armed last: every entry points at the trampoline before any thread may act on it. */
+		uint64_t armed = HS_FIRED_ARMED;
+
+		err = remote_write(pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_FIRED, &armed, sizeof(armed));
+		if (err)
+			snprintf(why, why_len, "arming the stub in process %d: %s", pid, strerror(-err));
+	}
 	if (err) {
 		uint64_t orig[HS_INJ_MAX_SLOTS];
 
@@ -742,7 +755,7 @@ int inject__detach(struct inject *j)
 			uint64_t fired = 0;
 
 			remote_read(j->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_FIRED, &fired, sizeof(fired));
-			if (!fired)
+			if (fired == HS_FIRED_ARMED || fired == HS_FIRED_UNARMED)
 				return 0; /* the loader never ran; when it does it finds the pipe closed */
 		}
 		nanosleep(&ms, NULL);

@@ -40,6 +40,14 @@
 #define HS_INJ_OFF_LIB 1536        /* struct hs_inject_lib: between recorder and library */
 #define HS_INJ_OFF_THRESHOLDS 4096 /* the sampler's thresholds, HS_NR_THRESHOLDS of them */
 
+/* fired: the trampoline starts the loader only from 0, which the recorder writes once every
+ * entry is in place (a thread that took it sooner could load the library, which would find
+ * entries still to be rewritten by the recorder, and lose them to it). */
+#define HS_FIRED_ARMED 0
+#define HS_FIRED_TAKEN 1
+#define HS_FIRED_CREATED 2   /* create_ret is valid */
+#define HS_FIRED_UNARMED 3
+
 /* loader_state */
 #define HS_LOADER_CALLING 1   /* the library is loaded; its entry runs */
 #define HS_LOADER_NO_LIB 2    /* dlopen failed: dl_msg says why */

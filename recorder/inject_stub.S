@@ -36,7 +36,7 @@ common:
 	push %r9
 	push %rax
 	sub $8, %rsp
-	/* Taken already: one load, until the library's own entries replace ours. */
+	/* Taken already, or not armed yet: one load, until the library's own entries replace ours. */
 	cmpq $0, data + HS_INJ_OFF_FIRED(%rip)
 	jne 1f
 	/* Only the target itself: a fork child has a copy of this page, not the recorder. */
@@ -44,8 +44,8 @@ common:
 	syscall
 	cmp data + HS_INJ_OFF_TARGET_PID(%rip), %rax
 	jne 1f
-	xor %eax, %eax
-	mov $1, %ecx
+	xor %eax, %eax /* HS_FIRED_ARMED */
+	mov $HS_FIRED_TAKEN, %ecx
 	lock cmpxchgq %rcx, data + HS_INJ_OFF_FIRED(%rip)
 	jne 1f
 	lea data + HS_INJ_OFF_ATTR(%rip), %rdi
@@ -60,7 +60,7 @@ common:
 	call *data + HS_INJ_OFF_FN_PTHREAD_CREATE(%rip)
 	cltq
 	mov %rax, data + HS_INJ_OFF_CREATE_RET(%rip)
-	movq $2, data + HS_INJ_OFF_FIRED(%rip) /* create_ret is valid */
+	movq $HS_FIRED_CREATED, data + HS_INJ_OFF_FIRED(%rip)
 1:
 	add $8, %rsp
 	pop %rax

@@ -968,6 +968,218 @@ t_preload_unprivileged() {
 	contains "$TMP/e" "is BPF's alone; use --via bpf"
 }
 
+# ---- injected into a running process (-p, --via inject) ----
+
+# waitfor FILE TEXT: until TEXT is in FILE (a condition, not a time: up to 20 s).
+waitfor() {
+	local i
+	for i in $(seq 400); do grep -qF -- "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
+	return 1
+}
+
+need_inject() {
+	[ "$(id -u)" = 0 ] || skip "not root: attaching to processes of other users needs CAP_SYS_PTRACE"
+	[ -r /proc/sys/kernel/yama/ptrace_scope ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope)" = 3 ] &&
+		skip "kernel.yama.ptrace_scope is 3: no process may be attached to"
+	return 0
+}
+
+# inject_start NAME TARGET...: starts TARGET with a FIFO to release it (its last argument),
+# waits for "ready PID", attaches with the recorder's options in RARGS; sets TPID (the target),
+# TJOB (its job) and RPID.
+inject_start() {
+	local name=$1
+	shift
+	mkfifo "$TMP/$name.fifo"; chmod 666 "$TMP/$name.fifo"
+	"$@" "$TMP/$name.fifo" >"$TMP/$name.out" 2>"$TMP/$name.terr" &
+	TJOB=$!
+	waitfor "$TMP/$name.out" ready || die "$name: the target never said ready"
+	TPID=$(awk '/^ready/ { print $2 }' "$TMP/$name.out")
+	"$R" -v -p "$TPID" ${RARGS:--s 0} -o "$TMP/$name.hsnap" >/dev/null 2>"$TMP/$name.rerr" &
+	RPID=$!
+	waitfor "$TMP/$name.rerr" "attached to $TPID" || { cat "$TMP/$name.rerr"; die "$name: never attached"; }
+}
+
+# inject_finish NAME STATUS: releases the target; its own exit status and no output of ours in it.
+inject_finish() {
+	local rc
+	echo go >"$TMP/$1.fifo"
+	wait $TJOB; rc=$?
+	eq "$1: the target's own exit status" "$2" $rc
+	wait $RPID || { cat "$TMP/$1.rerr"; die "$1: the recorder failed"; }
+	[ -s "$TMP/$1.terr" ] && { cat "$TMP/$1.terr"; die "$1: the target wrote to stderr"; }
+	eq "$1: the target's stdout" "ready $TPID" "$(cat "$TMP/$1.out")"
+}
+
+# The exact figures of alloc_c's "inject" mode (tests/workloads/alloc_c.c), after the attach.
+inject_check_c() {
+	local name=$1 p=$TMP/$1.pb.gz unknown
+	"$A" pprof -o "$p" "$TMP/$name.hsnap" 2>/dev/null || die "$name: pprof"
+	eq "$name: after_attach inuse_space" 7777 "$(pv $p inuse_space after_attach)"
+	eq "$name: after_attach inuse_objects" 7 "$(pv $p inuse_objects after_attach)"
+	eq "$name: thread_work inuse_space (two threads)" 20000 "$(pv $p inuse_space thread_work)"
+	eq "$name: child_work inuse_space (fork child)" 15000 "$(pv $p inuse_space child_work)"
+	eq "$name: plugin_alloc inuse_space (dlopen'd after the attach)" 12288 "$(pv $p inuse_space plugin_alloc)"
+	eq "$name: before_attach unseen" absent "$(pv $p alloc_space before_attach)"
+	unknown=$("$A" stats --json "$TMP/$name.hsnap" | grep -o '"frees.unknown":[0-9]*' | cut -d: -f2)
+	[ "${unknown:-0}" -ge 5 ] || die "$name: the 5 frees of pre-attach blocks must count as unknown, got ${unknown:-none}"
+}
+
+t_inject_threads() {
+	need_inject; need_go
+	inject_start thr "$T/alloc_c" inject
+	contains "$TMP/thr.rerr" "recording via inject: libheapsnap.so loaded into the running process"
+	grep -q "injected into $TPID: stopped [0-9.]* ms" "$TMP/thr.rerr" || die "the stop is not measured"
+	eq "GOT entry of malloc while attached" libheapsnap "$(python3 tests/gotvalue.py $TPID "$T/alloc_c" malloc)"
+	inject_finish thr 7
+	inject_check_c thr
+	"$A" info "$TMP/thr.hsnap" >"$TMP/thr.info"
+	contains "$TMP/thr.info" "Recorded via inject: libheapsnap.so loaded into the running process"
+	contains "$TMP/thr.info" "Command: $T/alloc_c inject $TMP/thr.fifo"
+}
+
+t_inject_cxx() {
+	need_inject; need_go
+	inject_start cxx "$T/alloc_cxx" inject
+	inject_finish cxx 0
+	local p=$TMP/cxx.pb.gz
+	"$A" pprof -o "$p" "$TMP/cxx.hsnap" 2>/dev/null || die "pprof"
+	eq "new Widget x20" 960 "$(pv $p inuse_space 'cxx_new_objects()')"
+	eq "new char[1000] x5" 5000 "$(pv $p inuse_space 'cxx_new_array()')"
+	eq "nothrow new x3" 999 "$(pv $p inuse_space 'cxx_nothrow()')"
+	eq "aligned new x2" 256 "$(pv $p inuse_space 'cxx_aligned()')"
+	eq "delete churn objects" 100 "$(pv $p alloc_objects 'cxx_delete_churn()')"
+	eq "delete churn live" absent "$(pv $p inuse_space 'cxx_delete_churn()')"
+}
+
+# A target running as another user, and one in a mount namespace where the library's path
+# on this host does not exist.
+t_inject_other_user() {
+	need_inject; need_go
+	command -v setpriv >/dev/null || skip "no setpriv to run the target as another user"
+	unpriv_bin
+	inject_start ou setpriv --reuid=65534 --regid=65534 --clear-groups "$TMP/ub/alloc_c" inject
+	eq "the target's user" 65534 "$(awk '/^Uid:/ { print $2 }' /proc/$TPID/status)"
+	inject_finish ou 7
+	inject_check_c ou
+}
+
+t_inject_mount_ns() {
+	need_inject; need_go
+	command -v unshare >/dev/null && command -v nsenter >/dev/null || skip "no unshare or nsenter (util-linux)"
+	local lib
+	lib=$(realpath "$OUT/libheapsnap.so")
+	unpriv_bin
+	inject_start mnt unshare -m --propagation private sh -c 'mount -t tmpfs none "$1" && exec "$2" inject "$3"' \
+		sh "$(dirname "$lib")" "$TMP/ub/alloc_c"
+	nsenter -t $TPID -m test -e "$lib" && die "the library's path is visible in the target's mount namespace"
+	inject_finish mnt 7
+	inject_check_c mnt
+}
+
+# Refused, with the reason, and nothing touched: a seccomp filter that kills on what the
+# injection needs (auto then records with BPF, exactly), another tracer, no permission.
+t_inject_refusals() {
+	need_inject; need_go
+	mkfifo "$TMP/sc.fifo"
+	"$T/alloc_c" seccomp "$TMP/sc.fifo" >"$TMP/sc.out" 2>"$TMP/sc.terr" &
+	TJOB=$!
+	waitfor "$TMP/sc.out" ready || die "seccomp target not ready"
+	TPID=$(awk '/^ready/ { print $2 }' "$TMP/sc.out")
+	"$R" --via inject -p $TPID -o "$TMP/sc0.hsnap" 2>"$TMP/sc0.err"; eq "--via inject under seccomp: exit" 1 $?
+	contains "$TMP/sc0.err" "cannot inject into process $TPID: the target's seccomp filter would kill the process on memfd_create()"
+	[ -e "$TMP/sc0.hsnap" ] && die "a refused injection left a file"
+	grep -q heapsnap "/proc/$TPID/maps" && die "a refused injection mapped something into the target"
+	if [ -z "$BPF_REASON" ]; then
+		"$R" -v -p $TPID -s 0 -o "$TMP/sc.hsnap" >/dev/null 2>"$TMP/sc.rerr" &
+		RPID=$!
+		waitfor "$TMP/sc.rerr" "attached to $TPID" || { cat "$TMP/sc.rerr"; die "auto did not fall back"; }
+		contains "$TMP/sc.rerr" "recording with BPF uprobes instead"
+		inject_finish sc 7
+		"$A" info "$TMP/sc.hsnap" | grep -q "Recorded via bpf: the injection was refused" || die "info: fallback not said"
+		"$A" pprof -o "$TMP/sc.pb.gz" "$TMP/sc.hsnap" 2>/dev/null
+		eq "fallback to BPF: after_attach inuse_space" 7777 "$(pv "$TMP/sc.pb.gz" inuse_space after_attach)"
+	else
+		echo go >"$TMP/sc.fifo"; wait $TJOB; eq "seccomp target's exit status" 7 $?
+	fi
+	# Another tracer holds it.
+	mkfifo "$TMP/tr.fifo"
+	"$T/alloc_c" inject "$TMP/tr.fifo" >"$TMP/tr.out" 2>"$TMP/tr.terr" &
+	TJOB=$!
+	waitfor "$TMP/tr.out" ready || die "traced target not ready"
+	TPID=$(awk '/^ready/ { print $2 }' "$TMP/tr.out")
+	python3 -c 'import ctypes, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.ptrace(0x4206, int(sys.argv[1]), 0, 0): sys.exit("seize failed")
+print("seized", flush=True); time.sleep(60)' $TPID >"$TMP/tracer.out" &
+	local tracer=$!
+	waitfor "$TMP/tracer.out" seized || die "the test's tracer could not attach"
+	"$R" --via inject -p $TPID -o "$TMP/tr.hsnap" 2>"$TMP/tr.err"; eq "--via inject when traced: exit" 1 $?
+	contains "$TMP/tr.err" "is already traced by process $tracer"
+	kill $tracer; wait $tracer 2>/dev/null
+	# Without the right to ptrace it: a user's recorder against root's process.
+	unpriv_bin
+	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$TMP/ub/heapsnap-record" --via inject -p $TPID \
+		-o /dev/null 2>"$TMP/np.err"; eq "--via inject without permission: exit" 1 $?
+	grep -q "cannot inject into process $TPID: .*\(Permission denied\|Operation not permitted\)" "$TMP/np.err" ||
+		{ cat "$TMP/np.err"; die "no reason given for the refusal"; }
+	grep -q heapsnap "/proc/$TPID/maps" && die "a refused injection mapped something into the target"
+	echo go >"$TMP/tr.fifo"; wait $TJOB; eq "traced target's exit status" 7 $?
+	[ -s "$TMP/tr.terr" ] && die "the refused target wrote to stderr"
+	return 0
+}
+
+# Twenty attaches and detaches to one busy process, sampled as in production; it then ends
+# with its own status and every GOT entry back.
+t_inject_repeat() {
+	need_inject; need_go
+	local i
+	mkfifo "$TMP/rep.fifo"
+	"$T/alloc_c" inject "$TMP/rep.fifo" >"$TMP/rep.out" 2>"$TMP/rep.terr" &
+	TJOB=$!
+	waitfor "$TMP/rep.out" ready || die "target not ready"
+	TPID=$(awk '/^ready/ { print $2 }' "$TMP/rep.out")
+	for i in $(seq 20); do
+		"$R" -v -p $TPID -s 512k --duration 0.2 -o "$TMP/rep$i.hsnap" >/dev/null 2>"$TMP/rep$i.err" ||
+			{ cat "$TMP/rep$i.err"; die "attach $i failed"; }
+		contains "$TMP/rep$i.err" "recording via inject"
+		"$A" info "$TMP/rep$i.hsnap" >/dev/null 2>&1 || die "recording $i unreadable"
+		eq "GOT entry of malloc after detach $i" libc "$(python3 tests/gotvalue.py $TPID "$T/alloc_c" malloc)"
+	done
+	eq "threads of ours left in the target" 0 "$(cat /proc/$TPID/task/*/comm | grep -c '^heapsnap$')"
+	echo go >"$TMP/rep.fifo"
+	wait $TJOB; eq "the target's own exit status" 7 $?
+	[ -s "$TMP/rep.terr" ] && { cat "$TMP/rep.terr"; die "the target wrote to stderr"; }
+	eq "the target's stdout" "ready $TPID" "$(cat "$TMP/rep.out")"
+}
+
+# SIGKILL of the recorder: the library notices (the pipe's only writer is gone) and puts every
+# entry back; the file stays readable, and the next attach works.
+t_inject_killed_recorder() {
+	need_inject; need_go
+	local i
+	inject_start kil "$T/alloc_c" inject
+	eq "GOT entry of malloc while attached" libheapsnap "$(python3 tests/gotvalue.py $TPID "$T/alloc_c" malloc)"
+	# Killed once the idle_churn thread's events are in the file (it is flushed each second).
+	for i in $(seq 200); do "$A" stats "$TMP/kil.hsnap" >/dev/null 2>&1 && break; sleep 0.05; done
+	kill -9 $RPID; wait $RPID 2>/dev/null
+	for i in $(seq 100); do
+		[ "$(python3 tests/gotvalue.py $TPID "$T/alloc_c" malloc)" = libc ] && break
+		sleep 0.05
+	done
+	eq "GOT entry of malloc after the recorder was killed" libc "$(python3 tests/gotvalue.py $TPID "$T/alloc_c" malloc)"
+	"$A" top --no-symbolize "$TMP/kil.hsnap" >/dev/null 2>"$TMP/kil.e" || { cat "$TMP/kil.e"; die "a killed recorder's file must stay readable"; }
+	contains "$TMP/kil.e" "no footer"
+	"$R" -v -p $TPID -s 0 -o "$TMP/kil2.hsnap" >/dev/null 2>"$TMP/kil2.rerr" &
+	RPID=$!
+	waitfor "$TMP/kil2.rerr" "attached to $TPID" || { cat "$TMP/kil2.rerr"; die "no attach after a killed recorder"; }
+	echo go >"$TMP/kil.fifo"
+	wait $TJOB; eq "the target's own exit status" 7 $?
+	wait $RPID || die "second recorder"
+	mv "$TMP/kil2.hsnap" "$TMP/kil.hsnap"
+	inject_check_c kil
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -976,7 +1188,8 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_bpf_fork_storm t_preload_c_exact t_preload_c_labels_inline t_preload_cxx_exact t_preload_rust_exact t_preload_sampled \
 	t_preload_handoff t_preload_other_allocators t_preload_snapshots_diff t_preload_killed_recorder t_preload_fork_storm \
 	t_preload_sampled_dense t_preload_scribbled_ring t_preload_dwarf_nofp t_preload_dwarf_cxx_rust t_preload_dwarf_debian t_preload_unprivileged \
-	t_fuzz_targets"
+	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
+	t_inject_killed_recorder t_fuzz_targets"
 for t in $ALL; do
 	run $t
 done

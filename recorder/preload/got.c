@@ -64,6 +64,14 @@ int got_init(void)
 	return 0;
 }
 
+bool got_is_hook(const void *fn)
+{
+	for (size_t i = 0; i < NR_HOOKS; i++)
+		if (hook_addr[i] && hook_addr[i] == (uint64_t)(uintptr_t)fn)
+			return true;
+	return false;
+}
+
 static int read_self(void *ctx, uint64_t addr, void *buf, size_t len)
 {
 	(void)ctx;

@@ -168,14 +168,14 @@ static int session(struct hs_inject_data *d)
 
 	if (__atomic_load_n(&active, __ATOMIC_ACQUIRE))
 		return fail(l, EBUSY, "already recording (heapsnap-record started this process)");
+	if (got_init())
+		return fail(l, ENOMEM, "the table of rewritten GOT entries");
 	/* The real functions before any entry points at a hook that calls them. */
 	resolve_from(RTLD_DEFAULT);
-	if (real.malloc == (void *)malloc)
+	if (got_is_hook((void *)real.malloc))
 		resolve_from(RTLD_NEXT); /* preloaded before: we are the default */
 	if (!real.malloc || !real.free)
 		return fail(l, ENOENT, "no malloc or free to forward to");
-	if (got_init())
-		return fail(l, ENOMEM, "the table of rewritten GOT entries");
 	if ((err = shm_setup(l)))
 		return err;
 	sampled_clear();

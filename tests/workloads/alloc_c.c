@@ -19,9 +19,20 @@
  * Modes: no argument runs everything; "wait FIFO" allocates 5 x 777 in before_attach,
  * waits for a line on FIFO, frees them, then keeps 7 x 1111 from after_attach;
  * "bulk" keeps 20000 x 4096 from bulk_keep and churns 200000 x 100 in bulk_churn;
- * "loop SECONDS" allocates and frees in loop_work until SECONDS have passed. */
+ * "loop SECONDS" allocates and frees in loop_work until SECONDS have passed;
+ * "inject FIFO" is "wait FIFO" with a thread churning in idle_churn all along (an injected
+ * recorder loads at an allocator call), then, after the line, thread_work in two threads,
+ * child_work in a fork child and plugin_alloc in a dlopen'd module; it exits with status 7;
+ * "seccomp FIFO" is "inject FIFO" under a seccomp filter that kills the process on
+ * memfd_create. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -224,6 +235,74 @@ static int wait_mode(const char *fifo)
 	return 0;
 }
 
+static volatile int churn_stop;
+
+NOINLINE void *idle_churn(void *arg)
+{
+	(void)arg;
+	while (!churn_stop) {
+		for (int i = 0; i < 100; i++) {
+			void *volatile p = malloc(32);
+
+			free(p);
+		}
+		usleep(500);
+	}
+	return NULL;
+}
+
+static void deny_memfd(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_memfd_create, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+		perror("seccomp");
+		exit(5);
+	}
+}
+
+static int inject_mode(const char *self, const char *fifo)
+{
+	pthread_t churn, t[2];
+	char line[16];
+	pid_t pid;
+	FILE *f;
+	int st;
+
+	before_attach();
+	if (pthread_create(&churn, NULL, idle_churn, NULL))
+		return 4;
+	printf("ready %d\n", getpid());
+	fflush(stdout);
+	f = fopen(fifo, "r");
+	if (!f || !fgets(line, sizeof(line), f))
+		return 4;
+	fclose(f);
+	for (int i = 0; i < 5; i++)
+		free(keep[i]);
+	after_attach();
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, thread_main, (void *)(intptr_t)(i + 1));
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	pid = fork();
+	if (pid == 0) {
+		child_work();
+		_exit(0);
+	}
+	waitpid(pid, &st, 0);
+	run_plugin(self);
+	churn_stop = 1;
+	pthread_join(churn, NULL);
+	return 7;
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t t[2];
@@ -232,6 +311,12 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && !strcmp(argv[1], "wait"))
 		return wait_mode(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "inject"))
+		return inject_mode(argv[0], argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "seccomp")) {
+		deny_memfd();
+		return inject_mode(argv[0], argv[2]);
+	}
 	if (argc == 2 && !strcmp(argv[1], "bulk")) {
 		bulk_keep();
 		bulk_churn();

@@ -6,8 +6,14 @@
  *   cxx_nothrow       3 x 333 = 999 live
  *   cxx_aligned       2 x 128 = 256 live (alignas(64): the aligned operator new)
  *   cxx_delete_churn  100 x 100 allocated with new[], all deleted
+ *
+ * "inject FIFO": a thread churns new/delete in cxx_idle_churn, "ready PID" is printed, and
+ * the above runs once a line is read from FIFO (an injected recorder is in by then).
  */
+#include <cstdio>
 #include <new>
+#include <pthread.h>
+#include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -54,14 +60,47 @@ NOINLINE void cxx_delete_churn()
 	}
 }
 
-int main()
+static volatile int churn_stop;
+
+NOINLINE void *cxx_idle_churn(void *)
+{
+	while (!churn_stop) {
+		for (int i = 0; i < 100; i++) {
+			char *volatile p = new char[40];
+			delete[] p;
+		}
+		usleep(500);
+	}
+	return nullptr;
+}
+
+int main(int argc, char **argv)
 {
 	static_assert(sizeof(Widget) == 48, "Widget size");
 	static_assert(sizeof(Aligned) == 128, "Aligned size");
+	pthread_t churn;
+	bool wait = argc == 3 && argv[1][0] == 'i';
+
+	if (wait) {
+		char line[16];
+		FILE *f;
+
+		pthread_create(&churn, nullptr, cxx_idle_churn, nullptr);
+		printf("ready %d\n", getpid());
+		fflush(stdout);
+		f = fopen(argv[2], "r");
+		if (!f || !fgets(line, sizeof(line), f))
+			return 4;
+		fclose(f);
+	}
 	cxx_new_objects();
 	cxx_new_array();
 	cxx_nothrow();
 	cxx_aligned();
 	cxx_delete_churn();
+	if (wait) {
+		churn_stop = 1;
+		pthread_join(churn, nullptr);
+	}
 	return 0;
 }

@@ -67,7 +67,74 @@ echo "heapsnap benchmark, $(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs, medi
 json="{\"date\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\",\"kernel\":\"$(uname -r)\",\"cpus\":$(nproc),\"runs\":$RUNS,\"workloads\":["
 table=$(printf '%-8s %-15s %10s %9s %9s %10s %9s %9s %11s\n' workload mode "time(s)" "x native" "x floor" "bytes/ev" "dropped" "rec cpu" "rec rss MiB")
 first_w=1
-# BENCH=sqlite3: that comparison alone (a quick look at the ways in on a real program).
+
+# A busy process's own throughput (workload rate: three threads churning malloc/free,
+# counting operations per quarter second) before, during and after recorders attached to it:
+# injected and sampled at 512 KiB; after it detached; injected again and SIGKILLed; and BPF
+# sampled at 512 KiB for comparison. Quarter seconds are placed by CLOCK_BOOTTIME, which
+# /proc/uptime reads too. Ratios are to the same run's before, medians over the runs.
+attach_bench() {
+	local r wp line d0 d1 k0 b0 b1
+	: >"$TMP/at-during"; : >"$TMP/at-after"; : >"$TMP/at-killed"; : >"$TMP/at-bpf"; : >"$TMP/at-stop"; : >"$TMP/at-before"
+	up() { awk '{ print $1 }' /proc/uptime; }
+	attached() { # recorder's stderr: until it is in, or gone
+		local i
+		for i in $(seq 400); do grep -q "attached to" "$1" && return 0; sleep 0.05; done
+		return 1
+	}
+	win() { awk -v a="$1" -v b="$2" '$1 == "q" && $2 >= a && $2 <= b { print $3 }' "$TMP/rate.out" | median; }
+	for r in $(seq "$RUNS"); do
+		"$B/workload" rate 3 60 >"$TMP/rate.out" &
+		wp=$!
+		sleep 5
+		"$R" -v -p $wp -s 512k --duration 4 -o "$TMP/at.hsnap" 2>"$TMP/at.err" &
+		attached "$TMP/at.err" || { cat "$TMP/at.err"; exit 1; }
+		d0=$(up)
+		wait $! || { cat "$TMP/at.err"; exit 1; }
+		d1=$(up)
+		grep -q "recording via inject" "$TMP/at.err" || { cat "$TMP/at.err"; exit 1; }
+		awk '/injected into/ { for (i = 1; i <= NF; i++) if ($i == "stopped") print $(i + 1) }' "$TMP/at.err" >>"$TMP/at-stop"
+		sleep 4
+		"$R" -p $wp -s 512k -o "$TMP/at2.hsnap" 2>"$TMP/at2.err" &
+		attached "$TMP/at2.err" || { cat "$TMP/at2.err"; exit 1; }
+		sleep 2
+		kill -9 $!
+		wait $! 2>/dev/null || true
+		k0=$(up)
+		sleep 4
+		"$R" --via bpf -p $wp -s 512k --duration 3 -o "$TMP/at3.hsnap" 2>"$TMP/at3.err" &
+		attached "$TMP/at3.err" || { cat "$TMP/at3.err"; exit 1; }
+		b0=$(up)
+		wait $! || { cat "$TMP/at3.err"; exit 1; }
+		b1=$(up)
+		kill $wp; wait $wp 2>/dev/null || true
+		line=$(head -1 "$TMP/rate.out" | awk '{ print $2 }')
+		local before during after killed bpf
+		before=$(win "$(awk -v t="$line" 'BEGIN { print t + 1 }')" "$(awk -v t="$d0" 'BEGIN { print t - 1.5 }')")
+		during=$(win "$(awk -v t="$d0" 'BEGIN { print t + 0.3 }')" "$(awk -v t="$d1" 'BEGIN { print t - 0.3 }')")
+		after=$(win "$(awk -v t="$d1" 'BEGIN { print t + 0.5 }')" "$(awk -v t="$d1" 'BEGIN { print t + 4 }')")
+		killed=$(win "$(awk -v t="$k0" 'BEGIN { print t + 0.5 }')" "$(awk -v t="$k0" 'BEGIN { print t + 4 }')")
+		bpf=$(win "$(awk -v t="$b0" 'BEGIN { print t + 0.3 }')" "$(awk -v t="$b1" 'BEGIN { print t - 0.3 }')")
+		echo "$before" >>"$TMP/at-before"
+		awk -v a="$during" -v b="$before" 'BEGIN { print a / b * 100 }' >>"$TMP/at-during"
+		awk -v a="$after" -v b="$before" 'BEGIN { print a / b * 100 }' >>"$TMP/at-after"
+		awk -v a="$killed" -v b="$before" 'BEGIN { print a / b * 100 }' >>"$TMP/at-killed"
+		awk -v a="$bpf" -v b="$before" 'BEGIN { print a / b * 100 }' >>"$TMP/at-bpf"
+	done
+	AT_BEFORE=$(median <"$TMP/at-before"); AT_DURING=$(median <"$TMP/at-during"); AT_AFTER=$(median <"$TMP/at-after")
+	AT_KILLED=$(median <"$TMP/at-killed"); AT_BPF=$(median <"$TMP/at-bpf"); AT_STOP=$(median <"$TMP/at-stop")
+	at_table=$(printf 'attached to a busy process (3 threads churning, %.1fM ops per quarter second before): injected, sampled 512k %.1f%% of before; after detach %.1f%%; after a SIGKILLed recorder %.1f%%; BPF sampled 512k %.1f%%; stopped %.2f ms to inject' \
+		"$(awk -v b="$AT_BEFORE" 'BEGIN { print b / 1e6 }')" "$AT_DURING" "$AT_AFTER" "$AT_KILLED" "$AT_BPF" "$AT_STOP")
+	echo "  $at_table"
+	json+=",\"attach\":{\"before_ops_per_quarter_s\":$AT_BEFORE,\"during_inject512k_pct\":$AT_DURING,\"after_detach_pct\":$AT_AFTER,\"after_killed_recorder_pct\":$AT_KILLED,\"during_bpf512k_pct\":$AT_BPF,\"stopped_ms\":$AT_STOP}"
+}
+
+# BENCH=sqlite3 or BENCH=attach: that comparison alone.
+if [ "${BENCH:-}" = attach ]; then
+	echo "Attached to a running process, its own throughput (median of $RUNS runs):"
+	attach_bench
+	exit 0
+fi
 [ "${BENCH:-}" = sqlite3 ] && WORKLOADS=()
 for w in "${WORKLOADS[@]}"; do
 	wname=${w%%|*}; rest=${w#*|}; extra=${rest%%|*}; wcmd=${rest#*|}
@@ -187,6 +254,10 @@ echo "  $sq_table"
 # BENCH=sqlite3 looks only: the results files keep the last full run.
 [ "${BENCH:-}" = sqlite3 ] && exit 0
 
+echo
+echo "Attached to a running process, its own throughput (median of $RUNS runs):"
+attach_bench
+
 # Recorder CPU per event, scaled to 1M events/s: fp mode on a longer churn (6M events, so
 # that the noise of the start-up, about 0.15 s, does not drown the signal), less the same
 # mode's start-up (BPF verification of the stack-walking programs, map allocation), which is
@@ -234,6 +305,7 @@ echo "$json" >"$RES/latest.json"
 	echo "$table"
 	echo
 	echo "$sq_table"
+	echo "$at_table"
 } >"$RES/latest.txt"
 echo
 echo "Wrote $RES/latest.txt and $RES/latest.json ($SECONDS s)"

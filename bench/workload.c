@@ -5,6 +5,12 @@
  *   churn N       N malloc/free pairs, mixed sizes, over a ring of 1024 live blocks
  *   mt THREADS N  the same churn split over THREADS threads, each with its own ring
  *   live N        N live allocations (32..96 bytes), then all freed
+ *   rate THREADS SECONDS [use]  the churn in THREADS threads until SECONDS have passed,
+ *                 printing "q TIME OPS" each quarter second: its own throughput (TIME is
+ *                 CLOCK_BOOTTIME, as /proc/uptime), for a recorder attached and detached.
+ *                 With "use", each block is also written whole and read back, as a program
+ *                 that allocates does something with its memory; without, nothing but the
+ *                 allocator runs: the worst case for anything that interposes it.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -12,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define RING 1024
 
@@ -73,6 +80,69 @@ __attribute__((noinline)) static void live(long n)
 	free(v);
 }
 
+static volatile int rate_stop;
+static int rate_use;
+static long rate_ops[64 * 8]; /* a cache line per thread */
+static volatile uint64_t rate_sink;
+
+static void *rate_main(void *arg)
+{
+	long *ops = arg;
+	uint64_t seed = (uint64_t)(uintptr_t)arg | 1, sum = 0;
+	void *ring[RING] = {0};
+
+	while (!rate_stop) {
+		for (int i = 0; i < 1000; i++) {
+			uint64_t r = xorshift(&seed);
+			unsigned idx = (unsigned)(r % RING);
+			size_t n = sizes[(r >> 20) % 8];
+
+			free(ring[idx]);
+			ring[idx] = malloc(n);
+			if (rate_use) {
+				unsigned char *b = ring[idx];
+
+				memset(b, (int)r, n);
+				for (size_t k = 0; k < n; k += 8)
+					sum += b[k];
+			} else {
+				*(volatile char *)ring[idx] = 1;
+			}
+		}
+		__atomic_store_n(ops, *ops + 1000, __ATOMIC_RELAXED);
+	}
+	rate_sink = sum;
+	return NULL;
+}
+
+static int rate(int k, double secs)
+{
+	pthread_t t[64];
+	struct timespec q = {0, 250000000}, b;
+	long last = 0;
+	double end = now() + secs;
+
+	if (k < 1 || k > 64)
+		return 2;
+	for (int i = 0; i < k; i++)
+		pthread_create(&t[i], NULL, rate_main, &rate_ops[i * 8]);
+	while (now() < end) {
+		long total = 0;
+
+		nanosleep(&q, NULL);
+		for (int i = 0; i < k; i++)
+			total += __atomic_load_n(&rate_ops[i * 8], __ATOMIC_RELAXED);
+		clock_gettime(CLOCK_BOOTTIME, &b);
+		printf("q %.3f %ld\n", (double)b.tv_sec + (double)b.tv_nsec / 1e9, total - last);
+		fflush(stdout);
+		last = total;
+	}
+	rate_stop = 1;
+	for (int i = 0; i < k; i++)
+		pthread_join(t[i], NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	double t0, t1;
@@ -80,6 +150,11 @@ int main(int argc, char **argv)
 
 	if (argc < 3)
 		return 2;
+	if (!strcmp(argv[1], "rate") && (argc == 4 || argc == 5)) {
+		rate_use = argc == 5 && !strcmp(argv[4], "use");
+		printf("pid %d\n", getpid());
+		return rate(atoi(argv[2]), atof(argv[3]));
+	}
 	if (!strcmp(argv[1], "churn")) {
 		n = atol(argv[2]);
 		t0 = now();

@@ -154,6 +154,8 @@ static int read_remote(void *ctx, uint64_t addr, void *buf, size_t len)
 struct slot_ctx {
 	pid_t pid;
 	struct hs_inject_data *d;
+	const char *path;
+	bool verbose;
 };
 
 /* The allocator entries the trampoline can sit in: called often, and only from code that
@@ -174,6 +176,9 @@ static int pick_slot(void *ctx, uint64_t got, const char *name)
 		if ((got & 7) || remote_read(c->pid, got, &cur, sizeof(cur)) || !cur)
 			return 0;
 		d->slots[d->lib.nr_slots++] = (struct hs_inject_slot){got, cur};
+		if (c->verbose)
+			fprintf(stderr, "heapsnap-record: trampoline entry: %s in %s, GOT entry %#" PRIx64 " holding %#" PRIx64 "\n",
+				name, c->path, got, cur);
 		return 0;
 	}
 	return 0;
@@ -181,9 +186,9 @@ static int pick_slot(void *ctx, uint64_t got, const char *name)
 
 /* The GOT entries of each module (its first mapping holds its ELF header) but libc's, the
  * loader's and ours. */
-static void find_slots(pid_t pid, struct vma *v, int n, struct hs_inject_data *d)
+static void find_slots(pid_t pid, struct vma *v, int n, struct hs_inject_data *d, bool verbose)
 {
-	struct slot_ctx c = {pid, d};
+	struct slot_ctx c = {pid, d, NULL, verbose};
 
 	for (int i = 0; i < n && d->lib.nr_slots < HS_INJ_MAX_SLOTS; i++) {
 		const char *b = base_name(v[i].path);
@@ -208,6 +213,7 @@ static void find_slots(pid_t pid, struct vma *v, int n, struct hs_inject_data *d
 		for (int k = 0; k < eh.e_phnum; k++)
 			if (ph[k].p_type == PT_DYNAMIC)
 				gm.dyn = gm.bias + ph[k].p_vaddr;
+		c.path = v[i].path;
 		if (gm.dyn)
 			gw_walk(&gm, read_remote, &pid, pick_slot, &c);
 	}
@@ -423,9 +429,16 @@ static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t in
 		struct timespec ms = {0, 2000000};
 		uint32_t state;
 
-		if (remote_read(j->pid, j->stub + HS_STUB_CODE_BYTES, &d, offsetof(struct hs_inject_data, thresholds))) {
+		int rerr = remote_read(j->pid, j->stub + HS_STUB_CODE_BYTES, &d, offsetof(struct hs_inject_data, thresholds));
+
+		if (rerr && kill(j->pid, 0) && errno == ESRCH) {
 			snprintf(why, why_len, "process %d exited during the injection", j->pid);
 			return -ESRCH;
+		}
+		if (rerr) {
+			snprintf(why, why_len, "reading the stub at %#" PRIx64 " in process %d: %s", j->stub, j->pid,
+				 strerror(-rerr));
+			return rerr;
 		}
 		state = d.lib.lib_state;
 		if (state == HS_LIB_READY) {
@@ -552,7 +565,7 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 			 "(glibc before 2.34?)", pid, v[libc_i].path);
 		goto out;
 	}
-	find_slots(pid, v, n, d);
+	find_slots(pid, v, n, d, o->verbose);
 	j->nr_slots = d->lib.nr_slots;
 	if (!j->nr_slots) {
 		snprintf(why, why_len, "no module of process %d calls malloc or free through its GOT", pid);

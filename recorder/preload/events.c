@@ -42,16 +42,31 @@ int injected;
  * hit looks in the exact table under a lock, which only sampled events take. */
 #define SAMPLED_BUCKETS SAMPLED_SLOTS
 uint8_t *sampled_count;
+static uint64_t filter_cur; /* the filter kept up to date, published in filter_word while sampling */
+static bool filter_on;
+static uint64_t *filters[SAMPLED_BUCKET_BITS + 1]; /* one per size, 2^k bits each */
 static struct sampled_ent {
 	uint64_t ptr, size;
 } *sampled, *sampled_spare; /* the spare is where the table is rebuilt without its tombstones */
-static uint32_t sampled_tombs;
-int sampled_lock;
-static uint32_t sampled_live;
+/* Written at every sample, so on a cache line of their own: next to what every hook reads
+ * (fast_gen, filter_word), each write would cost all the target's threads a miss. */
+struct sampled_w sampled_w;
 
 
-__thread struct tstate *tsp __attribute__((tls_model("initial-exec")));
-__thread int tdepth __attribute__((tls_model("initial-exec")));
+__thread struct hs_tls hs_tls __attribute__((tls_model("initial-exec")));
+struct hs_hot hs_hot __attribute__((aligned(4096))) = {.fg = FAST_OFF};
+
+/* Sampling's fast path on (attached, sampling) or off: a hook then always takes the full path. */
+void fast_path(bool on)
+{
+	__atomic_store_n(&fast_gen, on ? __atomic_load_n(&session_gen, __ATOMIC_RELAXED) : FAST_OFF,
+			 __ATOMIC_RELEASE);
+	/* Frees pass by only while sampling: recording every event, each one is recorded. */
+	spin_lock(&sampled_lock);
+	filter_on = on;
+	__atomic_store_n(&filter_word, on ? filter_cur : 0, __ATOMIC_RELEASE);
+	spin_unlock(&sampled_lock);
+}
 
 uint64_t now_ns(void)
 {
@@ -108,8 +123,8 @@ struct tstate *thread_state_new(void)
 		t = tsp;
 		t->ring = -1;
 		memset(t->sent, 0, sizeof(t->sent));
-		t->until_sample = shm && shm->sample_rate ? draw() : 0;
-		t->gen = __atomic_load_n(&session_gen, __ATOMIC_RELAXED);
+		hs_tls.until_sample = shm && shm->sample_rate ? draw() : 0;
+		t->gen = hs_tls.gen = __atomic_load_n(&session_gen, __ATOMIC_RELAXED);
 		return t;
 	}
 	t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -119,7 +134,8 @@ struct tstate *thread_state_new(void)
 	t->ring = -1;
 	t->tid = gettid_raw();
 	tsp = t;
-	t->until_sample = shm && shm->sample_rate ? draw() : 0;
+	hs_tls.until_sample = shm && shm->sample_rate ? draw() : 0;
+	hs_tls.gen = t->gen;
 	/* The stack's bounds: the walk reads nothing outside them, so junk frame pointers in
 	 * code built without them cannot fault. */
 	tdepth++;
@@ -178,6 +194,7 @@ static bool recorder_gone(void)
 
 void go_dormant(void)
 {
+	fast_path(false);
 	__atomic_store_n(&active, 0, __ATOMIC_RELEASE);
 }
 
@@ -363,6 +380,50 @@ void spin_unlock(int *l)
 	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
 
+/* Under sampled_lock: the filter of 2^K bits, built from the bucket counts, published. */
+static void filter_build(uint32_t k)
+{
+	uint64_t *f = filters[k];
+	uint32_t mask = (1u << k) - 1;
+
+	memset(f, 0, ((size_t)1 << k) / 8);
+	for (uint32_t b = 0; b < SAMPLED_SLOTS; b++)
+		if (sampled_count[b])
+			f[(b & mask) >> 6] |= 1ull << (b & 63);
+	filter_cur = (uint64_t)(uintptr_t)f | k;
+	__atomic_store_n(&filter_word, filter_on ? filter_cur : 0, __ATOMIC_RELEASE);
+}
+
+/* Under sampled_lock: a filter of about 16 bits per live block, changed by halves or doubles. */
+static void filter_fit(void)
+{
+	uint32_t k = (uint32_t)(filter_cur & 63), want = k;
+
+	while (want < SAMPLED_BUCKET_BITS && (uint64_t)sampled_live * 16 > (1ull << want))
+		want++;
+	while (want > FILTER_MIN_BITS && (uint64_t)sampled_live * 64 < (1ull << want))
+		want--;
+	if (want != k)
+		filter_build(want);
+}
+
+/* Under sampled_lock: bucket B gained (+1) or lost (-1) a block; its filter bit follows. */
+static void filter_note(uint32_t b, int delta)
+{
+	uint64_t w = filter_cur;
+	uint32_t k = (uint32_t)(w & 63), i = b & ((1u << k) - 1);
+	uint64_t *f = (uint64_t *)(uintptr_t)(w & ~63ull);
+
+	if (delta > 0) {
+		__atomic_fetch_or(&f[i >> 6], 1ull << (i & 63), __ATOMIC_RELEASE);
+		return;
+	}
+	for (uint32_t j = i; j < SAMPLED_SLOTS; j += 1u << k)
+		if (sampled_count[j])
+			return;
+	__atomic_fetch_and(&f[i >> 6], ~(1ull << (i & 63)), __ATOMIC_RELEASE);
+}
+
 /* Under sampled_lock: the live entries moved to the spare table, which becomes the table. */
 static void sampled_rebuild(void)
 {
@@ -401,7 +462,9 @@ bool sampled_add(void *p, uint64_t size)
 			sampled_tombs--;
 		sampled[i] = (struct sampled_ent){(uint64_t)(uintptr_t)p, size};
 		sampled_live++;
-		__atomic_fetch_add(&sampled_count[bucket(p)], 1, __ATOMIC_RELAXED);
+		if (!__atomic_fetch_add(&sampled_count[bucket(p)], 1, __ATOMIC_RELAXED))
+			filter_note(bucket(p), 1);
+		filter_fit();
 		ok = true;
 	}
 	spin_unlock(&sampled_lock);
@@ -415,7 +478,7 @@ uint64_t sampled_take(void *p)
 {
 	uint64_t i = bucket(p), size = 0;
 
-	if (LIKELY(!__atomic_load_n(&sampled_count[bucket(p)], __ATOMIC_RELAXED)))
+	if (LIKELY(!sampled_maybe(p)))
 		return 0;
 	spin_lock(&sampled_lock);
 	for (; sampled[i].ptr; i = (i + 1) & (SAMPLED_SLOTS - 1)) {
@@ -424,7 +487,9 @@ uint64_t sampled_take(void *p)
 			sampled[i].ptr = 1; /* a tombstone keeps later probes going */
 			sampled_live--;
 			sampled_tombs++;
-			__atomic_fetch_sub(&sampled_count[bucket(p)], 1, __ATOMIC_RELAXED);
+			if (__atomic_fetch_sub(&sampled_count[bucket(p)], 1, __ATOMIC_RELAXED) == 1)
+				filter_note(bucket(p), -1);
+			filter_fit();
 			break;
 		}
 	}
@@ -515,6 +580,7 @@ void sampled_clear(void)
 	spin_lock(&sampled_lock);
 	memset(sampled, 0, SAMPLED_SLOTS * sizeof(*sampled));
 	memset(sampled_count, 0, SAMPLED_BUCKETS);
+	filter_build(FILTER_MIN_BITS);
 	sampled_live = sampled_tombs = 0;
 	spin_unlock(&sampled_lock);
 }
@@ -525,12 +591,20 @@ int events_init(void)
 {
 	tdepth++;
 	sampled_count = mmap(NULL, SAMPLED_BUCKETS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* Every filter size at once, 64 KiB: a resize never allocates. */
+	uint8_t *fm = mmap(NULL, 2 * SAMPLED_BUCKETS / 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	for (uint32_t k = FILTER_MIN_BITS + 1; fm != MAP_FAILED && k <= SAMPLED_BUCKET_BITS; k++)
+		filters[k] = (uint64_t *)(fm + ((size_t)1 << k) / 8);
+	filters[FILTER_MIN_BITS] = hs_hot.filter_min;
+	if (fm != MAP_FAILED && sampled_count != MAP_FAILED)
+		filter_build(FILTER_MIN_BITS);
 	sampled = mmap(NULL, SAMPLED_SLOTS * sizeof(*sampled), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		       -1, 0);
 	sampled_spare = mmap(NULL, SAMPLED_SLOTS * sizeof(*sampled), PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	tdepth--;
-	if (sampled_count == MAP_FAILED || sampled == MAP_FAILED || sampled_spare == MAP_FAILED)
+	if (sampled_count == MAP_FAILED || fm == MAP_FAILED || sampled == MAP_FAILED || sampled_spare == MAP_FAILED)
 		return -1;
 	return pthread_key_create(&exit_key, thread_exit) ? -1 : 0;
 }

@@ -27,11 +27,10 @@
 
 /* ---- the real allocators ---- */
 
-struct real_fns real;
 
 /* dlsym itself allocates: what it asks for before the real functions are known comes from
  * here, and is never given back. */
-static char boot[1 << 16] __attribute__((aligned(64)));
+char boot[1 << 16] __attribute__((aligned(64), visibility("hidden")));
 static size_t boot_used;
 static int resolving;
 
@@ -40,11 +39,6 @@ void *boot_alloc(size_t n)
 	size_t off = __atomic_fetch_add(&boot_used, (n + 63) & ~(size_t)63, __ATOMIC_RELAXED);
 
 	return off + n <= sizeof(boot) ? boot + off : NULL;
-}
-
-bool is_boot(const void *p)
-{
-	return (const char *)p >= boot && (const char *)p < boot + sizeof(boot);
 }
 
 void *next_handle = RTLD_NEXT;
@@ -126,6 +120,10 @@ static void free_hook(void *p, uint8_t flags)
 
 	if (!p || is_boot(p))
 		return;
+	if (LIKELY(free_pass_by(p))) {
+		real.free(p);
+		return;
+	}
 	t = free_begin(p, &size, &ts);
 	tdepth++; /* what the real allocator calls is not counted again */
 	real.free(p);
@@ -134,7 +132,12 @@ static void free_hook(void *p, uint8_t flags)
 	tdepth--;
 }
 
-HOOK EXPORT void *malloc(size_t n)
+/* The fast paths are functions of their own, without a frame: a call the sampler passes by
+ * costs a few loads and a jump. What records is a tail call to the full path, whose frame is
+ * then the first of the stack walk, as the hook's would be. */
+#define FAST __attribute__((optimize("omit-frame-pointer")))
+
+static __attribute__((noinline)) void *malloc_full(size_t n)
 {
 	if (UNLIKELY(!real.malloc)) {
 		resolve();
@@ -144,7 +147,14 @@ HOOK EXPORT void *malloc(size_t n)
 	ALLOC_HOOK(HS_KIND_MALLOC, n, real.malloc(n));
 }
 
-HOOK EXPORT void *calloc(size_t n, size_t m)
+HOOK EXPORT FAST void *malloc(size_t n)
+{
+	if (LIKELY(pass_by(n)))
+		return real.malloc(n);
+	return malloc_full(n);
+}
+
+static __attribute__((noinline)) void *calloc_full(size_t n, size_t m)
 {
 	if (UNLIKELY(!real.calloc)) {
 		resolve();
@@ -157,7 +167,14 @@ HOOK EXPORT void *calloc(size_t n, size_t m)
 	ALLOC_HOOK(HS_KIND_CALLOC, n * m, real.calloc(n, m));
 }
 
-HOOK EXPORT void free(void *p)
+HOOK EXPORT FAST void *calloc(size_t n, size_t m)
+{
+	if (LIKELY(pass_by(n * m)))
+		return real.calloc(n, m);
+	return calloc_full(n, m);
+}
+
+static __attribute__((noinline)) void free_full(void *p)
 {
 	if (UNLIKELY(!real.free)) {
 		resolve();
@@ -165,6 +182,13 @@ HOOK EXPORT void free(void *p)
 			return;
 	}
 	free_hook(p, 0);
+}
+
+HOOK EXPORT FAST void free(void *p)
+{
+	if (LIKELY(!is_boot(p) && free_pass_by(p)))
+		return real.free(p);
+	free_full(p);
 }
 
 static void *realloc_body(void *old, size_t n, void *(*call)(void *, size_t, size_t), size_t m, uint64_t fp)
@@ -310,6 +334,13 @@ static void *next_sym(void **cache, const char *name)
 	{                                                                                         \
 		static void *next;                                                                \
 		type f = (type)next_sym(&next, #sym);                                             \
+		if (LIKELY(pass_by(size))) {                                                      \
+			void *p;                                                                  \
+			tdepth++; /* its malloc inside is not another allocation */              \
+			p = f callargs;                                                           \
+			tdepth--;                                                                 \
+			return p;                                                                 \
+		}                                                                                 \
 		ALLOC_HOOK(kind, size, f callargs);                                               \
 	}
 

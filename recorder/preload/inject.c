@@ -184,11 +184,12 @@ static int session(struct hs_inject_data *d)
 	injected = 1;
 	process_attach();
 	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
+	fast_path(shm->sample_rate != 0);
 	l->nr_patched = got_patch_all(d->slots, l->nr_slots < HS_INJ_MAX_SLOTS ? l->nr_slots : HS_INJ_MAX_SLOTS,
 				      l->stub_lo, l->stub_hi, &modules);
 	l->nr_modules = modules;
 	if (!l->nr_patched) {
-		__atomic_store_n(&active, 0, __ATOMIC_RELEASE);
+		go_dormant();
 		return fail(l, ENOENT, "no module imports an allocator through its GOT");
 	}
 	emit_maps();
@@ -198,7 +199,7 @@ static int session(struct hs_inject_data *d)
 
 	wait_for_detach(l->pipe_fd);
 
-	__atomic_store_n(&active, 0, __ATOMIC_RELEASE);
+	go_dormant();
 	__atomic_store_n(&shm->dormant, 1, __ATOMIC_RELEASE);
 	got_restore_all();
 	close(l->pipe_fd);

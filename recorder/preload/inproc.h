@@ -33,7 +33,20 @@ struct real_fns {
 	int (*setname)(pthread_t, const char *);
 	int (*prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
 };
-extern struct real_fns real;
+/* What every hook reads, on one page of its own with the smallest filter of sampled blocks
+ * (events.c): a hook then touches no other page of ours, and costs the target no more TLB
+ * entries than it must. Written only when a session starts or ends, or the filter resizes. */
+#define FILTER_MIN_BITS 12
+struct hs_hot {
+	struct real_fns fns;  /* real */
+	uint64_t fw;          /* filter_word: 0 while not sampling, every free takes the full path */
+	uint32_t fg;          /* fast_gen: session_gen while sampling, else FAST_OFF */
+	uint64_t filter_min[(1u << FILTER_MIN_BITS) / 64] __attribute__((aligned(64)));
+};
+extern struct hs_hot hs_hot;
+#define real (hs_hot.fns)
+#define filter_word (hs_hot.fw)
+#define fast_gen (hs_hot.fg)
 
 struct tstate {
 	uint32_t gen;   /* the session it was made for (session_gen) */
@@ -41,7 +54,6 @@ struct tstate {
 	uint32_t tid;
 	uint64_t prod;  /* own copy of the ring's producer position */
 	uint64_t cons;  /* the recorder's position, as last read */
-	int64_t until_sample;
 	uint64_t stack_lo, stack_hi;
 	uint64_t events;
 	uint64_t dwarf_seq;   /* dwarf captures' keys: unique per thread */
@@ -59,15 +71,22 @@ extern uint32_t session_gen;
 /* Where the real functions are looked up: RTLD_NEXT preloaded, RTLD_DEFAULT injected. */
 extern void *next_handle;
 extern int injected;
-extern __thread struct tstate *tsp __attribute__((tls_model("initial-exec")));
-/* Inside one of our hooks: what the real allocator calls is the outer call's. */
-extern __thread int tdepth __attribute__((tls_model("initial-exec")));
+/* The thread's state, and how deep it is inside our hooks (what the real allocator calls is
+ * the outer call's): one thread-local block, so that the fast path finds both at one offset. */
+struct hs_tls {
+	struct tstate *t;
+	int depth;
+	uint32_t gen;          /* t's, for the fast path */
+	int64_t until_sample;  /* bytes to the next sample */
+};
+extern __thread struct hs_tls hs_tls __attribute__((tls_model("initial-exec")));
+#define tsp (hs_tls.t)
+#define tdepth (hs_tls.depth)
 
 /* hooks.c */
 void resolve(void);
 void resolve_from(void *handle);
 void *boot_alloc(size_t n);
-bool is_boot(const void *p);
 
 /* events.c */
 uint64_t now_ns(void);
@@ -87,7 +106,13 @@ uint64_t sampled_take(void *p);
 void record_alloc(struct tstate *t, void *p, size_t size, uint8_t kind, uint64_t fp);
 void record_free(struct tstate *t, void *p, uint64_t size, uint8_t flags, uint64_t ts);
 int events_init(void);
-extern int sampled_lock;
+extern struct sampled_w {
+	int lock;
+	uint32_t live, tombs;
+} __attribute__((aligned(64))) sampled_w;
+#define sampled_lock (sampled_w.lock)
+#define sampled_live (sampled_w.live)
+#define sampled_tombs (sampled_w.tombs)
 
 /* process.c */
 void emit_maps(void);
@@ -104,20 +129,71 @@ void got_restore_all(void);
 /* events.c */
 void sampled_clear(void);
 
-/* Sampled blocks: a table of SAMPLED_SLOTS, and a count of them per home slot (events.c). */
+/* Sampled blocks: a table of SAMPLED_SLOTS, a count of them per home slot (bucket), and a
+ * filter that a free reads (events.c): bit i of 2^k for the buckets equal to i modulo 2^k,
+ * set while any of them holds a block, sized to the blocks sampled live (about 6% of bits set, 512 bytes to 32 KiB)
+ * so that it stays in cache. One word holds the filter's address and its log2 bits. */
 #define SAMPLED_SLOTS (1u << 18)
+#define SAMPLED_BUCKET_BITS 18
 extern uint8_t *sampled_count;
+/* fast_gen, the condition of an allocation hook's fast path: sampling and attached, then
+ * session_gen; FAST_OFF otherwise (no thread's state has that generation). */
+#define FAST_OFF 0xffffffffu
+void fast_path(bool on);
 
-/* A block's home slot in the table of sampled blocks, and its bucket in sampled_count. */
+/* A block's home slot in the table of sampled blocks, and its bucket in sampled_count: two
+ * shifts and an xor, since every free computes it. Blocks are 16-aligned. */
 static inline __attribute__((always_inline)) uint32_t bucket(const void *p)
 {
-	return (uint32_t)(((uint64_t)(uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> 46);
+	uint64_t a = (uint64_t)(uintptr_t)p;
+
+	return (uint32_t)((a >> 4 ^ a >> 22) & (SAMPLED_SLOTS - 1));
 }
 
-/* Whether P may be a sampled block: false for nearly every block when sampling. */
+/* Whether P may be a sampled block, by filter word W (nonzero): false for nearly every block. */
+static inline __attribute__((always_inline)) bool filter_maybe(uint64_t w, const void *p)
+{
+	uint32_t i = bucket(p) & ((1u << (w & 63)) - 1);
+
+	return ((const uint64_t *)(uintptr_t)(w & ~63ull))[i >> 6] >> (i & 63) & 1;
+}
+
+/* Whether P may be a sampled block (true whenever not sampling). */
 static inline __attribute__((always_inline)) bool sampled_maybe(const void *p)
 {
-	return __atomic_load_n(&sampled_count[bucket(p)], __ATOMIC_RELAXED);
+	uint64_t w = __atomic_load_n(&filter_word, __ATOMIC_ACQUIRE);
+
+	return !w || filter_maybe(w, p);
+}
+
+/* Sampling, whether this call is passed by: attached, outermost, the thread's state of this
+ * session, and its byte countdown not yet run out. Nothing else is read or written. */
+static inline __attribute__((always_inline)) bool pass_by(size_t size)
+{
+	/* A thread without state has no countdown (0): it takes the full path. */
+	if (UNLIKELY(hs_tls.depth || hs_tls.gen != __atomic_load_n(&fast_gen, __ATOMIC_RELAXED)))
+		return false;
+	if (LIKELY(hs_tls.until_sample > (int64_t)size)) {
+		hs_tls.until_sample -= (int64_t)size;
+		return true;
+	}
+	return false; /* the full path draws, and records */
+}
+
+/* Sampling, whether a free is passed by: a block never sampled, which is nearly every one.
+ * Nested or not, such a free records nothing either way. */
+static inline __attribute__((always_inline)) bool free_pass_by(const void *p)
+{
+	uint64_t w = __atomic_load_n(&filter_word, __ATOMIC_ACQUIRE);
+
+	return w && !filter_maybe(w, p);
+}
+
+/* Whether P is memory of boot_alloc (hooks.c), which no allocator knows. */
+extern char boot[1 << 16];
+static inline __attribute__((always_inline)) bool is_boot(const void *p)
+{
+	return (uintptr_t)p - (uintptr_t)boot < sizeof(boot);
 }
 
 /* The calling thread's state, made on its first event. */
@@ -133,12 +209,13 @@ static inline __attribute__((always_inline)) bool sample(struct tstate *t, size_
 {
 	if (!shm->sample_rate)
 		return true;
-	t->until_sample -= (int64_t)size;
-	if (LIKELY(t->until_sample > 0))
+	(void)t;
+	hs_tls.until_sample -= (int64_t)size;
+	if (LIKELY(hs_tls.until_sample > 0))
 		return false;
 	do
-		t->until_sample += draw();
-	while (t->until_sample <= 0);
+		hs_tls.until_sample += draw();
+	while (hs_tls.until_sample <= 0);
 	count(HS_CNT_SAMPLED);
 	return true;
 }

@@ -225,6 +225,7 @@ __attribute__((constructor)) static void hs_init(void)
 	wake_fd = efd;
 	process_attach();
 	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
+	fast_path(shm->sample_rate != 0);
 	emit_proc(HS_EV_EXEC, (uint32_t)getppid());
 	emit_maps();
 }

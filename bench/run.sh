@@ -73,7 +73,7 @@ first_w=1
 # injected and sampled at 512 KiB; after it detached; injected again and SIGKILLed; and BPF
 # sampled at 512 KiB for comparison. Quarter seconds are placed by CLOCK_BOOTTIME, which
 # /proc/uptime reads too. Ratios are to the same run's before, medians over the runs.
-attach_bench() {
+attach_bench() { # WORKLOAD-ARGS...
 	local r wp line d0 d1 k0 b0 b1
 	: >"$TMP/at-during"; : >"$TMP/at-after"; : >"$TMP/at-killed"; : >"$TMP/at-bpf"; : >"$TMP/at-stop"; : >"$TMP/at-before"
 	up() { awk '{ print $1 }' /proc/uptime; }
@@ -84,8 +84,9 @@ attach_bench() {
 	}
 	win() { awk -v a="$1" -v b="$2" '$1 == "q" && $2 >= a && $2 <= b { print $3 }' "$TMP/rate.out" | median; }
 	for r in $(seq "$RUNS"); do
-		"$B/workload" rate 3 60 >"$TMP/rate.out" &
-		wp=$!
+		"$B/workload" rate 3 60 "$@" >"$TMP/rate.out" &
+		for _ in $(seq 100); do grep -q '^pid' "$TMP/rate.out" && break; sleep 0.05; done
+		wp=$(awk '/^pid/ { print $2 }' "$TMP/rate.out")
 		sleep 5
 		"$R" -v -p $wp -s 512k --duration 4 -o "$TMP/at.hsnap" 2>"$TMP/at.err" &
 		attached "$TMP/at.err" || { cat "$TMP/at.err"; exit 1; }
@@ -108,7 +109,7 @@ attach_bench() {
 		wait $! || { cat "$TMP/at3.err"; exit 1; }
 		b1=$(up)
 		kill $wp; wait $wp 2>/dev/null || true
-		line=$(head -1 "$TMP/rate.out" | awk '{ print $2 }')
+		line=$(awk '$1 == "q" { print $2; exit }' "$TMP/rate.out")
 		local before during after killed bpf
 		before=$(win "$(awk -v t="$line" 'BEGIN { print t + 1 }')" "$(awk -v t="$d0" 'BEGIN { print t - 1.5 }')")
 		during=$(win "$(awk -v t="$d0" 'BEGIN { print t + 0.3 }')" "$(awk -v t="$d1" 'BEGIN { print t - 0.3 }')")
@@ -123,15 +124,18 @@ attach_bench() {
 	done
 	AT_BEFORE=$(median <"$TMP/at-before"); AT_DURING=$(median <"$TMP/at-during"); AT_AFTER=$(median <"$TMP/at-after")
 	AT_KILLED=$(median <"$TMP/at-killed"); AT_BPF=$(median <"$TMP/at-bpf"); AT_STOP=$(median <"$TMP/at-stop")
-	at_table=$(printf 'attached to a busy process (3 threads churning, %.1fM ops per quarter second before): injected, sampled 512k %.1f%% of before; after detach %.1f%%; after a SIGKILLed recorder %.1f%%; BPF sampled 512k %.1f%%; stopped %.2f ms to inject' \
+	at_table=$(printf 'attached to %s (3 threads, %.1fM ops per quarter second before): injected, sampled 512k %.1f%% of before; after detach %.1f%%; after a SIGKILLed recorder %.1f%%; BPF sampled 512k %.1f%%; stopped %.2f ms to inject' \
+		"$([ $# = 0 ] && echo "a tight malloc/free loop" || echo "a loop that uses each block")" \
 		"$(awk -v b="$AT_BEFORE" 'BEGIN { print b / 1e6 }')" "$AT_DURING" "$AT_AFTER" "$AT_KILLED" "$AT_BPF" "$AT_STOP")
 	echo "  $at_table"
-	json+=",\"attach\":{\"before_ops_per_quarter_s\":$AT_BEFORE,\"during_inject512k_pct\":$AT_DURING,\"after_detach_pct\":$AT_AFTER,\"after_killed_recorder_pct\":$AT_KILLED,\"during_bpf512k_pct\":$AT_BPF,\"stopped_ms\":$AT_STOP}"
+	at_tables+="$at_table"$'\n'
+	json+=",\"attach_$([ $# = 0 ] && echo tight || echo use)\":{\"before_ops_per_quarter_s\":$AT_BEFORE,\"during_inject512k_pct\":$AT_DURING,\"after_detach_pct\":$AT_AFTER,\"after_killed_recorder_pct\":$AT_KILLED,\"during_bpf512k_pct\":$AT_BPF,\"stopped_ms\":$AT_STOP}"
 }
 
 # BENCH=sqlite3 or BENCH=attach: that comparison alone.
 if [ "${BENCH:-}" = attach ]; then
 	echo "Attached to a running process, its own throughput (median of $RUNS runs):"
+	attach_bench use
 	attach_bench
 	exit 0
 fi
@@ -256,6 +260,8 @@ echo "  $sq_table"
 
 echo
 echo "Attached to a running process, its own throughput (median of $RUNS runs):"
+at_tables=
+attach_bench use
 attach_bench
 
 # Recorder CPU per event, scaled to 1M events/s: fp mode on a longer churn (6M events, so
@@ -305,7 +311,7 @@ echo "$json" >"$RES/latest.json"
 	echo "$table"
 	echo
 	echo "$sq_table"
-	echo "$at_table"
+	printf '%s' "$at_tables"
 } >"$RES/latest.txt"
 echo
 echo "Wrote $RES/latest.txt and $RES/latest.json ($SECONDS s)"

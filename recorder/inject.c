@@ -34,6 +34,7 @@
 #include "gotwalk.h"
 #include "inject.h"
 #include "inject_abi.h"
+#include "procfs.h"
 #include "remote.h"
 #include "seccomp.h"
 #include "shm.h"
@@ -44,14 +45,6 @@
 #endif
 
 extern const uint8_t hs_stub_blob[], hs_stub_tramp[], hs_stub_tramp_end[], hs_stub_store[];
-
-#define MAX_MAPS 65536
-
-struct vma {
-	uint64_t start, end, offset;
-	char perms[5];
-	char *path;
-};
 
 struct inject {
 	pid_t pid;
@@ -73,50 +66,6 @@ static uint64_t mono(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-static int read_maps(pid_t pid, struct vma **out, int *nr)
-{
-	char path[64], line[4400];
-	struct vma *v = NULL;
-	int n = 0, cap = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f) && n < MAX_MAPS) {
-		struct vma m = {0};
-		int off = 0;
-
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %*s %*s %n", &m.start, &m.end, m.perms,
-			   &m.offset, &off) < 4)
-			continue;
-		line[strcspn(line, "\n")] = 0;
-		m.path = strdup(off > 0 ? line + off : "");
-		if (n == cap) {
-			struct vma *nv = realloc(v, (size_t)(cap = cap ? cap * 2 : 256) * sizeof(*v));
-
-			if (!nv) {
-				free(m.path);
-				break;
-			}
-			v = nv;
-		}
-		v[n++] = m;
-	}
-	fclose(f);
-	*out = v;
-	*nr = n;
-	return 0;
-}
-
-static void free_maps(struct vma *v, int n)
-{
-	for (int i = 0; i < n; i++)
-		free(v[i].path);
-	free(v);
-}
-
 static const char *base_name(const char *p)
 {
 	const char *s = strrchr(p, '/');
@@ -132,7 +81,7 @@ static bool is_libc(const char *p)
 }
 
 /* The address in PID of SYMBOL from the file mapped at V[I] (any mapping of it). */
-static uint64_t symbol_addr(pid_t pid, struct vma *v, int n, int i, const char *symbol)
+static uint64_t symbol_addr(pid_t pid, struct proc_map *v, int n, int i, const char *symbol)
 {
 	char mf[96];
 	uint64_t off;
@@ -186,7 +135,7 @@ static int pick_slot(void *ctx, uint64_t got, const char *name)
 
 /* The GOT entries of each module (its first mapping holds its ELF header) but libc's, the
  * loader's and ours. */
-static void find_slots(pid_t pid, struct vma *v, int n, struct hs_inject_data *d, bool verbose)
+static void find_slots(pid_t pid, struct proc_map *v, int n, struct hs_inject_data *d, bool verbose)
 {
 	struct slot_ctx c = {pid, d, NULL, verbose};
 
@@ -220,7 +169,7 @@ static void find_slots(pid_t pid, struct vma *v, int n, struct hs_inject_data *d
 }
 
 /* A `syscall` instruction (0f 05) in libc's code. */
-static uint64_t find_syscall(pid_t pid, struct vma *v, int n)
+static uint64_t find_syscall(pid_t pid, struct proc_map *v, int n)
 {
 	static uint8_t buf[65536];
 
@@ -518,7 +467,7 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 	struct hs_inject_data *d = calloc(1, sizeof(*d));
 	uint64_t insn, tramp[HS_INJ_MAX_SLOTS];
 	struct remote *r = NULL;
-	struct vma *v = NULL;
+	struct proc_map *v = NULL;
 	int n = 0, err, lib_src = -1, loaded = 0, libc_i = -1;
 	int64_t ret, lib_fd_t = -1, pipe_t[1];
 	int32_t fds[2];
@@ -537,7 +486,7 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 	j->pidfd = j->pipe_w = j->shm_fd = j->wake_fd = -1;
 	if ((err = preflight(pid, why, why_len, &seccomp)))
 		goto out;
-	if ((err = read_maps(pid, &v, &n))) {
+	if ((err = proc_read_file_maps(pid, &v, &n))) {
 		snprintf(why, why_len, "cannot read /proc/%d/maps: %s", pid, strerror(-err));
 		goto out;
 	}
@@ -712,7 +661,7 @@ out_release:
 out:
 	if (lib_src >= 0)
 		close(lib_src);
-	free_maps(v, n);
+	proc_maps_free(v, n);
 	if (err) {
 		inject__detach(j);
 		if (j->tramp_in)

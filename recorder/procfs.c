@@ -8,9 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <stdbool.h>
+
 #include "procfs.h"
 
-int proc_read_maps(pid_t pid, struct proc_map **out, int *nr)
+static int read_maps(pid_t pid, bool exec_only, struct proc_map **out, int *nr)
 {
 	char path[64], *line = NULL;
 	struct proc_map *v = NULL;
@@ -32,7 +34,7 @@ int proc_read_maps(pid_t pid, struct proc_map **out, int *nr)
 		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &start, &end, perms,
 			   &off, &maj, &min, &inode, &pos) < 7)
 			continue;
-		if (perms[2] != 'x' || !pos || line[pos] != '/')
+		if ((exec_only && perms[2] != 'x') || !pos || line[pos] != '/')
 			continue;
 		p = line + pos;
 		p[strcspn(p, "\n")] = 0;
@@ -45,6 +47,7 @@ int proc_read_maps(pid_t pid, struct proc_map **out, int *nr)
 		v = nv;
 		v[n] = (struct proc_map){.start = start, .end = end, .offset = off, .inode = inode, .dev_major = maj,
 					 .dev_minor = min, .path = strdup(p)};
+		memcpy(v[n].perms, perms, 4);
 		n++;
 	}
 	free(line);
@@ -56,6 +59,16 @@ int proc_read_maps(pid_t pid, struct proc_map **out, int *nr)
 	*out = v;
 	*nr = n;
 	return 0;
+}
+
+int proc_read_maps(pid_t pid, struct proc_map **out, int *nr)
+{
+	return read_maps(pid, true, out, nr);
+}
+
+int proc_read_file_maps(pid_t pid, struct proc_map **out, int *nr)
+{
+	return read_maps(pid, false, out, nr);
 }
 
 void proc_maps_free(struct proc_map *m, int nr)

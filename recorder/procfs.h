@@ -7,11 +7,14 @@
 struct proc_map {
 	uint64_t start, end, offset, inode;
 	uint32_t dev_major, dev_minor;
+	char perms[5]; /* rwxp */
 	char *path;
 };
 
 /* The executable, file-backed mappings of PID. */
 int proc_read_maps(pid_t pid, struct proc_map **out, int *nr);
+/* Every file-backed mapping of PID, executable or not. */
+int proc_read_file_maps(pid_t pid, struct proc_map **out, int *nr);
 void proc_maps_free(struct proc_map *m, int nr);
 /* A /proc/PID file as a NUL-terminated string (cmdline's NULs become spaces). */
 char *proc_read_string(pid_t pid, const char *file);

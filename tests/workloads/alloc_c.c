@@ -267,13 +267,31 @@ static void deny_memfd(void)
 	}
 }
 
+/* thread_work in two threads, child_work in a fork child, plugin_alloc from a dlopen'd module. */
+static void threads_child_plugin(const char *self)
+{
+	pthread_t t[2];
+	pid_t pid;
+	int st;
+
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, thread_main, (void *)(intptr_t)(i + 1));
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	pid = fork();
+	if (pid == 0) {
+		child_work();
+		_exit(0);
+	}
+	waitpid(pid, &st, 0);
+	run_plugin(self);
+}
+
 static int inject_mode(const char *self, const char *fifo)
 {
-	pthread_t churn, t[2];
+	pthread_t churn;
 	char line[16];
-	pid_t pid;
 	FILE *f;
-	int st;
 
 	before_attach();
 	if (pthread_create(&churn, NULL, idle_churn, NULL))
@@ -287,17 +305,7 @@ static int inject_mode(const char *self, const char *fifo)
 	for (int i = 0; i < 5; i++)
 		free(keep[i]);
 	after_attach();
-	for (int i = 0; i < 2; i++)
-		pthread_create(&t[i], NULL, thread_main, (void *)(intptr_t)(i + 1));
-	for (int i = 0; i < 2; i++)
-		pthread_join(t[i], NULL);
-	pid = fork();
-	if (pid == 0) {
-		child_work();
-		_exit(0);
-	}
-	waitpid(pid, &st, 0);
-	run_plugin(self);
+	threads_child_plugin(self);
 	churn_stop = 1;
 	pthread_join(churn, NULL);
 	return 7;
@@ -305,10 +313,6 @@ static int inject_mode(const char *self, const char *fifo)
 
 int main(int argc, char **argv)
 {
-	pthread_t t[2];
-	pid_t pid;
-	int st;
-
 	if (argc == 3 && !strcmp(argv[1], "wait"))
 		return wait_mode(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "inject"))
@@ -334,16 +338,6 @@ int main(int argc, char **argv)
 	realloc_zero();
 	aligned_allocs();
 	inline_outer();
-	for (int i = 0; i < 2; i++)
-		pthread_create(&t[i], NULL, thread_main, (void *)(intptr_t)(i + 1));
-	for (int i = 0; i < 2; i++)
-		pthread_join(t[i], NULL);
-	pid = fork();
-	if (pid == 0) {
-		child_work();
-		_exit(0);
-	}
-	waitpid(pid, &st, 0);
-	run_plugin(argv[0]);
+	threads_child_plugin(argv[0]);
 	return 0;
 }

@@ -45,6 +45,7 @@ uint8_t *sampled_count;
 static uint64_t filter_cur; /* the filter kept up to date, published in filter_word while sampling */
 static bool filter_on;
 static uint64_t *filters[SAMPLED_BUCKET_BITS + 1]; /* one per size, 2^k bits each */
+static uint16_t *filter_cnt; /* sampled blocks per bit of the current filter: a bit clears at 0 */
 static struct sampled_ent {
 	uint64_t ptr, size;
 } *sampled, *sampled_spare; /* the spare is where the table is rebuilt without its tombstones */
@@ -387,9 +388,13 @@ static void filter_build(uint32_t k)
 	uint32_t mask = (1u << k) - 1;
 
 	memset(f, 0, ((size_t)1 << k) / 8);
-	for (uint32_t b = 0; b < SAMPLED_SLOTS; b++)
-		if (sampled_count[b])
-			f[(b & mask) >> 6] |= 1ull << (b & 63);
+	memset(filter_cnt, 0, ((size_t)1 << k) * sizeof(*filter_cnt));
+	for (uint32_t b = 0; b < SAMPLED_SLOTS; b++) {
+		if (!sampled_count[b])
+			continue;
+		filter_cnt[b & mask] += sampled_count[b];
+		f[(b & mask) >> 6] |= 1ull << (b & 63);
+	}
 	filter_cur = (uint64_t)(uintptr_t)f | k;
 	__atomic_store_n(&filter_word, filter_on ? filter_cur : 0, __ATOMIC_RELEASE);
 }
@@ -407,7 +412,8 @@ static void filter_fit(void)
 		filter_build(want);
 }
 
-/* Under sampled_lock: bucket B gained (+1) or lost (-1) a block; its filter bit follows. */
+/* Under sampled_lock: bucket B gained (+1) or lost (-1) a block; its filter bit follows its
+ * count. (No more than sampled_live, at most 2^k / 16, is ever counted under one bit.) */
 static void filter_note(uint32_t b, int delta)
 {
 	uint64_t w = filter_cur;
@@ -415,13 +421,11 @@ static void filter_note(uint32_t b, int delta)
 	uint64_t *f = (uint64_t *)(uintptr_t)(w & ~63ull);
 
 	if (delta > 0) {
-		__atomic_fetch_or(&f[i >> 6], 1ull << (i & 63), __ATOMIC_RELEASE);
-		return;
+		if (!filter_cnt[i]++)
+			__atomic_fetch_or(&f[i >> 6], 1ull << (i & 63), __ATOMIC_RELEASE);
+	} else if (filter_cnt[i] && !--filter_cnt[i]) {
+		__atomic_fetch_and(&f[i >> 6], ~(1ull << (i & 63)), __ATOMIC_RELEASE);
 	}
-	for (uint32_t j = i; j < SAMPLED_SLOTS; j += 1u << k)
-		if (sampled_count[j])
-			return;
-	__atomic_fetch_and(&f[i >> 6], ~(1ull << (i & 63)), __ATOMIC_RELEASE);
 }
 
 /* Under sampled_lock: the live entries moved to the spare table, which becomes the table. */
@@ -462,8 +466,8 @@ bool sampled_add(void *p, uint64_t size)
 			sampled_tombs--;
 		sampled[i] = (struct sampled_ent){(uint64_t)(uintptr_t)p, size};
 		sampled_live++;
-		if (!__atomic_fetch_add(&sampled_count[bucket(p)], 1, __ATOMIC_RELAXED))
-			filter_note(bucket(p), 1);
+		__atomic_fetch_add(&sampled_count[bucket(p)], 1, __ATOMIC_RELAXED);
+		filter_note(bucket(p), 1);
 		filter_fit();
 		ok = true;
 	}
@@ -487,8 +491,8 @@ uint64_t sampled_take(void *p)
 			sampled[i].ptr = 1; /* a tombstone keeps later probes going */
 			sampled_live--;
 			sampled_tombs++;
-			if (__atomic_fetch_sub(&sampled_count[bucket(p)], 1, __ATOMIC_RELAXED) == 1)
-				filter_note(bucket(p), -1);
+			__atomic_fetch_sub(&sampled_count[bucket(p)], 1, __ATOMIC_RELAXED);
+			filter_note(bucket(p), -1);
 			filter_fit();
 			break;
 		}
@@ -597,14 +601,17 @@ int events_init(void)
 	for (uint32_t k = FILTER_MIN_BITS + 1; fm != MAP_FAILED && k <= SAMPLED_BUCKET_BITS; k++)
 		filters[k] = (uint64_t *)(fm + ((size_t)1 << k) / 8);
 	filters[FILTER_MIN_BITS] = hs_hot.filter_min;
-	if (fm != MAP_FAILED && sampled_count != MAP_FAILED)
+	filter_cnt = mmap(NULL, SAMPLED_BUCKETS * sizeof(*filter_cnt), PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (fm != MAP_FAILED && sampled_count != MAP_FAILED && filter_cnt != MAP_FAILED)
 		filter_build(FILTER_MIN_BITS);
 	sampled = mmap(NULL, SAMPLED_SLOTS * sizeof(*sampled), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		       -1, 0);
 	sampled_spare = mmap(NULL, SAMPLED_SLOTS * sizeof(*sampled), PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	tdepth--;
-	if (sampled_count == MAP_FAILED || fm == MAP_FAILED || sampled == MAP_FAILED || sampled_spare == MAP_FAILED)
+	if (sampled_count == MAP_FAILED || fm == MAP_FAILED || filter_cnt == MAP_FAILED || sampled == MAP_FAILED ||
+	    sampled_spare == MAP_FAILED)
 		return -1;
 	return pthread_key_create(&exit_key, thread_exit) ? -1 : 0;
 }

@@ -14,6 +14,7 @@
  *    every module to the hooks, and answers in the stub's data page.
  * Detach is EOF on the pipe: the library puts every entry back itself, so it happens even
  * when the recorder is SIGKILLed. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -332,9 +333,47 @@ static int store_slots(struct inject *j, struct remote *r, const uint64_t *value
 	return 0;
 }
 
+/* A thread of the target to stop: the main one if it runs, else any other, never one in
+ * uninterruptible sleep (it would stop only when it leaves it) or gone. */
+static pid_t pick_thread(pid_t pid)
+{
+	char path[64];
+	pid_t best = pid;
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	if (!(d = opendir(path)))
+		return pid;
+	while ((e = readdir(d))) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		char st[64] = "";
+		FILE *f;
+
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+		if ((f = fopen(path, "re"))) {
+			char *p;
+
+			if (!fgets(st, sizeof(st), f))
+				st[0] = 0;
+			fclose(f);
+			p = strrchr(st, ')');
+			if (p && p[1] == ' ' && !strchr("DZXTt", p[2])) {
+				best = tid;
+				if (tid == pid)
+					break;
+			}
+		}
+	}
+	closedir(d);
+	return best;
+}
+
 static int stop_thread(struct inject *j, struct remote **r, uint64_t insn, char *why, size_t why_len)
 {
-	int err = remote__stop(j->pid, j->pid, r, why, why_len);
+	int err = remote__stop(j->pid, pick_thread(j->pid), r, why, why_len);
 
 	if (err == -EPERM) {
 		char scope[16] = "?";

@@ -32,17 +32,26 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-static int wait_stop(struct remote *r, int *sig, int *event)
+/* Waits for the thread to stop; with TIMEOUT_MS >= 0, no longer than that (-ETIMEDOUT). */
+static int wait_stop_within(struct remote *r, int *sig, int *event, int timeout_ms)
 {
 	int st;
 
-	for (;;) {
-		pid_t w = waitpid(r->tid, &st, __WALL);
+	for (int waited = 0;;) {
+		pid_t w = waitpid(r->tid, &st, __WALL | (timeout_ms >= 0 ? WNOHANG : 0));
 
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0)
 			return -errno;
+		if (w == 0) {
+			struct timespec ms = {0, 1000000};
+
+			if (waited++ >= timeout_ms)
+				return -ETIMEDOUT;
+			nanosleep(&ms, NULL);
+			continue;
+		}
 		if (WIFEXITED(st) || WIFSIGNALED(st))
 			return -ESRCH;
 		if (WIFSTOPPED(st)) {
@@ -51,6 +60,11 @@ static int wait_stop(struct remote *r, int *sig, int *event)
 			return 0;
 		}
 	}
+}
+
+static int wait_stop(struct remote *r, int *sig, int *event)
+{
+	return wait_stop_within(r, sig, event, -1);
 }
 
 int remote__stop(pid_t pid, pid_t tid, struct remote **out, char *why, size_t why_len)
@@ -76,7 +90,15 @@ int remote__stop(pid_t pid, pid_t tid, struct remote **out, char *why, size_t wh
 		free(r);
 		return err;
 	}
-	err = wait_stop(r, &sig, &event);
+	/* A thread in uninterruptible sleep stops only when it leaves it, and the interrupt cannot
+	 * be taken back: it is waited for (the caller picked a thread not in that state), and said
+	 * so after 2 s. */
+	err = wait_stop_within(r, &sig, &event, 2000);
+	if (err == -ETIMEDOUT) {
+		fprintf(stderr, "heapsnap-record: waiting for thread %d of process %d to stop: it is in "
+				"uninterruptible sleep\n", tid, pid);
+		err = wait_stop(r, &sig, &event);
+	}
 	if (!err && event != PTRACE_EVENT_STOP)
 		r->pending_sig = sig; /* a signal-delivery stop: the signal is the target's */
 	if (!err && ptrace(PTRACE_GETREGS, tid, 0, &r->saved))

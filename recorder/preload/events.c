@@ -55,7 +55,13 @@ struct sampled_w sampled_w;
 
 
 __thread struct hs_tls hs_tls __attribute__((tls_model("initial-exec")));
-struct hs_hot hs_hot __attribute__((aligned(4096))) = {.fg = FAST_OFF};
+/* In .bss: an initialized one would put its alignment's padding in the file. */
+struct hs_hot hs_hot __attribute__((aligned(FILTER_ALIGN)));
+
+__attribute__((constructor(101))) static void hot_init(void)
+{
+	hs_hot.fg = FAST_OFF;
+}
 
 /* Sampling's fast path on (attached, sampling) or off: a hook then always takes the full path. */
 void fast_path(bool on)
@@ -64,8 +70,8 @@ void fast_path(bool on)
 			 __ATOMIC_RELEASE);
 	/* Frees pass by only while sampling: recording every event, each one is recorded. */
 	spin_lock(&sampled_lock);
-	filter_on = on;
-	__atomic_store_n(&filter_word, on ? filter_cur : 0, __ATOMIC_RELEASE);
+	filter_on = on && !boot_in_use();
+	__atomic_store_n(&filter_word, filter_on ? filter_cur : 0, __ATOMIC_RELEASE);
 	spin_unlock(&sampled_lock);
 }
 
@@ -395,14 +401,14 @@ static void filter_build(uint32_t k)
 		filter_cnt[b & mask] += sampled_count[b];
 		f[(b & mask) >> 6] |= 1ull << (b & 63);
 	}
-	filter_cur = (uint64_t)(uintptr_t)f | k;
+	filter_cur = (uint64_t)(uintptr_t)f | mask;
 	__atomic_store_n(&filter_word, filter_on ? filter_cur : 0, __ATOMIC_RELEASE);
 }
 
 /* Under sampled_lock: a filter of about 16 bits per live block, changed by halves or doubles. */
 static void filter_fit(void)
 {
-	uint32_t k = (uint32_t)(filter_cur & 63), want = k;
+	uint32_t k = (uint32_t)__builtin_ctzll((filter_cur & (FILTER_ALIGN - 1)) + 1), want = k;
 
 	while (want < SAMPLED_BUCKET_BITS && (uint64_t)sampled_live * 16 > (1ull << want))
 		want++;
@@ -417,8 +423,8 @@ static void filter_fit(void)
 static void filter_note(uint32_t b, int delta)
 {
 	uint64_t w = filter_cur;
-	uint32_t k = (uint32_t)(w & 63), i = b & ((1u << k) - 1);
-	uint64_t *f = (uint64_t *)(uintptr_t)(w & ~63ull);
+	uint32_t i = b & (uint32_t)(w & (FILTER_ALIGN - 1));
+	uint64_t *f = (uint64_t *)(uintptr_t)(w & ~(uint64_t)(FILTER_ALIGN - 1));
 
 	if (delta > 0) {
 		if (!filter_cnt[i]++)
@@ -595,11 +601,14 @@ int events_init(void)
 {
 	tdepth++;
 	sampled_count = mmap(NULL, SAMPLED_BUCKETS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	/* Every filter size at once, 64 KiB: a resize never allocates. */
-	uint8_t *fm = mmap(NULL, 2 * SAMPLED_BUCKETS / 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* Every larger filter size at once, each on its boundary: a resize never allocates, and
+	 * only the pages a filter uses are ever touched. */
+	size_t nf = SAMPLED_BUCKET_BITS - FILTER_MIN_BITS;
+	uint8_t *fm = mmap(NULL, (nf + 1) * FILTER_ALIGN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uintptr_t fa = ((uintptr_t)fm + FILTER_ALIGN - 1) & ~(uintptr_t)(FILTER_ALIGN - 1);
 
 	for (uint32_t k = FILTER_MIN_BITS + 1; fm != MAP_FAILED && k <= SAMPLED_BUCKET_BITS; k++)
-		filters[k] = (uint64_t *)(fm + ((size_t)1 << k) / 8);
+		filters[k] = (uint64_t *)(fa + (k - FILTER_MIN_BITS - 1) * (size_t)FILTER_ALIGN);
 	filters[FILTER_MIN_BITS] = hs_hot.filter_min;
 	filter_cnt = mmap(NULL, SAMPLED_BUCKETS * sizeof(*filter_cnt), PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

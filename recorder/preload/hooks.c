@@ -34,6 +34,11 @@ char boot[1 << 16] __attribute__((aligned(64), visibility("hidden")));
 static size_t boot_used;
 static int resolving;
 
+bool boot_in_use(void)
+{
+	return __atomic_load_n(&boot_used, __ATOMIC_RELAXED) != 0;
+}
+
 void *boot_alloc(size_t n)
 {
 	size_t off = __atomic_fetch_add(&boot_used, (n + 63) & ~(size_t)63, __ATOMIC_RELAXED);
@@ -186,7 +191,7 @@ static __attribute__((noinline)) void free_full(void *p)
 
 HOOK EXPORT FAST void free(void *p)
 {
-	if (LIKELY(!is_boot(p) && free_pass_by(p)))
+	if (LIKELY(free_pass_by(p)))
 		return real.free(p);
 	free_full(p);
 }

@@ -37,11 +37,14 @@ struct real_fns {
  * (events.c): a hook then touches no other page of ours, and costs the target no more TLB
  * entries than it must. Written only when a session starts or ends, or the filter resizes. */
 #define FILTER_MIN_BITS 12
+/* Every filter starts on a 2^18-byte boundary, so that one word holds its address and its
+ * mask (2^k - 1 < 2^18): a free finds its bit with two ands. */
+#define FILTER_ALIGN (1u << 18)
 struct hs_hot {
+	uint64_t filter_min[(1u << FILTER_MIN_BITS) / 64]; /* first: on the boundary */
 	struct real_fns fns;  /* real */
-	uint64_t fw;          /* filter_word: 0 while not sampling, every free takes the full path */
+	uint64_t fw;          /* filter_word: address | mask; 0 while frees cannot pass by */
 	uint32_t fg;          /* fast_gen: session_gen while sampling, else FAST_OFF */
-	uint64_t filter_min[(1u << FILTER_MIN_BITS) / 64] __attribute__((aligned(64)));
 };
 extern struct hs_hot hs_hot;
 #define real (hs_hot.fns)
@@ -87,6 +90,7 @@ extern __thread struct hs_tls hs_tls __attribute__((tls_model("initial-exec")));
 void resolve(void);
 void resolve_from(void *handle);
 void *boot_alloc(size_t n);
+bool boot_in_use(void);
 
 /* events.c */
 uint64_t now_ns(void);
@@ -153,9 +157,9 @@ static inline __attribute__((always_inline)) uint32_t bucket(const void *p)
 /* Whether P may be a sampled block, by filter word W (nonzero): false for nearly every block. */
 static inline __attribute__((always_inline)) bool filter_maybe(uint64_t w, const void *p)
 {
-	uint32_t i = bucket(p) & ((1u << (w & 63)) - 1);
+	uint32_t i = bucket(p) & (uint32_t)(w & (FILTER_ALIGN - 1));
 
-	return ((const uint64_t *)(uintptr_t)(w & ~63ull))[i >> 6] >> (i & 63) & 1;
+	return ((const uint64_t *)(uintptr_t)(w & ~(uint64_t)(FILTER_ALIGN - 1)))[i >> 6] >> (i & 63) & 1;
 }
 
 /* Whether P may be a sampled block (true whenever not sampling). */
@@ -181,7 +185,8 @@ static inline __attribute__((always_inline)) bool pass_by(size_t size)
 }
 
 /* Sampling, whether a free is passed by: a block never sampled, which is nearly every one.
- * Nested or not, such a free records nothing either way. */
+ * Nested or not, such a free records nothing either way. The filter is published only when
+ * no boot_alloc memory was ever handed out, which must never reach the real free. */
 static inline __attribute__((always_inline)) bool free_pass_by(const void *p)
 {
 	uint64_t w = __atomic_load_n(&filter_word, __ATOMIC_ACQUIRE);

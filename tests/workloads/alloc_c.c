@@ -217,12 +217,13 @@ NOINLINE void after_attach(void)
 		park(malloc(1111));
 }
 
-static int wait_mode(const char *fifo)
+/* "ready PID", a line from FIFO (the recorder is attached by then), the 5 blocks of
+ * before_attach freed, after_attach. 4 if the FIFO fails. */
+static int ready_then_wait(const char *fifo)
 {
 	char line[16];
 	FILE *f;
 
-	before_attach();
 	printf("ready %d\n", getpid());
 	fflush(stdout);
 	f = fopen(fifo, "r");
@@ -233,6 +234,12 @@ static int wait_mode(const char *fifo)
 		free(keep[i]);
 	after_attach();
 	return 0;
+}
+
+static int wait_mode(const char *fifo)
+{
+	before_attach();
+	return ready_then_wait(fifo);
 }
 
 static volatile int churn_stop;
@@ -290,21 +297,10 @@ static void threads_child_plugin(const char *self)
 static int inject_mode(const char *self, const char *fifo)
 {
 	pthread_t churn;
-	char line[16];
-	FILE *f;
 
 	before_attach();
-	if (pthread_create(&churn, NULL, idle_churn, NULL))
+	if (pthread_create(&churn, NULL, idle_churn, NULL) || ready_then_wait(fifo))
 		return 4;
-	printf("ready %d\n", getpid());
-	fflush(stdout);
-	f = fopen(fifo, "r");
-	if (!f || !fgets(line, sizeof(line), f))
-		return 4;
-	fclose(f);
-	for (int i = 0; i < 5; i++)
-		free(keep[i]);
-	after_attach();
 	threads_child_plugin(self);
 	churn_stop = 1;
 	pthread_join(churn, NULL);

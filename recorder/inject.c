@@ -463,7 +463,7 @@ static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t in
 				if (remote_read(j->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_THREAD, &d.thread, 8) ||
 				    !d.thread) {
 					snprintf(why, why_len,
-						 "process %d made no allocator call in %.0f s, so the library could not be "
+						 "process %d made no allocator call in %g s, so the library could not be "
 						 "loaded at a safe point; nothing of it was changed",
 						 j->pid, o->timeout);
 					return -ETIMEDOUT;

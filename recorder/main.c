@@ -34,6 +34,8 @@ static const char usage[] =
 	"                           bpf: uprobes, nothing loaded into the target; auto (default):\n"
 	"                           preload for a launched, dynamically linked command, inject for\n"
 	"                           -p (BPF if it cannot be done), else bpf\n"
+	"      --attach-timeout SECONDS  inject: how long to wait for the process's next allocator\n"
+	"                           call, where the library is loaded (default 10)\n"
 	"\n"
 	"Output:\n"
 	"  -o, --output FILE        record file (default: heapsnap.<pid>.hsnap)\n"
@@ -103,6 +105,7 @@ enum {
 	OPT_NOOP,
 	OPT_PROBE_LINKS,
 	OPT_VIA,
+	OPT_ATTACH_TIMEOUT,
 };
 
 static const struct option longopts[] = {
@@ -126,6 +129,7 @@ static const struct option longopts[] = {
 	{"noop-probes", no_argument, NULL, OPT_NOOP},
 	{"probe-links", required_argument, NULL, OPT_PROBE_LINKS},
 	{"via", required_argument, NULL, OPT_VIA},
+	{"attach-timeout", required_argument, NULL, OPT_ATTACH_TIMEOUT},
 	{"stats", no_argument, NULL, OPT_STATS},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
@@ -201,6 +205,7 @@ int main(int argc, char **argv)
 		.ringbuf_mb = 16,
 		.probe_links = LINKS_AUTO,
 		.dwarf_bytes = 8192,
+		.attach_timeout = 10,
 	};
 	bool rate_set = false, stack_auto = false;
 	char default_out[64];
@@ -301,6 +306,10 @@ int main(int argc, char **argv)
 				o.probe_links = LINKS_PERF;
 			else
 				return bad_option("--probe-links", optarg, "expected auto, session, multi or perf");
+			break;
+		case OPT_ATTACH_TIMEOUT:
+			if (parse_secs(optarg, &o.attach_timeout) || o.attach_timeout < 0.1 || o.attach_timeout > 3600)
+				return bad_option("--attach-timeout", optarg, "expected seconds, 0.1 to 3600");
 			break;
 		case OPT_VIA:
 			if (!strcmp(optarg, "auto"))

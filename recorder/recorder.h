@@ -51,6 +51,7 @@ struct rec_opts {
 	bool noop;        /* --noop-probes: benchmark floor, records nothing */
 	enum probe_links probe_links; /* --probe-links */
 	enum rec_via via;             /* --via */
+	double attach_timeout;        /* --attach-timeout: injected, the wait for an allocator call */
 };
 
 /* Records until the target exits, the duration ends or a signal arrives. Returns the

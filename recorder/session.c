@@ -316,7 +316,7 @@ static int inject_start(struct session *s, struct run *u, char *why, size_t why_
 	struct inject_opts io = {
 		.sample_rate = o->sample_rate, .stack_mode = (uint32_t)o->stack_mode, .max_stack = o->max_stack,
 		.dwarf_bytes = o->dwarf_bytes, .nr_rings = PRELOAD_RINGS, .ring_bytes = PRELOAD_RING_BYTES,
-		.thresholds = thresholds, .timeout = 10, .interrupted = inject_interrupted, .ctx = s,
+		.thresholds = thresholds, .timeout = o->attach_timeout, .interrupted = inject_interrupted, .ctx = s,
 		.verbose = o->verbose > 0,
 	};
 	uint64_t stopped;

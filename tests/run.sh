@@ -1126,6 +1126,19 @@ print("seized", flush=True); time.sleep(60)' $TPID >"$TMP/tracer.out" &
 	grep -q heapsnap "/proc/$TPID/maps" && die "a refused injection mapped something into the target"
 	echo go >"$TMP/tr.fifo"; wait $TJOB; eq "traced target's exit status" 7 $?
 	[ -s "$TMP/tr.terr" ] && die "the refused target wrote to stderr"
+	# An idle process (blocked on its FIFO, no allocator call): no safe point to load at, so the
+	# trampoline is taken out again; auto then records with BPF.
+	mkfifo "$TMP/idle.fifo"
+	"$T/alloc_c" wait "$TMP/idle.fifo" >"$TMP/idle.out" 2>"$TMP/idle.terr" &
+	TJOB=$!
+	waitfor "$TMP/idle.out" ready || die "idle target not ready"
+	TPID=$(awk '/^ready/ { print $2 }' "$TMP/idle.out")
+	"$R" --via inject -p $TPID --attach-timeout 0.5 -o "$TMP/idle.hsnap" 2>"$TMP/idle.err"; eq "--via inject, idle: exit" 1 $?
+	contains "$TMP/idle.err" "process $TPID made no allocator call in 0.5 s"
+	eq "GOT entry of malloc after an injection that timed out" libc "$(python3 tests/gotvalue.py $TPID "$T/alloc_c" malloc)"
+	grep -q heapsnap "/proc/$TPID/maps" && die "the library was loaded into the idle process"
+	echo go >"$TMP/idle.fifo"; wait $TJOB; eq "idle target's exit status" 0 $?
+	[ -s "$TMP/idle.terr" ] && die "the idle target wrote to stderr"
 	return 0
 }
 

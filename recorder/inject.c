@@ -215,6 +215,20 @@ static int status_field(pid_t pid, const char *key, char *out, size_t len)
 	return -ENOENT;
 }
 
+/* Yama's ptrace_scope, or -1 where there is no Yama. */
+static int yama_scope(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+	int scope = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &scope) != 1)
+			scope = -1;
+		fclose(f);
+	}
+	return scope;
+}
+
 /* Refusals that need nothing of the target but /proc. */
 static int preflight(pid_t pid, char *why, size_t why_len, bool *seccomp)
 {
@@ -243,15 +257,9 @@ static int preflight(pid_t pid, char *why, size_t why_len, bool *seccomp)
 		return -EBUSY;
 	}
 	*seccomp = !status_field(pid, "Seccomp", v, sizeof(v)) && atoi(v) != 0;
-	if ((f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re"))) {
-		int scope = 0;
-
-		if (fscanf(f, "%d", &scope) == 1 && scope >= 3) {
-			fclose(f);
-			snprintf(why, why_len, "kernel.yama.ptrace_scope is %d: no process may be attached to", scope);
-			return -EPERM;
-		}
-		fclose(f);
+	if (yama_scope() >= 3) {
+		snprintf(why, why_len, "kernel.yama.ptrace_scope is %d: no process may be attached to", yama_scope());
+		return -EPERM;
 	}
 	return 0;
 }
@@ -376,17 +384,13 @@ static int stop_thread(struct inject *j, struct remote **r, uint64_t insn, char 
 	int err = remote__stop(j->pid, pick_thread(j->pid), r, why, why_len);
 
 	if (err == -EPERM) {
-		char scope[16] = "?";
-		FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+		int scope = yama_scope();
+		char yama[40] = "";
 
-		if (f) {
-			if (!fgets(scope, sizeof(scope), f))
-				scope[0] = 0;
-			scope[strcspn(scope, "\n")] = 0;
-			fclose(f);
-		}
+		if (scope >= 0)
+			snprintf(yama, sizeof(yama), "; yama ptrace_scope %d", scope);
 		snprintf(why + strlen(why), why_len - strlen(why),
-			 " (ptrace not permitted: needs CAP_SYS_PTRACE or the same user; yama ptrace_scope %s)", scope);
+			 " (ptrace not permitted: needs CAP_SYS_PTRACE or the same user%s)", yama);
 	}
 	if (!err)
 		remote__set_syscall_insn(*r, insn);
@@ -508,7 +512,7 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 	struct remote *r = NULL;
 	struct proc_map *v = NULL;
 	int n = 0, err, lib_src = -1, loaded = 0, libc_i = -1;
-	int64_t ret, lib_fd_t = -1, pipe_t[1];
+	int64_t ret, lib_fd_t = -1;
 	int32_t fds[2];
 	bool seccomp = false;
 	struct stat st;
@@ -603,7 +607,7 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 	    (err = remote_read(pid, j->stub + HS_STUB_CODE_BYTES, fds, sizeof(fds))))
 		goto out_release;
 	j->pipe_w = grab_fd(j, fds[1]);
-	if (j->pipe_w < 0 || rsys(r, SYS_close, (uint64_t)fds[1], 0, 0, 0, 0, 0, pipe_t, "close", why, why_len)) {
+	if (j->pipe_w < 0 || rsys(r, SYS_close, (uint64_t)fds[1], 0, 0, 0, 0, 0, &ret, "close", why, why_len)) {
 		err = j->pipe_w < 0 ? j->pipe_w : -EIO;
 		snprintf(why + strlen(why), why_len - strlen(why), "%staking the detach pipe's end", why[0] ? "; " : "");
 		goto out_release;
@@ -613,9 +617,12 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 		off_t off = 0;
 
 		err = lib_fd < 0 ? lib_fd : 0;
-		while (!err && off < st.st_size)
-			if (sendfile(lib_fd, lib_src, &off, (size_t)(st.st_size - off)) <= 0)
-				err = -errno ? -errno : -EIO;
+		while (!err && off < st.st_size) {
+			ssize_t n = sendfile(lib_fd, lib_src, &off, (size_t)(st.st_size - off));
+
+			if (n <= 0)
+				err = n < 0 ? -errno : -EIO; /* 0: the file shrank under us */
+		}
 		if (lib_fd >= 0)
 			close(lib_fd);
 		if (err) {

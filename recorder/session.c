@@ -173,26 +173,21 @@ static int choose_via(struct session *s, struct run *u)
 			s->via = VIA_BPF, s->via_why = "bpf: a static binary loads no preloaded library";
 		else
 			s->via = VIA_PRELOAD, s->via_why = "preload: a launched, dynamically linked command";
-	} else if (o->via == VIA_PRELOAD) {
-		s->via_why = "preload: asked for with --via preload";
-		if (!o->argv) {
-			rec_warnx("--via preload records a command it starts (-- COMMAND); -p and -a use BPF");
-			return -EINVAL;
-		}
-		if (bpf_only) {
-			rec_warnx("--via preload: that probe option (--probe, --libc, --noop-probes, --probe-links, "
-			      "--probe-at-entry) is BPF's alone; use --via bpf");
-			return -EINVAL;
-		}
-	} else if (o->via == VIA_INJECT) {
-		s->via_why = "inject: asked for with --via inject";
-		if (!o->pid) {
+	} else if (o->via == VIA_PRELOAD || o->via == VIA_INJECT) {
+		bool inject = o->via == VIA_INJECT;
+
+		s->via_why = inject ? "inject: asked for with --via inject" : "preload: asked for with --via preload";
+		if (inject && !o->pid) {
 			rec_warnx("--via inject attaches to a running process (-p PID); a command is preloaded (--via preload)");
 			return -EINVAL;
 		}
+		if (!inject && !o->argv) {
+			rec_warnx("--via preload records a command it starts (-- COMMAND); -p is injected (--via inject), -a uses BPF");
+			return -EINVAL;
+		}
 		if (bpf_only) {
-			rec_warnx("--via inject: that probe option (--probe, --libc, --noop-probes, --probe-links, "
-			      "--probe-at-entry) is BPF's alone; use --via bpf");
+			rec_warnx("--via %s: that probe option (--probe, --libc, --noop-probes, --probe-links, "
+			      "--probe-at-entry) is BPF's alone; use --via bpf", inject ? "inject" : "preload");
 			return -EINVAL;
 		}
 	} else {
@@ -378,6 +373,9 @@ static int attach_start(struct session *s, struct run *u)
 	s->pre = NULL;
 	free(s->rings);
 	s->rings = NULL;
+	if (s->epfd >= 0)
+		close(s->epfd); /* BPF makes its own set of rings to wait on */
+	s->epfd = -1;
 	s->via = VIA_BPF;
 	s->via_why = "bpf: the injection was refused";
 	err = check_privileges();

@@ -126,21 +126,25 @@ static int patch_slot(void *ctx, uint64_t got, const char *name)
 	return 0;
 }
 
-static bool skip_module(const struct dl_phdr_info *info)
+/* Whether LEN bytes at ADDR lie within one of the module's loaded segments. */
+static bool module_holds(const struct dl_phdr_info *info, uint64_t addr, uint64_t len)
 {
-	const char *n = info->dlpi_name ? info->dlpi_name : "";
-	uint64_t self = (uint64_t)(uintptr_t)got_init;
-
-	if (strstr(n, "ld-linux") || strstr(n, "linux-vdso"))
-		return true;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
-		if (ph->p_type == PT_LOAD && self >= info->dlpi_addr + ph->p_vaddr &&
-		    self < info->dlpi_addr + ph->p_vaddr + ph->p_memsz)
-			return true; /* our own */
+		if (ph->p_type == PT_LOAD && addr >= info->dlpi_addr + ph->p_vaddr &&
+		    addr + len <= info->dlpi_addr + ph->p_vaddr + ph->p_memsz)
+			return true;
 	}
 	return false;
+}
+
+/* The loader, the vDSO, and our own module. */
+static bool skip_module(const struct dl_phdr_info *info)
+{
+	const char *n = info->dlpi_name ? info->dlpi_name : "";
+
+	return strstr(n, "ld-linux") || strstr(n, "linux-vdso") || module_holds(info, (uint64_t)(uintptr_t)got_init, 1);
 }
 
 static bool module_of(const struct dl_phdr_info *info, struct gw_module *gm, struct mod_ctx *mc)
@@ -214,17 +218,8 @@ static int restore_cb(struct dl_phdr_info *info, size_t sz, void *ctx)
 		return 0;
 	for (uint32_t i = 0; i < nr_patched; i++) {
 		struct patched *p = &patched[i];
-		bool mine = false;
 
-		if (!p->got)
-			continue;
-		for (int k = 0; k < info->dlpi_phnum && !mine; k++) {
-			const ElfW(Phdr) *ph = &info->dlpi_phdr[k];
-
-			mine = ph->p_type == PT_LOAD && p->got >= info->dlpi_addr + ph->p_vaddr &&
-			       p->got + 8 <= info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-		}
-		if (!mine)
+		if (!p->got || !module_holds(info, p->got, 8))
 			continue;
 		/* Only an entry that still holds our hook: anything else was rewritten since. */
 		if (__atomic_load_n((uint64_t *)(uintptr_t)p->got, __ATOMIC_ACQUIRE) == p->hook)

@@ -92,7 +92,7 @@ void resolve_from(void *handle)
 		}                                                                                 \
 		tdepth++;                                                                         \
 		p = call;                                                                         \
-		if (p && sample(t, (size_expr)))                                                  \
+		if (p && sample((size_expr)))                                                  \
 			record_alloc(t, p, (size_expr), (kind), (uint64_t)(uintptr_t)__builtin_frame_address(0)); \
 		tdepth--;                                                                         \
 		return p;                                                                         \
@@ -217,7 +217,7 @@ static void *realloc_body(void *old, size_t n, void *(*call)(void *, size_t, siz
 		/* The old block is gone: freed (as realloc releases it) and, on success, a new one. */
 		if (old_sampled)
 			record_free(t, old, old_size, p ? HS_FREE_FLAG_REALLOC : 0, ts);
-		if (p && sample(t, n * (m ? m : 1)))
+		if (p && sample(n * (m ? m : 1)))
 			record_alloc(t, p, n * (m ? m : 1), HS_KIND_REALLOC, fp);
 	} else if (old_sampled && shm->sample_rate) {
 		sampled_add(old, old_size); /* failed: the old block stays, still sampled */
@@ -303,7 +303,7 @@ HOOK EXPORT int posix_memalign(void **out, size_t a, size_t n)
 	t = enter();
 	tdepth++;
 	ret = real.posix_memalign(out, a, n);
-	if (t && !ret && sample(t, n))
+	if (t && !ret && sample(n))
 		record_alloc(t, *out, n, HS_KIND_MEMALIGN, (uint64_t)(uintptr_t)__builtin_frame_address(0));
 	tdepth--;
 	return ret;

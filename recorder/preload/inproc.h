@@ -210,11 +210,10 @@ static inline __attribute__((always_inline)) struct tstate *thread_state(void)
 
 /* Whether this allocation is recorded: always every event; sampled, when the thread's byte
  * countdown runs out (Poisson byte sampling, as the BPF sampler). */
-static inline __attribute__((always_inline)) bool sample(struct tstate *t, size_t size)
+static inline __attribute__((always_inline)) bool sample(size_t size)
 {
 	if (!shm->sample_rate)
 		return true;
-	(void)t;
 	hs_tls.until_sample -= (int64_t)size;
 	if (LIKELY(hs_tls.until_sample > 0))
 		return false;

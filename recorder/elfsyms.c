@@ -305,32 +305,39 @@ int alloc_funcs__scan(const char *path, bool in_libc, bool place_probes, struct 
 }
 
 struct find_ctx {
-	const char *symbol;
-	uint64_t off;
-	bool found;
+	const char *const *symbols;
+	uint64_t *offs;
+	int n, found;
 };
 
 static int find_cb(Elf *elf, const char *name, GElf_Sym *sym, void *ctx)
 {
 	struct find_ctx *f = ctx;
 
-	if (strcmp(name, f->symbol) || !vaddr_to_off(elf, sym, &f->off))
-		return 0;
-	f->found = true;
-	return 1;
+	for (int i = 0; i < f->n; i++) {
+		if (f->offs[i] || strcmp(name, f->symbols[i]) || !vaddr_to_off(elf, sym, &f->offs[i]))
+			continue;
+		f->found++;
+		break;
+	}
+	return f->found == f->n; /* all found: the walk ends */
+}
+
+int elf_find_symbols(const char *path, const char *const *symbols, int n, uint64_t *offs)
+{
+	struct find_ctx f = {.symbols = symbols, .offs = offs, .n = n};
+	int ret;
+
+	memset(offs, 0, (size_t)n * sizeof(*offs));
+	ret = for_each_func(path, find_cb, &f);
+	return ret < 0 ? ret : f.found;
 }
 
 int elf_find_symbol(const char *path, const char *symbol, uint64_t *off)
 {
-	struct find_ctx f = {.symbol = symbol};
-	int ret = for_each_func(path, find_cb, &f);
+	int ret = elf_find_symbols(path, &symbol, 1, off);
 
-	if (ret < 0)
-		return ret;
-	if (!f.found)
-		return -ENOENT;
-	*off = f.off;
-	return 0;
+	return ret < 0 ? ret : ret ? 0 : -ENOENT;
 }
 
 bool elf_is_dynamic(const char *path)

@@ -39,6 +39,9 @@ bool alloc_func__parse_kind(const char *s, enum hs_prog *prog, uint32_t *kind);
 int alloc_funcs__scan(const char *path, bool in_libc, bool place_probes, struct alloc_func_list *out);
 /* Finds SYMBOL in PATH; returns its file offset in *off. */
 int elf_find_symbol(const char *path, const char *symbol, uint64_t *off);
+/* Finds N symbols in one pass over PATH: OFFS[i] is the file offset of SYMBOLS[i], 0 if absent.
+ * Returns how many were found, or -errno. */
+int elf_find_symbols(const char *path, const char *const *symbols, int n, uint64_t *offs);
 void alloc_funcs__free(struct alloc_func_list *l);
 /* True when PATH is an ELF executable with an interpreter (the dynamic loader). */
 bool elf_is_dynamic(const char *path);

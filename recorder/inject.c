@@ -81,19 +81,23 @@ static bool is_libc(const char *p)
 	return !strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5);
 }
 
-/* The address in PID of SYMBOL from the file mapped at V[I] (any mapping of it). */
-static uint64_t symbol_addr(pid_t pid, struct proc_map *v, int n, int i, const char *symbol)
+/* The addresses in PID of NR symbols of the file mapped at V[I] (through any mapping of it),
+ * in one pass over its symbols; 0 for one not found or not mapped. */
+static void symbol_addrs(pid_t pid, struct proc_map *v, int n, int i, const char *const *symbols, int nr,
+			 uint64_t *addrs)
 {
+	uint64_t offs[8];
 	char mf[96];
-	uint64_t off;
 
 	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, v[i].start, v[i].end);
-	if (elf_find_symbol(mf, symbol, &off))
-		return 0;
-	for (int k = 0; k < n; k++)
-		if (!strcmp(v[k].path, v[i].path) && off >= v[k].offset && off < v[k].offset + (v[k].end - v[k].start))
-			return v[k].start + (off - v[k].offset);
-	return 0;
+	memset(addrs, 0, (size_t)nr * sizeof(*addrs));
+	if (nr > 8 || elf_find_symbols(mf, symbols, nr, offs) <= 0)
+		return;
+	for (int s = 0; s < nr; s++)
+		for (int k = 0; offs[s] && k < n && !addrs[s]; k++)
+			if (!strcmp(v[k].path, v[i].path) && offs[s] >= v[k].offset &&
+			    offs[s] < v[k].offset + (v[k].end - v[k].start))
+				addrs[s] = v[k].start + (offs[s] - v[k].offset);
 }
 
 static int read_remote(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -545,12 +549,17 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 			 pid);
 		goto out;
 	}
-	d->fn_pthread_create = symbol_addr(pid, v, n, libc_i, "pthread_create");
-	d->fn_attr_init = symbol_addr(pid, v, n, libc_i, "pthread_attr_init");
-	d->fn_attr_detach = symbol_addr(pid, v, n, libc_i, "pthread_attr_setdetachstate");
-	d->fn_dlopen = symbol_addr(pid, v, n, libc_i, "dlopen");
-	d->fn_dlsym = symbol_addr(pid, v, n, libc_i, "dlsym");
-	d->fn_dlerror = symbol_addr(pid, v, n, libc_i, "dlerror");
+	static const char *const libc_fns[] = {"pthread_create", "pthread_attr_init", "pthread_attr_setdetachstate",
+					      "dlopen", "dlsym", "dlerror"};
+	uint64_t fns[6];
+
+	symbol_addrs(pid, v, n, libc_i, libc_fns, 6, fns);
+	d->fn_pthread_create = fns[0];
+	d->fn_attr_init = fns[1];
+	d->fn_attr_detach = fns[2];
+	d->fn_dlopen = fns[3];
+	d->fn_dlsym = fns[4];
+	d->fn_dlerror = fns[5];
 	if (!d->fn_pthread_create || !d->fn_attr_init || !d->fn_attr_detach || !d->fn_dlopen || !d->fn_dlsym ||
 	    !d->fn_dlerror) {
 		snprintf(why, why_len, "the glibc of process %d (%s) lacks pthread_create or dlopen in libc itself "

@@ -36,6 +36,7 @@
 #include "inject.h"
 #include "inject_abi.h"
 #include "procfs.h"
+#include "record.h"
 #include "remote.h"
 #include "seccomp.h"
 #include "shm.h"
@@ -65,6 +66,16 @@ static uint64_t mono(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* What the target wrote (its messages, its file and thread names) is escaped as every string
+ * from a file is (hs_strdup_printable) before it reaches a terminal, in place, cut to SIZE. */
+static void make_printable(char *s, size_t size)
+{
+	char *p = hs_strdup_printable(s);
+
+	snprintf(s, size, "%s", p ? p : "?");
+	free(p);
 }
 
 static const char *base_name(const char *p)
@@ -100,9 +111,23 @@ static void symbol_addrs(pid_t pid, struct proc_map *v, int n, int i, const char
 				addrs[s] = v[k].start + (offs[s] - v[k].offset);
 }
 
+/* The target's memory is the target's to shape: a million reads of its relocation tables, at
+ * about a microsecond each, is all the walk may cost, however many modules or entries it shows. */
+#define MAX_REMOTE_READS 1000000
+
+struct remote_reader {
+	pid_t pid;
+	uint32_t reads;
+};
+
 static int read_remote(void *ctx, uint64_t addr, void *buf, size_t len)
 {
-	return remote_read(*(pid_t *)ctx, addr, buf, len);
+	struct remote_reader *rr = ctx;
+
+	if (rr->reads >= MAX_REMOTE_READS)
+		return -1;
+	rr->reads++;
+	return remote_read(rr->pid, addr, buf, len);
 }
 
 struct slot_ctx {
@@ -130,9 +155,13 @@ static int pick_slot(void *ctx, uint64_t got, const char *name)
 		if ((got & 7) || remote_read(c->pid, got, &cur, sizeof(cur)) || !cur)
 			return 0;
 		d->slots[d->lib.nr_slots++] = (struct hs_inject_slot){got, cur};
-		if (c->verbose)
+		if (c->verbose) {
+			char *path = hs_strdup_printable(c->path);
+
 			fprintf(stderr, "heapsnap-record: trampoline entry: %s in %s, GOT entry %#" PRIx64 " holding %#" PRIx64 "\n",
-				name, c->path, got, cur);
+				name, path ? path : "?", got, cur);
+			free(path);
+		}
 		return 0;
 	}
 	return 0;
@@ -140,11 +169,12 @@ static int pick_slot(void *ctx, uint64_t got, const char *name)
 
 /* The GOT entries of each module (its first mapping holds its ELF header) but libc's, the
  * loader's and ours. */
-static void find_slots(pid_t pid, struct proc_map *v, int n, struct hs_inject_data *d, bool verbose)
+static bool find_slots(pid_t pid, struct proc_map *v, int n, struct hs_inject_data *d, bool verbose)
 {
 	struct slot_ctx c = {pid, d, NULL, verbose};
+	struct remote_reader rr = {pid, 0};
 
-	for (int i = 0; i < n && d->lib.nr_slots < HS_INJ_MAX_SLOTS; i++) {
+	for (int i = 0; i < n && d->lib.nr_slots < HS_INJ_MAX_SLOTS && rr.reads < MAX_REMOTE_READS; i++) {
 		const char *b = base_name(v[i].path);
 		Elf64_Ehdr eh;
 		Elf64_Phdr ph[64];
@@ -169,8 +199,9 @@ static void find_slots(pid_t pid, struct proc_map *v, int n, struct hs_inject_da
 				gm.dyn = gm.bias + ph[k].p_vaddr;
 		c.path = v[i].path;
 		if (gm.dyn)
-			gw_walk(&gm, read_remote, &pid, pick_slot, &c);
+			gw_walk(&gm, read_remote, &rr, pick_slot, &c);
 	}
+	return rr.reads >= MAX_REMOTE_READS;
 }
 
 /* A `syscall` instruction (0f 05) in libc's code. */
@@ -255,6 +286,7 @@ static int preflight(pid_t pid, char *why, size_t why_len, bool *seccomp)
 			if (fgets(comm, sizeof(comm), f))
 				comm[strcspn(comm, "\n")] = 0;
 			fclose(f);
+			make_printable(comm, sizeof(comm));
 		}
 		snprintf(why, why_len, "process %d is already traced by process %d (%s); ptrace allows one tracer",
 			 pid, atoi(v), comm);
@@ -445,6 +477,8 @@ static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t in
 			return 0;
 		}
 		d.lib.lib_msg[sizeof(d.lib.lib_msg) - 1] = d.dl_msg[sizeof(d.dl_msg) - 1] = 0;
+		make_printable(d.lib.lib_msg, sizeof(d.lib.lib_msg));
+		make_printable(d.dl_msg, sizeof(d.dl_msg));
 		if (state == HS_LIB_FAILED) {
 			snprintf(why, why_len, "libheapsnap.so in process %d: %s", j->pid, d.lib.lib_msg);
 			return -(d.lib.lib_err > 0 ? d.lib.lib_err : EIO);
@@ -562,14 +596,19 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 	d->fn_dlerror = fns[5];
 	if (!d->fn_pthread_create || !d->fn_attr_init || !d->fn_attr_detach || !d->fn_dlopen || !d->fn_dlsym ||
 	    !d->fn_dlerror) {
+		char *libc = hs_strdup_printable(v[libc_i].path);
+
 		snprintf(why, why_len, "the glibc of process %d (%s) lacks pthread_create or dlopen in libc itself "
-			 "(glibc before 2.34?)", pid, v[libc_i].path);
+			 "(glibc before 2.34?)", pid, libc ? libc : "?");
+		free(libc);
 		goto out;
 	}
-	find_slots(pid, v, n, d, o->verbose);
+	bool cut = find_slots(pid, v, n, d, o->verbose);
+
 	j->nr_slots = d->lib.nr_slots;
 	if (!j->nr_slots) {
-		snprintf(why, why_len, "no module of process %d calls malloc or free through its GOT", pid);
+		snprintf(why, why_len, "no module of process %d calls malloc or free through its GOT%s", pid,
+			 cut ? " (gave up after a million reads of its relocation tables)" : "");
 		goto out;
 	}
 	for (uint32_t i = 0; i < j->nr_slots; i++) {

@@ -599,6 +599,10 @@ void sampled_clear(void)
  * start-up, before any hook records. */
 int events_init(void)
 {
+	static bool done;
+
+	if (done)
+		return 0; /* made already: a process preloaded once, injected now */
 	tdepth++;
 	sampled_count = mmap(NULL, SAMPLED_BUCKETS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	/* Every larger filter size at once, each on its boundary: a resize never allocates, and
@@ -622,5 +626,8 @@ int events_init(void)
 	if (sampled_count == MAP_FAILED || fm == MAP_FAILED || filter_cnt == MAP_FAILED || sampled == MAP_FAILED ||
 	    sampled_spare == MAP_FAILED)
 		return -1;
-	return pthread_key_create(&exit_key, thread_exit) ? -1 : 0;
+	if (pthread_key_create(&exit_key, thread_exit))
+		return -1;
+	done = true;
+	return 0;
 }

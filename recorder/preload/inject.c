@@ -146,17 +146,23 @@ EXPORT int heapsnap_inject(struct hs_inject_data *d)
 	if (l->lib_fd >= 0)
 		close(l->lib_fd);
 	if (d->magic != HS_INJ_MAGIC || d->version != HS_INJ_VERSION || d->size != sizeof(*d))
-		return fail(l, EPROTO, "the recorder is another version of heapsnap");
+		return fail(l, EPROTO, "the recorder is another version of heapsnap"); /* its fields are not ours */
 	/* One session at a time: the one before may still be putting entries back. */
-	for (int i = 0; pthread_mutex_trylock(&session_lock); i++) {
+	for (int i = 0;; i++) {
 		struct timespec ms = {0, 1000000};
 
-		if (i == 2000)
-			return fail(l, EBUSY, "another heapsnap-record is attached");
+		if (!pthread_mutex_trylock(&session_lock)) {
+			err = session(d);
+			pthread_mutex_unlock(&session_lock);
+			break;
+		}
+		if (i == 2000) {
+			err = fail(l, EBUSY, "another heapsnap-record is attached");
+			break;
+		}
 		nanosleep(&ms, NULL);
 	}
-	err = session(d);
-	pthread_mutex_unlock(&session_lock);
+	close(l->pipe_fd); /* whatever the outcome: each attach brings a pipe of its own */
 	return err;
 }
 
@@ -202,7 +208,6 @@ static int session(struct hs_inject_data *d)
 	go_dormant();
 	__atomic_store_n(&shm->dormant, 1, __ATOMIC_RELEASE);
 	got_restore_all();
-	close(l->pipe_fd);
 	__atomic_store_n(&l->lib_state, HS_LIB_DETACHED, __ATOMIC_RELEASE);
 	return 0;
 }

@@ -143,10 +143,10 @@ EXPORT int heapsnap_inject(struct hs_inject_data *d)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	prctl(PR_SET_NAME, (unsigned long)"heapsnap", 0, 0, 0);
 	tdepth++; /* nothing this thread allocates is the target's */
-	if (l->lib_fd >= 0)
-		close(l->lib_fd);
 	if (d->magic != HS_INJ_MAGIC || d->version != HS_INJ_VERSION || d->size != sizeof(*d))
 		return fail(l, EPROTO, "the recorder is another version of heapsnap"); /* its fields are not ours */
+	if (l->lib_fd >= 0)
+		close(l->lib_fd);
 	/* One session at a time: the one before may still be putting entries back. */
 	for (int i = 0;; i++) {
 		struct timespec ms = {0, 1000000};

@@ -23,7 +23,7 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-FORMAT_SRCS := format/common.c format/writer.c format/reader.c format/buildid.c format/outfile.c
+FORMAT_SRCS := format/common.c format/writer.c format/reader.c format/buildid.c format/outfile.c format/unwtab.c
 FORMAT_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(FORMAT_SRCS))
 RECORD_SRCS := $(wildcard recorder/*.c)
 RECORD_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(RECORD_SRCS)) $(OUTPUT)/recorder/inject_stub.o
@@ -45,9 +45,9 @@ LIB_CFLAGS := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer -fvisibility=hidde
 
 all: $(BINS) $(LIB)
 
-LIB_SRCS := $(wildcard recorder/preload/*.c)
+LIB_SRCS := $(wildcard recorder/preload/*.c) format/unwtab.c
 
-$(LIB): $(LIB_SRCS) recorder/preload/inproc.h recorder/shm.h recorder/inject_abi.h recorder/gotwalk.h bpf/heapsnap.h format/record.h | $(OUTPUT)
+$(LIB): $(LIB_SRCS) recorder/preload/inproc.h recorder/shm.h recorder/inject_abi.h recorder/gotwalk.h bpf/heapsnap.h format/record.h format/unwtab.h | $(OUTPUT)
 	$(call msg,LIB,$@)
 	$(Q)$(CC) $(LIB_CFLAGS) -Irecorder/preload -shared -Wl,-soname,libheapsnap.so -Wl,-z,now -Wl,-z,nodelete $(LIB_SRCS) -ldl -lpthread -o $@
 

@@ -655,7 +655,7 @@ static const char *snap_origin(uint32_t o)
 
 static const char *stack_mode_name(uint32_t m)
 {
-	return m == HS_STACK_FP ? "fp" : m == HS_STACK_DWARF ? "dwarf" : "none (call site)";
+	return m == HS_STACK_FP ? "fp" : m == HS_STACK_DWARF ? "dwarf" : m == HS_STACK_AUTO ? "auto" : "none (call site)";
 }
 
 static const char *status_name(enum hs_read_status s)

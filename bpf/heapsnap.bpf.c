@@ -15,7 +15,7 @@ const volatile bool filter_pids = true;
 const volatile bool follow_forks = true;
 const volatile __u64 sample_rate = 0; /* 0: every allocation */
 const volatile __u32 stack_depth = 64;
-const volatile __u32 stack_mode = 1; /* 0 none (callsite only), 1 fp, 2 dwarf */
+const volatile __u32 stack_mode = 1; /* 0 none (callsite only), 1 fp, 2 dwarf, 3 tables */
 const volatile __u32 dwarf_bytes = 8192;
 const volatile __u64 wakeup_bytes = 1 << 20;
 const volatile __u32 self_tgid = 0; /* -a: never record the recorder itself */
@@ -115,6 +115,24 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } counters SEC(".maps");
+
+/* --stack auto: the rows of every module's unwind table (recorder/unwind.c writes them
+ * through a mapping of this array), and each tracked process's executable mappings. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1); /* set by the loader */
+	__type(key, __u32);
+	__type(value, struct hs_unw_row);
+} unw_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct hs_unw_proc);
+} unw_procs SEC(".maps");
 
 /* Bumped when a tracked process may have changed its executable mappings. */
 struct {
@@ -262,6 +280,8 @@ static __always_inline bool tracked_state(__u64 id, struct thread_state **out)
  * is our own walk of the rbp chain. It stops at the first frame pointer that cannot be one
  * (below sp, unaligned, not increasing, too far up), so it never takes a fault on the junk
  * rbp of code built without frame pointers: the kernel's walk pays a fault for that. */
+static __always_inline __u64 send_stack(struct thread_state *st, __u64 id, struct hs_stack_event *s, __u64 h, __u32 nr);
+
 static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u64 id, struct thread_state *st, __u64 ret)
 {
 	__u32 zero = 0, nr = 1;
@@ -281,8 +301,13 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u64 id, struct
 				count(HS_CNT_STACK_TRUNCATED);
 				break;
 			}
-			if (fp <= sp || (fp & 7) || fp - sp > (64ull << 20))
+			if (fp <= sp || (fp & 7) || fp - sp > (64ull << 20)) {
+				/* A zeroed rbp is the outermost frame (_start clears it); anything
+				 * else is a frame built without a frame pointer: callers lost. */
+				if (fp)
+					count(HS_CNT_STACK_ERROR);
 				break;
+			}
 			if (bpf_probe_read_user(&frame, sizeof(frame), (void *)fp) || !frame.ret) {
 				count(HS_CNT_STACK_ERROR);
 				break;
@@ -295,6 +320,12 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u64 id, struct
 			fp = frame.next;
 		}
 	}
+	return send_stack(st, id, s, h, nr);
+}
+
+/* The stack's hash, sending the stack the first time the kernel side sees it lately. */
+static __always_inline __u64 send_stack(struct thread_state *st, __u64 id, struct hs_stack_event *s, __u64 h, __u32 nr)
+{
 	if (!h)
 		h = 1;
 	/* Allocations come in runs from one place: the thread's last stack needs no lookup. */
@@ -386,6 +417,152 @@ static __always_inline __u64 capture_dwarf(struct pt_regs *ctx, __u64 id, struct
 		return 0;
 	}
 	return e->key;
+}
+
+struct unw_walk {
+	struct hs_stack_event *s;
+	struct hs_unw_proc *proc;
+	__u64 pc, sp, fp, h;
+	__u32 nr;
+	__u8 fp_ok;
+	__u8 miss; /* a return address in no mapping known: the stack is copied instead */
+};
+
+/* The row for return address PC in the module mapped there, or NULL (counted). */
+static __always_inline struct hs_unw_row *unw_row(struct unw_walk *w, __u64 pc)
+{
+	struct hs_unw_proc *p = w->proc;
+	struct hs_unw_map *m = NULL;
+	struct hs_unw_row *r;
+	__u32 lo = 0, hi = p->n, base, len, idx;
+	__u64 rel;
+
+	if (hi > HS_UNW_MAX_MAPS)
+		hi = HS_UNW_MAX_MAPS;
+	for (int k = 0; k < 9 && lo < hi; k++) {
+		__u32 mid = ((lo + hi) / 2) & (HS_UNW_MAX_MAPS - 1);
+		struct hs_unw_map *c = &p->m[mid];
+
+		if (pc < c->start) {
+			hi = mid;
+		} else if (pc >= c->end) {
+			lo = mid + 1;
+		} else {
+			m = c;
+			break;
+		}
+	}
+	if (!m) {
+		w->miss = 1;
+		return NULL;
+	}
+	if (!m->row_count) {
+		count(HS_CNT_UNW_NO_TABLE);
+		return NULL;
+	}
+	rel = pc - m->bias;
+	base = m->row_start;
+	len = m->row_count;
+	/* The last row at or below rel: halving a range of at most 2^22 rows. */
+	for (int k = 0; k < 23 && len > 1; k++) {
+		__u32 half = len / 2;
+
+		idx = base + half;
+		r = bpf_map_lookup_elem(&unw_rows, &idx);
+		if (!r)
+			break;
+		if (r->pc <= rel)
+			base = idx;
+		len -= half;
+	}
+	r = bpf_map_lookup_elem(&unw_rows, &base);
+	if (!r || r->pc > rel || r->cfa == HS_UNW_NONE) {
+		count(HS_CNT_UNW_NO_ROW);
+		return NULL;
+	}
+	return r;
+}
+
+/* One frame: from return address w->pc (already in the stack) to its caller's. 1 stops. */
+static long unw_step(__u32 i, void *ctx)
+{
+	struct unw_walk *w = ctx;
+	struct hs_unw_row *r;
+	__u64 cfa, ra = 0;
+	__u32 idx = w->nr;
+
+	if (idx >= stack_depth || idx >= HS_MAX_STACK) {
+		count(HS_CNT_STACK_TRUNCATED);
+		return 1;
+	}
+	r = unw_row(w, w->pc - 1);
+	if (!r || r->cfa == HS_UNW_END)
+		return 1;
+	if (r->cfa == HS_UNW_EXPR) {
+		count(HS_CNT_UNW_EXPRESSION);
+		return 1;
+	}
+	if (r->cfa == HS_UNW_CFA_FP && !w->fp_ok) {
+		count(HS_CNT_UNW_FP_LOST);
+		return 1;
+	}
+	cfa = (r->cfa == HS_UNW_CFA_SP ? w->sp : w->fp) + (__s64)r->cfa_off;
+	if (cfa <= w->sp || (cfa & 7) || cfa - w->sp > (64ull << 20)) {
+		count(HS_CNT_UNW_BAD_FRAME);
+		return 1;
+	}
+	if (r->fp == HS_UNW_FP_AT) {
+		if (bpf_probe_read_user(&w->fp, sizeof(w->fp), (void *)(cfa + (__s64)r->fp_off))) {
+			count(HS_CNT_UNW_BAD_FRAME);
+			return 1;
+		}
+		w->fp_ok = 1;
+	} else if (r->fp == HS_UNW_FP_LOST) {
+		w->fp_ok = 0;
+	}
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)) || !ra) {
+		if (ra)
+			count(HS_CNT_UNW_BAD_FRAME);
+		return 1;
+	}
+	w->sp = cfa;
+	w->pc = ra;
+	w->s->ips[idx] = ra;
+	w->h = hs_hash_word(w->h, ra);
+	w->nr++;
+	return 0;
+}
+
+/* --stack auto: the frames walked with the unwind tables of the process's modules. A
+ * process whose modules are not all known yet (just started, or a module mapped a moment
+ * ago: user space loads tables as it hears of mappings) gets a stack copy, unwound offline
+ * like --stack dwarf: no stack is cut short for want of a table on its way. */
+static __always_inline __u64 capture_table(struct pt_regs *ctx, __u64 id, struct thread_state *st, __u64 ret)
+{
+	__u32 zero = 0, tgid = id >> 32;
+	struct unw_walk w = {};
+
+	w.s = bpf_map_lookup_elem(&stack_scratch, &zero);
+	w.proc = bpf_map_lookup_elem(&unw_procs, &tgid);
+	if (!w.s)
+		return 0;
+	if (!w.proc) {
+		count(HS_CNT_UNW_DWARF_COPY);
+		return capture_dwarf(ctx, id, st);
+	}
+	w.s->ips[0] = ret;
+	w.h = hs_hash_word(HS_HASH_INIT, ret);
+	w.nr = 1;
+	w.pc = ret;
+	w.sp = PT_REGS_SP(ctx) + 8;
+	w.fp = PT_REGS_FP(ctx);
+	w.fp_ok = 1;
+	bpf_loop(HS_MAX_STACK, unw_step, &w, 0);
+	if (w.miss) {
+		count(HS_CNT_UNW_DWARF_COPY);
+		return capture_dwarf(ctx, id, st);
+	}
+	return send_stack(st, id, w.s, w.h, w.nr);
 }
 
 static __always_inline void emit_alloc(__u64 id, __u64 ptr, const struct hs_live_val *v, __u8 flags)
@@ -498,7 +675,9 @@ static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 size, __u64 au
 		count(HS_CNT_SAMPLED);
 	}
 	st->sampled = 1;
-	st->stack = stack_mode == 2 ? capture_dwarf(ctx, id, st) : capture_stack(ctx, id, st, ret);
+	st->stack = stack_mode == 2 ? capture_dwarf(ctx, id, st)
+		    : stack_mode == 3 ? capture_table(ctx, id, st, ret)
+				      : capture_stack(ctx, id, st, ret);
 	return RUN_RETURN;
 }
 
@@ -771,6 +950,8 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		return 0;
 	if (filter_pids)
 		bump_maps_gen();
+	/* The old image's mappings are gone: stacks are copied until user space has the new. */
+	bpf_map_delete_elem(&unw_procs, &tgid);
 	emit_proc(HS_EV_EXEC, tgid, BPF_CORE_READ(p, real_parent, tgid), 0, p, bprm);
 	return 0;
 }
@@ -782,6 +963,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 
 	if (tgid != BPF_CORE_READ(p, pid) || !is_tracked(tgid))
 		return 0;
+	bpf_map_delete_elem(&unw_procs, &tgid);
 	emit_proc(HS_EV_EXIT, tgid, 0, BPF_CORE_READ(p, exit_code), NULL, NULL);
 	return 0;
 }
@@ -846,6 +1028,13 @@ int on_mmap_exit(struct trace_event_raw_sys_exit *ctx)
 		return 0;
 	if (ctx->ret < 0 || pm->fd < 0)
 		goto out;
+	/* New code, perhaps where other code was: the process's mappings as user space last
+	 * sent them no longer hold, and stacks are copied until it sends them again. */
+	{
+		__u32 tgid = id >> 32;
+
+		bpf_map_delete_elem(&unw_procs, &tgid);
+	}
 	task = (struct task_struct *)bpf_get_current_task();
 	fds = BPF_CORE_READ(task, files, fdt, fd);
 	max = BPF_CORE_READ(task, files, fdt, max_fds);

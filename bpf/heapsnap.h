@@ -44,7 +44,7 @@ enum hs_counter_id {
 	HS_CNT_STACK_TRUNCATED,  /* stacks cut at --max-stack */
 	HS_CNT_MISSED_URETPROBE, /* outer allocator calls whose return was never seen */
 	HS_CNT_UNKNOWN_FREE,     /* frees of pointers allocated before attach (or lost) */
-	HS_CNT_STACK_ERROR,      /* a frame-pointer walk stopped at an unreadable frame (no event lost) */
+	HS_CNT_STACK_ERROR,      /* a frame-pointer walk stopped before the outermost frame (no event lost) */
 	HS_CNT_THREAD_FULL,      /* per-thread state map full */
 	HS_CNT_ALLOC_CALLS,      /* outermost allocator calls seen */
 	HS_CNT_FREE_CALLS,       /* free calls seen (non-NULL) */
@@ -54,6 +54,15 @@ enum hs_counter_id {
 	HS_CNT_STACKS_NEW,       /* distinct stacks sent to user space */
 	HS_CNT_DWARF_TRUNCATED,  /* dwarf windows smaller than the stack mapping above sp (argv and
 				  * environment included: the analyzer tells whether frames were missed) */
+	/* --stack auto: why a table walk stopped before the outermost frame (the frames before
+	 * it are kept). One counter per reason, so that no truncation is silent. */
+	HS_CNT_UNW_NO_MODULE,    /* a return address in no module known (JIT code, or mapped just now) */
+	HS_CNT_UNW_NO_TABLE,     /* a module without .eh_frame, or whose table did not fit */
+	HS_CNT_UNW_NO_ROW,       /* an address no FDE of its module covers */
+	HS_CNT_UNW_EXPRESSION,   /* a frame whose CFA is a DWARF expression or in another register */
+	HS_CNT_UNW_BAD_FRAME,    /* a CFA outside the stack, or not above the frame before */
+	HS_CNT_UNW_FP_LOST,      /* a CFA based on rbp where the callee's table lost track of rbp */
+	HS_CNT_UNW_DWARF_COPY,   /* BPF: the process's modules not known yet, the stack copied instead */
 	HS_CNT__MAX,
 };
 
@@ -127,6 +136,44 @@ struct hs_dwarf_event {
 struct hs_comm_event {
 	struct hs_event_hdr h;
 	char comm[16];
+};
+
+/* One row of an unwind table (format/unwtab.c builds them from .eh_frame): from `pc` (the
+ * module's link-time address) up to the next row's, the caller's frame is found so:
+ *   CFA = (cfa == HS_UNW_CFA_SP ? rsp : rbp) + cfa_off; return address at CFA - 8;
+ *   rbp = fp == HS_UNW_FP_AT ? [CFA + fp_off] : unchanged (HS_UNW_FP_LOST: unknown).
+ * Other values of `cfa` end the walk, each for a reason counted apart. */
+enum hs_unw_cfa {
+	HS_UNW_CFA_SP = 0,
+	HS_UNW_CFA_FP = 1,
+	HS_UNW_NONE = 2, /* no FDE covers this address */
+	HS_UNW_END = 3,  /* the return address is undefined: the outermost frame (_start) */
+	HS_UNW_EXPR = 4, /* the CFA is an expression, in another register, or the RA not at CFA-8 */
+};
+enum hs_unw_fp { HS_UNW_FP_SAME = 0, HS_UNW_FP_AT = 1, HS_UNW_FP_LOST = 2 };
+
+struct hs_unw_row {
+	__u32 pc;
+	__s32 cfa_off;
+	__u8 cfa;
+	__u8 fp;
+	__s16 fp_off;
+	__u32 pad; /* a BPF array's elements are 8-byte aligned: the mapped array's stride is 16 */
+};
+
+/* BPF: a process's executable mappings, sorted by start, each with its module's rows. */
+#define HS_UNW_MAX_MAPS 256
+struct hs_unw_map {
+	__u64 start, end;
+	__u64 bias;      /* address - bias = the module's link-time address */
+	__u32 row_start; /* in the rows array */
+	__u32 row_count; /* 0: the module has no table */
+};
+
+struct hs_unw_proc {
+	__u32 n;
+	__u32 pad;
+	struct hs_unw_map m[HS_UNW_MAX_MAPS];
 };
 
 struct hs_live_key {

@@ -84,7 +84,9 @@ enum hs_alloc_kind {
 	HS_KIND__COUNT,
 };
 
-enum hs_stack_mode { HS_STACK_NONE = 0, HS_STACK_FP = 1, HS_STACK_DWARF = 2 };
+/* HS_STACK_AUTO: return addresses walked with unwind tables from .eh_frame (the stacks are
+ * lists of addresses, as with HS_STACK_FP). */
+enum hs_stack_mode { HS_STACK_NONE = 0, HS_STACK_FP = 1, HS_STACK_DWARF = 2, HS_STACK_AUTO = 3 };
 
 enum hs_process_origin { HS_PROC_ATTACHED = 0, HS_PROC_STARTED = 1, HS_PROC_FORKED = 2, HS_PROC_EXEC = 3 };
 

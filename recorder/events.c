@@ -171,6 +171,8 @@ static void on_dwarf_event(struct session *s, const struct hs_dwarf_event *e, si
 	if (len < offsetof(struct hs_dwarf_event, data) || e->len > HS_MAX_DWARF_BYTES ||
 	    len < offsetof(struct hs_dwarf_event, data) + e->len)
 		return;
+	if (e->used > e->len && e->used > s->dwarf_used_max)
+		s->dwarf_used_max = e->used;
 	for (int i = 0; i < HS_DWARF_NREGS; i++)
 		h = (h ^ e->regs[i]) * 0x100000001b3ull;
 	{
@@ -393,6 +395,8 @@ void write_counters(struct session *s, uint32_t type)
 	write_rec(s, &r);
 }
 
+static void warn_stacks(struct session *s);
+
 void warn_losses(struct session *s)
 {
 	/* Events lost, and only those: a frame-pointer walk that stops early loses no event. */
@@ -408,6 +412,55 @@ void warn_losses(struct session *s)
 			      : k == HS_CNT_LIVE_FULL ? "; raise --max-live" : "");
 			s->cnt_warned[k] = s->cnt[k];
 		}
+	}
+	warn_stacks(s);
+}
+
+/* Stacks cut short lose no event but do lose callers: said once per reason, with what to
+ * do about it. The counts are in the file's counters, for `heapsnap-analyze stats`. */
+static void warn_stacks(struct session *s)
+{
+	static const struct {
+		int k;
+		const char *what;
+	} why[] = {
+		{HS_CNT_STACK_TRUNCATED, "cut at --max-stack; raise it (up to 127)"},
+		{HS_CNT_STACK_ERROR, "ended at a frame pointer that was not one (code built without frame "
+				     "pointers); --stack auto walks such code with unwind tables"},
+		{HS_CNT_UNW_NO_MODULE, "reached code in no module (JIT code, or a module unloaded); "
+				       "--stack dwarf copies the stack instead"},
+		{HS_CNT_UNW_NO_TABLE, "reached a module without .eh_frame (or, BPF, beyond --unwind-rows)"},
+		{HS_CNT_UNW_NO_ROW, "reached an address no .eh_frame entry covers (hand-written assembly?)"},
+		{HS_CNT_UNW_EXPRESSION, "reached a frame whose CFA is a DWARF expression (a signal frame, "
+					"or stack realignment); --stack dwarf unwinds those offline"},
+		{HS_CNT_UNW_BAD_FRAME, "reached a frame whose CFA was outside the stack (corrupt stack, or "
+				       ".eh_frame that does not match the code)"},
+		{HS_CNT_UNW_FP_LOST, "needed rbp where a callee's .eh_frame does not say where it went"},
+	};
+
+	for (size_t i = 0; i < sizeof(why) / sizeof(why[0]); i++) {
+		int k = why[i].k;
+
+		if (s->cnt[k] && !s->cnt_warned[k]) {
+			rec_warnx("warning: %" PRIu64 " stacks %s (%s)", s->cnt[k], why[i].what, counter_names[k]);
+			s->cnt_warned[k] = s->cnt[k];
+		}
+	}
+	if (s->cnt[HS_CNT_DWARF_TRUNCATED] && !s->cnt_warned[HS_CNT_DWARF_TRUNCATED]) {
+		uint64_t want = (s->dwarf_used_max + 255) & ~255ull;
+
+		/* `used` runs to the stack mapping's end, argv and environment included: a window
+		 * this size holds every frame, and a smaller one may already. */
+		if (want <= HS_MAX_DWARF_BYTES)
+			rec_warnx("warning: %" PRIu64 " stack windows were shorter than the stack in use (%s); "
+				  "--stack dwarf=%" PRIu64 " holds all of them, --stack auto needs no window",
+				  s->cnt[HS_CNT_DWARF_TRUNCATED], counter_names[HS_CNT_DWARF_TRUNCATED], want);
+		else
+			rec_warnx("warning: %" PRIu64 " stack windows were shorter than the stack in use (%s), up "
+				  "to %" PRIu64 " bytes, beyond --stack dwarf's 32k; --stack auto needs no window",
+				  s->cnt[HS_CNT_DWARF_TRUNCATED], counter_names[HS_CNT_DWARF_TRUNCATED],
+				  s->dwarf_used_max);
+		s->cnt_warned[HS_CNT_DWARF_TRUNCATED] = s->cnt[HS_CNT_DWARF_TRUNCATED];
 	}
 }
 

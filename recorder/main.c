@@ -44,10 +44,11 @@ static const char usage[] =
 	"Sampling and stacks:\n"
 	"  -s, --sample-rate BYTES  Poisson byte sampling, mean bytes between samples; 0 records every\n"
 	"                           allocation. Suffixes k, m. Default: 0 with -- COMMAND, 512k with -p/-a\n"
-	"      --stack MODE         fp (default): frame-pointer walk plus the return address at [sp];\n"
+	"      --stack MODE         auto (default): whole stacks, frame pointers or not: each module's\n"
+	"                           .eh_frame becomes an unwind table that the walk looks up per frame;\n"
+	"                           fp: frame-pointer walk plus the return address at [sp];\n"
 	"                           dwarf[=BYTES]: copy the registers and up to BYTES of stack (default\n"
-	"                           8k, at most 32k) and unwind offline with DWARF CFI, for code built\n"
-	"                           without frame pointers; auto: dwarf when sampling, else fp;\n"
+	"                           8k, at most 32k) and unwind offline with DWARF CFI;\n"
 	"                           none: the call site only\n"
 	"      --max-stack N        deepest stack recorded, 1..127 (default 64)\n"
 	"\n"
@@ -73,6 +74,8 @@ static const char usage[] =
 	"                           for a 32 GiB heap at the sampling rate, 65536 to 1048576;\n"
 	"                           recording every event, the live set is the recorder's)\n"
 	"      --stack-cache N      stacks remembered in the kernel (default 65536)\n"
+	"      --unwind-rows N      BPF, --stack auto: rows of unwind tables held in the kernel, 16\n"
+	"                           bytes each (default 1m: libc takes 28k, python3 65k)\n"
 	"      --ringbuf-size MB    ring buffer space over all CPUs, a power of two (default 16);\n"
 	"                           one ring per CPU, each at least 256 KiB\n"
 	"\n"
@@ -99,6 +102,7 @@ enum {
 	OPT_PROBE_ENTRY,
 	OPT_MAX_LIVE,
 	OPT_STACK_CACHE,
+	OPT_UNWIND_ROWS,
 	OPT_RINGBUF,
 	OPT_STATS,
 	OPT_NO_FOLLOW,
@@ -124,6 +128,7 @@ static const struct option longopts[] = {
 	{"probe-at-entry", no_argument, NULL, OPT_PROBE_ENTRY},
 	{"max-live", required_argument, NULL, OPT_MAX_LIVE},
 	{"stack-cache", required_argument, NULL, OPT_STACK_CACHE},
+	{"unwind-rows", required_argument, NULL, OPT_UNWIND_ROWS},
 	{"ringbuf-size", required_argument, NULL, OPT_RINGBUF},
 	{"no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW},
 	{"noop-probes", no_argument, NULL, OPT_NOOP},
@@ -197,17 +202,18 @@ int main(int argc, char **argv)
 {
 	struct rec_opts o = {
 		.max_stack = 64,
-		.stack_mode = HS_STACK_FP,
+		.stack_mode = HS_STACK_AUTO,
 		.follow_forks = true,
 		.rss_interval = 1,
 		.max_live = 0, /* set after parsing */
 		.stack_cache = 1u << 16,
+		.unwind_rows = 1u << 20,
 		.ringbuf_mb = 16,
 		.probe_links = LINKS_AUTO,
 		.dwarf_bytes = 8192,
 		.attach_timeout = 10,
 	};
-	bool rate_set = false, stack_auto = false;
+	bool rate_set = false;
 	char default_out[64];
 	uint64_t v;
 	int c, ret;
@@ -247,7 +253,7 @@ int main(int argc, char **argv)
 			} else if (!strcmp(optarg, "none")) {
 				o.stack_mode = HS_STACK_NONE;
 			} else if (!strcmp(optarg, "auto")) {
-				stack_auto = true;
+				o.stack_mode = HS_STACK_AUTO;
 			} else if (!strncmp(optarg, "dwarf", 5) && (!optarg[5] || optarg[5] == '=')) {
 				o.stack_mode = HS_STACK_DWARF;
 				if (optarg[5] && (parse_u64(optarg + 6, &v, true) || v < 256 || v > 32768))
@@ -333,6 +339,11 @@ int main(int argc, char **argv)
 				return bad_option("--stack-cache", optarg, "expected 1024..16777216");
 			o.stack_cache = (uint32_t)v;
 			break;
+		case OPT_UNWIND_ROWS:
+			if (parse_u64(optarg, &v, true) || v < 65536 || v > (1u << 28))
+				return bad_option("--unwind-rows", optarg, "expected 64k..256m");
+			o.unwind_rows = (uint32_t)v;
+			break;
 		case OPT_RINGBUF:
 			if (parse_u64(optarg, &v, false) || v < 1 || v > 1024 || (v & (v - 1)))
 				return bad_option("--ringbuf-size", optarg, "expected a power of two from 1 to 1024 (MiB)");
@@ -376,14 +387,6 @@ int main(int argc, char **argv)
 		uint64_t want = o.sample_rate ? (32ull << 30) / o.sample_rate : 1024;
 
 		o.max_live = (uint32_t)(!o.sample_rate ? 1024 : want < 65536 ? 65536 : want > (1u << 20) ? 1u << 20 : want);
-	}
-	/* auto: a dwarf copy costs a memcpy of the stack per sample, affordable when sampled;
-	 * recording every event, frame pointers keep the cost near the trap floor. */
-	if (stack_auto) {
-		o.stack_mode = o.sample_rate ? HS_STACK_DWARF : HS_STACK_FP;
-		fprintf(stderr, "heapsnap-record: --stack auto: %s\n",
-			o.sample_rate ? "dwarf (sampled: a stack copy per sample is cheap)"
-				      : "fp (every event: a stack copy per allocation would cost too much)");
 	}
 	if (!o.output) {
 		snprintf(default_out, sizeof(default_out), "heapsnap.%d.hsnap", o.pid ? o.pid : getpid());

@@ -517,7 +517,10 @@ int bpf_start(struct session *s, struct run *u)
 	s->skel->rodata->follow_forks = o->follow_forks;
 	s->skel->rodata->sample_rate = o->sample_rate;
 	s->skel->rodata->stack_depth = o->max_stack;
-	s->skel->rodata->stack_mode = o->stack_mode == HS_STACK_NONE ? 0 : o->stack_mode == HS_STACK_DWARF ? 2 : 1;
+	s->skel->rodata->stack_mode = o->stack_mode == HS_STACK_NONE ? 0 : o->stack_mode == HS_STACK_DWARF ? 2
+				      : o->stack_mode == HS_STACK_AUTO ? 3 : 1;
+	if (o->stack_mode == HS_STACK_AUTO)
+		bpf_map__set_max_entries(s->skel->maps.unw_rows, o->unwind_rows);
 	s->skel->rodata->dwarf_bytes = o->dwarf_bytes;
 	s->skel->rodata->wakeup_bytes = u->ring_bytes / 4;
 	s->skel->rodata->self_tgid = (uint32_t)getpid();
@@ -574,6 +577,8 @@ int bpf_start(struct session *s, struct run *u)
 		rec_warnx("failed to load BPF programs: %s%s", buf, o->verbose ? "" : " (run with -v for the verifier log)");
 		return err;
 	}
+	if (o->stack_mode == HS_STACK_AUTO && (err = unw_tables__open(s)))
+		return err;
 	if (o->sample_rate && (err = fill_thresholds(s))) {
 		rec_warnx("failed to fill the sampling thresholds: %s", strerror(-err));
 		return err;

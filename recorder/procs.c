@@ -91,6 +91,8 @@ void rescan_maps(struct session *s, struct proc *p, bool attach)
 	proc_maps_free(p->maps, p->nr_maps);
 	p->maps = nm;
 	p->nr_maps = nn;
+	if (s->unw)
+		unw_tables__update(s, p);
 	if (!attach || !s->skel)
 		return; /* in-process: nothing to probe */
 	for (int k = 0; k < nn; k++) {

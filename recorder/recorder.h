@@ -47,6 +47,7 @@ struct rec_opts {
 	struct custom_probe *probes;
 	int nr_probes;
 	uint32_t max_live, stack_cache, ringbuf_mb;
+	uint32_t unwind_rows; /* BPF --stack auto: capacity of the kernel's unwind table rows */
 	bool probe_entry; /* --probe-at-entry: disable probe placement */
 	bool noop;        /* --noop-probes: benchmark floor, records nothing */
 	enum probe_links probe_links; /* --probe-links */

@@ -18,6 +18,13 @@ const char *const counter_names[HS_CNT__MAX] = {
 	[HS_CNT_FAILED_ALLOC] = "calls.failed_alloc",
 	[HS_CNT_STACKS_NEW] = "stacks.sent",
 	[HS_CNT_DWARF_TRUNCATED] = "stacks.dwarf_window_short",
+	[HS_CNT_UNW_NO_MODULE] = "stacks.unwind_no_module",
+	[HS_CNT_UNW_NO_TABLE] = "stacks.unwind_no_table",
+	[HS_CNT_UNW_NO_ROW] = "stacks.unwind_no_row",
+	[HS_CNT_UNW_EXPRESSION] = "stacks.unwind_expression",
+	[HS_CNT_UNW_BAD_FRAME] = "stacks.unwind_bad_frame",
+	[HS_CNT_UNW_FP_LOST] = "stacks.unwind_fp_lost",
+	[HS_CNT_UNW_DWARF_COPY] = "stacks.unwind_copied_instead",
 };
 
 void rec_warnx(const char *fmt, ...)
@@ -607,6 +614,7 @@ static int run_cleanup(struct session *s, struct run *u, int err)
 		if (s->ring_fds[i] >= 0)
 			close(s->ring_fds[i]);
 	free(s->ring_fds);
+	unw_tables__free(s->unw);
 	heapsnap_bpf__destroy(s->skel);
 	preload__detach(s->pre);
 	inject__detach(s->inj);

@@ -49,7 +49,20 @@
 #define TICK_NS 1000ull
 
 /* An ELF file some target maps: scanned once for allocator functions, whatever pids map it. */
+/* An object's unwind table in the BPF rows (recorder/unwind.c), and its executable segments,
+ * which tell a mapping's link-time addresses. */
+#define OBJ_UNW_SEGS 4
+struct obj_seg {
+	uint64_t off, vaddr, filesz;
+};
+struct obj_unwind {
+	int state; /* 0 not tried, 1 built, -1 none */
+	uint32_t row_start, row_count, nsegs;
+	struct obj_seg segs[OBJ_UNW_SEGS];
+};
+
 struct object {
+	struct obj_unwind unw;
 	uint64_t dev, ino;
 	char *path;
 	bool is_libc, scanned;
@@ -85,6 +98,9 @@ struct link_ent {
 struct session {
 	const struct rec_opts *o;
 	struct heapsnap_bpf *skel;
+	struct unw_tables *unw; /* BPF, --stack auto */
+	bool warned_unw_maps;
+	uint64_t dwarf_used_max; /* the largest stack in use that a dwarf window did not hold */
 	struct ring *rings; /* one per possible CPU */
 	int *ring_fds;
 	int epfd;
@@ -192,6 +208,11 @@ struct run {
 extern const char *const counter_names[HS_CNT__MAX];
 
 /* session.c */
+/* unwind.c */
+int unw_tables__open(struct session *s);
+void unw_tables__free(struct unw_tables *u);
+void unw_tables__update(struct session *s, const struct proc *p);
+
 void rec_warnx(const char *fmt, ...);
 uint64_t mono_ns(void);
 uint64_t ticks(const struct session *s, uint64_t ns);

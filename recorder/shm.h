@@ -13,7 +13,7 @@
 #include "heapsnap.h"
 
 #define HS_SHM_MAGIC 0x4d485348u /* "HSHM" */
-#define HS_SHM_VERSION 2
+#define HS_SHM_VERSION 3
 #define HS_SHM_ENV "HEAPSNAP_SHM"   /* "FD_SHM,FD_EVENT": inherited by the target */
 #define HS_SHM_MAX_RINGS 1024
 #define HS_SHM_RING_HDR 8            /* as BPF_RINGBUF_HDR_SZ */

@@ -314,15 +314,21 @@ static __attribute__((always_inline)) inline uint32_t walk(struct tstate *t, uin
 	uint32_t n = 0;
 
 	while (n < max) {
-		if (fp < t->stack_lo || fp + 16 > t->stack_hi || (fp & 7))
+		if (fp < t->stack_lo || fp + 16 > t->stack_hi || (fp & 7)) {
+			if (fp) /* not the outermost frame's zero: a frame without a frame pointer */
+				count(HS_CNT_STACK_ERROR);
 			break;
+		}
 		uint64_t next = ((uint64_t *)fp)[0], ret = ((uint64_t *)fp)[1];
 
 		if (!ret)
 			break;
 		ips[n++] = ret;
-		if (next <= fp)
+		if (next <= fp) {
+			if (next)
+				count(HS_CNT_STACK_ERROR);
 			break;
+		}
 		fp = next;
 	}
 	if (n == max)
@@ -353,6 +359,8 @@ static uint64_t capture(struct tstate *t, uint64_t fp, uint64_t ts)
 	if (shm->stack_mode == HS_STACK_NONE) {
 		ips[0] = ((uint64_t *)fp)[1];
 		n = 1;
+	} else if (shm->stack_mode == HS_STACK_AUTO) {
+		n = unwind_walk(t, fp, ips, max);
 	} else {
 		n = walk(t, fp, ips, max);
 	}

@@ -118,6 +118,11 @@ extern struct sampled_w {
 #define sampled_live (sampled_w.live)
 #define sampled_tombs (sampled_w.tombs)
 
+/* unwind.c */
+uint32_t unwind_walk(struct tstate *t, uint64_t fp, uint64_t *ips, uint32_t max);
+void unwind_before_fork(void);
+void unwind_after_fork(void);
+
 /* process.c */
 void emit_maps(void);
 void process_attach(void);

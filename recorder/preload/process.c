@@ -170,18 +170,21 @@ static uint32_t fork_parent;
 static void before_fork(void)
 {
 	fork_parent = self_pid;
+	unwind_before_fork();
 	spin_lock(&sampled_lock);
 }
 
 static void after_fork_parent(void)
 {
 	spin_unlock(&sampled_lock);
+	unwind_after_fork();
 }
 
 /* The child is a process of its own: new rings for its thread, and a FORK for the recorder. */
 static void after_fork_child(void)
 {
 	spin_unlock(&sampled_lock);
+	unwind_after_fork();
 	self_pid = (uint32_t)getpid();
 	if (tsp) {
 		tsp->tid = gettid_raw();

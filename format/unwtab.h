@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/* Unwind tables from .eh_frame: for each address range of a module, how to find its caller's
+ * frame (struct hs_unw_row of bpf/heapsnap.h). The same code builds them for the BPF
+ * program (in the recorder, from the file) and in the target (libheapsnap.so, from memory),
+ * so it calls no allocator: the caller provides the rows' memory, sized by a first pass. */
+#ifndef HEAPSNAP_UNWTAB_H
+#define HEAPSNAP_UNWTAB_H
+#include <stdint.h>
+
+#include <linux/types.h>
+
+#include "heapsnap.h"
+
+/* A module's table larger than this is refused (its rows' pc is 32 bits, too). */
+#define HS_UNW_MAX_ROWS (1u << 22)
+
+/* .eh_frame's bytes [eh, eh + len) as loaded at link-time address `eh_addr`. With rows NULL,
+ * returns an upper bound of the rows (for sizing); else fills at most `cap` rows, sorted by
+ * pc with consecutive equal rules merged, and returns how many. -ERANGE: an address beyond
+ * 32 bits, or more than `cap` rows; -EINVAL: no parsable FDE. */
+long unwtab__build(const uint8_t *eh, uint64_t len, uint64_t eh_addr, struct hs_unw_row *rows, uint64_t cap);
+
+/* The row that covers `pc` (a link-time address), or NULL when it is below the first. */
+static inline const struct hs_unw_row *unwtab__find(const struct hs_unw_row *rows, uint32_t n, uint64_t pc)
+{
+	uint32_t lo = 0, hi = n;
+
+	if (!n || pc < rows[0].pc || pc > UINT32_MAX)
+		return 0;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (rows[mid].pc <= pc)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return &rows[lo];
+}
+
+/* .eh_frame_hdr's pointer to .eh_frame, at link-time address `hdr_addr`: 0 if it has none. */
+uint64_t unwtab__eh_frame_from_hdr(const uint8_t *hdr, uint64_t len, uint64_t hdr_addr);
+#endif

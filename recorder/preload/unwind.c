@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+/* --stack auto in the target: a walk of return addresses with unwind tables built from each
+ * module's .eh_frame (format/unwtab.c, the same code the BPF path's tables come from), where
+ * a frame-pointer walk would lose every caller of code built without frame pointers.
+ *
+ * Tables are built the first time a walk meets a module, from the module's own mapped
+ * .eh_frame (found through PT_GNU_EH_FRAME), into memory of our own mmap: no allocator call,
+ * we are inside one. What a frame's rule is gets cached per return address in one word, so
+ * that a walk through frames seen before costs about what a frame-pointer walk does. */
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "format/unwtab.h"
+#include "inproc.h"
+
+#define MAX_MODULES 1024
+
+struct umod {
+	uint64_t lo, hi;   /* its executable segments in memory */
+	uint64_t bias;     /* memory address - link-time address */
+	uint64_t eh, eh_len; /* .eh_frame, link-time; eh_len 0: none */
+	const struct hs_unw_row *rows; /* atomic: set once built */
+	uint32_t n;
+	int state;         /* atomic: 0 not built yet, 1 built, -1 none to be had */
+};
+
+struct modset {
+	uint32_t n;
+	unsigned long long adds, subs; /* dl_iterate_phdr's counts when it was made */
+	struct umod m[];   /* sorted by lo */
+};
+
+static struct modset *mods; /* atomic; replaced, never freed: a walk may still read it */
+static pthread_mutex_t unw_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A frame's rule in one word: the return address << 16 | the rule packed in 16 bits (kind:
+ * 2, rbp rule: 2, CFA offset / 8: 8, rbp's offset / 8: 4, signed). Rules that do not fit
+ * (large frames) are not cached. User addresses fit 47 bits. */
+#define CACHE_BITS 14
+static uint64_t rule_cache[1u << CACHE_BITS];
+
+static inline uint32_t cache_slot(uint64_t pc)
+{
+	return (uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> (64 - CACHE_BITS));
+}
+
+static bool pack(const struct hs_unw_row *r, uint16_t *out)
+{
+	if (r->cfa > HS_UNW_CFA_FP && r->cfa != HS_UNW_END)
+		return false;
+	if (r->cfa == HS_UNW_END) {
+		*out = 3;
+		return true;
+	}
+	if (r->cfa_off < 0 || r->cfa_off > 255 * 8 || (r->cfa_off & 7) || (r->fp_off & 7) || r->fp_off < -64 ||
+	    r->fp_off > 56)
+		return false;
+	*out = (uint16_t)(r->cfa | r->fp << 2 | (r->cfa_off / 8) << 4 | ((r->fp_off / 8) & 15) << 12);
+	return true;
+}
+
+static void unpack(uint16_t v, struct hs_unw_row *r)
+{
+	r->cfa = v & 3;
+	if (r->cfa == 3) {
+		r->cfa = HS_UNW_END;
+		return;
+	}
+	r->fp = (v >> 2) & 3;
+	r->cfa_off = ((v >> 4) & 255) * 8;
+	r->fp_off = (int16_t)(((int16_t)v >> 12) * 8);
+}
+
+struct scan {
+	struct modset *set;
+	uint32_t cap;
+	unsigned long long adds, subs;
+	bool counts_only;
+};
+
+static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct scan *s = arg;
+	struct umod m = {.lo = UINT64_MAX, .bias = info->dlpi_addr};
+	const ElfW(Phdr) *hdr = NULL;
+
+	if (s->counts_only) {
+		if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+			s->adds = info->dlpi_adds;
+			s->subs = info->dlpi_subs;
+		}
+		return 1; /* the counts are the same in every call: one is enough */
+	}
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+		s->adds = info->dlpi_adds;
+		s->subs = info->dlpi_subs;
+	}
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+
+		if (p->p_type == PT_LOAD && (p->p_flags & PF_X)) {
+			uint64_t lo = info->dlpi_addr + p->p_vaddr, hi = lo + p->p_memsz;
+
+			m.lo = lo < m.lo ? lo : m.lo;
+			m.hi = hi > m.hi ? hi : m.hi;
+		} else if (p->p_type == PT_GNU_EH_FRAME) {
+			hdr = p;
+		}
+	}
+	if (m.lo >= m.hi || s->set->n == s->cap)
+		return 0;
+	if (hdr) {
+		uint64_t eh = unwtab__eh_frame_from_hdr((const uint8_t *)(uintptr_t)(info->dlpi_addr + hdr->p_vaddr),
+							hdr->p_memsz, hdr->p_vaddr);
+
+		/* .eh_frame's length is not in the header: it runs to its terminator, and at most to
+		 * the end of the segment that holds it. */
+		for (int i = 0; eh && i < info->dlpi_phnum; i++) {
+			const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+
+			if (p->p_type == PT_LOAD && eh >= p->p_vaddr && eh < p->p_vaddr + p->p_filesz) {
+				m.eh = eh;
+				m.eh_len = p->p_vaddr + p->p_filesz - eh;
+			}
+		}
+	}
+	m.state = m.eh_len ? 0 : -1;
+	s->set->m[s->set->n++] = m;
+	return 0;
+}
+
+static void *map_anon(uint64_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void counts(unsigned long long *adds, unsigned long long *subs)
+{
+	struct scan s = {.counts_only = true};
+
+	dl_iterate_phdr(scan_one, &s);
+	*adds = s.adds;
+	*subs = s.subs;
+}
+
+/* Under unw_lock: the modules as the loader has them now. Tables already built carry over. */
+static void rescan(void)
+{
+	uint64_t bytes = sizeof(struct modset) + MAX_MODULES * sizeof(struct umod);
+	struct modset *old = __atomic_load_n(&mods, __ATOMIC_ACQUIRE), *set;
+	struct scan s = {.cap = MAX_MODULES};
+
+	if (old) {
+		unsigned long long a, b;
+
+		counts(&a, &b);
+		if (a == old->adds && b == old->subs)
+			return; /* nothing loaded or unloaded since */
+	}
+	set = map_anon(bytes);
+	if (!set)
+		return;
+	s.set = set;
+	dl_iterate_phdr(scan_one, &s);
+	set->adds = s.adds;
+	set->subs = s.subs;
+	/* Insertion sort: a few hundred modules, once per dlopen. */
+	for (uint32_t i = 1; i < set->n; i++) {
+		struct umod t = set->m[i];
+		uint32_t j = i;
+
+		for (; j && set->m[j - 1].lo > t.lo; j--)
+			set->m[j] = set->m[j - 1];
+		set->m[j] = t;
+	}
+	for (uint32_t i = 0; old && i < set->n; i++) {
+		for (uint32_t j = 0; j < old->n; j++) {
+			const struct umod *o = &old->m[j];
+
+			if (o->lo == set->m[i].lo && o->hi == set->m[i].hi && o->bias == set->m[i].bias && o->state) {
+				set->m[i].rows = o->rows;
+				set->m[i].n = o->n;
+				set->m[i].state = o->state;
+			}
+		}
+	}
+	/* Something was unloaded: a rule cached for its addresses may not be the new module's. */
+	if (old && s.subs != old->subs)
+		memset(rule_cache, 0, sizeof(rule_cache));
+	__atomic_store_n(&mods, set, __ATOMIC_RELEASE);
+}
+
+static void build(struct umod *m)
+{
+	const uint8_t *eh = (const uint8_t *)(uintptr_t)(m->bias + m->eh);
+	long bound = unwtab__build(eh, m->eh_len, m->eh, NULL, 0), n;
+	struct hs_unw_row *rows;
+
+	if (bound <= 0 || bound > HS_UNW_MAX_ROWS || !(rows = map_anon((uint64_t)bound * sizeof(*rows)))) {
+		__atomic_store_n(&m->state, -1, __ATOMIC_RELEASE);
+		return;
+	}
+	n = unwtab__build(eh, m->eh_len, m->eh, rows, (uint64_t)bound);
+	if (n <= 0) {
+		munmap(rows, (uint64_t)bound * sizeof(*rows));
+		__atomic_store_n(&m->state, -1, __ATOMIC_RELEASE);
+		return;
+	}
+	m->rows = rows;
+	m->n = (uint32_t)n;
+	__atomic_store_n(&m->state, 1, __ATOMIC_RELEASE);
+}
+
+static struct umod *find_module(struct modset *set, uint64_t pc)
+{
+	uint32_t lo = 0, hi = set ? set->n : 0;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (pc < set->m[mid].lo)
+			hi = mid;
+		else if (pc >= set->m[mid].hi)
+			lo = mid + 1;
+		else
+			return &set->m[mid];
+	}
+	return NULL;
+}
+
+/* The rule for the frame whose return address is `ra`; false (counted) when there is none. */
+static bool rule_for(uint64_t ra, struct hs_unw_row *out)
+{
+	uint64_t pc = ra - 1, e = __atomic_load_n(&rule_cache[cache_slot(ra)], __ATOMIC_RELAXED);
+	struct modset *set = __atomic_load_n(&mods, __ATOMIC_ACQUIRE);
+	const struct hs_unw_row *r;
+	struct umod *m;
+	uint16_t packed;
+
+	if (e >> 16 == ra) {
+		unpack((uint16_t)e, out);
+		return true;
+	}
+	m = find_module(set, pc);
+	if (!m || !__atomic_load_n(&m->state, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&unw_lock);
+		if (!m)
+			rescan();
+		set = __atomic_load_n(&mods, __ATOMIC_ACQUIRE);
+		m = find_module(set, pc);
+		if (m && !m->state)
+			build(m);
+		pthread_mutex_unlock(&unw_lock);
+		if (!m) {
+			count(HS_CNT_UNW_NO_MODULE);
+			return false;
+		}
+	}
+	if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) < 0) {
+		count(HS_CNT_UNW_NO_TABLE);
+		return false;
+	}
+	r = unwtab__find(m->rows, m->n, pc - m->bias);
+	if (!r || r->cfa == HS_UNW_NONE) {
+		count(HS_CNT_UNW_NO_ROW);
+		return false;
+	}
+	if (r->cfa == HS_UNW_EXPR) {
+		count(HS_CNT_UNW_EXPRESSION);
+		return false;
+	}
+	*out = *r;
+	if (ra < (1ull << 47) && pack(r, &packed))
+		__atomic_store_n(&rule_cache[cache_slot(ra)], ra << 16 | packed, __ATOMIC_RELAXED);
+	return true;
+}
+
+/* From the hook's frame (compiled with a frame pointer): frame 0 is its return address, as
+ * in the frame-pointer walk; then one table lookup per frame. Reads only within the thread's
+ * stack, each CFA above the last: a wrong rule ends the walk, it cannot fault or loop. */
+uint32_t unwind_walk(struct tstate *t, uint64_t fp, uint64_t *ips, uint32_t max)
+{
+	uint64_t sp = fp + 16, rbp, pc;
+	bool rbp_ok = true;
+	uint32_t n = 0;
+
+	if (fp < t->stack_lo || fp + 16 > t->stack_hi)
+		return 0;
+	rbp = ((uint64_t *)(uintptr_t)fp)[0];
+	pc = ((uint64_t *)(uintptr_t)fp)[1];
+	while (pc && n < max) {
+		struct hs_unw_row r;
+		uint64_t cfa;
+
+		ips[n++] = pc;
+		if (n == max) {
+			count(HS_CNT_STACK_TRUNCATED);
+			break;
+		}
+		if (!rule_for(pc, &r) || r.cfa == HS_UNW_END)
+			break;
+		if (r.cfa == HS_UNW_CFA_FP && !rbp_ok) {
+			count(HS_CNT_UNW_FP_LOST);
+			break;
+		}
+		cfa = (r.cfa == HS_UNW_CFA_SP ? sp : rbp) + (uint64_t)(int64_t)r.cfa_off;
+		if (cfa <= sp || cfa > t->stack_hi || (cfa & 7)) {
+			count(HS_CNT_UNW_BAD_FRAME);
+			break;
+		}
+		if (r.fp == HS_UNW_FP_AT) {
+			uint64_t at = cfa + (uint64_t)(int64_t)r.fp_off;
+
+			if (at < sp || at + 8 > t->stack_hi) {
+				count(HS_CNT_UNW_BAD_FRAME);
+				break;
+			}
+			rbp = *(const uint64_t *)(uintptr_t)at;
+			rbp_ok = true;
+		} else if (r.fp == HS_UNW_FP_LOST) {
+			rbp_ok = false;
+		}
+		pc = *(const uint64_t *)(uintptr_t)(cfa - 8);
+		sp = cfa;
+	}
+	return n;
+}
+
+/* A fork while another thread builds a table would leave the child's lock held forever. */
+void unwind_before_fork(void)
+{
+	pthread_mutex_lock(&unw_lock);
+}
+
+void unwind_after_fork(void)
+{
+	pthread_mutex_unlock(&unw_lock);
+}

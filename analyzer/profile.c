@@ -38,6 +38,20 @@ const uint64_t *profile__stack(const struct profile *cp, uint32_t pid, uint64_t 
 	return p->unw ? unwinder__stack(p->unw, pid, id, nr) : NULL;
 }
 
+uint64_t profile__stack_key(const struct profile *p, uint32_t pid, uint64_t id)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	const uint64_t *ips;
+	uint32_t nr;
+
+	ips = profile__stack(p, pid, id, &nr);
+	if (!ips)
+		return id;
+	for (uint32_t i = 0; i < nr; i++)
+		h = (h ^ ips[i]) * 0x100000001b3ull;
+	return h | 1ull << 63; /* recorded ids are counters: far below */
+}
+
 int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym)
 {
 	uint32_t cap_samples = 0, cap_locs = 0, cap_refs = 0, cap_lines = 0;

@@ -51,6 +51,10 @@ int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym);
 /* The frames of stack ID in PID, return addresses innermost first: a recorded frame list,
  * or a --stack dwarf capture unwound (once) on demand. */
 const uint64_t *profile__stack(const struct profile *p, uint32_t pid, uint64_t id, uint32_t *nr);
+/* What a report groups stacks by: a hash of the frames. A stack copy (--stack dwarf, or
+ * --stack auto's fallback) has an id of its own, as its bytes differ: copies and frame lists
+ * of the same frames are one stack. */
+uint64_t profile__stack_key(const struct profile *p, uint32_t pid, uint64_t id);
 void profile__free(struct profile *p);
 /* A frame's display name: the function, or module+0xOFFSET, or the address. Writes into BUF. */
 const char *profile__line_name(const struct profile *p, const struct prof_loc *l, const struct prof_line *ln,

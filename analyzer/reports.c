@@ -456,6 +456,7 @@ struct leak_row {
 
 struct leak_ctx {
 	const struct replay *r;
+	const struct profile *p;
 	double min_age;
 	struct hmap idx;
 	struct leak_row *rows;
@@ -471,7 +472,7 @@ static void leak_cb(const struct agg *a, uint64_t time, double w, void *ctx)
 
 	if (replay__seconds(c->r, c->r->stop_time) - t < c->min_age)
 		return;
-	s = hmap_put(&c->idx, a->pid, a->stack_id, &created);
+	s = hmap_put(&c->idx, a->pid, profile__stack_key(c->p, a->pid, a->stack_id), &created);
 	if (!s)
 		exit(EXIT_FAIL);
 	if (created) {
@@ -527,7 +528,7 @@ static void print_stack(const struct profile *p, uint32_t pid, uint64_t stack_id
 
 int report_leaks(const struct profile *p, const struct report_opts *o, FILE *out)
 {
-	struct leak_ctx c = {.r = p->r, .min_age = o->min_age};
+	struct leak_ctx c = {.r = p->r, .p = p, .min_age = o->min_age};
 	uint32_t shown;
 
 	replay__for_each_live(p->r, leak_cb, &c);

@@ -428,31 +428,48 @@ struct unw_walk {
 	__u8 miss; /* a return address in no mapping known: the stack is copied instead */
 };
 
+struct map_search {
+	struct hs_unw_proc *p;
+	__u64 pc;
+	__u32 base, len;
+};
+
+static long map_search_step(__u32 i, void *ctx)
+{
+	struct map_search *s = ctx;
+	__u32 half = s->len / 2;
+
+	if (s->len <= 1)
+		return 1;
+	if (s->p->m[(s->base + half) & (HS_UNW_MAX_MAPS - 1)].start <= s->pc)
+		s->base += half;
+	s->len -= half;
+	return 0;
+}
+
 /* The row for return address PC in the module mapped there, or NULL (counted). */
 static __always_inline struct hs_unw_row *unw_row(struct unw_walk *w, __u64 pc)
 {
 	struct hs_unw_proc *p = w->proc;
-	struct hs_unw_map *m = NULL;
+	struct hs_unw_map *m;
 	struct hs_unw_row *r;
-	__u32 lo = 0, hi = p->n, base, len, idx;
+	__u32 base, len = p->n, idx;
 	__u64 rel;
 
-	if (hi > HS_UNW_MAX_MAPS)
-		hi = HS_UNW_MAX_MAPS;
-	for (int k = 0; k < 9 && lo < hi; k++) {
-		__u32 mid = ((lo + hi) / 2) & (HS_UNW_MAX_MAPS - 1);
-		struct hs_unw_map *c = &p->m[mid];
+	struct map_search ms = {.p = p, .pc = pc, .len = len};
 
-		if (pc < c->start) {
-			hi = mid;
-		} else if (pc >= c->end) {
-			lo = mid + 1;
-		} else {
-			m = c;
-			break;
-		}
+	/* The last mapping that starts at or below pc, by halving steps in a callback: an index
+	 * into the map value in a loop would have the verifier follow every path of it. */
+	if (ms.len > HS_UNW_MAX_MAPS)
+		ms.len = HS_UNW_MAX_MAPS;
+	if (!ms.len) {
+		w->miss = 1;
+		return NULL;
 	}
-	if (!m) {
+	bpf_loop(9, map_search_step, &ms, 0);
+	base = ms.base;
+	m = &p->m[base & (HS_UNW_MAX_MAPS - 1)];
+	if (pc < m->start || pc >= m->end) {
 		w->miss = 1;
 		return NULL;
 	}
@@ -533,10 +550,23 @@ static long unw_step(__u32 i, void *ctx)
 	return 0;
 }
 
-/* --stack auto: the frames walked with the unwind tables of the process's modules. A
- * process whose modules are not all known yet (just started, or a module mapped a moment
- * ago: user space loads tables as it hears of mappings) gets a stack copy, unwound offline
- * like --stack dwarf: no stack is cut short for want of a table on its way. */
+/* A process whose modules are not all known yet (just started, or a module mapped a moment
+ * ago: user space loads tables as it hears of mappings): its stack is copied and unwound
+ * offline like --stack dwarf, while the ring has room for copies; past half full, events
+ * matter more than callers, and the frame-pointer walk stands in. Both are counted. */
+static __always_inline __u64 unknown_modules(struct pt_regs *ctx, __u64 id, struct thread_state *st, __u64 ret)
+{
+	void *rb = this_ring();
+
+	if (rb && bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) + dwarf_bytes + 4096 <= 2 * wakeup_bytes) {
+		count(HS_CNT_UNW_DWARF_COPY);
+		return capture_dwarf(ctx, id, st);
+	}
+	count(HS_CNT_UNW_FP_INSTEAD);
+	return capture_stack(ctx, id, st, ret);
+}
+
+/* --stack auto: the frames walked with the unwind tables of the process's modules. */
 static __always_inline __u64 capture_table(struct pt_regs *ctx, __u64 id, struct thread_state *st, __u64 ret)
 {
 	__u32 zero = 0, tgid = id >> 32;
@@ -546,10 +576,8 @@ static __always_inline __u64 capture_table(struct pt_regs *ctx, __u64 id, struct
 	w.proc = bpf_map_lookup_elem(&unw_procs, &tgid);
 	if (!w.s)
 		return 0;
-	if (!w.proc) {
-		count(HS_CNT_UNW_DWARF_COPY);
-		return capture_dwarf(ctx, id, st);
-	}
+	if (!w.proc)
+		goto unknown;
 	w.s->ips[0] = ret;
 	w.h = hs_hash_word(HS_HASH_INIT, ret);
 	w.nr = 1;
@@ -558,11 +586,10 @@ static __always_inline __u64 capture_table(struct pt_regs *ctx, __u64 id, struct
 	w.fp = PT_REGS_FP(ctx);
 	w.fp_ok = 1;
 	bpf_loop(HS_MAX_STACK, unw_step, &w, 0);
-	if (w.miss) {
-		count(HS_CNT_UNW_DWARF_COPY);
-		return capture_dwarf(ctx, id, st);
-	}
-	return send_stack(st, id, w.s, w.h, w.nr);
+	if (!w.miss)
+		return send_stack(st, id, w.s, w.h, w.nr);
+unknown:
+	return unknown_modules(ctx, id, st, ret);
 }
 
 static __always_inline void emit_alloc(__u64 id, __u64 ptr, const struct hs_live_val *v, __u8 flags)
@@ -952,6 +979,13 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		bump_maps_gen();
 	/* The old image's mappings are gone: stacks are copied until user space has the new. */
 	bpf_map_delete_elem(&unw_procs, &tgid);
+	{
+		/* The thread outlives its image, and so does its state: the stack is a new one. */
+		struct thread_state *st = find_state();
+
+		if (st)
+			st->stack_end = 0;
+	}
 	emit_proc(HS_EV_EXEC, tgid, BPF_CORE_READ(p, real_parent, tgid), 0, p, bprm);
 	return 0;
 }
@@ -1028,13 +1062,8 @@ int on_mmap_exit(struct trace_event_raw_sys_exit *ctx)
 		return 0;
 	if (ctx->ret < 0 || pm->fd < 0)
 		goto out;
-	/* New code, perhaps where other code was: the process's mappings as user space last
-	 * sent them no longer hold, and stacks are copied until it sends them again. */
-	{
-		__u32 tgid = id >> 32;
-
-		bpf_map_delete_elem(&unw_procs, &tgid);
-	}
+	/* The process's mappings as user space last sent them lack this one: a walk that meets
+	 * it finds no mapping and copies the stack, until user space sends them again. */
 	task = (struct task_struct *)bpf_get_current_task();
 	fds = BPF_CORE_READ(task, files, fdt, fd);
 	max = BPF_CORE_READ(task, files, fdt, max_fds);

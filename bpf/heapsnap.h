@@ -63,6 +63,7 @@ enum hs_counter_id {
 	HS_CNT_UNW_BAD_FRAME,    /* a CFA outside the stack, or not above the frame before */
 	HS_CNT_UNW_FP_LOST,      /* a CFA based on rbp where the callee's table lost track of rbp */
 	HS_CNT_UNW_DWARF_COPY,   /* BPF: the process's modules not known yet, the stack copied instead */
+	HS_CNT_UNW_FP_INSTEAD,   /* BPF: the same, but the ring too full for a copy: frame pointers */
 	HS_CNT__MAX,
 };
 

@@ -436,6 +436,9 @@ static void warn_stacks(struct session *s)
 		{HS_CNT_UNW_BAD_FRAME, "reached a frame whose CFA was outside the stack (corrupt stack, or "
 				       ".eh_frame that does not match the code)"},
 		{HS_CNT_UNW_FP_LOST, "needed rbp where a callee's .eh_frame does not say where it went"},
+		{HS_CNT_UNW_FP_INSTEAD, "were walked by frame pointers: their process's modules were not known "
+					"yet and the ring had no room for a stack copy; a larger --ringbuf-size "
+					"leaves more"},
 	};
 
 	for (size_t i = 0; i < sizeof(why) / sizeof(why[0]); i++) {
@@ -452,14 +455,15 @@ static void warn_stacks(struct session *s)
 		/* `used` runs to the stack mapping's end, argv and environment included: a window
 		 * this size holds every frame, and a smaller one may already. */
 		if (want <= HS_MAX_DWARF_BYTES)
-			rec_warnx("warning: %" PRIu64 " stack windows were shorter than the stack in use (%s); "
-				  "--stack dwarf=%" PRIu64 " holds all of them, --stack auto needs no window",
+			rec_warnx("warning: %" PRIu64 " stack copies were shorter than the stack in use (%s): "
+				  "callers beyond them may be missing (heapsnap-analyze stats counts those); "
+				  "--stack dwarf=%" PRIu64 " holds all of them",
 				  s->cnt[HS_CNT_DWARF_TRUNCATED], counter_names[HS_CNT_DWARF_TRUNCATED], want);
 		else
-			rec_warnx("warning: %" PRIu64 " stack windows were shorter than the stack in use (%s), up "
-				  "to %" PRIu64 " bytes, beyond --stack dwarf's 32k; --stack auto needs no window",
-				  s->cnt[HS_CNT_DWARF_TRUNCATED], counter_names[HS_CNT_DWARF_TRUNCATED],
-				  s->dwarf_used_max);
+			rec_warnx("warning: %" PRIu64 " stack copies were shorter than the stack in use (%s), "
+				  "some beyond --stack dwarf's 32k: callers beyond them may be missing "
+				  "(heapsnap-analyze stats counts those); --stack auto walks whole stacks",
+				  s->cnt[HS_CNT_DWARF_TRUNCATED], counter_names[HS_CNT_DWARF_TRUNCATED]);
 		s->cnt_warned[HS_CNT_DWARF_TRUNCATED] = s->cnt[HS_CNT_DWARF_TRUNCATED];
 	}
 }

@@ -649,7 +649,7 @@ int bpf_attach(struct session *s, struct run *u)
 		for (int i = 0; i < o->nr_probes; i++)
 			attach_path(s, o->pid, o->probes[i].lib);
 		if (p)
-			rescan_maps(s, p, true);
+			rescan_maps(s, p, true, 0);
 	} else {
 		char *libc = o->libc ? strdup(o->libc) : find_system_lib("libc.so.6");
 		char *cxx = find_system_lib("libstdc++.so.6");

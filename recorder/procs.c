@@ -57,11 +57,11 @@ static pid_t bind_pid(const struct session *s, pid_t pid)
 }
 
 /* Re-reads PID's maps: writes what appeared and vanished, and probes new objects. */
-void rescan_maps(struct session *s, struct proc *p, bool attach)
+void rescan_maps(struct session *s, struct proc *p, bool attach, uint64_t when)
 {
 	struct proc_map *nm = NULL;
 	int nn = 0, i = 0, j = 0;
-	uint64_t now = ticks(s, mono_ns());
+	uint64_t now = when ? when : ticks(s, mono_ns());
 
 	if (proc_read_maps(p->pid, &nm, &nn))
 		return;
@@ -139,10 +139,11 @@ static bool is_file(const char *path, uint64_t dev, uint64_t ino)
 
 /* The absolute path of an exec'd image no process showed before, if the name exec was given
  * still leads to that file (DEV, the inode). A relative name is looked up from the process's
- * working directory, or from its parent's, which it inherited and which usually outlives it. */
+ * working directory, or from its parent's, which it inherited and which usually outlives it,
+ * or from ours; the device and inode tell whether a candidate is that file. */
 static char *exec_path(const struct hs_proc_event *e, uint64_t dev)
 {
-	char name[HS_EXEC_PATH_MAX + 1], cand[3][HS_EXEC_PATH_MAX + 64];
+	char name[HS_EXEC_PATH_MAX + 1], cand[4][HS_EXEC_PATH_MAX + 64];
 	int n = 0;
 
 	memcpy(name, e->path, HS_EXEC_PATH_MAX);
@@ -153,6 +154,8 @@ static char *exec_path(const struct hs_proc_event *e, uint64_t dev)
 		snprintf(cand[n++], sizeof(cand[0]), "/proc/%u/cwd/%s", e->h.pid, name);
 		if (e->ppid)
 			snprintf(cand[n++], sizeof(cand[0]), "/proc/%u/cwd/%s", e->ppid, name);
+		/* Both gone (a script's short command): ours, where a launched command started. */
+		snprintf(cand[n++], sizeof(cand[0]), "%s", name);
 	}
 	for (int i = 0; i < n; i++)
 		if (is_file(cand[i], dev, e->exe_ino))
@@ -273,6 +276,7 @@ void track_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid, co
 	struct thread_ctx t = {s, pid};
 	uint8_t one = 1;
 	uint32_t key = (uint32_t)pid;
+	uint64_t when;
 
 	if (!p)
 		return;
@@ -280,13 +284,16 @@ void track_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid, co
 		bpf_map_update_elem(bpf_map__fd(s->skel->maps.tracked), &key, &one, BPF_ANY);
 	write_process(s, pid, origin, ppid, e);
 	proc_for_each_thread(pid, name_thread_cb, &t);
-	rescan_maps(s, p, true); /* writes every mapping: all are new to the file */
+	/* Every mapping is new to the file; a fork child's are from its fork on (it allocated
+	 * before we heard of it). */
+	when = origin == HS_PROC_FORKED && e ? ticks(s, e->h.ts) : 0;
+	rescan_maps(s, p, true, when);
 	if (!p->nr_maps && origin == HS_PROC_FORKED) {
 		/* Gone before we looked: at fork its mappings were its parent's. */
 		struct proc *parent = proc_find(s, ppid);
 
 		for (int i = 0; parent && i < parent->nr_maps; i++)
-			write_mapping(s, pid, &parent->maps[i], ticks(s, mono_ns()));
+			write_mapping(s, pid, &parent->maps[i], when ? when : ticks(s, mono_ns()));
 	}
 }
 
@@ -360,11 +367,30 @@ void on_proc_event(struct session *s, const struct hs_proc_event *e, uint64_t t)
 				p = proc_find(s, (pid_t)e->h.pid);
 				if (p)
 					ensure_exe_mapping(s, p, e, t);
+			} else if (s->o->follow_forks && e->ppid && proc_find(s, (pid_t)e->ppid)) {
+				/* A child made by vfork or posix_spawn: it ran no fork handler of the
+				 * in-process recorder, which hears of it first at its exec. */
+				track_process(s, (pid_t)e->h.pid, HS_PROC_FORKED, (pid_t)e->ppid, e);
+				p = proc_find(s, (pid_t)e->h.pid);
+				if (p)
+					ensure_exe_mapping(s, p, e, t);
 			}
 			break;
 		}
 		write_process(s, p->pid, HS_PROC_EXEC, 0, e);
-		rescan_maps(s, p, true);
+		/* The old image's mappings end here, even if the new one is gone before its own
+		 * can be read: then the event's text mapping is all there is of it. */
+		for (int i = 0; s->header_written && i < p->nr_maps; i++) {
+			struct hs_record r = {.type = HS_REC_UNMAP, .time = t, .pid = (uint32_t)p->pid};
+
+			r.unmap.start = p->maps[i].start;
+			r.unmap.end = p->maps[i].end;
+			write_rec(s, &r);
+		}
+		proc_maps_free(p->maps, p->nr_maps);
+		p->maps = NULL;
+		p->nr_maps = 0;
+		rescan_maps(s, p, true, t);
 		ensure_exe_mapping(s, p, e, t);
 		break;
 	case HS_EV_EXIT: {
@@ -399,7 +425,7 @@ void on_mmap_event(struct session *s, const struct hs_mmap_event *e, uint64_t t)
 
 	if (!p)
 		return;
-	rescan_maps(s, p, true);
+	rescan_maps(s, p, true, t);
 	if (proc_covers(p, e->addr))
 		return;
 	o = object_find(s, dev, e->ino);

@@ -25,6 +25,7 @@ const char *const counter_names[HS_CNT__MAX] = {
 	[HS_CNT_UNW_BAD_FRAME] = "stacks.unwind_bad_frame",
 	[HS_CNT_UNW_FP_LOST] = "stacks.unwind_fp_lost",
 	[HS_CNT_UNW_DWARF_COPY] = "stacks.unwind_copied_instead",
+	[HS_CNT_UNW_FP_INSTEAD] = "stacks.unwind_fp_instead",
 };
 
 void rec_warnx(const char *fmt, ...)
@@ -350,7 +351,7 @@ static int inject_start(struct session *s, struct run *u, char *why, size_t why_
 	u->ring_bytes = PRELOAD_RING_BYTES;
 	p = add_proc(s, o->pid);
 	if (p)
-		rescan_maps(s, p, false);
+		rescan_maps(s, p, false, 0);
 	return use_shm_rings(s);
 }
 
@@ -436,6 +437,8 @@ static int run_attach(struct session *s, struct run *u)
 			write_mapping(s, o->pid, &p->maps[i], 0);
 		rec_warnx("attached to %d; Ctrl-C to stop, SIGUSR1 to mark a snapshot", o->pid);
 	}
+	if (o->all)
+		rec_warnx("recording every process; Ctrl-C to stop, SIGUSR1 to mark a snapshot");
 	if (s->child) {
 		/* Released: the first allocation after exec is already probed, or hooked. */
 		if (write(u->go_fd, "g", 1) != 1)
@@ -518,7 +521,7 @@ static void run_poll(struct session *s, struct run *u)
 			s->next_maps_poll = now + 250000000ull;
 			for (int i = 0; i < s->nr_procs; i++)
 				if (s->procs[i].alive)
-					rescan_maps(s, &s->procs[i], true);
+					rescan_maps(s, &s->procs[i], true, 0);
 		}
 		rec_signals__read(&s->sig);
 		for (; s->sig.snapshots; s->sig.snapshots--)
@@ -538,7 +541,7 @@ static void run_poll(struct session *s, struct run *u)
 			if (o->all)
 				for (int i = 0; i < s->nr_procs; i++)
 					if (s->procs[i].alive)
-						rescan_maps(s, &s->procs[i], false);
+						rescan_maps(s, &s->procs[i], false, 0);
 			/* One frame a second at least: a crash loses at most the last second. */
 			err = record_writer__flush(s->w);
 			if (err && !s->err) {

@@ -238,7 +238,9 @@ int bpf_attach(struct session *s, struct run *u);
 void name_thread_cb(pid_t tid, void *ctx);
 struct proc *proc_find(struct session *s, pid_t pid);
 void write_mapping(struct session *s, pid_t pid, const struct proc_map *m, uint64_t now);
-void rescan_maps(struct session *s, struct proc *p, bool attach);
+/* WHEN: the time of the event that changed them (mappings found new are stamped so: what
+ * was allocated from them since is found in them), 0 for now. */
+void rescan_maps(struct session *s, struct proc *p, bool attach, uint64_t when);
 void write_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid, const struct hs_proc_event *e);
 struct proc *add_proc(struct session *s, pid_t pid);
 void track_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid, const struct hs_proc_event *e);

@@ -461,9 +461,9 @@ t_bpf_errors() {
 
 t_bpf_all_processes() {
 	need_bpf
-	"$R" --via "$VIA" -a -s 0 --duration 2 -o "$TMP/all.hsnap" 2>"$TMP/all.err" &
+	"$R" --via "$VIA" -a -s 0 --duration 4 -o "$TMP/all.hsnap" 2>"$TMP/all.err" &
 	local rpid=$!
-	sleep 0.7
+	waitfor "$TMP/all.err" "recording every process" || { cat "$TMP/all.err"; die "-a never said it records"; }
 	"$T/demo"
 	wait $rpid || { cat "$TMP/all.err"; die "recorder -a failed"; }
 	"$A" summary --json "$TMP/all.hsnap" >"$TMP/all.json"
@@ -594,6 +594,115 @@ t_bpf_dwarf_nofp() {
 	"$A" pprof -o "$TMP/n32.pb.gz" "$TMP/n32.hsnap"
 	eq "dwarf=32768: nofp_level1 cum" 20000 "$(pv "$TMP/n32.pb.gz" inuse_space nofp_level1 cum)"
 	"$A" top "$TMP/ns.hsnap" | grep -q "^ *20000 .*nofp_level3$" || die "frames reached must be kept"
+}
+
+# ---- --stack auto (the default): unwind tables from .eh_frame ----
+
+# The tables against binutils' own reading of .eh_frame, row by row, on Debian's binaries
+# (none of them built with frame pointers) and ours.
+t_unwind_tables() {
+	local f n=0
+	command -v readelf >/dev/null || skip "no readelf (binutils) to compare with"
+	for f in "$T/nofp" "$OUT/libheapsnap.so" /lib/x86_64-linux-gnu/libc.so.6 /usr/bin/python3.11 /usr/bin/sqlite3 \
+		/usr/bin/git /usr/lib/x86_64-linux-gnu/libstdc++.so.6; do
+		[ -r "$f" ] || continue
+		python3 tests/unwcheck.py "$T/unwdump" "$f" || die "the unwind table of $f differs from readelf's reading"
+		n=$((n + 1))
+	done
+	[ $n -ge 3 ] || die "too few binaries compared"
+}
+
+# nofp_check NAME [LEVEL]: tests/workloads/nofp.c's figures, every level up to LEVEL (default
+# __libc_start_call_main, where only nofp's bytes are), in $TMP/NAME.hsnap.
+nofp_check() {
+	local p=$TMP/$1.pb.gz lvl
+	"$A" pprof -o "$p" "$TMP/$1.hsnap" 2>/dev/null || die "$1: pprof"
+	eq "$1: nofp_level3 flat" 20000 "$(pv $p inuse_space nofp_level3)"
+	for lvl in nofp_level2 nofp_level1 main __libc_start_call_main; do
+		eq "$1: $lvl cum" 20000 "$(pv $p inuse_space $lvl cum)"
+		[ "$lvl" = "${2:-}" ] && break
+	done
+}
+
+# Default options, on a workload built without frame pointers: every level exact, every
+# event and sampled (at 64 bytes a 1000-byte block is sampled with probability 1 - e^-15.6
+# and weighs exactly one), through exec and fork, and for C++ and Rust.
+t_bpf_auto_nofp() {
+	need_bpf; need_go
+	record -o "$TMP/an.hsnap" -- "$T/nofp" || die "recording"
+	nofp_check an
+	record -s 64 -o "$TMP/as.hsnap" -- "$T/nofp" || die "sampled recording"
+	nofp_check as
+	"$A" info "$TMP/an.hsnap" | grep -q "stacks: auto" || die "auto is not the default"
+	# A shell that forks, and a child that execs: the tables follow.
+	record -o "$TMP/af.hsnap" -- /bin/sh -c "$T/nofp; exit 0" || die "recording through a shell"
+	nofp_check af main
+	record -o "$TMP/ac.hsnap" -- "$T/alloc_cxx_nofp" || die "C++ recording"
+	"$A" pprof -o "$TMP/ac.pb.gz" "$TMP/ac.hsnap"
+	eq "C++ new Widget x20" 960 "$(pv "$TMP/ac.pb.gz" inuse_space 'cxx_new_objects()')"
+	eq "C++ main cum (every level reached)" 7215 "$(pv "$TMP/ac.pb.gz" inuse_space main cum)"
+	[ -x "$T/alloc_rust_nofp" ] || return 0
+	record -o "$TMP/ar.hsnap" -- "$T/alloc_rust_nofp" || die "Rust recording"
+	"$A" pprof -o "$TMP/ar.pb.gz" "$TMP/ar.hsnap"
+	eq "Rust rust_boxes" 5000 "$(pv "$TMP/ar.pb.gz" inuse_space alloc_rust::rust_boxes)"
+	eq "Rust alloc_rust::main cum" 8000 "$(pv "$TMP/ar.pb.gz" inuse_space alloc_rust::main cum)"
+}
+
+# Attached to a running process whose modules the recorder has read: the walk is the tables'
+# own (no stack copied), every level exact, and no walk stops early.
+t_bpf_auto_attached() {
+	need_bpf; need_go
+	[ "$VIA" = bpf ] || skip "BPF only: in-process attaching is t_inject_auto_nofp"
+	local s
+	for s in 0 64; do
+		RARGS="--via bpf -s $s" inject_start aa$s "$T/nofp"
+		inject_finish aa$s 0
+		nofp_check aa$s
+		"$A" stats --json "$TMP/aa$s.hsnap" >"$TMP/aa$s.json"
+		grep -qE '"stacks\.unwind_[a-z_]+":[1-9]' "$TMP/aa$s.json" && { cat "$TMP/aa$s.json"; die "-s $s: a walk stopped or copied"; }
+		contains "$TMP/aa$s.json" '"stacks.unwind_copied_instead":0'
+	done
+}
+
+t_inject_auto_nofp() {
+	need_inject; need_go
+	local s
+	for s in 0 64; do
+		RARGS="-s $s" inject_start ia$s "$T/nofp"
+		contains "$TMP/ia$s.rerr" "recording via inject"
+		inject_finish ia$s 0
+		nofp_check ia$s
+	done
+}
+
+# Debian's own programs, built without frame pointers, default options: most of the heap
+# at its peak sits in stacks that reach __libc_start_call_main.
+reach_main() {
+	local name=$1 p=$TMP/$1.pb.gz share
+	"$A" pprof --snapshot peak -o "$p" "$TMP/$name.hsnap" 2>/dev/null || die "$name: pprof"
+	share=$(go tool pprof -symbolize=none -top -cum -nodecount=100000 -sample_index=inuse_space -unit=B "$p" 2>/dev/null |
+		awk '/Showing nodes accounting for/ { for (i = 1; i <= NF; i++) if ($i == "total") { t = $(i - 1); sub(/B,?$/, "", t) } }
+		     $NF == "__libc_start_call_main" { v = $4; sub(/B$/, "", v) }
+		     END { if (t > 0) printf "%d", 100 * v / t; else print 0 }')
+	echo "$name: $share% of the in-use bytes at the peak reach __libc_start_call_main"
+	[ "$share" -ge 90 ] || { "$A" stats "$TMP/$name.hsnap"; die "$name: only $share% reach __libc_start_call_main"; }
+}
+
+t_bpf_auto_debian() {
+	need_bpf; need_go
+	[ -x /usr/bin/python3 ] && command -v sqlite3 >/dev/null && command -v git >/dev/null ||
+		skip "python3, sqlite3 or git from Debian is missing"
+	record --snapshot-at-peak -o "$TMP/dsq.hsnap" -- sqlite3 :memory: "create table t(a integer primary key, b text);
+		with recursive c(x) as (select 1 union all select x+1 from c where x < 100000)
+		insert into t select x, hex(randomblob(20)) from c; create index i on t(b);" || die "sqlite3"
+	reach_main dsq
+	PYTHONMALLOC=malloc record --snapshot-at-peak -o "$TMP/dpy.hsnap" -- /usr/bin/python3 -c \
+		'import json; d = {i: str(i) * 3 for i in range(200000)}; print(len(json.dumps(list(d.values())[:1000])))' ||
+		die "python3"
+	reach_main dpy
+	mkdir -p "$TMP/repo" && git -C "$TMP/repo" init -q && for i in $(seq 200); do echo "line $i" >"$TMP/repo/f$i"; done
+	record --snapshot-at-peak -o "$TMP/dgit.hsnap" -- git -C "$TMP/repo" add -A || die "git add"
+	reach_main dgit
 }
 
 t_bpf_dwarf_cxx_rust() {
@@ -925,6 +1034,8 @@ t_preload_fork_storm() { VIA=preload t_bpf_fork_storm; }
 t_preload_dwarf_nofp() { VIA=preload t_bpf_dwarf_nofp; }
 t_preload_dwarf_cxx_rust() { VIA=preload t_bpf_dwarf_cxx_rust; }
 t_preload_dwarf_debian() { VIA=preload t_bpf_dwarf_debian; }
+t_preload_auto_nofp() { VIA=preload t_bpf_auto_nofp; }
+t_preload_auto_debian() { VIA=preload t_bpf_auto_debian; }
 
 # A target that overwrites its own ring (tests/workloads/scribble.c) costs that ring, said
 # aloud, and nothing else: the recorder does not read past the record or crash.
@@ -1202,7 +1313,8 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_preload_handoff t_preload_other_allocators t_preload_snapshots_diff t_preload_killed_recorder t_preload_fork_storm \
 	t_preload_sampled_dense t_preload_scribbled_ring t_preload_dwarf_nofp t_preload_dwarf_cxx_rust t_preload_dwarf_debian t_preload_unprivileged \
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
-	t_inject_killed_recorder t_fuzz_targets"
+	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
+	t_preload_auto_debian t_inject_auto_nofp t_fuzz_targets"
 for t in $ALL; do
 	run $t
 done

@@ -4,8 +4,15 @@
  *
  *   nofp_level3   20 x 1000 = 20000 live
  *                 called from nofp_level2 <- nofp_level1 <- main
+ *
+ * `nofp FIFO`: prints "ready PID" and waits for a line on FIFO before allocating, calling
+ * malloc and free (8 bytes, nothing live) meanwhile, so that a recorder can attach, by BPF
+ * or by injection (which needs an allocator call), and has read the maps by then.
  */
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -34,8 +41,29 @@ NOINLINE void nofp_level1(void)
 	sink++;
 }
 
-int main(void)
+static int wait_for(const char *fifo)
 {
+	int fd = open(fifo, O_RDONLY | O_NONBLOCK);
+	char c;
+
+	if (fd < 0)
+		return -1;
+	printf("ready %d\n", getpid());
+	fflush(stdout);
+	while (read(fd, &c, 1) != 1) {
+		void *volatile p = malloc(8); /* volatile: the pair is not optimised away */
+
+		free(p);
+		usleep(2000);
+	}
+	close(fd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && wait_for(argv[1]))
+		return 4;
 	nofp_level1();
 	return sink == 12345;
 }

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+/* unwdump FILE: reads link-time addresses (hex, one per line) on stdin and prints the rule
+ * heapsnap's unwind table (format/unwtab.c) gives each, as readelf -wF writes rules:
+ *   ADDR rsp+N|rbp+N|none|end|expr  c-N|u|same|lost
+ * tests/unwcheck.py compares them with readelf's own reading of .eh_frame. */
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unwtab.h"
+
+int main(int argc, char **argv)
+{
+	size_t shstr;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	Elf_Data *d;
+	struct hs_unw_row *rows;
+	long bound, n;
+	char line[64];
+	Elf *e;
+	int fd;
+
+	if (argc != 2 || elf_version(EV_CURRENT) == EV_NONE)
+		return 2;
+	fd = open(argv[1], O_RDONLY);
+	e = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ, NULL);
+	if (!e || elf_getshdrstrndx(e, &shstr))
+		return 2;
+	while ((scn = elf_nextscn(e, scn)))
+		if (gelf_getshdr(scn, &sh) && !strcmp(elf_strptr(e, shstr, sh.sh_name), ".eh_frame"))
+			break;
+	if (!scn || !(d = elf_rawdata(scn, NULL)))
+		return 3;
+	bound = unwtab__build(d->d_buf, d->d_size, sh.sh_addr, NULL, 0);
+	rows = bound > 0 ? calloc((size_t)bound, sizeof(*rows)) : NULL;
+	n = rows ? unwtab__build(d->d_buf, d->d_size, sh.sh_addr, rows, (uint64_t)bound) : -1;
+	if (n <= 0) {
+		fprintf(stderr, "unwdump: %s: %ld\n", argv[1], n);
+		return 1;
+	}
+	while (fgets(line, sizeof(line), stdin)) {
+		uint64_t pc = strtoull(line, NULL, 16);
+		const struct hs_unw_row *r = unwtab__find(rows, (uint32_t)n, pc);
+		char cfa[32], fp[32];
+
+		if (!r || r->cfa == HS_UNW_NONE)
+			snprintf(cfa, sizeof(cfa), "none");
+		else if (r->cfa == HS_UNW_END)
+			snprintf(cfa, sizeof(cfa), "end");
+		else if (r->cfa == HS_UNW_EXPR)
+			snprintf(cfa, sizeof(cfa), "expr");
+		else
+			snprintf(cfa, sizeof(cfa), "%s+%d", r->cfa == HS_UNW_CFA_SP ? "rsp" : "rbp", r->cfa_off);
+		if (!r || r->fp == HS_UNW_FP_SAME)
+			snprintf(fp, sizeof(fp), "same");
+		else if (r->fp == HS_UNW_FP_AT)
+			snprintf(fp, sizeof(fp), "c%d", r->fp_off);
+		else
+			snprintf(fp, sizeof(fp), "lost");
+		printf("%" PRIx64 " %s %s\n", pc, cfa, fp);
+	}
+	free(rows);
+	elf_end(e);
+	return 0;
+}

@@ -34,10 +34,12 @@ MODES=(
 	"floor|--via bpf --noop-probes"
 	"floor-classic|--via bpf --noop-probes --probe-links multi"
 	"fp|--via bpf -s 0 --stack fp"
+	"auto|--via bpf -s 0 --stack auto"
 	"sampled512k|--via bpf -s 512k --stack fp"
 	"sampled-classic|--via bpf -s 512k --stack fp --probe-links multi"
 	"none|--via bpf -s 0 --stack none"
 	"preload|--via preload -s 0 --stack fp"
+	"preload-auto|--via preload -s 0 --stack auto"
 	"preload512k|--via preload -s 512k --stack fp"
 	"heaptrack|heaptrack"
 )
@@ -140,6 +142,15 @@ if [ "${BENCH:-}" = attach ]; then
 	exit 0
 fi
 [ "${BENCH:-}" = sqlite3 ] && WORKLOADS=()
+# BENCH=stacks: the cost of whole stacks against --stack fp, every event, alone.
+if [ "${BENCH:-}" = stacks ]; then
+	WORKLOADS=("churn||$B/workload churn 300000")
+	MODES=("native|" "fp|--via bpf -s 0 --stack fp" "auto|--via bpf -s 0 --stack auto"
+		"preload|--via preload -s 0 --stack fp" "preload-auto|--via preload -s 0 --stack auto")
+	SQ_MODES=("native|" "preload|--via preload -s 0" "preload-fp|--via preload -s 0 --stack fp"
+		"bpf|--via bpf -s 0" "bpf-fp|--via bpf -s 0 --stack fp")
+fi
+stack_cost= # "workload way auto/fp" lines
 for w in "${WORKLOADS[@]}"; do
 	wname=${w%%|*}; rest=${w#*|}; extra=${rest%%|*}; wcmd=${rest#*|}
 	modes=("${MODES[@]}")
@@ -189,6 +200,9 @@ for w in "${WORKLOADS[@]}"; do
 		json+="\"bytes_per_event\":$bpe,\"compressed_over_raw\":$cr,\"dropped\":$drop,\"recorder_cpu_s\":$cpu,\"recorder_rss_mib\":$rss}"
 	done
 	json+="]}"
+	[ -n "${T[auto]:-}" ] && stack_cost+=$(printf '\n  %-8s bpf      %5.2fx' "$wname" "$(awk -v a="${T[auto]}" -v b="${T[fp]}" 'BEGIN { print a / b }')")
+	[ -n "${T[preload-auto]:-}" ] && stack_cost+=$(printf '\n  %-8s preload  %5.2fx' "$wname" \
+		"$(awk -v a="${T[preload-auto]}" -v b="${T[preload]}" 'BEGIN { print a / b }')")
 	unset T
 done
 json+="]"
@@ -205,12 +219,16 @@ WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<1000000)
 CREATE INDEX ti ON t(b);
 SELECT count(*) FROM t WHERE b LIKE 'A%';
 SQL
+# Default options (--stack auto: whole stacks) and --stack fp side by side: Debian builds
+# sqlite3 without frame pointers, so fp gets a frame or two where auto gets every level.
 SQ_MODES=(
 	"native|"
 	"preload512k|--via preload -s 512k"
 	"preload|--via preload -s 0"
+	"preload-fp|--via preload -s 0 --stack fp"
 	"bpf512k|--via bpf -s 512k"
 	"bpf|--via bpf -s 0"
+	"bpf-fp|--via bpf -s 0 --stack fp"
 	"heaptrack|heaptrack"
 )
 json+=",\"sqlite3_index\":["
@@ -249,14 +267,20 @@ for m in "${SQ_MODES[@]}"; do
 done
 json+="]"
 sq_table=$(printf 'sqlite3 1M-row index: native %.2fs; preload 512k %.2fx, every event %.2fx; bpf 512k %.2fx, every event %.2fx; heaptrack %.2fx native' \
-	"${SQ[native]}" "$(awk -v a="${SQ[preload512k]}" -v b="${SQ[native]}" 'BEGIN { print a / b }')" \
-	"$(awk -v a="${SQ[preload]}" -v b="${SQ[native]}" 'BEGIN { print a / b }')" \
-	"$(awk -v a="${SQ[bpf512k]}" -v b="${SQ[native]}" 'BEGIN { print a / b }')" \
-	"$(awk -v a="${SQ[bpf]}" -v b="${SQ[native]}" 'BEGIN { print a / b }')" \
-	"$(awk -v a="${SQ[heaptrack]}" -v b="${SQ[native]}" 'BEGIN { print a / b }')")
+	"${SQ[native]:-0}" "$(awk -v a="${SQ[preload512k]:-0}" -v b="${SQ[native]:-0}" 'BEGIN { print a / b }')" \
+	"$(awk -v a="${SQ[preload]:-0}" -v b="${SQ[native]:-0}" 'BEGIN { print a / b }')" \
+	"$(awk -v a="${SQ[bpf512k]:-0}" -v b="${SQ[native]:-0}" 'BEGIN { print a / b }')" \
+	"$(awk -v a="${SQ[bpf]:-0}" -v b="${SQ[native]:-0}" 'BEGIN { print a / b }')" \
+	"$(awk -v a="${SQ[heaptrack]:-0}" -v b="${SQ[native]:-0}" 'BEGIN { print a / b }')")
 echo "  $sq_table"
+stack_cost+=$(printf '\n  %-8s bpf      %5.2fx\n  %-8s preload  %5.2fx' sqlite3 \
+	"$(awk -v a="${SQ[bpf]}" -v b="${SQ[bpf-fp]}" 'BEGIN { print a / b }')" sqlite3 \
+	"$(awk -v a="${SQ[preload]}" -v b="${SQ[preload-fp]}" 'BEGIN { print a / b }')")
+echo
+echo "Whole stacks (--stack auto, the default) against --stack fp, every event, time ratio:$stack_cost"
+json+=",\"stack_cost\":\"$(echo "$stack_cost" | tr '\n' ';')\""
 # BENCH=sqlite3 looks only: the results files keep the last full run.
-[ "${BENCH:-}" = sqlite3 ] && exit 0
+[ "${BENCH:-}" = sqlite3 ] || [ "${BENCH:-}" = stacks ] && exit 0
 
 echo
 echo "Attached to a running process, its own throughput (median of $RUNS runs):"

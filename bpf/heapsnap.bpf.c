@@ -78,11 +78,23 @@ struct {
 	__type(value, __u8);
 } stacks_seen SEC(".maps");
 
+/* A slot of slack behind the frames, and the table walk's state: kept in map memory, which
+ * the verifier does not follow value by value, its states of each step converge (on the
+ * stack, a frame count known exactly at each step made a million of them). */
+struct stack_scratch_val {
+	struct hs_stack_event e;
+	__u64 slack;
+	__u64 pc, sp, fp, h;
+	__u32 nr;
+	__u8 fp_ok;
+	__u8 miss; /* a return address in no mapping known: the stack is copied instead */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct hs_stack_event);
+	__type(value, struct stack_scratch_val);
 } stack_scratch SEC(".maps");
 
 /* One 32 KiB window per CPU: too large for a per-CPU map, so indexed by CPU number.
@@ -133,6 +145,16 @@ struct {
 	__type(key, __u32);
 	__type(value, struct hs_unw_proc);
 } unw_procs SEC(".maps");
+
+/* Rules by (process, return address): a frame seen before costs one lookup, not a search of
+ * the mappings and of the module's rows. Per CPU, so that no other CPU writes a slot as it
+ * is read. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1 << HS_UNW_CACHE_BITS);
+	__type(key, __u32);
+	__type(value, struct hs_unw_cache_ent);
+} unw_cache SEC(".maps");
 
 /* Bumped when a tracked process may have changed its executable mappings. */
 struct {
@@ -285,7 +307,8 @@ static __always_inline __u64 send_stack(struct thread_state *st, __u64 id, struc
 static __always_inline __u64 capture_stack(struct pt_regs *ctx, __u64 id, struct thread_state *st, __u64 ret)
 {
 	__u32 zero = 0, nr = 1;
-	struct hs_stack_event *s = bpf_map_lookup_elem(&stack_scratch, &zero);
+	struct stack_scratch_val *sv = bpf_map_lookup_elem(&stack_scratch, &zero);
+	struct hs_stack_event *s = sv ? &sv->e : NULL;
 	__u64 h = HS_HASH_INIT, sp = PT_REGS_SP(ctx), fp = PT_REGS_FP(ctx);
 	struct {
 		__u64 next, ret;
@@ -420,67 +443,50 @@ static __always_inline __u64 capture_dwarf(struct pt_regs *ctx, __u64 id, struct
 }
 
 struct unw_walk {
-	struct hs_stack_event *s;
-	struct hs_unw_proc *proc;
-	__u64 pc, sp, fp, h;
-	__u32 nr;
-	__u8 fp_ok;
-	__u8 miss; /* a return address in no mapping known: the stack is copied instead */
+	struct stack_scratch_val *v;
+	__u32 tgid;
 };
 
-struct map_search {
-	struct hs_unw_proc *p;
-	__u64 pc;
-	__u32 base, len;
-};
+#define UNW_MISS (-1)     /* in no mapping of the process as user space last sent them */
+#define UNW_STOPPED (-2)  /* counted by reason */
 
-static long map_search_step(__u32 i, void *ctx)
+/* The packed rule (hs_unw_pack) of the frame whose return address is RA in process TGID.
+ * A global function: the verifier checks it once, on its own, whatever its callers' states
+ * (inlined in each frame's step, its two searches had it follow a million paths). */
+__noinline int unw_lookup(__u32 tgid, __u64 ra)
 {
-	struct map_search *s = ctx;
-	__u32 half = s->len / 2;
-
-	if (s->len <= 1)
-		return 1;
-	if (s->p->m[(s->base + half) & (HS_UNW_MAX_MAPS - 1)].start <= s->pc)
-		s->base += half;
-	s->len -= half;
-	return 0;
-}
-
-/* The row for return address PC in the module mapped there, or NULL (counted). */
-static __always_inline struct hs_unw_row *unw_row(struct unw_walk *w, __u64 pc)
-{
-	struct hs_unw_proc *p = w->proc;
+	struct hs_unw_proc *p = bpf_map_lookup_elem(&unw_procs, &tgid);
 	struct hs_unw_map *m;
 	struct hs_unw_row *r;
-	__u32 base, len = p->n, idx;
-	__u64 rel;
+	__u32 base = 0, len, idx, packed;
+	__u64 pc = ra - 1, rel;
 
-	struct map_search ms = {.p = p, .pc = pc, .len = len};
+	if (!p)
+		return UNW_MISS;
+	len = p->n;
+	if (len > HS_UNW_MAX_MAPS)
+		len = HS_UNW_MAX_MAPS;
+	if (!len)
+		return UNW_MISS;
+	/* The last mapping that starts at or below pc, then the last row at or below its
+	 * link-time address: halving, one two-way branch a step. */
+	for (int k = 0; k < 9 && len > 1; k++) {
+		__u32 half = len / 2;
 
-	/* The last mapping that starts at or below pc, by halving steps in a callback: an index
-	 * into the map value in a loop would have the verifier follow every path of it. */
-	if (ms.len > HS_UNW_MAX_MAPS)
-		ms.len = HS_UNW_MAX_MAPS;
-	if (!ms.len) {
-		w->miss = 1;
-		return NULL;
+		if (p->m[(base + half) & (HS_UNW_MAX_MAPS - 1)].start <= pc)
+			base += half;
+		len -= half;
 	}
-	bpf_loop(9, map_search_step, &ms, 0);
-	base = ms.base;
 	m = &p->m[base & (HS_UNW_MAX_MAPS - 1)];
-	if (pc < m->start || pc >= m->end) {
-		w->miss = 1;
-		return NULL;
-	}
+	if (pc < m->start || pc >= m->end)
+		return UNW_MISS;
 	if (!m->row_count) {
 		count(HS_CNT_UNW_NO_TABLE);
-		return NULL;
+		return UNW_STOPPED;
 	}
 	rel = pc - m->bias;
 	base = m->row_start;
 	len = m->row_count;
-	/* The last row at or below rel: halving a range of at most 2^22 rows. */
 	for (int k = 0; k < 23 && len > 1; k++) {
 		__u32 half = len / 2;
 
@@ -495,56 +501,92 @@ static __always_inline struct hs_unw_row *unw_row(struct unw_walk *w, __u64 pc)
 	r = bpf_map_lookup_elem(&unw_rows, &base);
 	if (!r || r->pc > rel || r->cfa == HS_UNW_NONE) {
 		count(HS_CNT_UNW_NO_ROW);
-		return NULL;
+		return UNW_STOPPED;
 	}
-	return r;
+	if (r->cfa == HS_UNW_EXPR || !hs_unw_pack(r, &packed)) {
+		count(HS_CNT_UNW_EXPRESSION);
+		return UNW_STOPPED;
+	}
+	return (int)packed;
 }
 
 /* One frame: from return address w->pc (already in the stack) to its caller's. 1 stops. */
 static long unw_step(__u32 i, void *ctx)
 {
-	struct unw_walk *w = ctx;
-	struct hs_unw_row *r;
-	__u64 cfa, ra = 0;
-	__u32 idx = w->nr;
+	struct stack_scratch_val *w = ((struct unw_walk *)ctx)->v;
+	__u32 tgid = ((struct unw_walk *)ctx)->tgid;
+	struct hs_unw_row row;
+	__u64 cfa, ra = w->pc;
+	__u32 idx = w->nr, slot = (__u32)(ra ^ (ra >> HS_UNW_CACHE_BITS)) & ((1u << HS_UNW_CACHE_BITS) - 1);
+	struct hs_unw_cache_ent *ce = bpf_map_lookup_elem(&unw_cache, &slot);
+	int rule = UNW_MISS;
 
 	if (idx >= stack_depth || idx >= HS_MAX_STACK) {
 		count(HS_CNT_STACK_TRUNCATED);
 		return 1;
 	}
-	r = unw_row(w, w->pc - 1);
-	if (!r || r->cfa == HS_UNW_END)
-		return 1;
-	if (r->cfa == HS_UNW_EXPR) {
-		count(HS_CNT_UNW_EXPRESSION);
-		return 1;
+	if (ce && ce->ra == ra && ce->tgid == tgid) {
+		rule = (int)ce->rule;
+		if (ce->ra != ra) /* rewritten as it was read, by a program that preempted us */
+			rule = UNW_MISS;
 	}
-	if (r->cfa == HS_UNW_CFA_FP && !w->fp_ok) {
+	if (rule < 0) {
+		rule = unw_lookup(tgid, ra);
+		if (rule == UNW_MISS)
+			w->miss = 1;
+		if (rule < 0)
+			return 1;
+		if (ce) {
+			ce->ra = 0;
+			ce->tgid = tgid;
+			ce->rule = (__u32)rule;
+			ce->ra = ra;
+		}
+	}
+	hs_unw_unpack((__u32)rule, &row);
+	if (row.cfa == HS_UNW_END)
+		return 1;
+	if (row.cfa == HS_UNW_CFA_FP && !w->fp_ok) {
 		count(HS_CNT_UNW_FP_LOST);
 		return 1;
 	}
-	cfa = (r->cfa == HS_UNW_CFA_SP ? w->sp : w->fp) + (__s64)r->cfa_off;
+	cfa = (row.cfa == HS_UNW_CFA_SP ? w->sp : w->fp) + (__s64)row.cfa_off;
 	if (cfa <= w->sp || (cfa & 7) || cfa - w->sp > (64ull << 20)) {
 		count(HS_CNT_UNW_BAD_FRAME);
 		return 1;
 	}
-	if (r->fp == HS_UNW_FP_AT) {
-		if (bpf_probe_read_user(&w->fp, sizeof(w->fp), (void *)(cfa + (__s64)r->fp_off))) {
+	ra = 0;
+	if (row.fp == HS_UNW_FP_AT && row.fp_off == -16) {
+		/* rbp saved just below the return address (pushed first): one read for both. */
+		__u64 pair[2];
+
+		if (bpf_probe_read_user(pair, sizeof(pair), (void *)(cfa - 16))) {
 			count(HS_CNT_UNW_BAD_FRAME);
 			return 1;
 		}
+		w->fp = pair[0];
 		w->fp_ok = 1;
-	} else if (r->fp == HS_UNW_FP_LOST) {
-		w->fp_ok = 0;
-	}
-	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)) || !ra) {
-		if (ra)
+		ra = pair[1];
+	} else {
+		if (row.fp == HS_UNW_FP_AT) {
+			if (bpf_probe_read_user(&w->fp, sizeof(w->fp), (void *)(cfa + (__s64)row.fp_off))) {
+				count(HS_CNT_UNW_BAD_FRAME);
+				return 1;
+			}
+			w->fp_ok = 1;
+		} else if (row.fp == HS_UNW_FP_LOST) {
+			w->fp_ok = 0;
+		}
+		if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8))) {
 			count(HS_CNT_UNW_BAD_FRAME);
-		return 1;
+			return 1;
+		}
 	}
+	if (!ra)
+		return 1;
 	w->sp = cfa;
 	w->pc = ra;
-	w->s->ips[idx] = ra;
+	w->e.ips[idx & 127] = ra;
 	w->h = hs_hash_word(w->h, ra);
 	w->nr++;
 	return 0;
@@ -570,24 +612,24 @@ static __always_inline __u64 unknown_modules(struct pt_regs *ctx, __u64 id, stru
 static __always_inline __u64 capture_table(struct pt_regs *ctx, __u64 id, struct thread_state *st, __u64 ret)
 {
 	__u32 zero = 0, tgid = id >> 32;
-	struct unw_walk w = {};
+	struct stack_scratch_val *v = bpf_map_lookup_elem(&stack_scratch, &zero);
+	struct unw_walk w = {.v = v, .tgid = tgid};
 
-	w.s = bpf_map_lookup_elem(&stack_scratch, &zero);
-	w.proc = bpf_map_lookup_elem(&unw_procs, &tgid);
-	if (!w.s)
+	if (!v)
 		return 0;
-	if (!w.proc)
+	if (!bpf_map_lookup_elem(&unw_procs, &tgid))
 		goto unknown;
-	w.s->ips[0] = ret;
-	w.h = hs_hash_word(HS_HASH_INIT, ret);
-	w.nr = 1;
-	w.pc = ret;
-	w.sp = PT_REGS_SP(ctx) + 8;
-	w.fp = PT_REGS_FP(ctx);
-	w.fp_ok = 1;
+	v->e.ips[0] = ret;
+	v->h = hs_hash_word(HS_HASH_INIT, ret);
+	v->nr = 1;
+	v->pc = ret;
+	v->sp = PT_REGS_SP(ctx) + 8;
+	v->fp = PT_REGS_FP(ctx);
+	v->fp_ok = 1;
+	v->miss = 0;
 	bpf_loop(HS_MAX_STACK, unw_step, &w, 0);
-	if (!w.miss)
-		return send_stack(st, id, w.s, w.h, w.nr);
+	if (!v->miss)
+		return send_stack(st, id, &v->e, v->h, v->nr);
 unknown:
 	return unknown_modules(ctx, id, st, ret);
 }

@@ -162,6 +162,43 @@ struct hs_unw_row {
 	__u32 pad; /* a BPF array's elements are 8-byte aligned: the mapped array's stride is 16 */
 };
 
+/* A row's rule in 31 bits, for the caches of rules by return address (BPF's and the
+ * in-process recorder's): kind 2 (SP, FP, 3 END), rbp rule 2, CFA offset / 8: 19, rbp's
+ * offset / 8: 8, signed. False for the rare rule that does not fit: it is not cached. */
+#define HS_UNW_PACK_END 3u
+static inline int hs_unw_pack(const struct hs_unw_row *r, __u32 *out)
+{
+	if (r->cfa == HS_UNW_END) {
+		*out = HS_UNW_PACK_END;
+		return 1;
+	}
+	if (r->cfa > HS_UNW_CFA_FP || r->cfa_off < 0 || r->cfa_off >= (8 << 19) || (r->cfa_off & 7) ||
+	    (r->fp_off & 7) || r->fp_off < -128 * 8 || r->fp_off > 127 * 8)
+		return 0;
+	/* Shifts, not divisions: BPF has no signed division, and both are multiples of 8. */
+	*out = (__u32)r->cfa | (__u32)r->fp << 2 | (__u32)(r->cfa_off >> 3) << 4 | (__u32)((r->fp_off >> 3) & 255) << 23;
+	return 1;
+}
+
+static inline void hs_unw_unpack(__u32 v, struct hs_unw_row *r)
+{
+	r->cfa = v & 3;
+	r->fp = (v >> 2) & 3;
+	r->cfa_off = (__s32)((v >> 4) & ((1u << 19) - 1)) * 8;
+	r->fp_off = (__s16)((__s8)(v >> 23) * 8);
+	if (r->cfa == HS_UNW_PACK_END)
+		r->cfa = HS_UNW_END;
+}
+
+/* BPF's cache entry: valid when ra reads the same before and after the rest (a program
+ * preempted on its CPU by another that rewrites the slot sees ra change). */
+#define HS_UNW_CACHE_BITS 14
+struct hs_unw_cache_ent {
+	__u64 ra;
+	__u32 tgid;
+	__u32 rule;
+};
+
 /* BPF: a process's executable mappings, sorted by start, each with its module's rows. */
 #define HS_UNW_MAX_MAPS 256
 struct hs_unw_map {

@@ -620,7 +620,7 @@ nofp_check() {
 	eq "$1: nofp_level3 flat" 20000 "$(pv $p inuse_space nofp_level3)"
 	for lvl in nofp_level2 nofp_level1 main __libc_start_call_main; do
 		eq "$1: $lvl cum" 20000 "$(pv $p inuse_space $lvl cum)"
-		[ "$lvl" = "${2:-}" ] && break
+		if [ "$lvl" = "${2:-}" ]; then break; fi
 	done
 }
 

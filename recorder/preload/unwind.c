@@ -36,43 +36,19 @@ struct modset {
 static struct modset *mods; /* atomic; replaced, never freed: a walk may still read it */
 static pthread_mutex_t unw_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* A frame's rule in one word: the return address << 16 | the rule packed in 16 bits (kind:
- * 2, rbp rule: 2, CFA offset / 8: 8, rbp's offset / 8: 4, signed). Rules that do not fit
- * (large frames) are not cached. User addresses fit 47 bits. */
+/* A frame's rule in one word, so that threads read and write it without a lock: the return
+ * address's bits above CACHE_BITS (its low bits are the slot's, given those) << 31 | the
+ * rule packed by hs_unw_pack(). User addresses fit 47 bits. */
 #define CACHE_BITS 14
+#define CACHE_MASK ((1u << CACHE_BITS) - 1)
 static uint64_t rule_cache[1u << CACHE_BITS];
 
-static inline uint32_t cache_slot(uint64_t pc)
+static inline uint32_t cache_slot(uint64_t ra)
 {
-	return (uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> (64 - CACHE_BITS));
+	return (uint32_t)(ra ^ (ra >> CACHE_BITS)) & CACHE_MASK;
 }
 
-static bool pack(const struct hs_unw_row *r, uint16_t *out)
-{
-	if (r->cfa > HS_UNW_CFA_FP && r->cfa != HS_UNW_END)
-		return false;
-	if (r->cfa == HS_UNW_END) {
-		*out = 3;
-		return true;
-	}
-	if (r->cfa_off < 0 || r->cfa_off > 255 * 8 || (r->cfa_off & 7) || (r->fp_off & 7) || r->fp_off < -64 ||
-	    r->fp_off > 56)
-		return false;
-	*out = (uint16_t)(r->cfa | r->fp << 2 | (r->cfa_off / 8) << 4 | ((r->fp_off / 8) & 15) << 12);
-	return true;
-}
 
-static void unpack(uint16_t v, struct hs_unw_row *r)
-{
-	r->cfa = v & 3;
-	if (r->cfa == 3) {
-		r->cfa = HS_UNW_END;
-		return;
-	}
-	r->fp = (v >> 2) & 3;
-	r->cfa_off = ((v >> 4) & 255) * 8;
-	r->fp_off = (int16_t)(((int16_t)v >> 12) * 8);
-}
 
 struct scan {
 	struct modset *set;
@@ -237,15 +213,16 @@ static struct umod *find_module(struct modset *set, uint64_t pc)
 static bool rule_for(uint64_t ra, struct hs_unw_row *out)
 {
 	uint64_t pc = ra - 1, e = __atomic_load_n(&rule_cache[cache_slot(ra)], __ATOMIC_RELAXED);
-	struct modset *set = __atomic_load_n(&mods, __ATOMIC_ACQUIRE);
+	struct modset *set;
 	const struct hs_unw_row *r;
 	struct umod *m;
-	uint16_t packed;
+	uint32_t packed;
 
-	if (e >> 16 == ra) {
-		unpack((uint16_t)e, out);
+	if (e >> 31 == ra >> CACHE_BITS && e) {
+		hs_unw_unpack((uint32_t)e & 0x7fffffffu, out);
 		return true;
 	}
+	set = __atomic_load_n(&mods, __ATOMIC_ACQUIRE);
 	m = find_module(set, pc);
 	if (!m || !__atomic_load_n(&m->state, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_lock(&unw_lock);
@@ -275,8 +252,8 @@ static bool rule_for(uint64_t ra, struct hs_unw_row *out)
 		return false;
 	}
 	*out = *r;
-	if (ra < (1ull << 47) && pack(r, &packed))
-		__atomic_store_n(&rule_cache[cache_slot(ra)], ra << 16 | packed, __ATOMIC_RELAXED);
+	if (ra < (1ull << 47) && hs_unw_pack(r, &packed))
+		__atomic_store_n(&rule_cache[cache_slot(ra)], (ra >> CACHE_BITS) << 31 | packed, __ATOMIC_RELAXED);
 	return true;
 }
 

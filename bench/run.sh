@@ -147,8 +147,6 @@ if [ "${BENCH:-}" = stacks ]; then
 	WORKLOADS=("churn||$B/workload churn 300000")
 	MODES=("native|" "fp|--via bpf -s 0 --stack fp" "auto|--via bpf -s 0 --stack auto"
 		"preload|--via preload -s 0 --stack fp" "preload-auto|--via preload -s 0 --stack auto")
-	SQ_MODES=("native|" "preload|--via preload -s 0" "preload-fp|--via preload -s 0 --stack fp"
-		"bpf|--via bpf -s 0" "bpf-fp|--via bpf -s 0 --stack fp")
 fi
 stack_cost= # "workload way auto/fp" lines
 for w in "${WORKLOADS[@]}"; do
@@ -231,6 +229,8 @@ SQ_MODES=(
 	"bpf-fp|--via bpf -s 0 --stack fp"
 	"heaptrack|heaptrack"
 )
+[ "${BENCH:-}" = stacks ] && SQ_MODES=("native|" "preload|--via preload -s 0" "preload-fp|--via preload -s 0 --stack fp"
+	"bpf|--via bpf -s 0" "bpf-fp|--via bpf -s 0 --stack fp")
 json+=",\"sqlite3_index\":["
 first=1
 declare -A SQ=()

@@ -81,6 +81,7 @@ struct {
 /* A slot of slack behind the frames, and the table walk's state: kept in map memory, which
  * the verifier does not follow value by value, its states of each step converge (on the
  * stack, a frame count known exactly at each step made a million of them). */
+#define UNW_WIN 1024
 struct stack_scratch_val {
 	struct hs_stack_event e;
 	__u64 slack;
@@ -88,6 +89,11 @@ struct stack_scratch_val {
 	__u32 nr;
 	__u8 fp_ok;
 	__u8 miss; /* a return address in no mapping known: the stack is copied instead */
+	/* The stack read a window at a time: a read costs about the same for 8 bytes as for a
+	 * kilobyte, and a kilobyte holds several frames. */
+	__u64 win_base;
+	__u32 win_len;
+	__u8 win[UNW_WIN + 8];
 };
 
 struct {
@@ -444,7 +450,7 @@ static __always_inline __u64 capture_dwarf(struct pt_regs *ctx, __u64 id, struct
 
 struct unw_walk {
 	struct stack_scratch_val *v;
-	__u32 tgid;
+	__u32 tgid, gen;
 };
 
 #define UNW_MISS (-1)     /* in no mapping of the process as user space last sent them */
@@ -510,11 +516,34 @@ __noinline int unw_lookup(__u32 tgid, __u64 ra)
 	return (int)packed;
 }
 
+/* The word of user stack at ADDR (8-aligned), from the window, refilled from ADDR to at most
+ * the end of its page: a read into the next page could meet the untouched gap below the
+ * initial stack's argv, and fail whole. Nonzero if unreadable. */
+static __always_inline int stack_word(struct stack_scratch_val *w, __u64 addr, __u64 *out)
+{
+	__u64 off = addr - w->win_base, n;
+
+	if (addr < w->win_base || off + 8 > w->win_len) {
+		n = 4096 - (addr & 4095);
+		if (n > UNW_WIN)
+			n = UNW_WIN;
+		if (n < 8 || bpf_probe_read_user(w->win, n, (void *)addr)) {
+			w->win_len = 0;
+			return -1;
+		}
+		w->win_base = addr;
+		w->win_len = (__u32)n;
+		off = 0;
+	}
+	*out = *(__u64 *)(w->win + (off & (UNW_WIN - 1)));
+	return 0;
+}
+
 /* One frame: from return address w->pc (already in the stack) to its caller's. 1 stops. */
 static long unw_step(__u32 i, void *ctx)
 {
 	struct stack_scratch_val *w = ((struct unw_walk *)ctx)->v;
-	__u32 tgid = ((struct unw_walk *)ctx)->tgid;
+	__u32 tgid = ((struct unw_walk *)ctx)->tgid, gen = ((struct unw_walk *)ctx)->gen;
 	struct hs_unw_row row;
 	__u64 cfa, ra = w->pc;
 	__u32 idx = w->nr, slot = (__u32)(ra ^ (ra >> HS_UNW_CACHE_BITS)) & ((1u << HS_UNW_CACHE_BITS) - 1);
@@ -525,7 +554,7 @@ static long unw_step(__u32 i, void *ctx)
 		count(HS_CNT_STACK_TRUNCATED);
 		return 1;
 	}
-	if (ce && ce->ra == ra && ce->tgid == tgid) {
+	if (ce && ce->ra == ra && ce->tgid == tgid && ce->gen == gen) {
 		rule = (int)ce->rule;
 		if (ce->ra != ra) /* rewritten as it was read, by a program that preempted us */
 			rule = UNW_MISS;
@@ -539,6 +568,7 @@ static long unw_step(__u32 i, void *ctx)
 		if (ce) {
 			ce->ra = 0;
 			ce->tgid = tgid;
+			ce->gen = gen;
 			ce->rule = (__u32)rule;
 			ce->ra = ra;
 		}
@@ -556,31 +586,21 @@ static long unw_step(__u32 i, void *ctx)
 		return 1;
 	}
 	ra = 0;
-	if (row.fp == HS_UNW_FP_AT && row.fp_off == -16) {
-		/* rbp saved just below the return address (pushed first): one read for both. */
-		__u64 pair[2];
+	if (row.fp == HS_UNW_FP_AT) {
+		__u64 fp = 0;
 
-		if (bpf_probe_read_user(pair, sizeof(pair), (void *)(cfa - 16))) {
+		if (stack_word(w, cfa + (__s64)row.fp_off, &fp)) {
 			count(HS_CNT_UNW_BAD_FRAME);
 			return 1;
 		}
-		w->fp = pair[0];
+		w->fp = fp;
 		w->fp_ok = 1;
-		ra = pair[1];
-	} else {
-		if (row.fp == HS_UNW_FP_AT) {
-			if (bpf_probe_read_user(&w->fp, sizeof(w->fp), (void *)(cfa + (__s64)row.fp_off))) {
-				count(HS_CNT_UNW_BAD_FRAME);
-				return 1;
-			}
-			w->fp_ok = 1;
-		} else if (row.fp == HS_UNW_FP_LOST) {
-			w->fp_ok = 0;
-		}
-		if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8))) {
-			count(HS_CNT_UNW_BAD_FRAME);
-			return 1;
-		}
+	} else if (row.fp == HS_UNW_FP_LOST) {
+		w->fp_ok = 0;
+	}
+	if (stack_word(w, cfa - 8, &ra)) {
+		count(HS_CNT_UNW_BAD_FRAME);
+		return 1;
 	}
 	if (!ra)
 		return 1;
@@ -614,11 +634,14 @@ static __always_inline __u64 capture_table(struct pt_regs *ctx, __u64 id, struct
 	__u32 zero = 0, tgid = id >> 32;
 	struct stack_scratch_val *v = bpf_map_lookup_elem(&stack_scratch, &zero);
 	struct unw_walk w = {.v = v, .tgid = tgid};
+	struct hs_unw_proc *proc;
 
 	if (!v)
 		return 0;
-	if (!bpf_map_lookup_elem(&unw_procs, &tgid))
+	proc = bpf_map_lookup_elem(&unw_procs, &tgid);
+	if (!proc)
 		goto unknown;
+	w.gen = proc->gen;
 	v->e.ips[0] = ret;
 	v->h = hs_hash_word(HS_HASH_INIT, ret);
 	v->nr = 1;
@@ -627,6 +650,7 @@ static __always_inline __u64 capture_table(struct pt_regs *ctx, __u64 id, struct
 	v->fp = PT_REGS_FP(ctx);
 	v->fp_ok = 1;
 	v->miss = 0;
+	v->win_len = 0;
 	bpf_loop(HS_MAX_STACK, unw_step, &w, 0);
 	if (!v->miss)
 		return send_stack(st, id, &v->e, v->h, v->nr);

@@ -196,7 +196,9 @@ static inline void hs_unw_unpack(__u32 v, struct hs_unw_row *r)
 struct hs_unw_cache_ent {
 	__u64 ra;
 	__u32 tgid;
+	__u32 gen; /* the process's mappings as sent that time (hs_unw_proc.gen) */
 	__u32 rule;
+	__u32 pad;
 };
 
 /* BPF: a process's executable mappings, sorted by start, each with its module's rows. */
@@ -210,7 +212,8 @@ struct hs_unw_map {
 
 struct hs_unw_proc {
 	__u32 n;
-	__u32 pad;
+	__u32 gen; /* new at every update: rules cached for older mappings (before an exec, a
+		    * dlclose) are not taken for these */
 	struct hs_unw_map m[HS_UNW_MAX_MAPS];
 };
 

@@ -15,6 +15,7 @@ struct unw_tables {
 	int procs_fd;
 	struct hmap by_bid;      /* build-id -> row_start << 32 | row_count */
 	struct hs_unw_proc *val; /* scratch for one process's update */
+	uint32_t gen;            /* of the last update: unique to each */
 	bool warned_full;
 };
 
@@ -188,6 +189,7 @@ void unw_tables__update(struct session *s, const struct proc *p)
 	uint32_t key = (uint32_t)p->pid;
 
 	v->n = 0;
+	v->gen = ++u->gen;
 	for (int i = 0; i < p->nr_maps && v->n < HS_UNW_MAX_MAPS; i++) {
 		const struct proc_map *m = &p->maps[i];
 		struct hs_unw_map *e = &v->m[v->n];

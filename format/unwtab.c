@@ -15,6 +15,7 @@
 #define REG_RSP 7
 #define REG_RA 16
 #define MAX_REMEMBER 16
+#define MAX_CIE_PROGRAM 64
 
 struct cur {
 	const uint8_t *p, *end, *base; /* base: the section's first byte */
@@ -177,7 +178,9 @@ static bool parse_cie(struct cur *c, const uint8_t *end, struct cie *ci)
 	}
 	ci->insns = c->p;
 	ci->insns_end = end;
-	return !c->bad && ci->code_align;
+	/* A CIE's program runs again for each of its FDEs: one of a few bytes, as compilers
+	 * write, keeps that linear in the section; a crafted long one would make it quadratic. */
+	return !c->bad && ci->code_align && end - c->p <= MAX_CIE_PROGRAM;
 }
 
 static void to_row(const struct rule *r, uint64_t pc, struct hs_unw_row *row)
@@ -362,6 +365,29 @@ advance:
 	return !c->bad;
 }
 
+static inline uint64_t sort_key(const struct hs_unw_row *r)
+{
+	return (uint64_t)r->pc * 2 + (r->cfa != HS_UNW_NONE);
+}
+
+/* Heapsort's sift-down of rows[i] within rows[0, n). */
+static void sift(struct hs_unw_row *rows, uint64_t i, uint64_t n)
+{
+	for (;;) {
+		uint64_t ch = 2 * i + 1;
+		struct hs_unw_row t;
+
+		if (ch >= n)
+			break;
+		if (ch + 1 < n && sort_key(&rows[ch + 1]) > sort_key(&rows[ch]))
+			ch++;
+		if (sort_key(&rows[i]) >= sort_key(&rows[ch]))
+			break;
+		t = rows[i], rows[i] = rows[ch], rows[ch] = t;
+		i = ch;
+	}
+}
+
 static bool same_rule(const struct hs_unw_row *a, const struct hs_unw_row *b)
 {
 	return a->cfa == b->cfa && a->cfa_off == b->cfa_off && a->fp == b->fp && a->fp_off == b->fp_off;
@@ -452,42 +478,13 @@ next:
 
 	/* Sort by pc, an FDE's own rows after a gap row at the same pc (heapsort: in place, no
 	 * allocator, n log n whatever the input's order). */
-	{
-		uint64_t n = o.n;
-#define KEY(i) ((uint64_t)rows[i].pc * 2 + (rows[i].cfa != HS_UNW_NONE))
-		for (uint64_t k = n / 2; k-- > 0;) {
-			for (uint64_t i = k;;) {
-				uint64_t ch = 2 * i + 1;
-				struct hs_unw_row t;
+	for (uint64_t k = o.n / 2; k-- > 0;)
+		sift(rows, k, o.n);
+	for (uint64_t end = o.n; end-- > 1;) {
+		struct hs_unw_row t = rows[0];
 
-				if (ch >= n)
-					break;
-				if (ch + 1 < n && KEY(ch + 1) > KEY(ch))
-					ch++;
-				if (KEY(i) >= KEY(ch))
-					break;
-				t = rows[i], rows[i] = rows[ch], rows[ch] = t;
-				i = ch;
-			}
-		}
-		for (uint64_t end = n; end-- > 1;) {
-			struct hs_unw_row t = rows[0];
-
-			rows[0] = rows[end], rows[end] = t;
-			for (uint64_t i = 0;;) {
-				uint64_t ch = 2 * i + 1;
-
-				if (ch >= end)
-					break;
-				if (ch + 1 < end && KEY(ch + 1) > KEY(ch))
-					ch++;
-				if (KEY(i) >= KEY(ch))
-					break;
-				t = rows[i], rows[i] = rows[ch], rows[ch] = t;
-				i = ch;
-			}
-		}
-#undef KEY
+		rows[0] = rows[end], rows[end] = t;
+		sift(rows, 0, end);
 	}
 	/* Merge: one row per pc (the last), and none that repeats the rule before it. */
 	{

@@ -124,7 +124,9 @@ static void counts(unsigned long long *adds, unsigned long long *subs)
 	*subs = s.subs;
 }
 
-/* Under unw_lock: the modules as the loader has them now. Tables already built carry over. */
+/* The modules as the loader has them now; tables already built carry over. The loader's list
+ * is read without unw_lock held: a thread inside dl_iterate_phdr holds the loader's lock, and
+ * if its callback allocated, its walk would wait for unw_lock while we waited for the loader. */
 static void rescan(void)
 {
 	uint64_t bytes = sizeof(struct modset) + MAX_MODULES * sizeof(struct umod);
@@ -154,6 +156,8 @@ static void rescan(void)
 			set->m[j] = set->m[j - 1];
 		set->m[j] = t;
 	}
+	pthread_mutex_lock(&unw_lock);
+	old = __atomic_load_n(&mods, __ATOMIC_ACQUIRE); /* another thread may have rescanned */
 	for (uint32_t i = 0; old && i < set->n; i++) {
 		for (uint32_t j = 0; j < old->n; j++) {
 			const struct umod *o = &old->m[j];
@@ -169,6 +173,7 @@ static void rescan(void)
 	if (old && s.subs != old->subs)
 		memset(rule_cache, 0, sizeof(rule_cache));
 	__atomic_store_n(&mods, set, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&unw_lock);
 }
 
 static void build(struct umod *m)
@@ -224,19 +229,21 @@ static bool rule_for(uint64_t ra, struct hs_unw_row *out)
 	}
 	set = __atomic_load_n(&mods, __ATOMIC_ACQUIRE);
 	m = find_module(set, pc);
-	if (!m || !__atomic_load_n(&m->state, __ATOMIC_ACQUIRE)) {
-		pthread_mutex_lock(&unw_lock);
-		if (!m)
-			rescan();
-		set = __atomic_load_n(&mods, __ATOMIC_ACQUIRE);
-		m = find_module(set, pc);
-		if (m && !m->state)
-			build(m);
-		pthread_mutex_unlock(&unw_lock);
+	if (!m) {
+		rescan();
+		m = find_module(__atomic_load_n(&mods, __ATOMIC_ACQUIRE), pc);
 		if (!m) {
 			count(HS_CNT_UNW_NO_MODULE);
 			return false;
 		}
+	}
+	if (!__atomic_load_n(&m->state, __ATOMIC_ACQUIRE)) {
+		/* The module holds a return address of this thread's stack: it stays mapped while
+		 * its .eh_frame is read. */
+		pthread_mutex_lock(&unw_lock);
+		if (!m->state)
+			build(m);
+		pthread_mutex_unlock(&unw_lock);
 	}
 	if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) < 0) {
 		count(HS_CNT_UNW_NO_TABLE);

@@ -89,8 +89,8 @@ struct stack_scratch_val {
 	__u32 nr;
 	__u8 fp_ok;
 	__u8 miss; /* a return address in no mapping known: the stack is copied instead */
-	/* The stack read a window at a time: a read costs about the same for 8 bytes as for a
-	 * kilobyte, and a kilobyte holds several frames. */
+	/* The stack read a window at a time: most of a read's cost is fixed (the fault-safe copy's
+	 * set-up and checks), and a kilobyte holds several frames. */
 	__u64 win_base;
 	__u32 win_len;
 	__u8 win[UNW_WIN + 8];

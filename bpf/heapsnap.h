@@ -162,9 +162,11 @@ struct hs_unw_row {
 	__u32 pad; /* a BPF array's elements are 8-byte aligned: the mapped array's stride is 16 */
 };
 
-/* A row's rule in 31 bits, for the caches of rules by return address (BPF's and the
- * in-process recorder's): kind 2 (SP, FP, 3 END), rbp rule 2, CFA offset / 8: 19, rbp's
- * offset / 8: 8, signed. False for the rare rule that does not fit: it is not cached. */
+/* A row's rule in HS_UNW_PACK_BITS bits, for the caches of rules by return address (BPF's
+ * and the in-process recorder's): kind 2 (SP, FP, 3 END), rbp rule 2, CFA offset / 8: 17 (a
+ * frame up to 1 MiB), rbp's offset / 8: 8, signed. False for the rare rule that does not fit:
+ * it is not cached. */
+#define HS_UNW_PACK_BITS 29
 #define HS_UNW_PACK_END 3u
 static inline int hs_unw_pack(const struct hs_unw_row *r, __u32 *out)
 {
@@ -172,11 +174,11 @@ static inline int hs_unw_pack(const struct hs_unw_row *r, __u32 *out)
 		*out = HS_UNW_PACK_END;
 		return 1;
 	}
-	if (r->cfa > HS_UNW_CFA_FP || r->cfa_off < 0 || r->cfa_off >= (8 << 19) || (r->cfa_off & 7) ||
+	if (r->cfa > HS_UNW_CFA_FP || r->cfa_off < 0 || r->cfa_off >= (8 << 17) || (r->cfa_off & 7) ||
 	    (r->fp_off & 7) || r->fp_off < -128 * 8 || r->fp_off > 127 * 8)
 		return 0;
 	/* Shifts, not divisions: BPF has no signed division, and both are multiples of 8. */
-	*out = (__u32)r->cfa | (__u32)r->fp << 2 | (__u32)(r->cfa_off >> 3) << 4 | (__u32)((r->fp_off >> 3) & 255) << 23;
+	*out = (__u32)r->cfa | (__u32)r->fp << 2 | (__u32)(r->cfa_off >> 3) << 4 | (__u32)((r->fp_off >> 3) & 255) << 21;
 	return 1;
 }
 
@@ -184,8 +186,8 @@ static inline void hs_unw_unpack(__u32 v, struct hs_unw_row *r)
 {
 	r->cfa = v & 3;
 	r->fp = (v >> 2) & 3;
-	r->cfa_off = (__s32)((v >> 4) & ((1u << 19) - 1)) * 8;
-	r->fp_off = (__s16)((__s8)(v >> 23) * 8);
+	r->cfa_off = (__s32)((v >> 4) & ((1u << 17) - 1)) * 8;
+	r->fp_off = (__s16)((__s8)(v >> 21) * 8);
 	if (r->cfa == HS_UNW_PACK_END)
 		r->cfa = HS_UNW_END;
 }

@@ -37,6 +37,11 @@ static uint64_t rd(struct cur *c, unsigned n)
 	return v;
 }
 
+static uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 static uint64_t uleb(struct cur *c)
 {
 	uint64_t v = 0;
@@ -215,6 +220,11 @@ struct out {
 	uint64_t cap, n;
 	uint64_t fde_first;      /* this FDE's first row, to replace a row at the same pc */
 	bool range;              /* an address beyond 32 bits */
+	/* Probing one address instead: the last row at or below `want` (an FDE's rows come
+	 * in address order). */
+	bool probe, found;
+	uint64_t want;
+	struct hs_unw_row hit;
 };
 
 static void emit(struct out *o, uint64_t pc, const struct rule *r, uint8_t kind)
@@ -229,6 +239,13 @@ static void emit(struct out *o, uint64_t pc, const struct rule *r, uint8_t kind)
 		row = (struct hs_unw_row){.pc = (uint32_t)pc, .cfa = HS_UNW_NONE};
 	} else {
 		to_row(r, pc, &row);
+	}
+	if (o->probe) {
+		if (pc <= o->want) {
+			o->hit = row;
+			o->found = true;
+		}
+		return;
 	}
 	if (!o->rows) {
 		o->n++;
@@ -393,79 +410,88 @@ static bool same_rule(const struct hs_unw_row *a, const struct hs_unw_row *b)
 	return a->cfa == b->cfa && a->cfa_off == b->cfa_off && a->fp == b->fp && a->fp_off == b->fp_off;
 }
 
+/* The CIE or FDE at `at` in .eh_frame [eh, eh + len): an FDE's rows go to `o`. Returns where
+ * the next entry starts, NULL at the terminator or an entry whose length cannot be read. */
+static const uint8_t *entry(const uint8_t *eh, uint64_t len, uint64_t eh_addr, const uint8_t *at, struct out *o,
+			    bool *is_fde)
+{
+	struct cur c = {.p = at, .end = eh + len, .base = eh, .base_addr = eh_addr};
+	const uint8_t *end, *id_at;
+	uint64_t length = rd(&c, 4), id, begin, range, loc;
+	struct rule init = {0}, r;
+	struct cie ci;
+	struct cur cc;
+	bool ok = true;
+
+	*is_fde = false;
+	if (c.bad || !length) /* the terminator */
+		return NULL;
+	if (length == 0xffffffffu)
+		length = rd(&c, 8);
+	if (c.bad || length > (uint64_t)(c.end - c.p))
+		return NULL;
+	end = c.p + length;
+	id_at = c.p;
+	id = rd(&c, 4);
+	if (!id || c.bad) /* a CIE: read with each of its FDEs */
+		return end;
+	/* An FDE: id is the distance back to its CIE. */
+	if (id > (uint64_t)(id_at - eh))
+		return end;
+	cc = (struct cur){.p = id_at - id, .end = c.end, .base = eh, .base_addr = eh_addr};
+	{
+		uint64_t clen = rd(&cc, 4);
+
+		if (cc.bad || clen == 0xffffffffu || clen > (uint64_t)(cc.end - cc.p) || rd(&cc, 4) != 0)
+			return end;
+		cc.end = cc.p - 4 + clen;
+		if (!parse_cie(&cc, cc.end, &ci))
+			return end;
+	}
+	c.end = end;
+	begin = encoded(&c, ci.fde_enc, &ok);
+	range = encoded(&c, ci.fde_enc & 0x0f, &ok);
+	if (ci.aug_z) {
+		uint64_t alen = uleb(&c);
+
+		if (c.bad || alen > (uint64_t)(end - c.p))
+			return end;
+		c.p += alen;
+	}
+	if (c.bad || !ok || !range || begin + range < begin)
+		return end;
+	/* The CIE's initial rules: x86-64 compilers give CFA = rsp + 8, RA at CFA - 8. */
+	init.ra = 2;
+	loc = begin;
+	cc.p = ci.insns;
+	cc.end = ci.insns_end;
+	if (!run(&cc, &ci, &init, NULL, &loc, ci.fde_enc, NULL))
+		return end;
+	r = init;
+	loc = begin;
+	o->fde_first = o->n;
+	*is_fde = true;
+	if (!run(&c, &ci, &r, &init, &loc, ci.fde_enc, o) || loc > begin + range) {
+		/* Rules it could not read: from there on the frame is not expressible. */
+		r.cfa_reg_ok = 0;
+	}
+	if (loc < begin + range)
+		emit(o, loc, &r, 0);
+	emit(o, begin + range, &r, HS_UNW_NONE);
+	return end;
+}
+
 long unwtab__build(const uint8_t *eh, uint64_t len, uint64_t eh_addr, struct hs_unw_row *rows, uint64_t cap)
 {
 	struct out o = {.rows = rows, .cap = cap};
-	struct cur c = {.p = eh, .end = eh + len, .base = eh, .base_addr = eh_addr};
+	const uint8_t *p = eh;
 	uint64_t fdes = 0;
 
-	while (c.p < c.end && !c.bad) {
-		const uint8_t *end, *id_at;
-		uint64_t length = rd(&c, 4), id;
+	while (p && p < eh + len) {
+		bool is_fde;
 
-		if (c.bad || !length) /* the terminator */
-			break;
-		if (length == 0xffffffffu)
-			length = rd(&c, 8);
-		if (c.bad || length > (uint64_t)(c.end - c.p))
-			break;
-		end = c.p + length;
-		id_at = c.p;
-		id = rd(&c, 4);
-		if (id) { /* an FDE: id is the distance back to its CIE */
-			struct cie ci;
-			struct cur cc;
-			struct rule init = {0}, r;
-			uint64_t begin, range, loc;
-			bool ok = true;
-
-			if (id > (uint64_t)(id_at - eh))
-				goto next;
-			cc = (struct cur){.p = id_at - id, .end = c.end, .base = eh, .base_addr = eh_addr};
-			{
-				uint64_t clen = rd(&cc, 4);
-
-				if (cc.bad || clen == 0xffffffffu || clen > (uint64_t)(cc.end - cc.p) || rd(&cc, 4) != 0)
-					goto next;
-				cc.end = cc.p - 4 + clen;
-				if (!parse_cie(&cc, cc.end, &ci))
-					goto next;
-			}
-			c.end = end;
-			begin = encoded(&c, ci.fde_enc, &ok);
-			range = encoded(&c, ci.fde_enc & 0x0f, &ok);
-			if (ci.aug_z) {
-				uint64_t alen = uleb(&c);
-
-				if (c.bad || alen > (uint64_t)(end - c.p))
-					goto restore;
-				c.p += alen;
-			}
-			if (c.bad || !ok || !range || begin + range < begin)
-				goto restore;
-			/* The CIE's initial rules: x86-64 compilers give CFA = rsp + 8, RA at CFA - 8. */
-			init.ra = 2;
-			loc = begin;
-			cc.p = ci.insns;
-			cc.end = ci.insns_end;
-			if (!run(&cc, &ci, &init, NULL, &loc, ci.fde_enc, NULL))
-				goto restore;
-			r = init;
-			loc = begin;
-			o.fde_first = o.n;
-			fdes++;
-			if (!run(&c, &ci, &r, &init, &loc, ci.fde_enc, &o) || loc > begin + range) {
-				/* Rules it could not read: from there on the frame is not expressible. */
-				r.cfa_reg_ok = 0;
-			}
-			if (loc < begin + range)
-				emit(&o, loc, &r, 0);
-			emit(&o, begin + range, &r, HS_UNW_NONE);
-restore:
-			c.end = eh + len;
-		}
-next:
-		c.p = end;
+		p = entry(eh, len, eh_addr, p, &o, &is_fde);
+		fdes += is_fde;
 	}
 	if (o.range)
 		return -ERANGE;
@@ -508,6 +534,48 @@ next:
 			return -ERANGE;
 		return (long)w;
 	}
+}
+
+int unwtab__lookup(const uint8_t *hdr, uint64_t hdr_len, uint64_t hdr_addr, const uint8_t *eh, uint64_t eh_len,
+		   uint64_t eh_addr, uint64_t pc, struct hs_unw_row *out)
+{
+	struct cur c = {.p = hdr, .end = hdr + hdr_len, .base = hdr, .base_addr = hdr_addr};
+	struct out o = {.probe = true, .want = pc};
+	uint8_t enc, count_enc, table_enc;
+	uint64_t count, lo = 0, hi, fde;
+	const uint8_t *table;
+	bool ok = true, is_fde;
+
+	if (rd(&c, 1) != 1)
+		return -EINVAL;
+	enc = (uint8_t)rd(&c, 1);
+	count_enc = (uint8_t)rd(&c, 1);
+	table_enc = (uint8_t)rd(&c, 1);
+	encoded(&c, enc, &ok);
+	count = encoded(&c, count_enc, &ok);
+	/* The search table as every linker writes it: pairs of 4-byte offsets from the header. */
+	if (c.bad || !ok || table_enc != 0x3b || count > (uint64_t)(c.end - c.p) / 8)
+		return -ENOTSUP;
+	table = c.p;
+	hi = count;
+	if (!count || pc < hdr_addr + (uint64_t)(int64_t)(int32_t)rd32(table))
+		return -ENOENT;
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (hdr_addr + (uint64_t)(int64_t)(int32_t)rd32(table + mid * 8) <= pc)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	fde = hdr_addr + (uint64_t)(int64_t)(int32_t)rd32(table + lo * 8 + 4);
+	if (fde < eh_addr || fde - eh_addr >= eh_len)
+		return -EINVAL;
+	entry(eh, eh_len, eh_addr, eh + (fde - eh_addr), &o, &is_fde);
+	if (!is_fde || !o.found || o.hit.cfa == HS_UNW_NONE)
+		return -ENOENT;
+	*out = o.hit;
+	return 0;
 }
 
 uint64_t unwtab__eh_frame_from_hdr(const uint8_t *hdr, uint64_t len, uint64_t hdr_addr)

@@ -38,6 +38,13 @@ static inline const struct hs_unw_row *unwtab__find(const struct hs_unw_row *row
 	return &rows[lo];
 }
 
+/* The rule at link-time address `pc` without building a table: the FDE found by binary search
+ * in .eh_frame_hdr's table ([hdr, hdr + hdr_len) at `hdr_addr`) and its program run up to pc,
+ * as unwtab__build() would have made the row. -ENOENT: no FDE covers pc; -ENOTSUP: a search
+ * table not in the form linkers write (build a table instead). */
+int unwtab__lookup(const uint8_t *hdr, uint64_t hdr_len, uint64_t hdr_addr, const uint8_t *eh, uint64_t eh_len,
+		   uint64_t eh_addr, uint64_t pc, struct hs_unw_row *out);
+
 /* .eh_frame_hdr's pointer to .eh_frame, at link-time address `hdr_addr`: 0 if it has none. */
 uint64_t unwtab__eh_frame_from_hdr(const uint8_t *hdr, uint64_t len, uint64_t hdr_addr);
 #endif

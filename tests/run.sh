@@ -633,6 +633,12 @@ t_bpf_auto_nofp() {
 	nofp_check an
 	record -s 64 -o "$TMP/as.hsnap" -- "$T/nofp" || die "sampled recording"
 	nofp_check as
+	# Callers taking turns, their stacks alike but for one return address: each its own.
+	record -o "$TMP/aa.hsnap" -- "$T/nofp" alt || die "recording nofp alt"
+	"$A" pprof -o "$TMP/aa.pb.gz" "$TMP/aa.hsnap"
+	eq "alt: nofp_level3 flat" 20000 "$(pv "$TMP/aa.pb.gz" inuse_space nofp_level3)"
+	eq "alt: nofp_left cum" 10000 "$(pv "$TMP/aa.pb.gz" inuse_space nofp_left cum)"
+	eq "alt: nofp_right cum" 10000 "$(pv "$TMP/aa.pb.gz" inuse_space nofp_right cum)"
 	"$A" info "$TMP/an.hsnap" | grep -q "stacks: auto" || die "auto is not the default"
 	# A shell that forks, and a child that execs: the tables follow.
 	record -o "$TMP/af.hsnap" -- /bin/sh -c "$T/nofp; exit 0" || die "recording through a shell"

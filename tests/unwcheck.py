@@ -70,7 +70,9 @@ for line in res:
     f = line.split()
     if len(f) == 3:
         got[int(f[0], 16)] = (f[1], f[2])
-bad = 0
+bad = sum(1 for line in res if line.startswith("MISMATCH"))
+for line in [x for x in res if x.startswith("MISMATCH")][:10]:
+    print("%s: the table and the lookup through .eh_frame_hdr differ: %s" % (path, line))
 import bisect
 for q in queries:
     i = bisect.bisect_right(addrs, q) - 1

@@ -51,6 +51,19 @@ extern struct hs_hot hs_hot;
 #define filter_word (hs_hot.fw)
 #define fast_gen (hs_hot.fg)
 
+/* A thread's last table walk (unwind.c), frame by frame: where each frame's return address
+ * and rbp were read from and what they held, so that the next walk from the same place can
+ * take the callers whose slots are unchanged without looking up their rules. */
+struct walk_memo {
+	uint32_t n;
+	int stop;                        /* the counter its end counted, or -1 */
+	uint64_t sp[HS_MAX_STACK];       /* frame i's stack pointer (its callee's CFA) */
+	uint64_t ip[HS_MAX_STACK];       /* its return address, read from sp[i] - 8 */
+	uint64_t rbp[HS_MAX_STACK];      /* rbp there, as the walk knew it */
+	uint64_t rbp_at[HS_MAX_STACK];   /* where that rbp was read from; 0: carried unchanged */
+	uint8_t rbp_ok[HS_MAX_STACK];
+};
+
 struct tstate {
 	uint32_t gen;   /* the session it was made for (session_gen) */
 	int ring;       /* claimed ring, -1 none yet, -2 none to be had */
@@ -61,6 +74,8 @@ struct tstate {
 	uint64_t events;
 	uint64_t dwarf_seq;   /* dwarf captures' keys: unique per thread */
 	uint64_t sent[256]; /* stack hashes sent lately, direct-mapped */
+	struct walk_memo memo[2]; /* the last walk's, and the one being made */
+	uint32_t memo_cur;
 };
 
 extern struct hs_shm_hdr *shm;

@@ -3,12 +3,14 @@
  * module's .eh_frame (format/unwtab.c, the same code the BPF path's tables come from), where
  * a frame-pointer walk would lose every caller of code built without frame pointers.
  *
- * Tables are built the first time a walk meets a module, from the module's own mapped
- * .eh_frame (found through PT_GNU_EH_FRAME), into memory of our own mmap: no allocator call,
- * we are inside one. What a frame's rule is gets cached per return address in one word, so
- * that a walk through frames seen before costs about what a frame-pointer walk does. */
-#include <dlfcn.h>
+ * A frame's rule comes from the module's own mapped .eh_frame, found through PT_GNU_EH_FRAME:
+ * its FDE by .eh_frame_hdr's binary search table, its program run to the address by the code
+ * that builds the BPF tables (a module without that search table gets a whole table, built
+ * into memory of our own mmap: no allocator call, we are inside one). The rule is cached per
+ * return address in one word, so that a walk through frames seen before costs about what a
+ * frame-pointer walk does. */
 #include <elf.h>
+#include <errno.h>
 #include <link.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -22,9 +24,11 @@ struct umod {
 	uint64_t lo, hi;   /* its executable segments in memory */
 	uint64_t bias;     /* memory address - link-time address */
 	uint64_t eh, eh_len; /* .eh_frame, link-time; eh_len 0: none */
+	uint64_t hdr, hdr_len; /* .eh_frame_hdr, link-time; hdr_len 0: none */
 	const struct hs_unw_row *rows; /* atomic: set once built */
 	uint32_t n;
 	int state;         /* atomic: 0 not built yet, 1 built, -1 none to be had */
+	int no_lookup;     /* atomic: .eh_frame_hdr's table is not searchable: build a table */
 };
 
 struct modset {
@@ -37,18 +41,18 @@ static struct modset *mods; /* atomic; replaced, never freed: a walk may still r
 static pthread_mutex_t unw_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A frame's rule in one word, so that threads read and write it without a lock: the return
- * address's bits above CACHE_BITS (its low bits are the slot's, given those) << 31 | the
- * rule packed by hs_unw_pack(). User addresses fit 47 bits. */
-#define CACHE_BITS 14
+ * address's bits above CACHE_BITS (its low bits are the slot's, given those) << PACK_BITS |
+ * the rule packed by hs_unw_pack(). User addresses fit 47 bits: 47 - CACHE_BITS + PACK_BITS
+ * must not pass 64. */
+#define CACHE_BITS 12 /* 32 KiB: a program's hot return addresses are some hundreds */
 #define CACHE_MASK ((1u << CACHE_BITS) - 1)
 static uint64_t rule_cache[1u << CACHE_BITS];
+_Static_assert(47 - CACHE_BITS + HS_UNW_PACK_BITS <= 64, "a cache word holds the key and the rule");
 
 static inline uint32_t cache_slot(uint64_t ra)
 {
 	return (uint32_t)(ra ^ (ra >> CACHE_BITS)) & CACHE_MASK;
 }
-
-
 
 struct scan {
 	struct modset *set;
@@ -63,17 +67,12 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 	struct umod m = {.lo = UINT64_MAX, .bias = info->dlpi_addr};
 	const ElfW(Phdr) *hdr = NULL;
 
-	if (s->counts_only) {
-		if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
-			s->adds = info->dlpi_adds;
-			s->subs = info->dlpi_subs;
-		}
-		return 1; /* the counts are the same in every call: one is enough */
-	}
 	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
 		s->adds = info->dlpi_adds;
 		s->subs = info->dlpi_subs;
 	}
+	if (s->counts_only)
+		return 1; /* the counts are the same in every call: one is enough */
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
 
@@ -100,6 +99,8 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 			if (p->p_type == PT_LOAD && eh >= p->p_vaddr && eh < p->p_vaddr + p->p_filesz) {
 				m.eh = eh;
 				m.eh_len = p->p_vaddr + p->p_filesz - eh;
+				m.hdr = hdr->p_vaddr;
+				m.hdr_len = hdr->p_memsz;
 			}
 		}
 	}
@@ -214,64 +215,121 @@ static struct umod *find_module(struct modset *set, uint64_t pc)
 	return NULL;
 }
 
-/* The rule for the frame whose return address is `ra`; false (counted) when there is none. */
-static bool rule_for(uint64_t ra, struct hs_unw_row *out)
+/* The row at link-time address pc of module m (HS_UNW_NONE where no FDE covers it); false
+ * when the module has no table. The module holds a return address of this thread's stack: it
+ * stays mapped while its .eh_frame is read. */
+static bool module_row(struct umod *m, uint64_t pc, struct hs_unw_row *row)
 {
-	uint64_t pc = ra - 1, e = __atomic_load_n(&rule_cache[cache_slot(ra)], __ATOMIC_RELAXED);
-	struct modset *set;
 	const struct hs_unw_row *r;
-	struct umod *m;
-	uint32_t packed;
 
-	if (e >> 31 == ra >> CACHE_BITS && e) {
-		hs_unw_unpack((uint32_t)e & 0x7fffffffu, out);
-		return true;
-	}
-	set = __atomic_load_n(&mods, __ATOMIC_ACQUIRE);
-	m = find_module(set, pc);
-	if (!m) {
-		rescan();
-		m = find_module(__atomic_load_n(&mods, __ATOMIC_ACQUIRE), pc);
-		if (!m) {
-			count(HS_CNT_UNW_NO_MODULE);
-			return false;
+	/* Through .eh_frame_hdr's search table one FDE is read and nothing is built: a process
+	 * that lives a few milliseconds pays for the frames it has, not for its modules. */
+	if (m->hdr_len && !__atomic_load_n(&m->no_lookup, __ATOMIC_RELAXED)) {
+		int err = unwtab__lookup((const uint8_t *)(uintptr_t)(m->bias + m->hdr), m->hdr_len, m->hdr,
+					 (const uint8_t *)(uintptr_t)(m->bias + m->eh), m->eh_len, m->eh, pc, row);
+
+		if (!err)
+			return true;
+		if (err == -ENOENT) {
+			row->cfa = HS_UNW_NONE;
+			return true;
 		}
+		/* A search table in another form: a table of our own, built once. */
+		__atomic_store_n(&m->no_lookup, 1, __ATOMIC_RELAXED);
 	}
 	if (!__atomic_load_n(&m->state, __ATOMIC_ACQUIRE)) {
-		/* The module holds a return address of this thread's stack: it stays mapped while
-		 * its .eh_frame is read. */
 		pthread_mutex_lock(&unw_lock);
 		if (!m->state)
 			build(m);
 		pthread_mutex_unlock(&unw_lock);
 	}
-	if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) < 0) {
-		count(HS_CNT_UNW_NO_TABLE);
+	if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) < 0)
 		return false;
+	r = unwtab__find(m->rows, m->n, pc);
+	*row = r ? *r : (struct hs_unw_row){.cfa = HS_UNW_NONE};
+	return true;
+}
+
+#define FOUND (-1)
+
+/* rule_for() when the cache does not have it: out of line, so that the walk's loop keeps its
+ * registers. FOUND, or the counter of why there is no rule. */
+static __attribute__((noinline)) int rule_slow(uint64_t ra, struct hs_unw_row *out)
+{
+	uint64_t pc = ra - 1;
+	struct umod *m;
+	uint32_t packed;
+
+	m = find_module(__atomic_load_n(&mods, __ATOMIC_ACQUIRE), pc);
+	if (!m) {
+		rescan();
+		m = find_module(__atomic_load_n(&mods, __ATOMIC_ACQUIRE), pc);
+		if (!m)
+			return HS_CNT_UNW_NO_MODULE;
 	}
-	r = unwtab__find(m->rows, m->n, pc - m->bias);
-	if (!r || r->cfa == HS_UNW_NONE) {
-		count(HS_CNT_UNW_NO_ROW);
-		return false;
+	if (!module_row(m, pc - m->bias, out))
+		return HS_CNT_UNW_NO_TABLE;
+	if (out->cfa == HS_UNW_NONE)
+		return HS_CNT_UNW_NO_ROW;
+	if (out->cfa == HS_UNW_EXPR)
+		return HS_CNT_UNW_EXPRESSION;
+	if (ra < (1ull << 47) && hs_unw_pack(out, &packed))
+		__atomic_store_n(&rule_cache[cache_slot(ra)], (ra >> CACHE_BITS) << HS_UNW_PACK_BITS | packed,
+				 __ATOMIC_RELAXED);
+	return FOUND;
+}
+
+/* The rule for the frame whose return address is `ra`: FOUND, or why there is none. */
+static inline int rule_for(uint64_t ra, struct hs_unw_row *out)
+{
+	uint64_t e = __atomic_load_n(&rule_cache[cache_slot(ra)], __ATOMIC_RELAXED);
+
+	if (LIKELY(e >> HS_UNW_PACK_BITS == ra >> CACHE_BITS && e)) {
+		hs_unw_unpack((uint32_t)e & ((1u << HS_UNW_PACK_BITS) - 1), out);
+		return FOUND;
 	}
-	if (r->cfa == HS_UNW_EXPR) {
-		count(HS_CNT_UNW_EXPRESSION);
-		return false;
+	return rule_slow(ra, out);
+}
+
+/* The last walk's frames from J on, if what they were read from is unchanged: each return
+ * address's slot, and each slot rbp was read from. Those reads do not wait on each other,
+ * where a walk's do: allocations come in runs from one place, whose callers are the last
+ * walk's. Appends them to IPS and to the new memo; false if a slot changed. */
+static bool memo_suffix(const struct walk_memo *old, uint32_t j, struct walk_memo *nw, uint64_t *ips, uint32_t *n,
+			uint32_t max)
+{
+	uint32_t k, at = *n;
+
+	for (k = j + 1; k < old->n; k++) {
+		if (*(const uint64_t *)(uintptr_t)(old->sp[k] - 8) != old->ip[k] ||
+		    (old->rbp_at[k] && *(const uint64_t *)(uintptr_t)old->rbp_at[k] != old->rbp[k]))
+			return false;
 	}
-	*out = *r;
-	if (ra < (1ull << 47) && hs_unw_pack(r, &packed))
-		__atomic_store_n(&rule_cache[cache_slot(ra)], (ra >> CACHE_BITS) << 31 | packed, __ATOMIC_RELAXED);
+	for (k = j + 1; k < old->n && at < max; k++, at++) {
+		ips[at] = old->ip[k];
+		nw->sp[at] = old->sp[k];
+		nw->ip[at] = old->ip[k];
+		nw->rbp[at] = old->rbp[k];
+		nw->rbp_at[at] = old->rbp_at[k];
+		nw->rbp_ok[at] = old->rbp_ok[k];
+	}
+	*n = at;
 	return true;
 }
 
 /* From the hook's frame (compiled with a frame pointer): frame 0 is its return address, as
- * in the frame-pointer walk; then one table lookup per frame. Reads only within the thread's
- * stack, each CFA above the last: a wrong rule ends the walk, it cannot fault or loop. */
+ * in the frame-pointer walk; then one table lookup per frame, until a frame is the last
+ * walk's in the same state (its stack pointer, return address and rbp) and the frames above
+ * it are unchanged. Reads only within the thread's stack, each CFA above the last: a wrong
+ * rule ends the walk, it cannot fault or loop. */
 uint32_t unwind_walk(struct tstate *t, uint64_t fp, uint64_t *ips, uint32_t max)
 {
-	uint64_t sp = fp + 16, rbp, pc;
+	const struct walk_memo *old = &t->memo[t->memo_cur];
+	struct walk_memo *nw = &t->memo[t->memo_cur ^ 1];
+	uint64_t sp = fp + 16, rbp, pc, rbp_at = 0;
 	bool rbp_ok = true;
-	uint32_t n = 0;
+	uint32_t n = 0, j = 0;
+	int stop = FOUND;
 
 	if (fp < t->stack_lo || fp + 16 > t->stack_hi)
 		return 0;
@@ -281,30 +339,41 @@ uint32_t unwind_walk(struct tstate *t, uint64_t fp, uint64_t *ips, uint32_t max)
 		struct hs_unw_row r;
 		uint64_t cfa;
 
+		while (j < old->n && old->sp[j] < sp)
+			j++;
+		nw->sp[n] = sp;
+		nw->ip[n] = pc;
+		nw->rbp[n] = rbp;
+		nw->rbp_at[n] = rbp_at;
+		nw->rbp_ok[n] = rbp_ok;
 		ips[n++] = pc;
-		if (n == max) {
-			count(HS_CNT_STACK_TRUNCATED);
+		if (j < old->n && old->sp[j] == sp && old->ip[j] == pc && old->rbp_ok[j] == rbp_ok &&
+		    (!rbp_ok || old->rbp[j] == rbp) && memo_suffix(old, j, nw, ips, &n, max)) {
+			stop = old->stop;
 			break;
 		}
-		if (!rule_for(pc, &r) || r.cfa == HS_UNW_END)
+		if (n == max)
+			break;
+		stop = rule_for(pc, &r);
+		if (stop != FOUND || r.cfa == HS_UNW_END)
 			break;
 		if (r.cfa == HS_UNW_CFA_FP && !rbp_ok) {
-			count(HS_CNT_UNW_FP_LOST);
+			stop = HS_CNT_UNW_FP_LOST;
 			break;
 		}
 		cfa = (r.cfa == HS_UNW_CFA_SP ? sp : rbp) + (uint64_t)(int64_t)r.cfa_off;
 		if (cfa <= sp || cfa > t->stack_hi || (cfa & 7)) {
-			count(HS_CNT_UNW_BAD_FRAME);
+			stop = HS_CNT_UNW_BAD_FRAME;
 			break;
 		}
+		rbp_at = 0;
 		if (r.fp == HS_UNW_FP_AT) {
-			uint64_t at = cfa + (uint64_t)(int64_t)r.fp_off;
-
-			if (at < sp || at + 8 > t->stack_hi) {
-				count(HS_CNT_UNW_BAD_FRAME);
+			rbp_at = cfa + (uint64_t)(int64_t)r.fp_off;
+			if (rbp_at < sp || rbp_at + 8 > t->stack_hi) {
+				stop = HS_CNT_UNW_BAD_FRAME;
 				break;
 			}
-			rbp = *(const uint64_t *)(uintptr_t)at;
+			rbp = *(const uint64_t *)(uintptr_t)rbp_at;
 			rbp_ok = true;
 		} else if (r.fp == HS_UNW_FP_LOST) {
 			rbp_ok = false;
@@ -312,6 +381,13 @@ uint32_t unwind_walk(struct tstate *t, uint64_t fp, uint64_t *ips, uint32_t max)
 		pc = *(const uint64_t *)(uintptr_t)(cfa - 8);
 		sp = cfa;
 	}
+	if (n == max)
+		stop = HS_CNT_STACK_TRUNCATED;
+	if (stop != FOUND)
+		count(stop);
+	nw->n = n;
+	nw->stop = stop;
+	t->memo_cur ^= 1;
 	return n;
 }
 

@@ -2,7 +2,10 @@
 /* unwdump FILE: reads link-time addresses (hex, one per line) on stdin and prints the rule
  * heapsnap's unwind table (format/unwtab.c) gives each, as readelf -wF writes rules:
  *   ADDR rsp+N|rbp+N|none|end|expr  c-N|u|same|lost
- * tests/unwcheck.py compares them with readelf's own reading of .eh_frame. */
+ * tests/unwcheck.py compares them with readelf's own reading of .eh_frame. Each address is also
+ * looked up without a table (unwtab__lookup(), through .eh_frame_hdr, as the in-process
+ * recorder does), and "MISMATCH" printed where the two ways differ. */
+#include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
@@ -15,9 +18,9 @@
 int main(int argc, char **argv)
 {
 	size_t shstr;
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	Elf_Data *d;
+	Elf_Scn *scn = NULL, *hscn = NULL;
+	GElf_Shdr sh, hsh;
+	Elf_Data *d, *hd = NULL;
 	struct hs_unw_row *rows;
 	long bound, n;
 	char line[64];
@@ -30,6 +33,11 @@ int main(int argc, char **argv)
 	e = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ, NULL);
 	if (!e || elf_getshdrstrndx(e, &shstr))
 		return 2;
+	while ((hscn = elf_nextscn(e, hscn)))
+		if (gelf_getshdr(hscn, &hsh) && !strcmp(elf_strptr(e, shstr, hsh.sh_name), ".eh_frame_hdr"))
+			break;
+	if (hscn)
+		hd = elf_rawdata(hscn, NULL);
 	while ((scn = elf_nextscn(e, scn)))
 		if (gelf_getshdr(scn, &sh) && !strcmp(elf_strptr(e, shstr, sh.sh_name), ".eh_frame"))
 			break;
@@ -45,8 +53,15 @@ int main(int argc, char **argv)
 	while (fgets(line, sizeof(line), stdin)) {
 		uint64_t pc = strtoull(line, NULL, 16);
 		const struct hs_unw_row *r = unwtab__find(rows, (uint32_t)n, pc);
+		struct hs_unw_row l;
 		char cfa[32], fp[32];
+		int lr = hd ? unwtab__lookup(hd->d_buf, hd->d_size, hsh.sh_addr, d->d_buf, d->d_size, sh.sh_addr, pc, &l)
+			    : -ENOENT;
 
+		/* The table's gap rows are what a lookup finds no FDE for. */
+		if (hd && (lr ? r && r->cfa != HS_UNW_NONE
+			      : !r || l.cfa != r->cfa || l.cfa_off != r->cfa_off || l.fp != r->fp || l.fp_off != r->fp_off))
+			printf("MISMATCH %" PRIx64 " lookup %d\n", pc, lr);
 		if (!r || r->cfa == HS_UNW_NONE)
 			snprintf(cfa, sizeof(cfa), "none");
 		else if (r->cfa == HS_UNW_END)

@@ -5,6 +5,12 @@
  *   nofp_level3   20 x 1000 = 20000 live
  *                 called from nofp_level2 <- nofp_level1 <- main
  *
+ * `nofp alt`: the same 20 blocks, from callers that take turns and differ only in the return
+ * address in one frame of the stack (same depth, same frame sizes):
+ *   nofp_level3   20 x 1000 = 20000 live, from nofp_level2 <- nofp_left or nofp_right <- main
+ *   nofp_left     10 x 1000 = 10000 cum
+ *   nofp_right    10 x 1000 = 10000 cum
+ *
  * `nofp FIFO`: prints "ready PID" and waits for a line on FIFO before allocating, calling
  * malloc and free (8 bytes, nothing live) meanwhile, so that a recorder can attach, by BPF
  * or by injection (which needs an allocator call), and has read the maps by then.
@@ -12,6 +18,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
@@ -41,6 +48,24 @@ NOINLINE void nofp_level1(void)
 	sink++;
 }
 
+NOINLINE void nofp_left(int i)
+{
+	volatile char pad[16];
+
+	pad[0] = (char)i;
+	nofp_level2(i);
+	sink += pad[0];
+}
+
+NOINLINE void nofp_right(int i)
+{
+	volatile char pad[16];
+
+	pad[0] = (char)i;
+	nofp_level2(i);
+	sink -= pad[0];
+}
+
 static int wait_for(const char *fifo)
 {
 	int fd = open(fifo, O_RDONLY | O_NONBLOCK);
@@ -62,6 +87,11 @@ static int wait_for(const char *fifo)
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "alt")) {
+		for (int i = 0; i < 20; i++)
+			(i & 1 ? nofp_left : nofp_right)(i);
+		return sink == 12345;
+	}
 	if (argc > 1 && wait_for(argv[1]))
 		return 4;
 	nofp_level1();

@@ -204,7 +204,12 @@ $(OUTPUT)/asan/heapsnap-record: $(RECORD_SRCS) $(FORMAT_SRCS) $(OUTPUT)/heapsnap
 FUZZ_CC ?= clang
 FUZZ_FLAGS := -std=gnu11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-D_GNU_SOURCE -DHEAPSNAP_VERSION='"$(VERSION)-fuzz"' -I$(OUTPUT) -Iformat -Ibpf -Ianalyzer -Itests/fuzz
-FUZZ_PROGS := $(OUTPUT)/fuzz/fuzz_reader $(OUTPUT)/fuzz/fuzz_replay
+FUZZ_PROGS := $(OUTPUT)/fuzz/fuzz_reader $(OUTPUT)/fuzz/fuzz_replay $(OUTPUT)/fuzz/fuzz_unwtab
+
+$(OUTPUT)/fuzz/fuzz_unwtab: tests/fuzz/fuzz_unwtab.c format/unwtab.c format/unwtab.h bpf/heapsnap.h
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $< format/unwtab.c -o $@
 
 $(OUTPUT)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c tests/fuzz/fuzz_common.h $(FORMAT_SRCS) format/*.h
 	$(call msg,FUZZ-CC,$@)

@@ -29,6 +29,19 @@ for t in reader replay; do
 	echo "fuzz_$t: $(ls "$REG" | wc -l) regression inputs"
 	"$F/fuzz_$t" "${LIMITS[@]}" "$REG"/* 2>"$F/$t.regress.log" || { tail -30 "$F/$t.regress.log"; exit 1; }
 done
+# Unwind tables: seeded with the .eh_frame_hdr and .eh_frame of a test program and of libc.
+mkdir -p "$F/corpus-unwtab"
+for bin in "$OUT/tests/nofp" /lib/x86_64-linux-gnu/libc.so.6; do
+	[ -r "$bin" ] || continue
+	objcopy -O binary --only-section=.eh_frame_hdr "$bin" "$F/hdr.bin" 2>/dev/null || continue
+	objcopy -O binary --only-section=.eh_frame "$bin" "$F/eh.bin" 2>/dev/null || continue
+	python3 -c 'import sys; h = open(sys.argv[1], "rb").read()[:65535]; sys.stdout.buffer.write(len(h).to_bytes(2, "little") + h + open(sys.argv[2], "rb").read())' \
+		"$F/hdr.bin" "$F/eh.bin" >"$F/corpus-unwtab/$(basename "$bin")"
+done
+echo "fuzz_unwtab: ${SECS}s"
+"$F/fuzz_unwtab" "${LIMITS[@]}" -max_total_time="$SECS" -max_len=262144 -print_final_stats=1 \
+	-artifact_prefix="$F/unwtab-" "$F/corpus-unwtab" >"$F/unwtab.log" 2>&1 || { tail -40 "$F/unwtab.log"; exit 1; }
+grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$F/unwtab.log" | sed "s/^/  /"
 for t in reader replay; do
 	cp testdata/*.hsnap "$REG"/*.hsnap "$F/corpus-$t/"
 	cp testdata/v1/alloc_c.hsnap "$F/corpus-$t/v1-alloc_c.hsnap"

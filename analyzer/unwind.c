@@ -90,15 +90,23 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *a
 }
 
 /* x86-64 DWARF register numbers: rbx 3, rbp 6, rsp 7, r12-r15 12-15. Caller-saved
- * registers are unknown at a call, and are left unset. */
+ * registers are unknown at a call, and are left unset.
+ * Every capture is taken at a function's entry (the allocator's, or the in-process hook's),
+ * where the return address is at [sp] and the callee-saved registers are still the caller's:
+ * the unwind starts in the caller, as if the allocator had returned. It needs no CFI of the
+ * allocator's module, which a process that lived a few milliseconds may not have had listed
+ * (libdwfl's fallback would then take rbp for that frame's and skip the caller). */
 static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 {
 	struct unwinder *u = arg;
 	const uint64_t *g = u->cur->regs;
-	Dwarf_Word bx = g[3], bpsp[2] = {g[2], g[1]}, r12_15[4] = {g[4], g[5], g[6], g[7]};
+	Dwarf_Word bx = g[3], bpsp[2] = {g[2], g[1] + 8}, r12_15[4] = {g[4], g[5], g[6], g[7]}, ret;
 
+	if (u->cur->len < 8)
+		return false;
+	memcpy(&ret, u->cur->data, sizeof(ret));
 	return dwfl_thread_state_registers(thread, 3, 1, &bx) && dwfl_thread_state_registers(thread, 6, 2, bpsp) &&
-	       dwfl_thread_state_registers(thread, 12, 4, r12_15) && (dwfl_thread_state_register_pc(thread, g[0]), true);
+	       dwfl_thread_state_registers(thread, 12, 4, r12_15) && (dwfl_thread_state_register_pc(thread, ret), true);
 }
 
 static const Dwfl_Thread_Callbacks thread_callbacks = {
@@ -247,11 +255,11 @@ const uint64_t *unwinder__stack(struct unwinder *u, uint32_t pid, uint64_t id, u
 				rc ? dwfl_errmsg(-1) : "ok");
 
 		if (rc != 0 && u->npcs < MAX_FRAMES) {
-			Dwarf_Addr last = u->npcs ? u->pcs[u->npcs - 1] : d->regs[0];
+			Dwarf_Addr last = u->npcs ? u->pcs[u->npcs - 1] - 1 : d->regs[0];
 
 			if (u->window_miss)
 				why = UNW_WINDOW;
-			else if (!dwfl_addrmodule(p->dwfl, last - (u->npcs > 1)))
+			else if (!dwfl_addrmodule(p->dwfl, last))
 				why = UNW_NO_BINARY;
 			else
 				why = UNW_NO_CFI; /* libdwfl found the module but no rule to unwind this pc */
@@ -259,16 +267,16 @@ const uint64_t *unwinder__stack(struct unwinder *u, uint32_t pid, uint64_t id, u
 	} else {
 		why = UNW_NO_BINARY;
 	}
-	/* pcs[0] is the allocator itself; the rest are return addresses. Whatever happened,
-	 * the caller's return address at [sp] is known. */
+	/* pcs[0] is the caller's return address, read from [sp]; the rest are return addresses
+	 * too. Whatever happened, that first one is known. */
 	if (d->len >= 8)
 		memcpy(&ret0, d->data, 8);
 	res = malloc(sizeof(uint64_t) * (MAX_FRAMES + 2));
 	if (!res)
 		exit(1);
 	res[0] = 0;
-	if (u->npcs >= 2) {
-		for (uint32_t i = 1; i < u->npcs; i++)
+	if (u->npcs >= 1) {
+		for (uint32_t i = 0; i < u->npcs; i++)
 			res[1 + res[0]++] = u->pcs[i];
 	} else if (ret0) {
 		res[1 + res[0]++] = ret0;

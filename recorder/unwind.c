@@ -16,7 +16,7 @@ struct unw_tables {
 	struct hmap by_bid;      /* build-id -> row_start << 32 | row_count */
 	struct hs_unw_proc *val; /* scratch for one process's update */
 	uint32_t gen;            /* of the last update: unique to each */
-	bool warned_full;
+	bool warned_full, warned_update;
 };
 
 int unw_tables__open(struct session *s)
@@ -209,8 +209,12 @@ void unw_tables__update(struct session *s, const struct proc *p)
 				snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, m->path);
 				fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 			}
-			if (fd < 0)
+			if (fd < 0) {
+				if (s->o->verbose)
+					rec_warnx("no unwind table for %s in process %d: %s", m->path, p->pid,
+						  strerror(errno));
 				continue; /* not known: the BPF side copies the stack when it meets it */
+			}
 			if (fstat(fd, &st) || !S_ISREG(st.st_mode))
 				o->unw.state = -1;
 			else
@@ -234,5 +238,9 @@ void unw_tables__update(struct session *s, const struct proc *p)
 			  "are copied and unwound offline", p->pid, p->nr_maps, HS_UNW_MAX_MAPS);
 		s->warned_unw_maps = true;
 	}
-	bpf_map_update_elem(u->procs_fd, &key, v, BPF_ANY);
+	if (bpf_map_update_elem(u->procs_fd, &key, v, BPF_ANY) && !u->warned_update) {
+		rec_warnx("cannot give the BPF program the mappings of process %d: %s; its stacks are copied "
+			  "and unwound offline", p->pid, strerror(errno));
+		u->warned_update = true;
+	}
 }

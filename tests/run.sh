@@ -565,7 +565,7 @@ t_bpf_not_root() {
 	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=+bpf,+perfmon --ambient-caps=+bpf,+perfmon \
 		"$TMP/ub/heapsnap-record" --via "$VIA" -o "$TMP/nr/c.hsnap" -- "$TMP/ub/alloc_c" >/dev/null 2>"$TMP/e" ||
 		{ cat "$TMP/e"; die "CAP_BPF and CAP_PERFMON as uid 65534"; }
-	"$A" top "$TMP/nr/c.hsnap" 2>/dev/null | grep -q "^ *10000 .*leak_malloc$" || die "leak_malloc with capabilities only"
+	"$A" top "$TMP/nr/c.hsnap" >"$TMP/nr.top" 2>&1; grep -q "^ *10000 .*leak_malloc$" "$TMP/nr.top" || { cat "$TMP/nr.top" "$TMP/e"; die "leak_malloc with capabilities only"; }
 }
 
 # --stack dwarf: the point is the contrast with fp on code built without frame pointers.
@@ -781,7 +781,12 @@ t_bpf_killed_recorder() {
 	rpid=$!
 	for i in $(seq 100); do pgrep -f "alloc_c loop 3" >/dev/null && break; sleep 0.05; done
 	pgrep -f "alloc_c loop 3" >/dev/null || die "target not started"
-	sleep 1.5
+	# Killed once the file holds allocations (a condition, not a time: a loaded machine can
+	# take longer than a second to write the first frame).
+	for i in $(seq 400); do
+		"$A" stats --json "$TMP/k.hsnap" 2>/dev/null | grep -q '"allocs":[1-9]' && break
+		sleep 0.05
+	done
 	kill -9 $rpid; wait $rpid 2>/dev/null
 	pgrep -f "alloc_c loop 3" >/dev/null || die "the target died with the recorder"
 	for i in $(seq 100); do [ -s "$TMP/k.status" ] && break; sleep 0.1; done

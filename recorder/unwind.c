@@ -89,7 +89,7 @@ static int find_eh_frame(Elf *elf, const uint8_t **data, uint64_t *len, uint64_t
 		*addr = unwtab__eh_frame_from_hdr(raw + ph.p_offset, ph.p_filesz, ph.p_vaddr);
 		for (size_t j = 0; *addr && j < phnum; j++) {
 			if (!gelf_getphdr(elf, (int)j, &seg) || seg.p_type != PT_LOAD || *addr < seg.p_vaddr ||
-			    *addr >= seg.p_vaddr + seg.p_filesz || seg.p_offset + seg.p_filesz > size)
+			    *addr >= seg.p_vaddr + seg.p_filesz || seg.p_offset > size || seg.p_filesz > size - seg.p_offset)
 				continue;
 			*data = raw + seg.p_offset + (*addr - seg.p_vaddr);
 			*len = seg.p_vaddr + seg.p_filesz - *addr;
@@ -123,8 +123,11 @@ static void load_object(struct session *s, struct object *o, int fd)
 			t->segs[t->nsegs++] = (struct obj_seg){ph.p_offset & ~0xfffull, ph.p_vaddr & ~0xfffull,
 							      ph.p_filesz + (ph.p_offset & 0xfff)};
 	}
-	if (!o->build_id_len)
-		o->build_id_len = hs_read_build_id_fd(fd, o->build_id, sizeof(o->build_id));
+	if (!o->build_id_len) {
+		int n = hs_read_build_id_fd(fd, o->build_id, sizeof(o->build_id));
+
+		o->build_id_len = n > 0 ? n : 0;
+	}
 	if (o->build_id_len > 0) {
 		memcpy(&k1, o->build_id, o->build_id_len < 8 ? (size_t)o->build_id_len : 8);
 		if (o->build_id_len > 8)

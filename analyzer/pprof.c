@@ -366,8 +366,10 @@ int pprof_write_profile(const struct profile *p, const struct pprof_opts *o, FIL
 							  ln->file);
 			lines[k] = ln->line;
 		}
-		/* Unsymbolized frames in a symbolized profile still get a name pprof can show. */
-		if (!n && !o->no_symbolize && !l->map) {
+		/* Unsymbolized frames in a symbolized profile still get a name pprof can show,
+		 * module+0xOFFSET as the text reports give it: a location without a function is
+		 * dropped by some viewers, its bytes charged to its caller (speedscope does). */
+		if (!n && !o->no_symbolize) {
 			char nb[128];
 
 			fids[0] = pprof_builder__function(b, profile__line_name(p, l, NULL, nb, sizeof(nb)), NULL, NULL);

@@ -596,6 +596,24 @@ t_bpf_dwarf_nofp() {
 	"$A" top "$TMP/ns.hsnap" | grep -q "^ *20000 .*nofp_level3$" || die "frames reached must be kept"
 }
 
+# A stripped binary: its frames have no symbols, and every location still gets a function,
+# named module+0xOFFSET as the text reports name it (viewers drop locations without one).
+t_pprof_unsymbolized() {
+	need_go
+	cp "$T/libplugin.so" "$TMP/" # alloc_c dlopens it from its own directory
+	cp "$T/alloc_c" "$TMP/alloc_stripped" && strip --strip-all "$TMP/alloc_stripped" || skip "no strip (binutils)"
+	"$R" --via preload -o "$TMP/str.hsnap" -- "$TMP/alloc_stripped" >/dev/null 2>"$TMP/str.err" ||
+		{ cat "$TMP/str.err"; die "recording a stripped binary"; }
+	"$A" pprof -o "$TMP/str.pb.gz" "$TMP/str.hsnap" 2>/dev/null || die "pprof"
+	go tool pprof -raw "$TMP/str.pb.gz" >"$TMP/str.raw" 2>/dev/null || die "go tool pprof -raw"
+	sed -n '/^Locations/,/^Mappings/p' "$TMP/str.raw" >"$TMP/str.locs"
+	grep -qE '^ +[0-9]+: 0x[0-9a-f]+ M=[0-9]+ alloc_stripped\+0x[0-9a-f]+ ' "$TMP/str.locs" ||
+		{ head -20 "$TMP/str.locs"; die "no module+0xOFFSET function for the stripped binary's frames"; }
+	grep -E '^ +[0-9]+: 0x[0-9a-f]+( M=[0-9]+)? *$' "$TMP/str.locs" &&
+		die "locations without a function"
+	return 0
+}
+
 # ---- --stack auto (the default): unwind tables from .eh_frame ----
 
 # The tables against binutils' own reading of .eh_frame, row by row, on Debian's binaries
@@ -1325,7 +1343,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_preload_sampled_dense t_preload_scribbled_ring t_preload_dwarf_nofp t_preload_dwarf_cxx_rust t_preload_dwarf_debian t_preload_unprivileged \
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
-	t_preload_auto_debian t_inject_auto_nofp t_fuzz_targets"
+	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_fuzz_targets"
 for t in $ALL; do
 	run $t
 done

@@ -17,6 +17,7 @@
 
 static const char usage[] =
 	"Usage: heapsnap-analyze SUBCOMMAND [OPTIONS] FILE...\n"
+	"       heapsnap-analyze --version\n"
 	"\n"
 	"Reads a heapsnap record file, replays it to the live heap at a chosen point, and reports.\n"
 	"Runs anywhere: no BPF, no root. Binaries are found by build-id for symbolization.\n"
@@ -328,6 +329,10 @@ int main(int argc, char **argv)
 	struct out out;
 	int c, ret, nwhere;
 
+	if (argc >= 2 && !strcmp(argv[1], "--version")) {
+		printf("heapsnap-analyze %s (record format %u.%u)\n", HEAPSNAP_VERSION, HS_FORMAT_MAJOR, HS_FORMAT_MINOR);
+		return 0;
+	}
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		fputs(usage, argc < 2 ? stderr : stdout);
 		return argc < 2 ? EXIT_USAGE : EXIT_OK;

@@ -82,6 +82,7 @@ static const char usage[] =
 	"  -v, --verbose            libbpf debug output and probe choices\n"
 	"      --stats              print the event and loss counters at the end\n"
 	"  -h, --help               this help\n"
+	"      --version            the version, and of the record format it writes\n"
 	"\n"
 	"BPF needs root, or CAP_BPF with CAP_PERFMON, and a kernel with BTF; preload needs neither.\n"
 	"\n"
@@ -110,6 +111,7 @@ enum {
 	OPT_PROBE_LINKS,
 	OPT_VIA,
 	OPT_ATTACH_TIMEOUT,
+	OPT_VERSION,
 };
 
 static const struct option longopts[] = {
@@ -138,6 +140,7 @@ static const struct option longopts[] = {
 	{"stats", no_argument, NULL, OPT_STATS},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, OPT_VERSION},
 	{0},
 };
 
@@ -364,6 +367,10 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			fputs(usage, stdout);
+			return 0;
+		case OPT_VERSION:
+			printf("heapsnap-record %s (record format %u.%u)\n", HEAPSNAP_VERSION, HS_FORMAT_MAJOR,
+			       HS_FORMAT_MINOR);
 			return 0;
 		default:
 			fprintf(stderr, "Try 'heapsnap-record --help'.\n");

@@ -116,6 +116,12 @@ t_analyzer_usage() {
 	"$A" top 2>"$TMP/e"; rc=$?; eq "no file exit" 2 $rc; contains "$TMP/e" "needs a record file"
 	"$A" leaks --min-age 5parsecs x 2>"$TMP/e"; rc=$?; eq "bad duration" 2 $rc; contains "$TMP/e" "--min-age '5parsecs'"
 	"$A" --help | grep -q "Usage: heapsnap-analyze" || die "help"
+	# The version the Makefile builds in, and the format version record.h defines.
+	local v fmt
+	v=$(awk '/^VERSION :=/ { print $3 }' Makefile)
+	fmt=$(awk '/define HS_FORMAT_MAJOR / { M = $3 } /define HS_FORMAT_MINOR / { m = $3 } END { print M "." m }' format/record.h)
+	eq "heapsnap-analyze --version" "heapsnap-analyze $v (record format $fmt)" "$("$A" --version)"
+	eq "heapsnap-record --version" "heapsnap-record $v (record format $fmt)" "$("$R" --version)"
 }
 
 t_bad_input() {

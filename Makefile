@@ -265,10 +265,27 @@ bench: deps
 	$(Q)$(MAKE) --no-print-directory all $(BENCH_PROGS)
 	$(Q)OUTPUT=$(OUTPUT) bench/run.sh
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/heapsnap
+# Man pages made from each program's --help: its options, defaults and examples, one place.
+MANS := $(OUTPUT)/man/heapsnap-record.1 $(OUTPUT)/man/heapsnap-analyze.1
+
+$(OUTPUT)/man/heapsnap-record.1: $(OUTPUT)/heapsnap-record scripts/mkman.py
+	$(call msg,MAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)python3 scripts/mkman.py $< $(VERSION) "record the heap allocations of a process or a host" >$@
+
+$(OUTPUT)/man/heapsnap-analyze.1: $(OUTPUT)/heapsnap-analyze scripts/mkman.py
+	$(call msg,MAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)python3 scripts/mkman.py $< $(VERSION) "replay heapsnap recordings and report on the heap" >$@
+
+install: all $(MANS)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/heapsnap $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 $(LIB) $(DESTDIR)$(PREFIX)/lib/heapsnap/
+	install -m 0644 $(MANS) $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 scripts/heapsnap-completion.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/heapsnap-record
+	install -m 0644 scripts/heapsnap-completion.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/heapsnap-analyze
 
 clean:
 	$(call msg,CLEAN,$(OUTPUT))

@@ -6,7 +6,7 @@ set -euo pipefail
 PKGS=(make gcc g++ clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-dev libdebuginfod-dev
       libprotobuf-c-dev protobuf-c-compiler libzstd-dev zlib1g-dev libiberty-dev golang-go time util-linux python3 sqlite3
       libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libc6-dbg libclang-rt-dev heaptrack binutils
-      graphviz)
+      graphviz man-db)
 
 missing=()
 for p in "${PKGS[@]}"; do

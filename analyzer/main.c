@@ -39,6 +39,11 @@ static const char usage[] =
 	"      --peak               the moment of the highest live total\n"
 	"      --from S, --to S     diff: snapshots of one file (default: first and last)\n"
 	"\n"
+	"Which processes (default: all; these together select any process either names):\n"
+	"      --pid PID            only process PID's allocations (repeatable)\n"
+	"      --comm NAME          only those of processes while their name is NAME (a shell that\n"
+	"                           execs NAME is not selected before the exec)\n"
+	"\n"
 	"Output:\n"
 	"  -o, --output FILE        write FILE instead of stdout (pprof refuses to write to a terminal)\n"
 	"      --json               JSON instead of text (top, summary, leaks, stats, info, diff)\n"
@@ -80,6 +85,8 @@ enum {
 	OPT_PPROF,
 	OPT_BASE_PPROF,
 	OPT_DEBUG_DIR,
+	OPT_PID,
+	OPT_COMM,
 	OPT_NO_SYM,
 };
 
@@ -97,6 +104,8 @@ static const struct option longopts[] = {
 	{"pprof", required_argument, NULL, OPT_PPROF},
 	{"base-pprof", required_argument, NULL, OPT_BASE_PPROF},
 	{"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
+	{"pid", required_argument, NULL, OPT_PID},
+	{"comm", required_argument, NULL, OPT_COMM},
 	{"no-symbolize", no_argument, NULL, OPT_NO_SYM},
 	{"help", no_argument, NULL, 'h'},
 	{0},
@@ -114,6 +123,8 @@ struct opts {
 	int value, nodecount;
 	const char **debug_dirs;
 	int nr_debug_dirs;
+	uint32_t *pids, nr_pids; /* --pid */
+	const char *comm;        /* --comm */
 	char **files;
 	int nr_files;
 };
@@ -261,7 +272,8 @@ static int write_pprof_file(const struct profile *p, const char *path, const str
 static int run_diff(struct opts *o, struct symbolizer *sym)
 {
 	struct replay ra, rb;
-	struct replay_target ta = {.kind = STOP_SNAPSHOT}, tb = {.kind = STOP_SNAPSHOT};
+	struct replay_target ta = {.kind = STOP_SNAPSHOT, .pids = o->pids, .nr_pids = o->nr_pids, .comm = o->comm};
+	struct replay_target tb = ta;
 	struct profile pa, pb;
 	struct report_opts ro = {.json = o->json, .value = o->value, .nodecount = o->nodecount};
 	struct out out;
@@ -393,6 +405,27 @@ int main(int argc, char **argv)
 		case OPT_BASE_PPROF:
 			o.base_pprof_out = optarg;
 			break;
+		case OPT_PID: {
+			char *end;
+			unsigned long v;
+
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || !v || v > UINT32_MAX)
+				return usage_error("invalid --pid '%s': expected a process id", optarg);
+			if (o.nr_pids == 1024)
+				return usage_error("%s", "at most 1024 --pid options");
+			o.pids = realloc(o.pids, sizeof(*o.pids) * (o.nr_pids + 1));
+			if (!o.pids)
+				return EXIT_FAIL;
+			o.pids[o.nr_pids++] = (uint32_t)v;
+			break;
+		}
+		case OPT_COMM:
+			if (!*optarg || strlen(optarg) > 15)
+				return usage_error("invalid --comm '%s': a process name is 1 to 15 characters", optarg);
+			o.comm = optarg;
+			break;
 		case OPT_DEBUG_DIR:
 			o.debug_dirs = realloc(o.debug_dirs, sizeof(*o.debug_dirs) * (size_t)(o.nr_debug_dirs + 1));
 			if (!o.debug_dirs)
@@ -446,6 +479,7 @@ int main(int argc, char **argv)
 		symbolizer__report(sym, stderr);
 		symbolizer__free(sym);
 		free(o.debug_dirs);
+		free(o.pids);
 		return ret;
 	}
 	if (o.snapshot) {
@@ -459,11 +493,15 @@ int main(int argc, char **argv)
 	} else if (o.cmd == C_INFO) {
 		t.kind = STOP_META;
 	}
+	t.pids = o.pids;
+	t.nr_pids = o.nr_pids;
+	t.comm = o.comm;
 	ret = load(&r, o.files[0], &t);
 	if (ret && ret != EXIT_CORRUPT && !(ret == EXIT_NODATA && o.cmd == C_INFO && r.have_session)) {
 		replay__free(&r);
 		symbolizer__free(sym);
 		free(o.debug_dirs);
+		free(o.pids);
 		return ret;
 	}
 	ro = (struct report_opts){.json = o.json, .value = o.value, .nodecount = o.nodecount, .min_age = o.min_age,
@@ -476,6 +514,7 @@ int main(int argc, char **argv)
 		replay__free(&r);
 		symbolizer__free(sym);
 		free(o.debug_dirs);
+		free(o.pids);
 		return r2 ? r2 : (ret == EXIT_NODATA ? EXIT_OK : ret);
 	}
 	profile__build(&p, &r, sym);
@@ -508,5 +547,6 @@ int main(int argc, char **argv)
 	replay__free(&r);
 	symbolizer__free(sym);
 	free(o.debug_dirs);
+	free(o.pids);
 	return ret;
 }

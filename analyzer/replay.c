@@ -72,6 +72,17 @@ struct process *replay__process(const struct replay *r, uint32_t pid)
 	return s ? &r->procs[s->val - 1] : NULL;
 }
 
+/* Whether --pid names PID; with no filter, every process is. */
+static bool pid_listed(const struct replay *r, uint32_t pid)
+{
+	if (!r->filter)
+		return true;
+	for (uint32_t i = 0; i < r->filter->nr_pids; i++) /* the few the user typed */
+		if (r->filter->pids[i] == pid)
+			return true;
+	return false;
+}
+
 static struct process *get_process(struct replay *r, uint32_t pid)
 {
 	struct hmap_slot *s;
@@ -87,7 +98,7 @@ static struct process *get_process(struct replay *r, uint32_t pid)
 	if (created) {
 		r->procs = grow_for(r->procs, r->nr_procs, sizeof(*r->procs));
 		r->procs[r->nr_procs] = (struct process){.pid = pid, .comm = xstrdup(""), .cmdline = xstrdup(""),
-							 .exe = xstrdup("")};
+							 .exe = xstrdup(""), .selected = pid_listed(r, pid)};
 		s->val = ++r->nr_procs;
 	}
 	r->last_proc = (uint32_t)s->val - 1;
@@ -376,6 +387,8 @@ static void on_meta(struct replay *r, const struct hs_record *rec, bool before_s
 		p->comm = xstrdup(rec->process.comm);
 		p->cmdline = xstrdup(rec->process.cmdline);
 		p->exe = xstrdup(rec->process.exe);
+		if (r->filter && r->filter->comm)
+			p->selected = pid_listed(r, rec->pid) || !strcmp(p->comm, r->filter->comm);
 		if (rec->process.origin != HS_PROC_EXEC) {
 			p->ppid = rec->process.ppid;
 			p->t_start = rec->time;
@@ -529,6 +542,8 @@ static void progress_done(struct progress *pg)
 
 static void apply_event(struct replay *r, const struct replay_event *rec)
 {
+	if (r->filter && !get_process(r, rec->pid)->selected)
+		return;
 	r->events++;
 	note_time(r, rec->time);
 	if (rec->type != HS_REC_FREE) {
@@ -639,10 +654,12 @@ static int pass(struct replay *r, struct record_reader *rd, uint64_t stop_index,
 static void reset_state(struct replay *r)
 {
 	const char *path = r->path;
+	const struct replay_target *filter = r->filter;
 
 	replay__free(r);
 	memset(r, 0, sizeof(*r));
 	r->path = path;
+	r->filter = filter;
 }
 
 static bool all_digits(const char *s)
@@ -678,6 +695,8 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 
 	memset(r, 0, sizeof(*r));
 	r->path = path;
+	if (target && (target->nr_pids || target->comm))
+		r->filter = target;
 	ret = record_reader__open(path, &rd, err, sizeof(err));
 	if (ret)
 		return fail(r, EXIT_FAIL, "%s", err);

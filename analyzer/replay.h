@@ -35,6 +35,7 @@ struct process {
 	uint32_t build_id_len;
 	uint64_t t_start, t_exit;
 	bool exited;
+	bool selected; /* by --pid or --comm, or no filter */
 	int64_t exit_status;
 	double alloc_bytes, alloc_count, free_bytes, free_count, live_bytes, live_count, peak_bytes;
 	uint64_t peak_time, largest, rss_max, unknown_frees;
@@ -91,10 +92,16 @@ struct replay_target {
 	enum replay_stop kind;
 	const char *snapshot; /* number (1-based) or label */
 	double at_seconds;
+	/* --pid, --comm: replay only these processes' events (either list selects). A process
+	 * is selected by name while it bears it: a shell that execs the command is not. */
+	const uint32_t *pids;
+	uint32_t nr_pids;
+	const char *comm;
 };
 
 struct replay {
 	const char *path;
+	const struct replay_target *filter; /* set when --pid or --comm narrows the replay */
 	/* session */
 	bool have_session;
 	char *tool_version, *hostname, *kernel, *cmdline, *via;

@@ -390,14 +390,17 @@ int report_summary(const struct profile *p, const struct report_opts *o, FILE *o
 	else
 		fprintf(out, "File: %s\nSnapshot: %s\nSampling: %s\n", o->file_label, r->stop_desc, sampling_text(r)),
 			print_losses(out, r, false);
-	for (uint32_t i = 0; i < r->nr_procs; i++) {
+	for (uint32_t i = 0, shown = 0; i < r->nr_procs; i++) {
 		const struct process *pr = &r->procs[i];
 		const struct live_stats *ls = &c.st[i];
 		double avg_age = ls->weight > 0 ? ls->age_sum / ls->weight : 0;
-		const char *oldest_fn = ls->any ? stack_leaf(p, pr->pid, ls->oldest_stack, leaf, sizeof(leaf)) : "";
+		const char *oldest_fn;
 
+		if (!pr->selected) /* --pid, --comm */
+			continue;
+		oldest_fn = ls->any ? stack_leaf(p, pr->pid, ls->oldest_stack, leaf, sizeof(leaf)) : "";
 		if (o->json) {
-			fprintf(out, "%s{\"pid\":%u,\"ppid\":%u,\"comm\":", i ? "," : "", pr->pid, pr->ppid);
+			fprintf(out, "%s{\"pid\":%u,\"ppid\":%u,\"comm\":", shown++ ? "," : "", pr->pid, pr->ppid);
 			json_str(out, pr->comm);
 			fprintf(out, ",\"cmdline\":");
 			json_str(out, pr->cmdline);

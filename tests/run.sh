@@ -640,6 +640,34 @@ t_install() {
 	eq "completion: heapsnap-record --via" "auto preload inject bpf" "$(sed -n 3p "$TMP/comp")"
 }
 
+# --pid and --comm narrow every report to processes: alloc_c and its fork child (its
+# child_work's 15000 bytes are the child's alone, leak_malloc's 10000 the parent's).
+t_analyzer_pid_filter() {
+	need_go
+	local parent child p
+	"$R" --via preload -o "$TMP/pf.hsnap" -- "$T/alloc_c" >/dev/null 2>"$TMP/pf.err" || { cat "$TMP/pf.err"; die "recording"; }
+	"$A" summary "$TMP/pf.hsnap" >"$TMP/pf.sum"
+	parent=$(awk '/^process/ { print $2; exit }' "$TMP/pf.sum")
+	child=$(awk -v p="$parent" '/^process/ && $5 == p ":" { print $2 }' "$TMP/pf.sum")
+	[ -n "$parent" ] && [ -n "$child" ] || { cat "$TMP/pf.sum"; die "no parent and fork child in the summary"; }
+	"$A" pprof --pid "$child" -o "$TMP/pfc.pb.gz" "$TMP/pf.hsnap" || die "pprof --pid child"
+	eq "--pid child: child_work" 15000 "$(pv "$TMP/pfc.pb.gz" inuse_space child_work)"
+	eq "--pid child: leak_malloc" absent "$(pv "$TMP/pfc.pb.gz" inuse_space leak_malloc)"
+	"$A" pprof --pid "$parent" -o "$TMP/pfp.pb.gz" "$TMP/pf.hsnap" || die "pprof --pid parent"
+	eq "--pid parent: leak_malloc" 10000 "$(pv "$TMP/pfp.pb.gz" inuse_space leak_malloc)"
+	eq "--pid parent: child_work" absent "$(pv "$TMP/pfp.pb.gz" inuse_space child_work)"
+	"$A" pprof --pid "$parent" --pid "$child" -o "$TMP/pfb.pb.gz" "$TMP/pf.hsnap" || die "pprof, both pids"
+	eq "both pids: child_work" 15000 "$(pv "$TMP/pfb.pb.gz" inuse_space child_work)"
+	eq "both pids: leak_malloc" 10000 "$(pv "$TMP/pfb.pb.gz" inuse_space leak_malloc)"
+	"$A" summary --json --pid "$child" "$TMP/pf.hsnap" >"$TMP/pf.json"
+	eq "--pid: one process in the summary" 1 "$(grep -o '"pid":' "$TMP/pf.json" | wc -l)"
+	"$A" top --comm alloc_c "$TMP/pf.hsnap" | grep -q "^ *15000 .*child_work$" || die "--comm alloc_c"
+	"$A" top --comm nosuch "$TMP/pf.hsnap" 2>/dev/null | grep -q child_work && die "--comm nosuch selected something"
+	"$A" top --pid 0 "$TMP/pf.hsnap" 2>"$TMP/e"; eq "--pid 0 exit" 2 $?
+	contains "$TMP/e" "invalid --pid '0'"
+	return 0
+}
+
 # A stripped binary: its frames have no symbols, and every location still gets a function,
 # named module+0xOFFSET as the text reports name it (viewers drop locations without one).
 t_pprof_unsymbolized() {
@@ -1387,7 +1415,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_preload_sampled_dense t_preload_scribbled_ring t_preload_dwarf_nofp t_preload_dwarf_cxx_rust t_preload_dwarf_debian t_preload_unprivileged \
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
-	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_fuzz_targets"
+	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_fuzz_targets"
 for t in $ALL; do
 	run $t
 done

@@ -31,6 +31,8 @@ static const char usage[] =
 	"  stats       probes, event counts, loss counters, map use, sampler metrics\n"
 	"  info        header, processes, mappings, snapshots, time range, format version\n"
 	"  diff        growth between two snapshots of one file (--from/--to) or two files\n"
+	"  timeline    the live heap (bytes, blocks) and RSS over time, in at most 1024 points each\n"
+	"              the highest of its stretch of time; snapshots and the peak beside them\n"
 	"\n"
 	"Where to look (default: the end of the recording):\n"
 	"      --snapshot N|LABEL   the Nth snapshot (1-based), 'last', or the one with LABEL ('peak',\n"
@@ -46,7 +48,7 @@ static const char usage[] =
 	"\n"
 	"Output:\n"
 	"  -o, --output FILE        write FILE instead of stdout (pprof refuses to write to a terminal)\n"
-	"      --json               JSON instead of text (top, summary, leaks, stats, info, diff)\n"
+	"      --json               JSON instead of text (top, summary, leaks, stats, info, diff, timeline)\n"
 	"      --value TYPE         inuse_space (default), inuse_objects, alloc_space, alloc_objects\n"
 	"  -n, --nodecount N        rows to show in top, leaks and diff (default 20; 0 = all)\n"
 	"      --min-age DURATION   leaks: e.g. 500ms, 10s, 5m (default 0)\n"
@@ -111,9 +113,9 @@ static const struct option longopts[] = {
 	{0},
 };
 
-enum cmd { C_PPROF, C_COLLAPSED, C_TOP, C_SUMMARY, C_LEAKS, C_STATS, C_INFO, C_DIFF, C__COUNT };
+enum cmd { C_PPROF, C_COLLAPSED, C_TOP, C_SUMMARY, C_LEAKS, C_STATS, C_INFO, C_DIFF, C_TIMELINE, C__COUNT };
 static const char *const cmd_names[C__COUNT] = {"pprof", "collapsed", "top",  "summary",
-						"leaks", "stats",     "info", "diff"};
+						"leaks", "stats",     "info", "diff", "timeline"};
 
 struct opts {
 	enum cmd cmd;
@@ -461,6 +463,8 @@ int main(int argc, char **argv)
 		if (nwhere > 1)
 			return usage_error("%s", "choose one of --snapshot, --at and --peak");
 	}
+	if (o.cmd == C_TIMELINE && nwhere)
+		return usage_error("%s", "timeline covers the whole recording: no --snapshot, --at or --peak");
 	if (o.json && (o.cmd == C_PPROF || o.cmd == C_COLLAPSED))
 		return usage_error("--json does not apply to %s", cmd_names[o.cmd]);
 	if (o.value_set && o.cmd != C_COLLAPSED && o.cmd != C_TOP && o.cmd != C_DIFF)
@@ -496,6 +500,7 @@ int main(int argc, char **argv)
 	t.pids = o.pids;
 	t.nr_pids = o.nr_pids;
 	t.comm = o.comm;
+	t.timeline = o.cmd == C_TIMELINE;
 	ret = load(&r, o.files[0], &t);
 	if (ret && ret != EXIT_CORRUPT && !(ret == EXIT_NODATA && o.cmd == C_INFO && r.have_session)) {
 		replay__free(&r);
@@ -506,11 +511,11 @@ int main(int argc, char **argv)
 	}
 	ro = (struct report_opts){.json = o.json, .value = o.value, .nodecount = o.nodecount, .min_age = o.min_age,
 				  .file_label = o.files[0]};
-	if (o.cmd == C_INFO) {
+	if (o.cmd == C_INFO || o.cmd == C_TIMELINE) {
 		int r2 = out_open(&out, o.output, false);
 
 		if (!r2)
-			r2 = out_close(&out, report_info(&r, &ro, out.f));
+			r2 = out_close(&out, o.cmd == C_INFO ? report_info(&r, &ro, out.f) : report_timeline(&r, &ro, out.f));
 		replay__free(&r);
 		symbolizer__free(sym);
 		free(o.debug_dirs);

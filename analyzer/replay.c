@@ -268,6 +268,58 @@ static void on_alloc(struct replay *r, const struct replay_event *rec)
 	e->weight = (uint32_t)rec->weight;
 }
 
+static void timeline_note(struct replay *r, uint64_t t)
+{
+	struct timeline_point *last;
+	uint64_t b;
+
+	if (!r->nr_tl && !r->tl) {
+		r->tl = calloc(TIMELINE_MAX, sizeof(*r->tl));
+		if (!r->tl)
+			exit(EXIT_FAIL);
+		r->tl_t0 = t;
+		r->tl_width = 1;
+	}
+	if (t < r->tl_t0)
+		t = r->tl_t0; /* the few microseconds events can be out of order */
+	b = (t - r->tl_t0) / r->tl_width;
+	while (b >= TIMELINE_MAX) {
+		/* Twice the stretch: each pair of points becomes the higher of the two. */
+		uint32_t n = 0;
+
+		for (uint32_t i = 0; i < r->nr_tl; i++) {
+			struct timeline_point q = r->tl[i];
+
+			q.bucket /= 2;
+			if (n && r->tl[n - 1].bucket == q.bucket) {
+				uint64_t rss = r->tl[n - 1].rss_bytes > q.rss_bytes ? r->tl[n - 1].rss_bytes : q.rss_bytes;
+
+				if (q.live_bytes > r->tl[n - 1].live_bytes)
+					r->tl[n - 1] = q;
+				r->tl[n - 1].rss_bytes = rss;
+			} else {
+				r->tl[n++] = q;
+			}
+		}
+		r->nr_tl = n;
+		r->tl_width *= 2;
+		b = (t - r->tl_t0) / r->tl_width;
+	}
+	last = r->nr_tl ? &r->tl[r->nr_tl - 1] : NULL;
+	if (!last || last->bucket != b) {
+		r->tl[r->nr_tl++] = (struct timeline_point){.bucket = b, .time = t, .live_bytes = r->live_bytes,
+							    .live_blocks = r->live_count, .rss_bytes = r->rss_sum};
+		return;
+	}
+	if (r->live_bytes > last->live_bytes) {
+		last->live_bytes = r->live_bytes;
+		last->live_blocks = r->live_count;
+		last->time = t;
+	}
+	if (r->rss_sum > last->rss_bytes)
+		last->rss_bytes = r->rss_sum;
+}
+
 static void copy_build_id(uint8_t *dst, uint32_t *len, struct hs_bytes b)
 {
 	*len = b.len > HS_MAX_BUILD_ID ? HS_MAX_BUILD_ID : b.len;
@@ -500,6 +552,12 @@ static void on_meta(struct replay *r, const struct hs_record *rec, bool before_s
 
 			if (rec->rss.rss_bytes > p->rss_max)
 				p->rss_max = rec->rss.rss_bytes;
+			if (p->selected) {
+				r->rss_sum += rec->rss.rss_bytes - p->rss_last;
+				p->rss_last = rec->rss.rss_bytes;
+				if (r->tl_on)
+					timeline_note(r, rec->time);
+			}
 		}
 		break;
 	case HS_REC_COUNTERS:
@@ -554,6 +612,8 @@ static void apply_event(struct replay *r, const struct replay_event *rec)
 		r->unknown_frees++;
 		get_process(r, rec->pid)->unknown_frees++;
 	}
+	if (r->tl_on)
+		timeline_note(r, rec->time);
 }
 
 /* Events wait here a few records, their live-table slot prefetched: with a large live set
@@ -655,11 +715,13 @@ static void reset_state(struct replay *r)
 {
 	const char *path = r->path;
 	const struct replay_target *filter = r->filter;
+	bool tl_on = r->tl_on;
 
 	replay__free(r);
 	memset(r, 0, sizeof(*r));
 	r->path = path;
 	r->filter = filter;
+	r->tl_on = tl_on;
 }
 
 static bool all_digits(const char *s)
@@ -697,6 +759,7 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 	r->path = path;
 	if (target && (target->nr_pids || target->comm))
 		r->filter = target;
+	r->tl_on = target && target->timeline;
 	ret = record_reader__open(path, &rd, err, sizeof(err));
 	if (ret)
 		return fail(r, EXIT_FAIL, "%s", err);
@@ -860,6 +923,7 @@ void replay__for_each_live(const struct replay *r, void (*cb)(const struct agg *
 
 void replay__free(struct replay *r)
 {
+	free(r->tl);
 	free(r->tool_version);
 	free(r->hostname);
 	free(r->kernel);

@@ -36,6 +36,7 @@ struct process {
 	uint64_t t_start, t_exit;
 	bool exited;
 	bool selected; /* by --pid or --comm, or no filter */
+	uint64_t rss_last; /* its last RSS sample */
 	int64_t exit_status;
 	double alloc_bytes, alloc_count, free_bytes, free_count, live_bytes, live_count, peak_bytes;
 	uint64_t peak_time, largest, rss_max, unknown_frees;
@@ -97,11 +98,29 @@ struct replay_target {
 	const uint32_t *pids;
 	uint32_t nr_pids;
 	const char *comm;
+	bool timeline; /* keep the series of the live heap and RSS over time */
+};
+
+/* The live heap over time in at most TIMELINE_MAX points, each the highest live total of an
+ * equal stretch of time (so the series' maximum is the peak), with the RSS then. The
+ * stretches double when the points would pass the limit: the series stays small however
+ * long the recording. */
+#define TIMELINE_MAX 1024
+struct timeline_point {
+	uint64_t bucket; /* stretch number: time - t0 over the width */
+	uint64_t time;   /* of the highest live total in it */
+	double live_bytes, live_blocks;
+	uint64_t rss_bytes;
 };
 
 struct replay {
 	const char *path;
 	const struct replay_target *filter; /* set when --pid or --comm narrows the replay */
+	bool tl_on;
+	struct timeline_point *tl;
+	uint32_t nr_tl;
+	uint64_t tl_t0, tl_width;
+	uint64_t rss_sum; /* the selected processes' last RSS samples */
 	/* session */
 	bool have_session;
 	char *tool_version, *hostname, *kernel, *cmdline, *via;

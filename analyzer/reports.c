@@ -882,3 +882,47 @@ int report_diff(const struct profile *a, const struct profile *b, const struct r
 	named_free(&funcs);
 	return EXIT_OK;
 }
+
+/* ---- timeline ---- */
+
+/* The live heap and RSS over time (replayed with the target's `timeline`), with the
+ * snapshots and the peak beside the points. */
+int report_timeline(const struct replay *r, const struct report_opts *o, FILE *out)
+{
+	if (o->json) {
+		fprintf(out, "{\"file\":");
+		json_str(out, o->file_label);
+		print_losses(out, r, true);
+		fprintf(out, ",\"points\":[");
+		for (uint32_t i = 0; i < r->nr_tl; i++) {
+			const struct timeline_point *t = &r->tl[i];
+
+			fprintf(out, "%s{\"time\":%.6f,\"live_bytes\":%.0f,\"live_blocks\":%.0f,\"rss_bytes\":%" PRIu64 "}",
+				i ? "," : "", replay__seconds(r, t->time), t->live_bytes, t->live_blocks, t->rss_bytes);
+		}
+		fprintf(out, "],\"snapshots\":[");
+		for (uint32_t i = 0; i < r->nr_snaps; i++) {
+			fprintf(out, "%s{\"label\":", i ? "," : "");
+			json_str(out, r->snaps[i].label);
+			fprintf(out, ",\"origin\":\"%s\",\"time\":%.6f,\"live_bytes\":%" PRIu64 "}",
+				snap_origin(r->snaps[i].origin), replay__seconds(r, r->snaps[i].time), r->snaps[i].live_bytes);
+		}
+		fprintf(out, "],\"peak\":{\"time\":%.6f,\"live_bytes\":%.0f}}\n", replay__seconds(r, r->peak_time),
+			r->peak_bytes);
+		return ferror(out) ? -EIO : 0;
+	}
+	fprintf(out, "File: %s\n", o->file_label);
+	print_losses(out, r, false);
+	fprintf(out, "Peak: %.0f bytes at %.3fs\n", r->peak_bytes, replay__seconds(r, r->peak_time));
+	for (uint32_t i = 0; i < r->nr_snaps; i++)
+		fprintf(out, "Snapshot %u: %s at %.3fs (%s), %" PRIu64 " bytes live\n", i + 1, r->snaps[i].label,
+			replay__seconds(r, r->snaps[i].time), snap_origin(r->snaps[i].origin), r->snaps[i].live_bytes);
+	fprintf(out, "%12s %14s %12s %14s\n", "time(s)", "live_bytes", "live_blocks", "rss_bytes");
+	for (uint32_t i = 0; i < r->nr_tl; i++) {
+		const struct timeline_point *t = &r->tl[i];
+
+		fprintf(out, "%12.6f %14.0f %12.0f %14" PRIu64 "\n", replay__seconds(r, t->time), t->live_bytes,
+			t->live_blocks, t->rss_bytes);
+	}
+	return ferror(out) ? -EIO : 0;
+}

@@ -668,6 +668,33 @@ t_analyzer_pid_filter() {
 	return 0
 }
 
+# timeline: its series' maximum is summary's peak, exactly; at most 1024 points however many
+# events (alloc_c bulk: 420k); times in order; snapshots and the peak beside the points.
+t_analyzer_timeline() {
+	local f
+	"$R" --via preload --snapshot-at-peak -o "$TMP/tl.hsnap" -- "$T/demo" >/dev/null 2>"$TMP/tl.err" || { cat "$TMP/tl.err"; die "demo"; }
+	"$R" --via preload -o "$TMP/tb.hsnap" -- "$T/alloc_c" bulk >/dev/null 2>"$TMP/tl.err" || { cat "$TMP/tl.err"; die "bulk"; }
+	for f in tl tb; do
+		"$A" timeline --json "$TMP/$f.hsnap" >"$TMP/$f.json" || die "timeline --json $f"
+		"$A" summary --json "$TMP/$f.hsnap" >"$TMP/$f.sum" || die "summary $f"
+		python3 - "$TMP/$f.json" "$TMP/$f.sum" <<-'PY' || die "timeline of $f"
+		import json, sys
+		tl, sm = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+		pts = tl["points"]
+		peak = max(p["peak_bytes"] for p in sm["processes"]) if len(sm["processes"]) == 1 else None
+		top = max(p["live_bytes"] for p in pts)
+		assert 0 < len(pts) <= 1024, len(pts)
+		assert all(set(p) == {"time", "live_bytes", "live_blocks", "rss_bytes"} for p in pts)
+		assert all(a["time"] <= b["time"] for a, b in zip(pts, pts[1:])), "times out of order"
+		assert top == tl["peak"]["live_bytes"], (top, tl["peak"])
+		assert peak is None or top == peak, (top, peak)
+		assert tl["snapshots"], "no snapshots listed"
+		print(sys.argv[1], len(pts), "points, max", top)
+		PY
+	done
+	"$A" timeline --peak "$TMP/tl.hsnap" 2>"$TMP/e"; eq "timeline --peak exit" 2 $?
+}
+
 # A stripped binary: its frames have no symbols, and every location still gets a function,
 # named module+0xOFFSET as the text reports name it (viewers drop locations without one).
 t_pprof_unsymbolized() {
@@ -1415,7 +1442,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_preload_sampled_dense t_preload_scribbled_ring t_preload_dwarf_nofp t_preload_dwarf_cxx_rust t_preload_dwarf_debian t_preload_unprivileged \
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
-	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_fuzz_targets"
+	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_fuzz_targets"
 for t in $ALL; do
 	run $t
 done

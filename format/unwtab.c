@@ -261,6 +261,13 @@ static void emit(struct out *o, uint64_t pc, const struct rule *r, uint8_t kind)
 	o->n++;
 }
 
+/* An offset times the data alignment factor, wrapping as the hardware does: a crafted one
+ * overflows, and the result is then only a rule that to_row() finds out of range. */
+static int64_t scaled(uint64_t v, int64_t factor)
+{
+	return (int64_t)(v * (uint64_t)factor);
+}
+
 static void set_reg(struct rule *r, uint64_t reg, uint8_t how, int64_t off)
 {
 	/* how: 0 saved at CFA+off, 1 undefined, 2 same value, 3 anything else */
@@ -299,7 +306,7 @@ static bool run(struct cur *c, const struct cie *ci, struct rule *r, const struc
 
 		switch (op >> 6) {
 		case 1: delta = low; goto advance;
-		case 2: set_reg(r, low, 0, (int64_t)uleb(c) * ci->data_align); continue;
+		case 2: set_reg(r, low, 0, scaled(uleb(c), ci->data_align)); continue;
 		case 3: restore_reg(r, init, low); continue;
 		}
 		switch (op) {
@@ -315,7 +322,7 @@ static bool run(struct cur *c, const struct cie *ci, struct rule *r, const struc
 		case 0x02: delta = rd(c, 1); goto advance;
 		case 0x03: delta = rd(c, 2); goto advance;
 		case 0x04: delta = rd(c, 4); goto advance;
-		case 0x05: reg = uleb(c); set_reg(r, reg, 0, (int64_t)uleb(c) * ci->data_align); continue;
+		case 0x05: reg = uleb(c); set_reg(r, reg, 0, scaled(uleb(c), ci->data_align)); continue;
 		case 0x06: restore_reg(r, init, uleb(c)); continue;
 		case 0x07: set_reg(r, uleb(c), 1, 0); continue;
 		case 0x08: set_reg(r, uleb(c), 2, 0); continue;
@@ -361,17 +368,17 @@ static bool run(struct cur *c, const struct cie *ci, struct rule *r, const struc
 			set_reg(r, reg, 3, 0);
 			continue;
 		}
-		case 0x11: reg = uleb(c); set_reg(r, reg, 0, sleb(c) * ci->data_align); continue;
+		case 0x11: reg = uleb(c); set_reg(r, reg, 0, scaled((uint64_t)sleb(c), ci->data_align)); continue;
 		case 0x12:
 			r->cfa_reg = (uint8_t)(reg = uleb(c));
 			r->cfa_reg_ok = reg < 17;
-			r->cfa_off = sleb(c) * ci->data_align;
+			r->cfa_off = scaled((uint64_t)sleb(c), ci->data_align);
 			continue;
-		case 0x13: r->cfa_off = sleb(c) * ci->data_align; continue;
+		case 0x13: r->cfa_off = scaled((uint64_t)sleb(c), ci->data_align); continue;
 		case 0x14: reg = uleb(c); uleb(c); set_reg(r, reg, 3, 0); continue;
 		case 0x15: reg = uleb(c); sleb(c); set_reg(r, reg, 3, 0); continue;
 		case 0x2e: uleb(c); continue; /* GNU_args_size */
-		case 0x2f: reg = uleb(c); set_reg(r, reg, 0, -(int64_t)uleb(c) * ci->data_align); continue;
+		case 0x2f: reg = uleb(c); set_reg(r, reg, 0, scaled(0 - uleb(c), ci->data_align)); continue;
 		default: return false;
 		}
 advance:

@@ -38,6 +38,8 @@ for bin in "$OUT/tests/nofp" /lib/x86_64-linux-gnu/libc.so.6; do
 	python3 -c 'import sys; h = open(sys.argv[1], "rb").read()[:65535]; sys.stdout.buffer.write(len(h).to_bytes(2, "little") + h + open(sys.argv[2], "rb").read())' \
 		"$F/hdr.bin" "$F/eh.bin" >"$F/corpus-unwtab/$(basename "$bin")"
 done
+# Inputs that once found a bug (an offset times the data alignment overflowing).
+"$F/fuzz_unwtab" "${LIMITS[@]}" testdata/fuzz-unwtab/* 2>"$F/unwtab.regress.log" || { tail -30 "$F/unwtab.regress.log"; exit 1; }
 echo "fuzz_unwtab: ${SECS}s"
 "$F/fuzz_unwtab" "${LIMITS[@]}" -max_total_time="$SECS" -max_len=262144 -print_final_stats=1 \
 	-artifact_prefix="$F/unwtab-" "$F/corpus-unwtab" >"$F/unwtab.log" 2>&1 || { tail -40 "$F/unwtab.log"; exit 1; }

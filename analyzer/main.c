@@ -31,6 +31,8 @@ static const char usage[] =
 	"  stats       probes, event counts, loss counters, map use, sampler metrics\n"
 	"  info        header, processes, mappings, snapshots, time range, format version\n"
 	"  diff        growth between two snapshots of one file (--from/--to) or two files\n"
+	"  speedscope  speedscope's JSON file format: one profile per sample type (in-use and\n"
+	"              allocated, bytes and objects)\n"
 	"  timeline    the live heap (bytes, blocks) and RSS over time, in at most 1024 points each\n"
 	"              the highest of its stretch of time; snapshots and the peak beside them\n"
 	"\n"
@@ -113,9 +115,9 @@ static const struct option longopts[] = {
 	{0},
 };
 
-enum cmd { C_PPROF, C_COLLAPSED, C_TOP, C_SUMMARY, C_LEAKS, C_STATS, C_INFO, C_DIFF, C_TIMELINE, C__COUNT };
+enum cmd { C_PPROF, C_COLLAPSED, C_TOP, C_SUMMARY, C_LEAKS, C_STATS, C_INFO, C_DIFF, C_TIMELINE, C_SPEEDSCOPE, C__COUNT };
 static const char *const cmd_names[C__COUNT] = {"pprof", "collapsed", "top",  "summary",
-						"leaks", "stats",     "info", "diff", "timeline"};
+						"leaks", "stats",     "info", "diff", "timeline", "speedscope"};
 
 struct opts {
 	enum cmd cmd;
@@ -465,7 +467,7 @@ int main(int argc, char **argv)
 	}
 	if (o.cmd == C_TIMELINE && nwhere)
 		return usage_error("%s", "timeline covers the whole recording: no --snapshot, --at or --peak");
-	if (o.json && (o.cmd == C_PPROF || o.cmd == C_COLLAPSED))
+	if (o.json && (o.cmd == C_PPROF || o.cmd == C_COLLAPSED || o.cmd == C_SPEEDSCOPE))
 		return usage_error("--json does not apply to %s", cmd_names[o.cmd]);
 	if (o.value_set && o.cmd != C_COLLAPSED && o.cmd != C_TOP && o.cmd != C_DIFF)
 		return usage_error("--value applies to collapsed, top and diff, not %s", cmd_names[o.cmd]);
@@ -537,6 +539,7 @@ int main(int argc, char **argv)
 				case C_SUMMARY: r2 = report_summary(&p, &ro, out.f); break;
 				case C_LEAKS: r2 = report_leaks(&p, &ro, out.f); break;
 				case C_STATS: r2 = report_stats(&p, &ro, out.f); break;
+				case C_SPEEDSCOPE: r2 = report_speedscope(&p, &ro, out.f); break;
 				default: break;
 				}
 				r2 = out_close(&out, r2);

@@ -926,3 +926,86 @@ int report_timeline(const struct replay *r, const struct report_opts *o, FILE *o
 	}
 	return ferror(out) ? -EIO : 0;
 }
+
+/* ---- speedscope ---- */
+
+static void json_num(FILE *out, double v)
+{
+	if (v == (double)(int64_t)v)
+		fprintf(out, "%" PRId64, (int64_t)v);
+	else
+		fprintf(out, "%.3f", v);
+}
+
+/* speedscope's own file format (https://www.speedscope.app/file-format-schema.json): the
+ * frames shared, one "sampled" profile per sample type, each sample a stack root first with
+ * its weight. Frames are functions (inline ones included) as the other reports name them. */
+int report_speedscope(const struct profile *p, const struct report_opts *o, FILE *out)
+{
+	static const int order[] = {V_INUSE_SPACE, V_INUSE_OBJECTS, V_ALLOC_SPACE, V_ALLOC_OBJECTS};
+	struct named_table frames = {0};
+	uint32_t **stacks = calloc(p->nr_samples ? p->nr_samples : 1, sizeof(*stacks));
+	int *depth = calloc(p->nr_samples ? p->nr_samples : 1, sizeof(*depth));
+
+	if (!stacks || !depth)
+		exit(EXIT_FAIL);
+	for (uint32_t i = 0; i < p->nr_samples; i++) {
+		const char **names;
+		char(*bufs)[160];
+		int n = sample_frames(p, &p->samples[i], &names, &bufs);
+
+		stacks[i] = malloc(sizeof(**stacks) * (size_t)(n ? n : 1));
+		if (!stacks[i])
+			exit(EXIT_FAIL);
+		for (int k = 0; k < n; k++) /* leaf first in, root first out */
+			stacks[i][n - 1 - k] = (uint32_t)(named_get(&frames, names[k]) - frames.rows);
+		depth[i] = n;
+		free(names);
+		free(bufs);
+	}
+	fprintf(out, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"name\":");
+	json_str(out, o->file_label);
+	fprintf(out, ",\"exporter\":\"heapsnap-analyze %s\",\"activeProfileIndex\":0,\"shared\":{\"frames\":[",
+		HEAPSNAP_VERSION);
+	for (uint32_t i = 0; i < frames.nr; i++) {
+		fprintf(out, "%s{\"name\":", i ? "," : "");
+		json_str(out, frames.rows[i].name);
+		fputc('}', out);
+	}
+	fprintf(out, "]},\"profiles\":[");
+	for (size_t t = 0; t < sizeof(order) / sizeof(order[0]); t++) {
+		int v = order[t];
+		bool first = true;
+
+		fprintf(out, "%s{\"type\":\"sampled\",\"name\":\"%s\",\"unit\":\"%s\",\"startValue\":0,\"endValue\":", t ? "," : "",
+			value_names[v], v == V_INUSE_SPACE || v == V_ALLOC_SPACE ? "bytes" : "none");
+		json_num(out, p->total[v]);
+		fprintf(out, ",\"samples\":[");
+		for (uint32_t i = 0; i < p->nr_samples; i++) {
+			if (p->samples[i].v[v] <= 0)
+				continue;
+			fprintf(out, "%s[", first ? "" : ",");
+			for (int k = 0; k < depth[i]; k++)
+				fprintf(out, "%s%u", k ? "," : "", stacks[i][k]);
+			fputc(']', out);
+			first = false;
+		}
+		fprintf(out, "],\"weights\":[");
+		first = true;
+		for (uint32_t i = 0; i < p->nr_samples; i++) {
+			if (p->samples[i].v[v] <= 0)
+				continue;
+			fprintf(out, "%s", first ? "" : ",");
+			json_num(out, p->samples[i].v[v]);
+			first = false;
+		}
+		fprintf(out, "]}");
+	}
+	fprintf(out, "]}\n");
+	for (uint32_t i = 0; i < p->nr_samples; i++)
+		free(stacks[i]);
+	free(stacks);
+	free(depth);
+	named_free(&frames);
+	return ferror(out) ? -EIO : 0;
+}

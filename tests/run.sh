@@ -695,6 +695,33 @@ t_analyzer_timeline() {
 	"$A" timeline --peak "$TMP/tl.hsnap" 2>"$TMP/e"; eq "timeline --peak exit" 2 $?
 }
 
+# speedscope's file format: alloc_c's known figures, exactly, as the weights of the samples
+# whose stacks hold each function, in-use and allocated, bytes and objects.
+t_analyzer_speedscope() {
+	"$R" --via preload -o "$TMP/ss.hsnap" -- "$T/alloc_c" >/dev/null 2>"$TMP/ss.err" || { cat "$TMP/ss.err"; die "recording"; }
+	"$A" speedscope -o "$TMP/ss.json" "$TMP/ss.hsnap" 2>/dev/null || die "speedscope"
+	python3 - "$TMP/ss.json" <<-'PY' || die "speedscope output"
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	assert d["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+	frames = [f["name"] for f in d["shared"]["frames"]]
+	profiles = {p["name"]: p for p in d["profiles"]}
+	assert set(profiles) == {"inuse_space", "inuse_objects", "alloc_space", "alloc_objects"}, set(profiles)
+	want = {"inuse_space": {"leak_malloc": 10000, "child_work": 15000, "thread_work": 20000, "make_calloc": 4000},
+	        "inuse_objects": {"leak_malloc": 10, "child_work": 5, "thread_work": 100}}
+	for name, p in profiles.items():
+	    assert p["type"] == "sampled" and len(p["samples"]) == len(p["weights"])
+	    assert all(0 <= i < len(frames) for s in p["samples"] for i in s)
+	    assert sum(p["weights"]) == p["endValue"], (name, sum(p["weights"]), p["endValue"])
+	    for fn, v in want.get(name, {}).items():
+	        got = sum(w for s, w in zip(p["samples"], p["weights"]) if fn in {frames[i] for i in s})
+	        assert got == v, (name, fn, got, v)
+	    # Root first: every in-use stack of the main thread starts at _start.
+	    assert any(frames[s[0]] == "_start" for s in p["samples"] if s)
+	print("ok")
+	PY
+}
+
 # A stripped binary: its frames have no symbols, and every location still gets a function,
 # named module+0xOFFSET as the text reports name it (viewers drop locations without one).
 t_pprof_unsymbolized() {
@@ -1442,7 +1469,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_preload_sampled_dense t_preload_scribbled_ring t_preload_dwarf_nofp t_preload_dwarf_cxx_rust t_preload_dwarf_debian t_preload_unprivileged \
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
-	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_fuzz_targets"
+	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_fuzz_targets"
 for t in $ALL; do
 	run $t
 done

@@ -31,6 +31,9 @@ static const char usage[] =
 	"  stats       probes, event counts, loss counters, map use, sampler metrics\n"
 	"  info        header, processes, mappings, snapshots, time range, format version\n"
 	"  diff        growth between two snapshots of one file (--from/--to) or two files\n"
+	"  temporary   allocations freed by their thread before it allocates again (heaptrack's\n"
+	"              definition; memray's threshold 1), by function: work a stack buffer or a\n"
+	"              reused one would do\n"
 	"  speedscope  speedscope's JSON file format: one profile per sample type (in-use and\n"
 	"              allocated, bytes and objects)\n"
 	"  timeline    the live heap (bytes, blocks) and RSS over time, in at most 1024 points each\n"
@@ -52,7 +55,7 @@ static const char usage[] =
 	"  -o, --output FILE        write FILE instead of stdout (pprof refuses to write to a terminal)\n"
 	"      --json               JSON instead of text (top, summary, leaks, stats, info, diff, timeline)\n"
 	"      --value TYPE         inuse_space (default), inuse_objects, alloc_space, alloc_objects\n"
-	"  -n, --nodecount N        rows to show in top, leaks and diff (default 20; 0 = all)\n"
+	"  -n, --nodecount N        rows to show in top, leaks, temporary and diff (default 20; 0 = all)\n"
 	"      --min-age DURATION   leaks: e.g. 500ms, 10s, 5m (default 0)\n"
 	"      --pprof FILE         diff: also write the 'to' side as pprof for `pprof -diff_base`\n"
 	"      --base-pprof FILE    diff: also write the 'from' side as pprof\n"
@@ -115,9 +118,9 @@ static const struct option longopts[] = {
 	{0},
 };
 
-enum cmd { C_PPROF, C_COLLAPSED, C_TOP, C_SUMMARY, C_LEAKS, C_STATS, C_INFO, C_DIFF, C_TIMELINE, C_SPEEDSCOPE, C__COUNT };
+enum cmd { C_PPROF, C_COLLAPSED, C_TOP, C_SUMMARY, C_LEAKS, C_STATS, C_INFO, C_DIFF, C_TIMELINE, C_SPEEDSCOPE, C_TEMPORARY, C__COUNT };
 static const char *const cmd_names[C__COUNT] = {"pprof", "collapsed", "top",  "summary",
-						"leaks", "stats",     "info", "diff", "timeline", "speedscope"};
+						"leaks", "stats",     "info", "diff", "timeline", "speedscope", "temporary"};
 
 struct opts {
 	enum cmd cmd;
@@ -503,6 +506,7 @@ int main(int argc, char **argv)
 	t.nr_pids = o.nr_pids;
 	t.comm = o.comm;
 	t.timeline = o.cmd == C_TIMELINE;
+	t.temporary = o.cmd == C_TEMPORARY;
 	ret = load(&r, o.files[0], &t);
 	if (ret && ret != EXIT_CORRUPT && !(ret == EXIT_NODATA && o.cmd == C_INFO && r.have_session)) {
 		replay__free(&r);
@@ -540,6 +544,7 @@ int main(int argc, char **argv)
 				case C_LEAKS: r2 = report_leaks(&p, &ro, out.f); break;
 				case C_STATS: r2 = report_stats(&p, &ro, out.f); break;
 				case C_SPEEDSCOPE: r2 = report_speedscope(&p, &ro, out.f); break;
+				case C_TEMPORARY: r2 = report_temporary(&p, &ro, out.f); break;
 				default: break;
 				}
 				r2 = out_close(&out, r2);

@@ -598,10 +598,44 @@ static void progress_done(struct progress *pg)
 		fputs("\r\033[K", stderr);
 }
 
+/* Temporary allocations, as heaptrack counts them: a block freed by its thread (by free or by
+ * realloc) before that thread allocates anything else. */
+static void temporary_note(struct replay *r, const struct replay_event *rec)
+{
+	struct hmap_slot *s = hmap_put(&r->temp_last, rec->pid, rec->tid, NULL);
+	struct live_slot *e;
+
+	if (!s)
+		exit(EXIT_FAIL);
+	if (rec->type == HS_REC_FREE && s->val && (s->val & 0xffffffffu) - 1 == rec->slot && rec->slot < r->live.cap &&
+	    (e = &r->live.s[rec->slot])->agg != LIVE_EMPTY && e->agg == s->val >> 32) {
+		struct agg *a = &r->aggs[e->agg];
+		double w = e->weight / (double)HS_WEIGHT_ONE;
+
+		a->temp_objects += w;
+		a->temp_space += w * (double)a->size;
+	}
+	s->val = 0;
+}
+
+static void temporary_after(struct replay *r, const struct replay_event *rec)
+{
+	struct hmap_slot *s;
+
+	if (rec->type == HS_REC_FREE || (rec->kind & HS_KIND_RESTORED) || rec->slot >= 0xfffffffeu ||
+	    rec->slot >= r->live.cap || r->live.s[rec->slot].agg == LIVE_EMPTY)
+		return;
+	s = hmap_find(&r->temp_last, rec->pid, rec->tid);
+	if (s)
+		s->val = (uint64_t)r->live.s[rec->slot].agg << 32 | (rec->slot + 1);
+}
+
 static void apply_event(struct replay *r, const struct replay_event *rec)
 {
 	if (r->filter && !get_process(r, rec->pid)->selected)
 		return;
+	if (r->temp_on)
+		temporary_note(r, rec);
 	r->events++;
 	note_time(r, rec->time);
 	if (rec->type != HS_REC_FREE) {
@@ -614,6 +648,8 @@ static void apply_event(struct replay *r, const struct replay_event *rec)
 	}
 	if (r->tl_on)
 		timeline_note(r, rec->time);
+	if (r->temp_on)
+		temporary_after(r, rec);
 }
 
 /* Events wait here a few records, their live-table slot prefetched: with a large live set
@@ -715,13 +751,14 @@ static void reset_state(struct replay *r)
 {
 	const char *path = r->path;
 	const struct replay_target *filter = r->filter;
-	bool tl_on = r->tl_on;
+	bool tl_on = r->tl_on, temp_on = r->temp_on;
 
 	replay__free(r);
 	memset(r, 0, sizeof(*r));
 	r->path = path;
 	r->filter = filter;
 	r->tl_on = tl_on;
+	r->temp_on = temp_on;
 }
 
 static bool all_digits(const char *s)
@@ -760,6 +797,7 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 	if (target && (target->nr_pids || target->comm))
 		r->filter = target;
 	r->tl_on = target && target->timeline;
+	r->temp_on = target && target->temporary;
 	ret = record_reader__open(path, &rd, err, sizeof(err));
 	if (ret)
 		return fail(r, EXIT_FAIL, "%s", err);
@@ -924,6 +962,7 @@ void replay__for_each_live(const struct replay *r, void (*cb)(const struct agg *
 void replay__free(struct replay *r)
 {
 	free(r->tl);
+	hmap_free(&r->temp_last);
 	free(r->tool_version);
 	free(r->hostname);
 	free(r->kernel);

@@ -47,6 +47,7 @@ struct agg {
 	uint32_t pid, tid;
 	uint64_t stack_id, size;
 	double alloc_objects, alloc_space, inuse_objects, inuse_space;
+	double temp_objects, temp_space; /* freed before their thread's next allocation */
 };
 
 /* One live block, indexed by its slot. The recorder reuses freed slots first, so the table
@@ -99,6 +100,7 @@ struct replay_target {
 	uint32_t nr_pids;
 	const char *comm;
 	bool timeline; /* keep the series of the live heap and RSS over time */
+	bool temporary; /* count temporary allocations (struct agg's temp_*) */
 };
 
 /* The live heap over time in at most TIMELINE_MAX points, each the highest live total of an
@@ -117,6 +119,8 @@ struct replay {
 	const char *path;
 	const struct replay_target *filter; /* set when --pid or --comm narrows the replay */
 	bool tl_on;
+	bool temp_on;
+	struct hmap temp_last; /* (pid, tid) -> agg << 32 | slot + 1 of its last allocation, if still its last event */
 	struct timeline_point *tl;
 	uint32_t nr_tl;
 	uint64_t tl_t0, tl_width;

@@ -1009,3 +1009,69 @@ int report_speedscope(const struct profile *p, const struct report_opts *o, FILE
 	named_free(&frames);
 	return ferror(out) ? -EIO : 0;
 }
+
+/* ---- temporary ---- */
+
+static int cmp_temporary(const void *a, const void *b)
+{
+	const struct named *x = a, *y = b;
+
+	if (x->v[0] != y->v[0])
+		return x->v[0] < y->v[0] ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+/* Temporary allocations by the function that made them: see the replay's temporary_note()
+ * for the definition, and `temporary` in --help for why that one. */
+int report_temporary(const struct profile *p, const struct report_opts *o, FILE *out)
+{
+	const struct replay *r = p->r;
+	struct named_table t = {0};
+	double tot_temp = 0, tot_alloc = 0;
+	uint32_t shown;
+
+	for (uint32_t i = 0; i < r->nr_aggs; i++) {
+		const struct agg *a = &r->aggs[i];
+		char buf[160];
+		struct named *n;
+
+		if (a->alloc_objects <= 0)
+			continue;
+		n = named_get(&t, stack_leaf(p, a->pid, a->stack_id, buf, sizeof(buf)));
+		n->v[0] += a->temp_objects;
+		n->v[1] += a->temp_space;
+		n->extra[0] += a->alloc_objects;
+		n->extra[1] += a->alloc_space;
+		tot_temp += a->temp_objects;
+		tot_alloc += a->alloc_objects;
+	}
+	if (t.nr)
+		qsort(t.rows, t.nr, sizeof(*t.rows), cmp_temporary);
+	shown = o->nodecount && (uint32_t)o->nodecount < t.nr ? (uint32_t)o->nodecount : t.nr;
+	while (shown && t.rows[shown - 1].v[0] <= 0)
+		shown--;
+	if (o->json) {
+		fprintf(out, "{\"file\":");
+		json_str(out, o->file_label);
+		print_losses(out, r, true);
+		fprintf(out, ",\"temporary\":%.0f,\"allocations\":%.0f,\"functions\":[", tot_temp, tot_alloc);
+		for (uint32_t i = 0; i < shown; i++) {
+			fprintf(out, "%s{\"function\":", i ? "," : "");
+			json_str(out, t.rows[i].name);
+			fprintf(out, ",\"temporary\":%.0f,\"temporary_bytes\":%.0f,\"allocations\":%.0f}", t.rows[i].v[0],
+				t.rows[i].v[1], t.rows[i].extra[0]);
+		}
+		fprintf(out, "]}\n");
+	} else {
+		fprintf(out, "File: %s\n", o->file_label);
+		print_losses(out, r, false);
+		fprintf(out, "Temporary allocations (freed before their thread's next allocation): %.0f of %.0f (%.1f%%)\n",
+			tot_temp, tot_alloc, tot_alloc > 0 ? 100 * tot_temp / tot_alloc : 0);
+		fprintf(out, "%12s %14s %7s  %s\n", "temporary", "bytes", "% own", "function");
+		for (uint32_t i = 0; i < shown; i++)
+			fprintf(out, "%12.0f %14.0f %6.1f%%  %s\n", t.rows[i].v[0], t.rows[i].v[1],
+				t.rows[i].extra[0] > 0 ? 100 * t.rows[i].v[0] / t.rows[i].extra[0] : 0, t.rows[i].name);
+	}
+	named_free(&t);
+	return ferror(out) ? -EIO : 0;
+}

@@ -21,6 +21,7 @@ int report_leaks(const struct profile *p, const struct report_opts *o, FILE *out
 int report_stats(const struct profile *p, const struct report_opts *o, FILE *out);
 int report_info(const struct replay *r, const struct report_opts *o, FILE *out);
 int report_timeline(const struct replay *r, const struct report_opts *o, FILE *out);
+int report_temporary(const struct profile *p, const struct report_opts *o, FILE *out);
 int report_speedscope(const struct profile *p, const struct report_opts *o, FILE *out);
 int report_diff(const struct profile *a, const struct profile *b, const struct report_opts *o, FILE *out);
 #endif

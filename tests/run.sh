@@ -722,6 +722,25 @@ t_analyzer_speedscope() {
 	PY
 }
 
+# temporary: alloc_c's churn_malloc frees each of its 100 blocks of 64 before allocating the
+# next (all temporary), leak_malloc frees none; bulk's bulk_churn does so 200000 times.
+t_analyzer_temporary() {
+	"$R" --via preload -o "$TMP/tp.hsnap" -- "$T/alloc_c" >/dev/null 2>"$TMP/tp.err" || { cat "$TMP/tp.err"; die "recording"; }
+	"$A" temporary -n 0 "$TMP/tp.hsnap" >"$TMP/tp.txt" 2>/dev/null || die "temporary"
+	grep -qE '^ +100 +6400 +100\.0%  churn_malloc$' "$TMP/tp.txt" || { cat "$TMP/tp.txt"; die "churn_malloc: 100 temporary, 6400 bytes"; }
+	grep -q "leak_malloc" "$TMP/tp.txt" && die "leak_malloc has no temporary allocation"
+	"$R" --via preload -o "$TMP/tpb.hsnap" -- "$T/alloc_c" bulk >/dev/null 2>"$TMP/tp.err" || { cat "$TMP/tp.err"; die "bulk"; }
+	"$A" temporary --json "$TMP/tpb.hsnap" >"$TMP/tpb.json" 2>/dev/null || die "temporary --json"
+	python3 - "$TMP/tpb.json" <<-'PY' || die "bulk temporary"
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	f = {x["function"]: x for x in d["functions"]}
+	assert f["bulk_churn"]["temporary"] == 200000 and f["bulk_churn"]["temporary_bytes"] == 20000000, f.get("bulk_churn")
+	assert f["bulk_churn"]["allocations"] == 200000
+	assert "bulk_keep" not in f, f.get("bulk_keep")
+	PY
+}
+
 # A stripped binary: its frames have no symbols, and every location still gets a function,
 # named module+0xOFFSET as the text reports name it (viewers drop locations without one).
 t_pprof_unsymbolized() {
@@ -1469,7 +1488,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_preload_sampled_dense t_preload_scribbled_ring t_preload_dwarf_nofp t_preload_dwarf_cxx_rust t_preload_dwarf_debian t_preload_unprivileged \
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
-	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_fuzz_targets"
+	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_fuzz_targets"
 for t in $ALL; do
 	run $t
 done

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <stdbool.h>
@@ -200,4 +201,35 @@ int proc_for_each_thread(pid_t pid, void (*cb)(pid_t tid, void *ctx), void *ctx)
 			cb(atoi(d->d_name), ctx);
 	closedir(dir);
 	return 0;
+}
+
+/* The file mapped at M in PID, open for reading: through map_files (the very file mapped, even
+ * if replaced or deleted since), else by its name as PID sees it, else by its name here. Only a
+ * regular file is returned, and by name only one with the mapping's inode (the device is not
+ * compared: overlayfs reports the lower file's in maps and its own to fstat): a name replaced
+ * by a FIFO, a device or another file gives -ESTALE, and nothing is opened through a final
+ * symlink or waited on. */
+int proc_open_mapped(pid_t pid, const struct proc_map *m)
+{
+	char path[4200];
+	bool by_name = false;
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		by_name = true;
+		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, m->path);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+	}
+	if (fd < 0)
+		fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (by_name && (uint64_t)st.st_ino != m->inode)) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
 }

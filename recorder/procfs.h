@@ -16,6 +16,8 @@ int proc_read_maps(pid_t pid, struct proc_map **out, int *nr);
 /* Every file-backed mapping of PID, executable or not. */
 int proc_read_file_maps(pid_t pid, struct proc_map **out, int *nr);
 void proc_maps_free(struct proc_map *m, int nr);
+/* The regular file mapped at M in PID, checked to be that file (device, inode); -errno. */
+int proc_open_mapped(pid_t pid, const struct proc_map *m);
 /* A /proc/PID file as a NUL-terminated string (cmdline's NULs become spaces). */
 char *proc_read_string(pid_t pid, const char *file);
 char *proc_exe(pid_t pid);

@@ -21,19 +21,8 @@ void write_mapping(struct session *s, pid_t pid, const struct proc_map *m, uint6
 {
 	struct hs_record r = {.type = HS_REC_MAPPING, .time = now, .pid = (uint32_t)pid};
 	uint8_t bid[HS_BUILD_ID_MAX];
-	char path[128];
-	int fd, n = 0;
+	int fd = proc_open_mapped(pid, m), n = 0;
 
-	/* map_files opens the very file mapped, even if it was replaced or deleted since. */
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		/* The process may be gone already: the file by path, if it is still the same inode. */
-		struct stat st;
-
-		if (!stat(m->path, &st) && (uint64_t)st.st_ino == m->inode)
-			fd = open(m->path, O_RDONLY | O_CLOEXEC);
-	}
 	if (fd >= 0) {
 		n = hs_read_build_id_fd(fd, bid, sizeof(bid));
 		close(fd);

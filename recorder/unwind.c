@@ -202,26 +202,15 @@ void unw_tables__update(struct session *s, const struct proc *p)
 		if (!o)
 			continue;
 		if (!o->unw.state) {
-			char path[4200];
-			struct stat st;
-			int fd;
+			int fd = proc_open_mapped(p->pid, m);
 
-			snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid, m->start, m->end);
-			fd = open(path, O_RDONLY | O_CLOEXEC);
-			if (fd < 0) {
-				snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, m->path);
-				fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-			}
 			if (fd < 0) {
 				if (s->o->verbose)
 					rec_warnx("no unwind table for %s in process %d: %s", m->path, p->pid,
-						  strerror(errno));
+						  strerror(-fd));
 				continue; /* not known: the BPF side copies the stack when it meets it */
 			}
-			if (fstat(fd, &st) || !S_ISREG(st.st_mode))
-				o->unw.state = -1;
-			else
-				load_object(s, o, fd);
+			load_object(s, o, fd);
 			close(fd);
 		}
 		e->start = m->start;

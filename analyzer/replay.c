@@ -747,18 +747,25 @@ static int pass(struct replay *r, struct record_reader *rd, uint64_t stop_index,
 	return EXIT_OK;
 }
 
+/* A fresh replay of PATH for TARGET: what the target asks of every event, decided once. */
+static void start_state(struct replay *r, const char *path, const struct replay_target *target)
+{
+	memset(r, 0, sizeof(*r));
+	r->path = path;
+	r->target = target;
+	if (target && (target->nr_pids || target->comm))
+		r->filter = target;
+	r->tl_on = target && target->timeline;
+	r->temp_on = target && target->temporary;
+}
+
 static void reset_state(struct replay *r)
 {
 	const char *path = r->path;
-	const struct replay_target *filter = r->filter;
-	bool tl_on = r->tl_on, temp_on = r->temp_on;
+	const struct replay_target *target = r->target;
 
 	replay__free(r);
-	memset(r, 0, sizeof(*r));
-	r->path = path;
-	r->filter = filter;
-	r->tl_on = tl_on;
-	r->temp_on = temp_on;
+	start_state(r, path, target);
 }
 
 static bool all_digits(const char *s)
@@ -792,12 +799,7 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 	uint64_t stop_index = UINT64_MAX, stop_time = UINT64_MAX;
 	int ret;
 
-	memset(r, 0, sizeof(*r));
-	r->path = path;
-	if (target && (target->nr_pids || target->comm))
-		r->filter = target;
-	r->tl_on = target && target->timeline;
-	r->temp_on = target && target->temporary;
+	start_state(r, path, target);
 	ret = record_reader__open(path, &rd, err, sizeof(err));
 	if (ret)
 		return fail(r, EXIT_FAIL, "%s", err);

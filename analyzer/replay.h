@@ -117,7 +117,8 @@ struct timeline_point {
 
 struct replay {
 	const char *path;
-	const struct replay_target *filter; /* set when --pid or --comm narrows the replay */
+	const struct replay_target *target;
+	const struct replay_target *filter; /* the target, when --pid or --comm narrows the replay */
 	bool tl_on;
 	bool temp_on;
 	struct hmap temp_last; /* (pid, tid) -> agg << 32 | slot + 1 of its last allocation, if still its last event */

@@ -28,7 +28,9 @@ FORMAT_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(FORMAT_SRCS))
 RECORD_SRCS := $(wildcard recorder/*.c)
 RECORD_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(RECORD_SRCS)) $(OUTPUT)/recorder/inject_stub.o
 ANALYZE_SRCS := $(wildcard analyzer/*.c)
-ANALYZE_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(ANALYZE_SRCS)) $(OUTPUT)/profile.pb-c.o
+# The HTML report's page (analyzer/report.html) is built into the program: a report is one file.
+ANALYZE_ASSETS := analyzer/html_page.S
+ANALYZE_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(ANALYZE_SRCS)) $(OUTPUT)/analyzer/html_page.o $(OUTPUT)/profile.pb-c.o
 
 RECORD_LIBS := -lbpf -lelf -lzstd -lz -lpthread -lm
 ANALYZE_LIBS := -pthread -ldw -lelf -lprotobuf-c -lzstd -lz -liberty -ldebuginfod -lm
@@ -97,6 +99,10 @@ $(OUTPUT)/analyzer/%.o: analyzer/%.c analyzer/*.h format/*.h $(OUTPUT)/profile.p
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -Ianalyzer -c $< -o $@
 
+$(OUTPUT)/analyzer/html_page.o: analyzer/html_page.S analyzer/report.html | $(OUTPUT)/analyzer
+	$(call msg,AS,$@)
+	$(Q)$(CC) -c $< -o $@
+
 $(OUTPUT)/heapsnap-record: $(RECORD_OBJS) $(FORMAT_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(RECORD_LIBS) -o $@
@@ -110,7 +116,7 @@ TEST_CFLAGS := -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror 
 TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/mutate $(OUTPUT)/tests/craft $(OUTPUT)/tests/alloc_c $(OUTPUT)/tests/demo \
 	$(OUTPUT)/tests/alloc_cxx $(OUTPUT)/tests/libplugin.so $(OUTPUT)/tests/garbage_ok \
 	$(OUTPUT)/tests/nofp $(OUTPUT)/tests/alloc_cxx_nofp $(OUTPUT)/tests/static_once $(OUTPUT)/tests/handoff \
-	$(OUTPUT)/tests/quick $(OUTPUT)/tests/scribble $(OUTPUT)/tests/unwdump
+	$(OUTPUT)/tests/quick $(OUTPUT)/tests/scribble $(OUTPUT)/tests/unwdump $(OUTPUT)/tests/phases
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -135,6 +141,10 @@ $(OUTPUT)/tests/mutate: tests/unit/mutate.c $(FORMAT_SRCS) format/*.h | $(OUTPUT
 $(OUTPUT)/tests/alloc_c: tests/workloads/alloc_c.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -ldl -lpthread -o $@
+
+$(OUTPUT)/tests/phases: tests/workloads/phases.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
 $(OUTPUT)/tests/quick: tests/workloads/quick.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -190,10 +200,10 @@ $(OUTPUT)/tests/alloc_rust_nofp: tests/workloads/alloc_rust.rs | $(OUTPUT)/tests
 SAN_FLAGS := -std=gnu11 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
 	-D_GNU_SOURCE -DHEAPSNAP_VERSION='"$(VERSION)-asan"' -I$(OUTPUT) -Iformat -Ibpf
 
-$(OUTPUT)/asan/heapsnap-analyze: $(ANALYZE_SRCS) $(FORMAT_SRCS) $(OUTPUT)/profile.pb-c.c analyzer/*.h format/*.h
+$(OUTPUT)/asan/heapsnap-analyze: $(ANALYZE_SRCS) $(ANALYZE_ASSETS) analyzer/report.html $(FORMAT_SRCS) $(OUTPUT)/profile.pb-c.c analyzer/*.h format/*.h
 	$(call msg,CC-ASAN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(SAN_FLAGS) -Ianalyzer $(ANALYZE_SRCS) $(FORMAT_SRCS) $(OUTPUT)/profile.pb-c.c $(ANALYZE_LIBS) -o $@
+	$(Q)$(CC) $(SAN_FLAGS) -Ianalyzer $(ANALYZE_SRCS) $(ANALYZE_ASSETS) $(FORMAT_SRCS) $(OUTPUT)/profile.pb-c.c $(ANALYZE_LIBS) -o $@
 
 $(OUTPUT)/asan/heapsnap-record: $(RECORD_SRCS) $(FORMAT_SRCS) $(OUTPUT)/heapsnap.skel.h recorder/*.h format/*.h
 	$(call msg,CC-ASAN,$@)
@@ -217,10 +227,10 @@ $(OUTPUT)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c tests/fuzz/fuzz_common.h $(
 	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $< $(FORMAT_SRCS) -lzstd -lelf -o $@
 
 $(OUTPUT)/fuzz/fuzz_replay: tests/fuzz/fuzz_replay.c tests/fuzz/fuzz_common.h $(filter-out analyzer/main.c,$(ANALYZE_SRCS)) \
-		$(FORMAT_SRCS) $(OUTPUT)/profile.pb-c.c analyzer/*.h format/*.h
+		$(ANALYZE_ASSETS) analyzer/report.html $(FORMAT_SRCS) $(OUTPUT)/profile.pb-c.c analyzer/*.h format/*.h
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $< $(filter-out analyzer/main.c,$(ANALYZE_SRCS)) $(FORMAT_SRCS) \
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $< $(filter-out analyzer/main.c,$(ANALYZE_SRCS)) $(ANALYZE_ASSETS) $(FORMAT_SRCS) \
 		$(OUTPUT)/profile.pb-c.c $(ANALYZE_LIBS) -o $@
 
 fuzz-programs: $(FUZZ_PROGS) $(OUTPUT)/tests/craft

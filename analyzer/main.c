@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "html.h"
 #include "outfile.h"
 #include "pprof.h"
 #include "profile.h"
@@ -38,6 +39,10 @@ static const char usage[] =
 	"              allocated, bytes and objects)\n"
 	"  timeline    the live heap (bytes, blocks) and RSS over time, in at most 1024 points each\n"
 	"              the highest of its stretch of time; snapshots and the peak beside them\n"
+	"  html        one self-contained HTML file (-o report.html): the heap and RSS over time, a\n"
+	"              flame graph of the heap at any moment picked on the chart or of what grew\n"
+	"              in a range, top functions, leaks and temporary allocations. Two replays;\n"
+	"              a few MB at most however long the recording\n"
 	"\n"
 	"Where to look (default: the end of the recording):\n"
 	"      --snapshot N|LABEL   the Nth snapshot (1-based), 'last', or the one with LABEL ('peak',\n"
@@ -74,6 +79,7 @@ static const char usage[] =
 	"\n"
 	"Examples:\n"
 	"  heapsnap-analyze pprof -o heap.pb.gz app.hsnap && go tool pprof -http=:8080 heap.pb.gz\n"
+	"  heapsnap-analyze html -o report.html app.hsnap && xdg-open report.html\n"
 	"  heapsnap-analyze top --snapshot peak app.hsnap\n"
 	"  heapsnap-analyze collapsed --value alloc_space app.hsnap | flamegraph.pl > alloc.svg\n"
 	"  heapsnap-analyze diff --from 1 --to 3 app.hsnap\n"
@@ -118,15 +124,13 @@ static const struct option longopts[] = {
 	{0},
 };
 
-enum cmd { C_PPROF, C_COLLAPSED, C_TOP, C_SUMMARY, C_LEAKS, C_STATS, C_INFO, C_DIFF, C_TIMELINE, C_SPEEDSCOPE, C_TEMPORARY, C__COUNT };
-static const char *const cmd_names[C__COUNT] = {"pprof", "collapsed", "top",  "summary",
-						"leaks", "stats",     "info", "diff", "timeline", "speedscope", "temporary"};
+struct cmd;
 
 struct opts {
-	enum cmd cmd;
+	const struct cmd *cmd;
 	const char *output, *snapshot, *from, *to, *pprof_out, *base_pprof_out;
 	double at, min_age;
-	bool peak, at_set, json, no_sym, value_set;
+	bool peak, at_set, json, no_sym, value_set, nodecount_set, min_age_set;
 	int value, nodecount;
 	const char **debug_dirs;
 	int nr_debug_dirs;
@@ -261,28 +265,170 @@ static int load(struct replay *r, const char *path, const struct replay_target *
 	return report_load(r, replay__run(r, path, t));
 }
 
-static int write_pprof_file(const struct profile *p, const char *path, const struct opts *o)
+/* ---- subcommands ---- */
+
+/* Which options a subcommand takes beyond -o, --pid/--comm and symbolization. */
+enum {
+	A_WHERE = 1 << 0,   /* --snapshot, --at, --peak */
+	A_JSON = 1 << 1,
+	A_VALUE = 1 << 2,
+	A_ROWS = 1 << 3,    /* -n */
+	A_MIN_AGE = 1 << 4,
+	A_DIFF = 1 << 5,    /* --from, --to, --pprof, --base-pprof */
+};
+
+struct cmd {
+	const char *name;
+	int (*run)(const struct opts *o, struct symbolizer *sym);
+	/* The emitter run_profile or run_replay calls; returns 0 or -errno. */
+	int (*profile_report)(const struct profile *p, const struct report_opts *ro, FILE *out);
+	int (*replay_report)(const struct replay *r, const struct report_opts *ro, FILE *out);
+	int min_files, max_files;
+	unsigned accepts;
+	bool binary;    /* refuses a terminal */
+	bool timeline;  /* replays with the timeline */
+	bool temporary; /* replays counting temporary allocations */
+	bool meta;      /* without --snapshot/--at/--peak, metadata only (STOP_META) */
+};
+
+static struct report_opts report_opts_of(const struct opts *o)
 {
-	struct pprof_opts po = {.no_symbolize = o->no_sym};
+	return (struct report_opts){.json = o->json, .value = o->value, .nodecount = o->nodecount,
+				    .min_age = o->min_age, .no_symbolize = o->no_sym, .file_label = o->files[0]};
+}
+
+static struct replay_target target_of(const struct opts *o)
+{
+	struct replay_target t = {.kind = STOP_END, .pids = o->pids, .nr_pids = o->nr_pids, .comm = o->comm,
+				  .timeline = o->cmd->timeline, .temporary = o->cmd->temporary};
+
+	if (o->snapshot) {
+		t.kind = STOP_SNAPSHOT;
+		t.snapshot = o->snapshot;
+	} else if (o->at_set) {
+		t.kind = STOP_TIME;
+		t.at_seconds = o->at;
+	} else if (o->peak) {
+		t.kind = STOP_PEAK;
+	} else if (o->cmd->meta) {
+		t.kind = STOP_META;
+	}
+	return t;
+}
+
+/* An emitter's -errno as an exit status, said once. */
+static int emit_status(int err, const char *what)
+{
+	if (!err)
+		return EXIT_OK;
+	fprintf(stderr, "heapsnap-analyze: writing %s: %s\n", what, strerror(-err));
+	return EXIT_FAIL;
+}
+
+/* One emitter and what it writes: a profile, a replay or the HTML report. */
+struct emit {
+	int (*profile_report)(const struct profile *p, const struct report_opts *ro, FILE *out);
+	int (*replay_report)(const struct replay *r, const struct report_opts *ro, FILE *out);
+	const struct profile *p;
+	const struct replay *r;
+	struct html *html;
+	const struct report_opts *ro;
+};
+
+/* Runs E into PATH or stdout; STATUS is the replay's (EXIT_CORRUPT survives a good write). */
+static int emit_to(const char *path, bool binary, int status, const struct emit *e)
+{
 	struct out out;
-	int ret = out_open(&out, path, true);
+	int ret = out_open(&out, path, binary), err;
 
 	if (ret)
 		return ret;
-	if (pprof_write_profile(p, &po, out.f)) {
-		fprintf(stderr, "heapsnap-analyze: failed to write the pprof profile\n");
-		ret = EXIT_FAIL;
-	}
-	return out_close(&out, ret);
+	if (e->html)
+		err = html__write(e->html, e->p, e->ro, out.f);
+	else if (e->profile_report)
+		err = e->profile_report(e->p, e->ro, out.f);
+	else
+		err = e->replay_report(e->r, e->ro, out.f);
+	ret = out_close(&out, emit_status(err, path ? path : "stdout"));
+	return ret ? ret : status;
 }
 
-static int run_diff(struct opts *o, struct symbolizer *sym)
+static int emit_pprof(const struct profile *p, const struct report_opts *ro, FILE *out)
+{
+	struct pprof_opts po = {.no_symbolize = ro->no_symbolize};
+
+	return pprof_write_profile(p, &po, out) ? -EIO : 0;
+}
+
+/* Builds P from R, saying why not. */
+static int build_profile(struct profile *p, struct replay *r, struct symbolizer *sym)
+{
+	int err = profile__build(p, r, sym);
+
+	if (err)
+		fprintf(stderr, "heapsnap-analyze: building the profile of %s: %s\n", r->path, strerror(-err));
+	return err ? EXIT_FAIL : EXIT_OK;
+}
+
+/* A replay that stopped short of what was asked is no result, unless it is a corrupt
+ * file's readable part. */
+static bool usable(int ret)
+{
+	return !ret || ret == EXIT_CORRUPT;
+}
+
+static int run_profile(const struct opts *o, struct symbolizer *sym)
+{
+	struct replay_target t = target_of(o);
+	struct report_opts ro = report_opts_of(o);
+	struct replay r;
+	struct profile p;
+	int ret = load(&r, o->files[0], &t);
+
+	if (usable(ret) && build_profile(&p, &r, sym))
+		ret = EXIT_FAIL;
+	else if (usable(ret)) {
+		ret = emit_to(o->output, o->cmd->binary, ret,
+			      &(struct emit){.profile_report = o->cmd->profile_report, .p = &p, .ro = &ro});
+		if (o->cmd->profile_report != report_stats && !o->no_sym)
+			symbolizer__report(sym, stderr);
+		profile__free(&p);
+	}
+	replay__free(&r);
+	return ret;
+}
+
+static int run_replay(const struct opts *o, struct symbolizer *sym)
+{
+	struct replay_target t = target_of(o);
+	struct report_opts ro = report_opts_of(o);
+	struct replay r;
+	int ret = load(&r, o->files[0], &t);
+
+	(void)sym;
+	/* info reports what it can of a recording without events. */
+	if (ret == EXIT_NODATA && o->cmd->meta && r.have_session)
+		ret = EXIT_OK;
+	if (usable(ret))
+		ret = emit_to(o->output, false, ret, &(struct emit){.replay_report = o->cmd->replay_report, .r = &r, .ro = &ro});
+	replay__free(&r);
+	return ret;
+}
+
+static int write_pprof_file(const struct profile *p, const char *path, const struct opts *o)
+{
+	struct report_opts ro = report_opts_of(o);
+
+	return emit_to(path, true, EXIT_OK, &(struct emit){.profile_report = emit_pprof, .p = p, .ro = &ro});
+}
+
+static int run_diff(const struct opts *o, struct symbolizer *sym)
 {
 	struct replay ra, rb;
 	struct replay_target ta = {.kind = STOP_SNAPSHOT, .pids = o->pids, .nr_pids = o->nr_pids, .comm = o->comm};
 	struct replay_target tb = ta;
 	struct profile pa, pb;
-	struct report_opts ro = {.json = o->json, .value = o->value, .nodecount = o->nodecount};
+	struct report_opts ro = report_opts_of(o);
 	struct out out;
 	bool defaults = false;
 	int ret, ret2;
@@ -307,28 +453,30 @@ static int run_diff(struct opts *o, struct symbolizer *sym)
 		return EXIT_NODATA;
 	}
 	ret = report_load(&ra, ret);
-	if (ret && ret != EXIT_CORRUPT) {
+	if (!usable(ret)) {
 		replay__free(&ra);
 		return ret;
 	}
 	ret2 = load(&rb, o->files[o->nr_files - 1], &tb);
-	if (ret2 && ret2 != EXIT_CORRUPT) {
+	if (!usable(ret2)) {
 		replay__free(&ra);
 		replay__free(&rb);
 		return ret2;
 	}
 	ret = ret ? ret : ret2;
-	profile__build(&pa, &ra, sym);
-	profile__build(&pb, &rb, sym);
-	ret2 = out_open(&out, o->output, false);
-	if (!ret2) {
-		report_diff(&pa, &pb, &ro, out.f);
-		ret2 = out_close(&out, EXIT_OK);
-	}
+	memset(&pb, 0, sizeof(pb));
+	ret2 = build_profile(&pa, &ra, sym);
+	if (!ret2)
+		ret2 = build_profile(&pb, &rb, sym);
+	if (!ret2)
+		ret2 = out_open(&out, o->output, false);
+	if (!ret2)
+		ret2 = out_close(&out, emit_status(report_diff(&pa, &pb, &ro, out.f), o->output ? o->output : "stdout"));
 	if (!ret2 && o->pprof_out)
 		ret2 = write_pprof_file(&pb, o->pprof_out, o);
 	if (!ret2 && o->base_pprof_out)
 		ret2 = write_pprof_file(&pa, o->base_pprof_out, o);
+	symbolizer__report(sym, stderr);
 	profile__free(&pa);
 	profile__free(&pb);
 	replay__free(&ra);
@@ -336,17 +484,109 @@ static int run_diff(struct opts *o, struct symbolizer *sym)
 	return ret2 ? ret2 : ret;
 }
 
+/* Two replays: the first finds the moments worth keeping (the time range, snapshots, the
+ * peak), the second keeps the live heap at each and ends as the profile of the end. */
+static int run_html(const struct opts *o, struct symbolizer *sym)
+{
+	struct replay_target t = target_of(o);
+	struct report_opts ro = report_opts_of(o);
+	struct html *h;
+	struct replay r;
+	struct profile p;
+	int ret, err;
+
+	t.timeline = false;
+	ret = replay__run(&r, o->files[0], &t);
+	if (!usable(ret)) {
+		ret = report_load(&r, ret);
+		replay__free(&r);
+		return ret;
+	}
+	err = html__plan(&r, &t, &h);
+	replay__free(&r);
+	if (err)
+		return emit_status(err, "the HTML report");
+	t.timeline = true;
+	ret = load(&r, o->files[0], &t);
+	if (usable(ret) && build_profile(&p, &r, sym))
+		ret = EXIT_FAIL;
+	else if (usable(ret)) {
+		ret = emit_to(o->output, false, ret, &(struct emit){.html = h, .p = &p, .ro = &ro});
+		if (!o->no_sym)
+			symbolizer__report(sym, stderr);
+		profile__free(&p);
+	}
+	replay__free(&r);
+	html__free(h);
+	return ret;
+}
+
+/* One table: the name, how it runs, how many files, which options apply. */
+#define PROFILE(fn) .run = run_profile, .profile_report = fn, .min_files = 1, .max_files = 1
+#define REPLAY(fn) .run = run_replay, .replay_report = fn, .min_files = 1, .max_files = 1
+static const struct cmd cmds[] = {
+	{"pprof", PROFILE(emit_pprof), .accepts = A_WHERE, .binary = true},
+	{"collapsed", PROFILE(report_collapsed), .accepts = A_WHERE | A_VALUE},
+	{"top", PROFILE(report_top), .accepts = A_WHERE | A_JSON | A_VALUE | A_ROWS},
+	{"summary", PROFILE(report_summary), .accepts = A_WHERE | A_JSON},
+	{"leaks", PROFILE(report_leaks), .accepts = A_WHERE | A_JSON | A_ROWS | A_MIN_AGE},
+	{"stats", PROFILE(report_stats), .accepts = A_WHERE | A_JSON},
+	{"info", REPLAY(report_info), .accepts = A_WHERE | A_JSON, .meta = true},
+	{"diff", .run = run_diff, .min_files = 1, .max_files = 2, .accepts = A_JSON | A_VALUE | A_ROWS | A_DIFF},
+	{"temporary", PROFILE(report_temporary), .accepts = A_WHERE | A_JSON | A_ROWS, .temporary = true},
+	{"speedscope", PROFILE(report_speedscope), .accepts = A_WHERE},
+	{"timeline", REPLAY(report_timeline), .accepts = A_JSON, .timeline = true},
+	{"html", .run = run_html, .min_files = 1, .max_files = 1, .accepts = 0, .temporary = true},
+};
+#undef PROFILE
+#undef REPLAY
+
+static const struct cmd *find_cmd(const char *name)
+{
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(cmds[i].name, name))
+			return &cmds[i];
+	return NULL;
+}
+
+/* Options checked against the subcommand and each other, once. */
+static int check_opts(const struct opts *o)
+{
+	const struct cmd *c = o->cmd;
+	int nwhere = !!o->snapshot + o->at_set + o->peak;
+
+	if (o->nr_files < c->min_files || o->nr_files > c->max_files) {
+		if (c->max_files == 2)
+			return usage_error("%s takes one file (two snapshots) or two files", c->name);
+		return usage_error(o->nr_files ? "%s takes exactly one file" : "%s needs a record file", c->name);
+	}
+	if (nwhere && !(c->accepts & A_WHERE))
+		return usage_error(c->accepts & A_DIFF ? "%s chooses its points with --from and --to"
+						       : "%s covers the whole recording: no --snapshot, --at or --peak",
+				   c->name);
+	if (nwhere > 1)
+		return usage_error("%s", "choose one of --snapshot, --at and --peak");
+	if ((o->from || o->to || o->pprof_out || o->base_pprof_out) && !(c->accepts & A_DIFF))
+		return usage_error("--from, --to, --pprof and --base-pprof apply to diff, not %s", c->name);
+	if (o->json && !(c->accepts & A_JSON))
+		return usage_error("--json does not apply to %s", c->name);
+	if (o->value_set && !(c->accepts & A_VALUE))
+		return usage_error("--value does not apply to %s", c->name);
+	if (o->nodecount_set && !(c->accepts & A_ROWS))
+		return usage_error("-n does not apply to %s", c->name);
+	if (o->min_age_set && !(c->accepts & A_MIN_AGE))
+		return usage_error("--min-age does not apply to %s", c->name);
+	if (c->binary && !o->output && isatty(1))
+		return usage_error("refusing to write binary %s data to a terminal; use -o FILE or redirect", c->name);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {.value = V_INUSE_SPACE, .nodecount = 20};
 	struct sym_opts so = {0};
 	struct symbolizer *sym;
-	struct replay_target t = {.kind = STOP_END};
-	struct replay r;
-	struct profile p;
-	struct report_opts ro;
-	struct out out;
-	int c, ret, nwhere;
+	int c, ret;
 
 	if (argc >= 2 && !strcmp(argv[1], "--version")) {
 		printf("heapsnap-analyze %s (record format %u.%u)\n", HEAPSNAP_VERSION, HS_FORMAT_MAJOR, HS_FORMAT_MINOR);
@@ -356,9 +596,8 @@ int main(int argc, char **argv)
 		fputs(usage, argc < 2 ? stderr : stdout);
 		return argc < 2 ? EXIT_USAGE : EXIT_OK;
 	}
-	for (o.cmd = 0; o.cmd < C__COUNT && strcmp(argv[1], cmd_names[o.cmd]); o.cmd++)
-		;
-	if (o.cmd == C__COUNT)
+	o.cmd = find_cmd(argv[1]);
+	if (!o.cmd)
 		return usage_error("unknown subcommand '%s'", argv[1]);
 	optind = 2;
 	while ((c = getopt_long(argc, argv, "o:n:h", longopts, NULL)) != -1) {
@@ -373,6 +612,7 @@ int main(int argc, char **argv)
 			if (*end || v < 0 || v > 1000000)
 				return usage_error("invalid --nodecount '%s': expected a count (0 = all)", optarg);
 			o.nodecount = (int)v;
+			o.nodecount_set = true;
 			break;
 		}
 		case OPT_SNAPSHOT:
@@ -405,6 +645,7 @@ int main(int argc, char **argv)
 		case OPT_MIN_AGE:
 			if (parse_duration(optarg, &o.min_age))
 				return usage_error("invalid --min-age '%s': expected a duration, e.g. 500ms, 10s, 5m", optarg);
+			o.min_age_set = true;
 			break;
 		case OPT_PPROF:
 			o.pprof_out = optarg;
@@ -415,6 +656,7 @@ int main(int argc, char **argv)
 		case OPT_PID: {
 			char *end;
 			unsigned long v;
+			uint32_t *pids;
 
 			errno = 0;
 			v = strtoul(optarg, &end, 10);
@@ -422,9 +664,10 @@ int main(int argc, char **argv)
 				return usage_error("invalid --pid '%s': expected a process id", optarg);
 			if (o.nr_pids == 1024)
 				return usage_error("%s", "at most 1024 --pid options");
-			o.pids = realloc(o.pids, sizeof(*o.pids) * (o.nr_pids + 1));
-			if (!o.pids)
+			pids = realloc(o.pids, sizeof(*o.pids) * (o.nr_pids + 1));
+			if (!pids)
 				return EXIT_FAIL;
+			o.pids = pids;
 			o.pids[o.nr_pids++] = (uint32_t)v;
 			break;
 		}
@@ -433,12 +676,15 @@ int main(int argc, char **argv)
 				return usage_error("invalid --comm '%s': a process name is 1 to 15 characters", optarg);
 			o.comm = optarg;
 			break;
-		case OPT_DEBUG_DIR:
-			o.debug_dirs = realloc(o.debug_dirs, sizeof(*o.debug_dirs) * (size_t)(o.nr_debug_dirs + 1));
-			if (!o.debug_dirs)
+		case OPT_DEBUG_DIR: {
+			const char **d = realloc(o.debug_dirs, sizeof(*o.debug_dirs) * (size_t)(o.nr_debug_dirs + 1));
+
+			if (!d)
 				return EXIT_FAIL;
+			o.debug_dirs = d;
 			o.debug_dirs[o.nr_debug_dirs++] = optarg;
 			break;
+		}
 		case OPT_NO_SYM:
 			o.no_sym = true;
 			break;
@@ -451,113 +697,20 @@ int main(int argc, char **argv)
 	}
 	o.files = argv + optind;
 	o.nr_files = argc - optind;
-
-	/* Options checked against the subcommand and each other, once. */
-	nwhere = !!o.snapshot + o.at_set + o.peak;
-	if (o.cmd == C_DIFF) {
-		if (o.nr_files < 1 || o.nr_files > 2)
-			return usage_error("%s", "diff takes one file (two snapshots) or two files");
-		if (nwhere)
-			return usage_error("%s", "diff chooses its points with --from and --to");
-	} else {
-		if (o.nr_files != 1)
-			return usage_error(o.nr_files ? "%s takes exactly one file" : "%s needs a record file",
-					   cmd_names[o.cmd]);
-		if (o.from || o.to || o.pprof_out || o.base_pprof_out)
-			return usage_error("--from, --to, --pprof and --base-pprof apply to diff, not %s", cmd_names[o.cmd]);
-		if (nwhere > 1)
-			return usage_error("%s", "choose one of --snapshot, --at and --peak");
-	}
-	if (o.cmd == C_TIMELINE && nwhere)
-		return usage_error("%s", "timeline covers the whole recording: no --snapshot, --at or --peak");
-	if (o.json && (o.cmd == C_PPROF || o.cmd == C_COLLAPSED || o.cmd == C_SPEEDSCOPE))
-		return usage_error("--json does not apply to %s", cmd_names[o.cmd]);
-	if (o.value_set && o.cmd != C_COLLAPSED && o.cmd != C_TOP && o.cmd != C_DIFF)
-		return usage_error("--value applies to collapsed, top and diff, not %s", cmd_names[o.cmd]);
-	if (o.cmd == C_PPROF && !o.output && isatty(1))
-		return usage_error("%s", "refusing to write binary pprof data to a terminal; use -o FILE or redirect");
+	ret = check_opts(&o);
+	if (ret)
+		return ret;
 
 	so.debug_dirs = o.debug_dirs;
 	so.nr_debug_dirs = o.nr_debug_dirs;
 	so.no_symbolize = o.no_sym;
 	sym = symbolizer__new(&so);
-	if (!sym)
-		return EXIT_FAIL;
-	if (o.cmd == C_DIFF) {
-		ret = run_diff(&o, sym);
-		symbolizer__report(sym, stderr);
-		symbolizer__free(sym);
-		free(o.debug_dirs);
-		free(o.pids);
-		return ret;
+	if (!sym) {
+		fputs("heapsnap-analyze: cannot start the symbolizer: out of memory\n", stderr);
+		ret = EXIT_FAIL;
+	} else {
+		ret = o.cmd->run(&o, sym);
 	}
-	if (o.snapshot) {
-		t.kind = STOP_SNAPSHOT;
-		t.snapshot = o.snapshot;
-	} else if (o.at_set) {
-		t.kind = STOP_TIME;
-		t.at_seconds = o.at;
-	} else if (o.peak) {
-		t.kind = STOP_PEAK;
-	} else if (o.cmd == C_INFO) {
-		t.kind = STOP_META;
-	}
-	t.pids = o.pids;
-	t.nr_pids = o.nr_pids;
-	t.comm = o.comm;
-	t.timeline = o.cmd == C_TIMELINE;
-	t.temporary = o.cmd == C_TEMPORARY;
-	ret = load(&r, o.files[0], &t);
-	if (ret && ret != EXIT_CORRUPT && !(ret == EXIT_NODATA && o.cmd == C_INFO && r.have_session)) {
-		replay__free(&r);
-		symbolizer__free(sym);
-		free(o.debug_dirs);
-		free(o.pids);
-		return ret;
-	}
-	ro = (struct report_opts){.json = o.json, .value = o.value, .nodecount = o.nodecount, .min_age = o.min_age,
-				  .file_label = o.files[0]};
-	if (o.cmd == C_INFO || o.cmd == C_TIMELINE) {
-		int r2 = out_open(&out, o.output, false);
-
-		if (!r2)
-			r2 = out_close(&out, o.cmd == C_INFO ? report_info(&r, &ro, out.f) : report_timeline(&r, &ro, out.f));
-		replay__free(&r);
-		symbolizer__free(sym);
-		free(o.debug_dirs);
-		free(o.pids);
-		return r2 ? r2 : (ret == EXIT_NODATA ? EXIT_OK : ret);
-	}
-	profile__build(&p, &r, sym);
-	{
-		int r2;
-
-		if (o.cmd == C_PPROF) {
-			r2 = write_pprof_file(&p, o.output, &o);
-		} else {
-			r2 = out_open(&out, o.output, false);
-			if (!r2) {
-				switch (o.cmd) {
-				case C_COLLAPSED: r2 = report_collapsed(&p, &ro, out.f); break;
-				case C_TOP: r2 = report_top(&p, &ro, out.f); break;
-				case C_SUMMARY: r2 = report_summary(&p, &ro, out.f); break;
-				case C_LEAKS: r2 = report_leaks(&p, &ro, out.f); break;
-				case C_STATS: r2 = report_stats(&p, &ro, out.f); break;
-				case C_SPEEDSCOPE: r2 = report_speedscope(&p, &ro, out.f); break;
-				case C_TEMPORARY: r2 = report_temporary(&p, &ro, out.f); break;
-				default: break;
-				}
-				r2 = out_close(&out, r2);
-			}
-		}
-		if (!r2)
-			r2 = ret;
-		ret = r2;
-	}
-	if (o.cmd != C_STATS && !o.no_sym)
-		symbolizer__report(sym, stderr);
-	profile__free(&p);
-	replay__free(&r);
 	symbolizer__free(sym);
 	free(o.debug_dirs);
 	free(o.pids);

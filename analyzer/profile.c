@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,15 +16,15 @@ int value_index(const char *name)
 	return -1;
 }
 
+/* Room for one more in ARR, or to `nomem` (the profile is freed there). */
 #define GROW(arr, nr, cap)                                                                 \
 	do {                                                                               \
 		if ((nr) == (cap)) {                                                       \
+			void *grown_ = realloc((arr), sizeof(*(arr)) * ((cap) ? (cap) * 2 : 256)); \
+			if (!grown_)                                                       \
+				goto nomem;                                                \
+			(arr) = grown_;                                                    \
 			(cap) = (cap) ? (cap) * 2 : 256;                                   \
-			(arr) = realloc((arr), sizeof(*(arr)) * (cap));                    \
-			if (!(arr)) {                                                      \
-				fputs("heapsnap-analyze: out of memory\n", stderr);        \
-				exit(EXIT_FAIL);                                           \
-			}                                                                  \
 		}                                                                          \
 	} while (0)
 
@@ -73,7 +74,7 @@ int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym)
 			p->missing_stacks++;
 		GROW(p->samples, p->nr_samples, cap_samples);
 		s = &p->samples[p->nr_samples++];
-		*s = (struct prof_sample){.pid = a->pid, .tid = a->tid, .size = a->size, .first_loc = p->nr_loc_refs};
+		*s = (struct prof_sample){.pid = a->pid, .tid = a->tid, .agg = i, .size = a->size, .first_loc = p->nr_loc_refs};
 		s->v[V_ALLOC_OBJECTS] = a->alloc_objects;
 		s->v[V_ALLOC_SPACE] = a->alloc_space;
 		s->v[V_INUSE_OBJECTS] = a->inuse_objects;
@@ -94,7 +95,7 @@ int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym)
 			slot = hmap_put(&loc_idx, a->pid, addr, &created);
 
 			if (!slot)
-				exit(EXIT_FAIL);
+				goto nomem;
 			if (created) {
 				struct prof_loc *l;
 				struct sym_result res;
@@ -122,6 +123,10 @@ int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym)
 	}
 	hmap_free(&loc_idx);
 	return 0;
+nomem:
+	hmap_free(&loc_idx);
+	profile__free(p);
+	return -ENOMEM;
 }
 
 const char *profile__line_name(const struct profile *p, const struct prof_loc *l, const struct prof_line *ln,

@@ -25,6 +25,7 @@ struct prof_loc {
 
 struct prof_sample {
 	uint32_t pid, tid;
+	uint32_t agg; /* the replay's aggregate it was made from */
 	uint64_t size;
 	uint32_t first_loc, nr_locs; /* into loc_refs, leaf first */
 	double v[V__COUNT];
@@ -47,6 +48,7 @@ struct profile {
 	struct unwinder *unw; /* created on the first --stack dwarf capture */
 };
 
+/* 0, or -ENOMEM with P left empty (profile__free is still safe). */
 int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym);
 /* The frames of stack ID in PID, return addresses innermost first: a recorded frame list,
  * or a --stack dwarf capture unwound (once) on demand. */

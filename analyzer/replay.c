@@ -688,6 +688,22 @@ static void queue_push(struct replay *r, struct event_queue *q, const struct rep
 	queue_drain(r, q, LOOKAHEAD - 1);
 }
 
+/* Calls the target's checkpoint for each moment the replay has reached before an event at
+ * TIME (UINT64_MAX: the end), with every event before it applied. */
+static void checkpoints_reached(struct replay *r, struct event_queue *q, uint64_t time)
+{
+	const struct replay_target *t = r->target;
+
+	while (t && t->kind == STOP_END && r->next_cp < t->nr_checkpoints) {
+		const struct replay_checkpoint *c = &t->checkpoints[r->next_cp];
+
+		if (time != UINT64_MAX && r->records < c->record && time <= c->time)
+			return;
+		queue_drain(r, q, 0);
+		t->checkpoint(r, r->next_cp++, t->checkpoint_ctx);
+	}
+}
+
 /* One pass. Events stop at STOP_INDEX records or STOP_TIME; metadata is read to the end. */
 static int pass(struct replay *r, struct record_reader *rd, uint64_t stop_index, uint64_t stop_time, bool events)
 {
@@ -709,6 +725,8 @@ static int pass(struct replay *r, struct record_reader *rd, uint64_t stop_index,
 		ev = item.ev;
 		if ((r->records & 0xffff) == 0)
 			progress_tick(&pg, item.offset, r->file_size, r->path);
+		if (ev && !stopped && events)
+			checkpoints_reached(r, &q, ev->time);
 		if (!stopped && (r->records >= stop_index || (ev && ev->time > stop_time))) {
 			queue_drain(r, &q, 0);
 			stopped = true;
@@ -733,6 +751,8 @@ static int pass(struct replay *r, struct record_reader *rd, uint64_t stop_index,
 			queue_drain(r, &q, 0);
 	}
 	queue_drain(r, &q, 0);
+	if (events && ret == 0)
+		checkpoints_reached(r, &q, UINT64_MAX);
 	decoder__free(d);
 	progress_done(&pg);
 	if (!stopped)

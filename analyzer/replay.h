@@ -6,49 +6,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "exitcode.h"
 #include "hmap.h"
+#include "model.h"
 #include "record.h"
-
-/* Exit codes shared by every subcommand. */
-enum {
-	EXIT_OK = 0,
-	EXIT_FAIL = 1,    /* an error: unreadable file, failed output */
-	EXIT_USAGE = 2,   /* bad options */
-	EXIT_CORRUPT = 3, /* the file is corrupt part way (output covers what came before) */
-	EXIT_NODATA = 4,  /* empty recording, or a snapshot that does not exist */
-};
-
-struct mapping {
-	uint32_t pid;
-	uint64_t start, end, offset, inode;
-	uint64_t t_map, t_unmap; /* t_unmap = UINT64_MAX while mapped */
-	uint32_t prev_open; /* while reading: the mapping open before it at this start, index + 1 */
-	char *path;
-	uint8_t build_id[HS_MAX_BUILD_ID];
-	uint32_t build_id_len;
-};
-
-struct process {
-	uint32_t pid, ppid, origin;
-	char *comm, *cmdline, *exe;
-	uint8_t build_id[HS_MAX_BUILD_ID];
-	uint32_t build_id_len;
-	uint64_t t_start, t_exit;
-	bool exited;
-	bool selected; /* by --pid or --comm, or no filter */
-	uint64_t rss_last; /* its last RSS sample */
-	int64_t exit_status;
-	double alloc_bytes, alloc_count, free_bytes, free_count, live_bytes, live_count, peak_bytes;
-	uint64_t peak_time, largest, rss_max, unknown_frees;
-};
-
-/* One aggregate: allocations of one size from one stack on one thread. */
-struct agg {
-	uint32_t pid, tid;
-	uint64_t stack_id, size;
-	double alloc_objects, alloc_space, inuse_objects, inuse_space;
-	double temp_objects, temp_space; /* freed before their thread's next allocation */
-};
 
 /* One live block, indexed by its slot. The recorder reuses freed slots first, so the table
  * is as long as the most blocks ever live at once, not as the file. */
@@ -65,14 +26,6 @@ struct live_table {
 	size_t cap; /* slots allocated */
 };
 
-struct snapshot_info {
-	uint64_t time;
-	uint32_t origin;
-	uint64_t live_bytes;
-	uint64_t record_index; /* records read before it; UINT64_MAX for time-based (peak) */
-	char *label;
-};
-
 /* A --stack dwarf capture: registers at allocator entry and the stack above sp. */
 struct dwarf_stack {
 	uint64_t regs[8]; /* ip, sp, bp, bx, r12, r13, r14, r15 */
@@ -81,13 +34,10 @@ struct dwarf_stack {
 	uint8_t *data;
 };
 
-struct counter_val {
-	char *name;
-	uint64_t value;
-};
-
 /* STOP_META: metadata only, no events replayed; the time range from the footer's frame
  * index (what `info` needs). A file without a footer is replayed whole instead. */
+struct replay;
+
 enum replay_stop { STOP_END, STOP_SNAPSHOT, STOP_TIME, STOP_PEAK, STOP_META };
 
 struct replay_target {
@@ -101,18 +51,18 @@ struct replay_target {
 	const char *comm;
 	bool timeline; /* keep the series of the live heap and RSS over time */
 	bool temporary; /* count temporary allocations (struct agg's temp_*) */
+	/* Moments to call CHECKPOINT at, in order, while the events replay: each just before the
+	 * first event at record index >= record or later than time (UINT64_MAX: no limit), or at
+	 * the end for those past it (STOP_END only). What the HTML report uses to show the heap at many moments
+	 * from one pass. */
+	const struct replay_checkpoint *checkpoints;
+	uint32_t nr_checkpoints;
+	void (*checkpoint)(const struct replay *r, uint32_t i, void *ctx);
+	void *checkpoint_ctx;
 };
 
-/* The live heap over time in at most TIMELINE_MAX points, each the highest live total of an
- * equal stretch of time (so the series' maximum is the peak), with the RSS then. The
- * stretches double when the points would pass the limit: the series stays small however
- * long the recording. */
-#define TIMELINE_MAX 1024
-struct timeline_point {
-	uint64_t bucket; /* stretch number: time - t0 over the width */
-	uint64_t time;   /* of the highest live total in it */
-	double live_bytes, live_blocks;
-	uint64_t rss_bytes;
+struct replay_checkpoint {
+	uint64_t record, time;
 };
 
 struct replay {
@@ -121,6 +71,7 @@ struct replay {
 	const struct replay_target *filter; /* the target, when --pid or --comm narrows the replay */
 	bool tl_on;
 	bool temp_on;
+	uint32_t next_cp; /* the next of target->checkpoints */
 	struct hmap temp_last; /* (pid, tid) -> agg << 32 | slot + 1 of its last allocation, if still its last event */
 	struct timeline_point *tl;
 	uint32_t nr_tl;

@@ -6,11 +6,13 @@
 
 #include "profile.h"
 
+/* Each returns 0 or -errno (-EIO: the output could not be written). */
 struct report_opts {
 	bool json;
 	int value;     /* V_* */
 	int nodecount; /* 0: all rows */
 	double min_age; /* leaks, seconds */
+	bool no_symbolize; /* pprof: addresses only */
 	const char *file_label;
 };
 
@@ -24,4 +26,11 @@ int report_timeline(const struct replay *r, const struct report_opts *o, FILE *o
 int report_temporary(const struct profile *p, const struct report_opts *o, FILE *out);
 int report_speedscope(const struct profile *p, const struct report_opts *o, FILE *out);
 int report_diff(const struct profile *a, const struct profile *b, const struct report_opts *o, FILE *out);
+
+/* Shared with the HTML emitter. */
+struct jsonw;
+/* The timeline's points, snapshots and peak, as members of the object W is in. */
+void report_timeline_json(struct jsonw *w, const struct replay *r);
+const char *report_sampling_text(const struct replay *r);
+const char *report_snapshot_origin(uint32_t origin);
 #endif

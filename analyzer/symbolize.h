@@ -7,7 +7,7 @@
 
 #include <elfutils/libdwfl.h>
 
-#include "replay.h"
+#include "model.h"
 
 struct sym_frame {
 	const char *function; /* demangled; NULL when unknown */

@@ -720,10 +720,85 @@ t_analyzer_speedscope() {
 	    assert any(frames[s[0]] == "_start" for s in p["samples"] if s)
 	print("ok")
 	PY
+	# speedscope itself opens it (npm's speedscope, as its command line does), and its own
+	# totals of the profiles are alloc_c's (live blocks at exit from summary).
+	local app=${HEAPSNAP_NPM_PREFIX:-$HOME/.cache/heapsnap/npm}/node_modules/speedscope/dist/release
+	command -v chromium >/dev/null || skip "chromium is not installed (scripts/install-deps.sh installs it)"
+	[ -f "$app/index.html" ] || skip "speedscope is not installed in $app (scripts/install-deps.sh installs it from npm)"
+	"$A" summary --json "$TMP/ss.hsnap" >"$TMP/ss.sum" 2>/dev/null || die "summary"
+	mkdir -p "$OUT/tests/screenshots"
+	python3 tests/htmlcheck.py speedscope "$app" "$TMP/ss.json" "$OUT/tests/screenshots/speedscope.png" >"$TMP/ss.seen" ||
+		die "speedscope in chromium"
+	python3 - "$TMP/ss.seen" "$TMP/ss.sum" <<-'PY' || die "what speedscope showed (screenshot: $OUT/tests/screenshots/speedscope.png)"
+	import json, sys
+	seen, sm = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+	live = sum(p["live_count"] for p in sm["processes"])
+	allocs = sum(p["allocated_count"] for p in sm["processes"])
+	assert seen["title"].strip().endswith("- speedscope"), seen["title"]
+	assert "inuse_space (1/4)" in seen["text"], seen["text"]
+	for want in ("inuse_objects %d" % live, "alloc_objects %d" % allocs):
+	    assert want in seen["text"], (want, seen["text"])
+	assert seen["ink_pixels"] > 20000, seen["ink_pixels"]
+	print(seen["text"])
+	PY
 }
 
 # temporary: alloc_c's churn_malloc frees each of its 100 blocks of 64 before allocating the
 # next (all temporary), leak_malloc frees none; bulk's bulk_churn does so 200000 times.
+# The HTML report, loaded in headless Chromium: what its script drew is read back from the DOM
+# and the screenshot's pixels. alloc_c's exact in-use bytes per function in the flame graph;
+# phases' heap at the peak and at the end, and what grew between them, each known from its
+# source alone; the chart drawn; nothing fetched from elsewhere; small however long.
+t_analyzer_html() {
+	command -v chromium >/dev/null || skip "chromium is not installed (scripts/install-deps.sh installs it)"
+	local shots=$OUT/tests/screenshots
+	mkdir -p "$shots"
+	"$R" --via preload -o "$TMP/h1.hsnap" -- "$T/alloc_c" >/dev/null 2>"$TMP/h.err" || { cat "$TMP/h.err"; die "alloc_c"; }
+	"$R" --via preload -o "$TMP/h2.hsnap" -- "$T/phases" >/dev/null 2>"$TMP/h.err" || { cat "$TMP/h.err"; die "phases"; }
+	"$A" html -o "$TMP/h1.html" "$TMP/h1.hsnap" 2>"$TMP/h.err" || { cat "$TMP/h.err"; die "html alloc_c"; }
+	"$A" html -o "$TMP/h2.html" "$TMP/h2.hsnap" 2>"$TMP/h.err" || { cat "$TMP/h.err"; die "html phases"; }
+	! grep -qiE '(src|href)=|url\(|@import' "$TMP/h1.html" || die "the report refers to something outside itself"
+	python3 tests/htmlcheck.py dom "$TMP/h1.html" "" >"$TMP/d1.json" || die "chromium on alloc_c's report"
+	python3 tests/htmlcheck.py dom "$TMP/h2.html" "moment=peak" >"$TMP/d2.json" || die "chromium: peak"
+	python3 tests/htmlcheck.py dom "$TMP/h2.html" "moment=end" >"$TMP/d3.json" || die "chromium: end"
+	python3 tests/htmlcheck.py dom "$TMP/h2.html" "range=peak,end" >"$TMP/d4.json" || die "chromium: range"
+	python3 tests/htmlcheck.py dom "$TMP/h2.html" "range=peak,end&value=alloc_space" >"$TMP/d5.json" || die "chromium: alloc range"
+	python3 - "$TMP" <<-'PY' || die "what rendered"
+	import json, sys
+	d = [json.load(open("%s/d%d.json" % (sys.argv[1], i))) for i in range(1, 6)]
+	for x in d:
+	    assert x["rendered"], "the page's script did not finish"
+	v = d[0]["values"]
+	want = {"leak_malloc": 10000, "make_calloc": 4000, "thread_work": 20000, "child_work": 15000, "plugin_alloc": 12288}
+	for fn, b in want.items():
+	    assert v.get(fn) == b, (fn, v.get(fn), b)
+	assert "leak_malloc" in d[0]["table_functions"], d[0]["table_functions"][:10]
+	assert d[0]["points"] >= 3, d[0]["points"]
+	peak, end, grew, alloc = (x["values"] for x in d[1:])
+	assert peak.get("phase_one") == 3000000 and "phase_two" not in peak, peak
+	assert end.get("phase_two") == 1000000 and "phase_one" not in end, end
+	assert grew.get("phase_two") == 1000000 and "phase_one" not in grew, grew
+	assert alloc.get("phase_two") == 1000000 and "phase_one" not in alloc, alloc
+	assert "(peak)" in d[1]["caption"] and "Grew from" in d[3]["caption"], (d[1]["caption"], d[3]["caption"])
+	print("alloc_c", {k: v[k] for k in want}, "| phases peak", peak["phase_one"], "end", end["phase_two"])
+	PY
+	# The pictures: a filled chart and a flame graph, in pixels (kept for people to look at).
+	python3 tests/htmlcheck.py shot "$TMP/h1.html" "" "$shots/alloc_c.png" >"$TMP/s1.json" || die "screenshot"
+	python3 tests/htmlcheck.py shot "$TMP/h2.html" "range=peak,end" "$shots/phases-range.png" >"$TMP/s2.json" || die "screenshot"
+	python3 - "$TMP/s1.json" "$TMP/s2.json" <<-'PY' || die "the screenshots show no chart or flame graph (in $shots)"
+	import json, sys
+	for f in sys.argv[1:]:
+	    s = json.load(open(f))
+	    assert s["live_pixels"] > 5000 and s["flame_pixels"] > 5000, (f, s)
+	    print(f, s)
+	PY
+	# Small however long: 420k events and 200k temporary blocks.
+	"$R" --via preload -o "$TMP/h3.hsnap" -- "$T/alloc_c" bulk >/dev/null 2>"$TMP/h.err" || { cat "$TMP/h.err"; die "bulk"; }
+	"$A" html -o "$TMP/h3.html" "$TMP/h3.hsnap" 2>"$TMP/h.err" || { cat "$TMP/h.err"; die "html bulk"; }
+	[ "$(stat -c %s "$TMP/h3.html")" -lt 3000000 ] || die "bulk report is $(stat -c %s "$TMP/h3.html") bytes"
+	"$A" html "$TMP/h1.hsnap" --peak 2>"$TMP/e"; eq "html --peak exit" 2 $?
+}
+
 t_analyzer_temporary() {
 	"$R" --via preload -o "$TMP/tp.hsnap" -- "$T/alloc_c" >/dev/null 2>"$TMP/tp.err" || { cat "$TMP/tp.err"; die "recording"; }
 	"$A" temporary -n 0 "$TMP/tp.hsnap" >"$TMP/tp.txt" 2>/dev/null || die "temporary"
@@ -1488,7 +1563,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_preload_sampled_dense t_preload_scribbled_ring t_preload_dwarf_nofp t_preload_dwarf_cxx_rust t_preload_dwarf_debian t_preload_unprivileged \
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
-	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_fuzz_targets"
+	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_fuzz_targets"
 for t in $ALL; do
 	run $t
 done

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* libFuzzer target: replay to the end and to the peak, then every report the analyzer
- * writes, without symbols (paths in the input name files on this machine: they are
+ * writes (the HTML report's second replay with its moments too), without symbols (paths in the input name files on this machine: they are
  * opened only as hs_open_elf allows, and unwinding of dwarf captures still runs). */
 #include <stdint.h>
 
 #include "fuzz_common.h"
+#include "html.h"
 #include "pprof.h"
 #include "profile.h"
 #include "replay.h"
@@ -12,6 +13,30 @@
 #include "symbolize.h"
 
 static FILE *devnull;
+
+/* The HTML report, as `html` makes it: moments planned from FIRST, a second replay. */
+static void run_html(const char *path, const struct replay *first, struct symbolizer *sym,
+		     const struct report_opts *ro)
+{
+	struct replay_target t = {.kind = STOP_END, .timeline = true, .temporary = true};
+	struct html *h;
+	struct profile p;
+	struct replay r;
+	int ret;
+
+	if (html__plan(first, &t, &h))
+		return;
+	ret = replay__run(&r, path, &t);
+	if ((ret == 0 || ret == EXIT_CORRUPT) && !profile__build(&p, &r, sym)) {
+		html__write(h, &p, ro, devnull);
+		report_speedscope(&p, ro, devnull);
+		report_temporary(&p, ro, devnull);
+		report_timeline(&r, ro, devnull);
+		profile__free(&p);
+	}
+	replay__free(&r);
+	html__free(h);
+}
 
 static void run(const char *path, enum replay_stop kind)
 {
@@ -28,8 +53,7 @@ static void run(const char *path, enum replay_stop kind)
 		sym = symbolizer__new(&so);
 		if (kind == STOP_META) {
 			report_info(&r, &ro, devnull);
-		} else {
-			profile__build(&p, &r, sym);
+		} else if (!profile__build(&p, &r, sym)) {
 			report_top(&p, &ro, devnull);
 			report_summary(&p, &ro, devnull);
 			report_leaks(&p, &ro, devnull);
@@ -37,6 +61,8 @@ static void run(const char *path, enum replay_stop kind)
 			report_collapsed(&p, &ro, devnull);
 			pprof_write_profile(&p, &po, devnull);
 			profile__free(&p);
+			if (kind == STOP_END)
+				run_html(path, &r, sym, &ro);
 		}
 		symbolizer__free(sym);
 	}

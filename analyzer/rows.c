@@ -1,0 +1,641 @@
+// SPDX-License-Identifier: MIT
+/* Report rows, computed once for every emitter. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hmap.h"
+#include "rows.h"
+
+static uint64_t fnv(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	return h;
+}
+
+int64_t names__intern(struct names *n, const char *name)
+{
+	uint64_t h = fnv(name);
+
+	/* Names of one hash and length chain through the second key. */
+	for (uint64_t k2 = strlen(name);; k2 += 1ull << 32) {
+		bool created;
+		struct hmap_slot *s = hmap_put(&n->idx, h, k2, &created);
+		char *copy;
+
+		if (!s)
+			return -ENOMEM;
+		if (!created) {
+			if (!strcmp(n->v[s->val], name))
+				return (int64_t)s->val;
+			continue;
+		}
+		if (n->nr == n->cap) {
+			uint32_t ncap = n->cap ? n->cap * 2 : 256;
+			char **v = realloc(n->v, sizeof(*v) * ncap);
+
+			if (!v) {
+				hmap_remove_slot(&n->idx, s);
+				return -ENOMEM;
+			}
+			n->v = v;
+			n->cap = ncap;
+		}
+		copy = strdup(name);
+		if (!copy) {
+			hmap_remove_slot(&n->idx, s);
+			return -ENOMEM;
+		}
+		n->v[n->nr] = copy;
+		s->val = n->nr;
+		return n->nr++;
+	}
+}
+
+void names__free(struct names *n)
+{
+	for (uint32_t i = 0; n && i < n->nr; i++)
+		free(n->v[i]);
+	if (n) {
+		free(n->v);
+		hmap_free(&n->idx);
+		memset(n, 0, sizeof(*n));
+	}
+}
+
+/* Values keyed by name: what every by-function or by-stack report accumulates into. */
+struct named_table {
+	struct names names;
+	double (*v)[4];
+	uint32_t cap;
+};
+
+/* The values of NAME's row, created zero; NULL when out of memory. */
+static double *named_get(struct named_table *t, const char *name)
+{
+	int64_t i = names__intern(&t->names, name);
+
+	if (i < 0)
+		return NULL;
+	if (t->cap < t->names.cap) {
+		double(*v)[4] = realloc(t->v, sizeof(*v) * t->names.cap);
+
+		if (!v)
+			return NULL;
+		memset(v + t->cap, 0, sizeof(*v) * (t->names.cap - t->cap));
+		t->v = v;
+		t->cap = t->names.cap;
+	}
+	return t->v[i];
+}
+
+/* Takes row I's name from T. */
+static char *named_take(struct named_table *t, uint32_t i)
+{
+	char *s = t->names.v[i];
+
+	t->names.v[i] = NULL;
+	return s;
+}
+
+static void named_free(struct named_table *t)
+{
+	names__free(&t->names);
+	free(t->v);
+	memset(t, 0, sizeof(*t));
+}
+
+int rows__sample_frames(const struct profile *p, const struct prof_sample *s, const char ***out,
+			char (**bufs)[ROWS_NAME_MAX])
+{
+	uint32_t n = 0;
+	const char **names;
+	char(*b)[ROWS_NAME_MAX];
+
+	for (uint32_t i = 0; i < s->nr_locs; i++) {
+		const struct prof_loc *l = &p->locs[p->loc_refs[s->first_loc + i]];
+
+		n += l->nr_lines ? l->nr_lines : 1;
+	}
+	names = malloc(sizeof(*names) * (n ? n : 1));
+	b = malloc(sizeof(*b) * (n ? n : 1));
+	if (!names || !b) {
+		free(names);
+		free(b);
+		return -ENOMEM;
+	}
+	n = 0;
+	for (uint32_t i = 0; i < s->nr_locs; i++) {
+		const struct prof_loc *l = &p->locs[p->loc_refs[s->first_loc + i]];
+		uint32_t nl = l->nr_lines ? l->nr_lines : 1;
+
+		for (uint32_t k = 0; k < nl; k++, n++)
+			names[n] = profile__line_name(p, l, l->nr_lines ? &p->lines[l->first_line + k] : NULL, b[n],
+						      sizeof(b[n]));
+	}
+	*out = names;
+	*bufs = b;
+	return (int)n;
+}
+
+const char *rows__frame_name(const struct profile *p, uint32_t pid, uint64_t ip, char *buf, size_t len,
+			     struct prof_line *line_out)
+{
+	const struct mapping *m = replay__mapping(p->r, pid, ip - 1, p->r->stop_time);
+	struct prof_loc l = {.addr = ip - 1, .map = m};
+	struct prof_line ln = {0};
+	struct sym_result res;
+	const char *name;
+
+	symbolizer__lookup(p->sym, m, ip - 1, &res);
+	if (res.nr)
+		ln = (struct prof_line){.function = res.frames[0].function, .file = res.frames[0].file,
+					.line = res.frames[0].line};
+	name = profile__line_name(p, &l, res.nr ? &ln : NULL, buf, len);
+	if (name != buf) {
+		snprintf(buf, len, "%s", name);
+		name = buf;
+	}
+	if (line_out)
+		*line_out = ln;
+	return name;
+}
+
+static const char *stack_leaf(const struct profile *p, uint32_t pid, uint64_t stack_id, char *buf, size_t len)
+{
+	uint32_t nr;
+	const uint64_t *ips = profile__stack(p, pid, stack_id, &nr);
+
+	if (!ips || !nr) {
+		snprintf(buf, len, "(stack %" PRIu64 " not recorded)", stack_id);
+		return buf;
+	}
+	return rows__frame_name(p, pid, ips[0], buf, len, NULL);
+}
+
+/* ---- functions ---- */
+
+/* Adds each function's flat (v[0]) and cum (v[1]) of VALUE to T. */
+static int function_totals(const struct profile *p, int value, struct named_table *t)
+{
+	for (uint32_t i = 0; i < p->nr_samples; i++) {
+		const struct prof_sample *s = &p->samples[i];
+		double v = s->v[value];
+		const char **names;
+		char(*bufs)[ROWS_NAME_MAX];
+		int n;
+
+		if (v == 0)
+			continue;
+		n = rows__sample_frames(p, s, &names, &bufs);
+		if (n < 0)
+			return n;
+		for (int k = 0; k < n; k++) {
+			double *row;
+			bool seen = false;
+
+			/* Recursion counts once toward cum. The stack is short: a scan of what precedes. */
+			for (int j = 0; j < k && !seen; j++)
+				seen = !strcmp(names[j], names[k]);
+			row = named_get(t, names[k]);
+			if (!row) {
+				free(names);
+				free(bufs);
+				return -ENOMEM;
+			}
+			if (k == 0)
+				row[0] += v;
+			if (!seen)
+				row[1] += v;
+		}
+		free(names);
+		free(bufs);
+	}
+	return 0;
+}
+
+static int cmp_fn(const void *a, const void *b)
+{
+	const struct fn_row *x = a, *y = b;
+
+	if (x->flat != y->flat)
+		return x->flat < y->flat ? 1 : -1;
+	if (x->cum != y->cum)
+		return x->cum < y->cum ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+int rows__functions(const struct profile *p, int value, struct fn_rows *out)
+{
+	struct named_table t = {0};
+	int err = function_totals(p, value, &t);
+
+	memset(out, 0, sizeof(*out));
+	out->total = p->total[value];
+	if (!err && t.names.nr) {
+		out->rows = malloc(sizeof(*out->rows) * t.names.nr);
+		if (!out->rows)
+			err = -ENOMEM;
+	}
+	if (err) {
+		named_free(&t);
+		return err;
+	}
+	for (uint32_t i = 0; i < t.names.nr; i++)
+		out->rows[i] = (struct fn_row){.name = named_take(&t, i), .flat = t.v[i][0], .cum = t.v[i][1]};
+	out->nr = t.names.nr;
+	if (out->nr)
+		qsort(out->rows, out->nr, sizeof(*out->rows), cmp_fn);
+	named_free(&t);
+	return 0;
+}
+
+void fn_rows__free(struct fn_rows *t)
+{
+	for (uint32_t i = 0; t && i < t->nr; i++)
+		free(t->rows[i].name);
+	if (t) {
+		free(t->rows);
+		memset(t, 0, sizeof(*t));
+	}
+}
+
+/* ---- leaks ---- */
+
+struct leak_ctx {
+	const struct profile *p;
+	double min_age, end;
+	struct hmap idx; /* (pid, stack key) -> row */
+	struct leak_rows *out;
+	uint32_t cap;
+	int err;
+};
+
+static void leak_cb(const struct agg *a, uint64_t time, double w, void *ctx)
+{
+	struct leak_ctx *c = ctx;
+	double t = replay__seconds(c->p->r, time);
+	struct leak_rows *o = c->out;
+	struct hmap_slot *s;
+	struct leak_row *row;
+	bool created;
+
+	if (c->err || c->end - t < c->min_age)
+		return;
+	s = hmap_put(&c->idx, a->pid, profile__stack_key(c->p, a->pid, a->stack_id), &created);
+	if (!s) {
+		c->err = -ENOMEM;
+		return;
+	}
+	if (created) {
+		if (o->nr == c->cap) {
+			uint32_t ncap = c->cap ? c->cap * 2 : 64;
+			struct leak_row *n = realloc(o->rows, sizeof(*n) * ncap);
+
+			if (!n) {
+				c->err = -ENOMEM;
+				return;
+			}
+			o->rows = n;
+			c->cap = ncap;
+		}
+		o->rows[o->nr] = (struct leak_row){.pid = a->pid, .stack_id = a->stack_id, .oldest = t};
+		s->val = o->nr++;
+	}
+	row = &o->rows[s->val];
+	row->bytes += (double)a->size * w;
+	row->count += w;
+	o->total += (double)a->size * w;
+	if (t < row->oldest)
+		row->oldest = t;
+}
+
+static int cmp_leak(const void *a, const void *b)
+{
+	const struct leak_row *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? 1 : -1;
+	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+int rows__leaks(const struct profile *p, double min_age, uint32_t limit, struct leak_rows *out)
+{
+	struct leak_ctx c = {.p = p, .min_age = min_age, .end = replay__seconds(p->r, p->r->stop_time), .out = out};
+
+	memset(out, 0, sizeof(*out));
+	out->min_age = min_age;
+	replay__for_each_live(p->r, leak_cb, &c);
+	hmap_free(&c.idx);
+	if (c.err)
+		return c.err;
+	if (out->nr)
+		qsort(out->rows, out->nr, sizeof(*out->rows), cmp_leak);
+	for (uint32_t i = 0; i < out->nr && (!limit || i < limit); i++) {
+		struct leak_row *row = &out->rows[i];
+		uint32_t nr;
+		const uint64_t *ips = profile__stack(p, row->pid, row->stack_id, &nr);
+
+		if (!ips)
+			continue;
+		nr = nr < LEAK_FRAMES ? nr : LEAK_FRAMES;
+		row->frames = calloc(nr ? nr : 1, sizeof(*row->frames));
+		if (!row->frames)
+			return -ENOMEM;
+		for (uint32_t k = 0; k < nr; k++) {
+			struct prof_line ln;
+
+			rows__frame_name(p, row->pid, ips[k], row->frames[k].name, sizeof(row->frames[k].name), &ln);
+			row->frames[k].file = ln.file;
+			row->frames[k].line = ln.line;
+		}
+		row->nr_frames = nr;
+	}
+	return 0;
+}
+
+void leak_rows__free(struct leak_rows *t)
+{
+	for (uint32_t i = 0; t && i < t->nr; i++)
+		free(t->rows[i].frames);
+	if (t) {
+		free(t->rows);
+		memset(t, 0, sizeof(*t));
+	}
+}
+
+/* ---- temporary ---- */
+
+static int cmp_temp(const void *a, const void *b)
+{
+	const struct temp_row *x = a, *y = b;
+
+	if (x->temporary != y->temporary)
+		return x->temporary < y->temporary ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+int rows__temporary(const struct profile *p, struct temp_rows *out)
+{
+	const struct replay *r = p->r;
+	struct named_table t = {0};
+	uint32_t n = 0;
+
+	memset(out, 0, sizeof(*out));
+	for (uint32_t i = 0; i < r->nr_aggs; i++) {
+		const struct agg *a = &r->aggs[i];
+		char buf[ROWS_NAME_MAX];
+		double *row;
+
+		if (a->alloc_objects <= 0)
+			continue;
+		row = named_get(&t, stack_leaf(p, a->pid, a->stack_id, buf, sizeof(buf)));
+		if (!row) {
+			named_free(&t);
+			return -ENOMEM;
+		}
+		row[0] += a->temp_objects;
+		row[1] += a->temp_space;
+		row[2] += a->alloc_objects;
+		out->temporary += a->temp_objects;
+		out->allocations += a->alloc_objects;
+	}
+	out->rows = malloc(sizeof(*out->rows) * (t.names.nr ? t.names.nr : 1));
+	if (!out->rows) {
+		named_free(&t);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < t.names.nr; i++) {
+		if (t.v[i][0] <= 0)
+			continue;
+		out->rows[n++] = (struct temp_row){.name = named_take(&t, i), .temporary = t.v[i][0],
+						   .temporary_bytes = t.v[i][1], .allocations = t.v[i][2]};
+	}
+	out->nr = n;
+	if (n)
+		qsort(out->rows, n, sizeof(*out->rows), cmp_temp);
+	named_free(&t);
+	return 0;
+}
+
+void temp_rows__free(struct temp_rows *t)
+{
+	for (uint32_t i = 0; t && i < t->nr; i++)
+		free(t->rows[i].name);
+	if (t) {
+		free(t->rows);
+		memset(t, 0, sizeof(*t));
+	}
+}
+
+/* ---- processes ---- */
+
+struct proc_acc {
+	double oldest, age_sum, weight;
+	uint64_t oldest_stack;
+	bool any;
+};
+
+struct proc_ctx {
+	const struct replay *r;
+	struct proc_acc *acc; /* by index into r->procs */
+	double end;
+};
+
+static void proc_cb(const struct agg *a, uint64_t time, double w, void *ctx)
+{
+	struct proc_ctx *c = ctx;
+	const struct process *pr = replay__process(c->r, a->pid);
+	struct proc_acc *s;
+	double t = replay__seconds(c->r, time);
+
+	if (!pr)
+		return;
+	s = &c->acc[pr - c->r->procs];
+	if (!s->any || t < s->oldest) {
+		s->oldest = t;
+		s->oldest_stack = a->stack_id;
+	}
+	s->any = true;
+	s->age_sum += (c->end - t) * w;
+	s->weight += w;
+}
+
+int rows__processes(const struct profile *p, struct proc_rows *out)
+{
+	const struct replay *r = p->r;
+	struct proc_ctx c = {.r = r, .end = replay__seconds(r, r->stop_time)};
+
+	memset(out, 0, sizeof(*out));
+	c.acc = calloc(r->nr_procs ? r->nr_procs : 1, sizeof(*c.acc));
+	out->rows = calloc(r->nr_procs ? r->nr_procs : 1, sizeof(*out->rows));
+	if (!c.acc || !out->rows) {
+		free(c.acc);
+		free(out->rows);
+		out->rows = NULL;
+		return -ENOMEM;
+	}
+	replay__for_each_live(r, proc_cb, &c);
+	for (uint32_t i = 0; i < r->nr_procs; i++) {
+		const struct proc_acc *s = &c.acc[i];
+		struct proc_row *row;
+
+		if (!r->procs[i].selected) /* --pid, --comm */
+			continue;
+		row = &out->rows[out->nr++];
+		row->pr = &r->procs[i];
+		row->any_live = s->any;
+		if (s->any) {
+			row->oldest = s->oldest;
+			row->average_age = s->weight > 0 ? s->age_sum / s->weight : 0;
+			stack_leaf(p, r->procs[i].pid, s->oldest_stack, row->oldest_function,
+				   sizeof(row->oldest_function));
+		}
+	}
+	free(c.acc);
+	return 0;
+}
+
+void proc_rows__free(struct proc_rows *t)
+{
+	if (t) {
+		free(t->rows);
+		memset(t, 0, sizeof(*t));
+	}
+}
+
+/* ---- diff ---- */
+
+/* A stack's identity across files: symbolized function, file and line of every frame,
+ * because addresses move with ASLR and rebuilds. */
+static char *stack_key(const struct profile *p, const struct prof_sample *s)
+{
+	char *key = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&key, &len);
+
+	if (!m)
+		return NULL;
+	for (uint32_t i = 0; i < s->nr_locs; i++) {
+		const struct prof_loc *l = &p->locs[p->loc_refs[s->first_loc + i]];
+
+		for (uint32_t k = 0; k < (l->nr_lines ? l->nr_lines : 1); k++) {
+			const struct prof_line *ln = l->nr_lines ? &p->lines[l->first_line + k] : NULL;
+			char buf[ROWS_NAME_MAX];
+
+			if (ln && ln->function) {
+				const char *base = ln->file ? strrchr(ln->file, '/') : NULL;
+
+				fprintf(m, "%s%s (%s:%u)", i || k ? " <- " : "", ln->function,
+					ln->file ? (base ? base + 1 : ln->file) : "?", ln->line);
+			} else {
+				/* Unsymbolized: module and offset are stable across ASLR. */
+				fprintf(m, "%s%s", i || k ? " <- " : "", profile__line_name(p, l, NULL, buf, sizeof(buf)));
+			}
+		}
+	}
+	if (fclose(m)) {
+		free(key);
+		return NULL;
+	}
+	return key;
+}
+
+/* Adds P's VALUE to side SIDE (0: from, 1: to) of the stacks and functions tables. */
+static int diff_add(struct named_table *stacks, struct named_table *funcs, const struct profile *p, int side,
+		    int value)
+{
+	struct named_table t = {0};
+	int err;
+
+	for (uint32_t i = 0; i < p->nr_samples; i++) {
+		const struct prof_sample *s = &p->samples[i];
+		char *key = stack_key(p, s);
+		double *row = key ? named_get(stacks, key) : NULL;
+
+		free(key);
+		if (!row)
+			return -ENOMEM;
+		row[side] += s->v[value];
+	}
+	err = function_totals(p, value, &t);
+	for (uint32_t i = 0; !err && i < t.names.nr; i++) {
+		double *row = named_get(funcs, t.names.v[i]);
+
+		if (!row)
+			err = -ENOMEM;
+		else
+			row[side] += t.v[i][0];
+	}
+	named_free(&t);
+	return err;
+}
+
+static int cmp_growth(const void *a, const void *b)
+{
+	const struct diff_row *x = a, *y = b;
+	double dx = x->to - x->from, dy = y->to - y->from;
+
+	if (dx != dy)
+		return dx < dy ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+/* The rows of T that changed, sorted by growth; T's names move to them. */
+static int diff_take(struct named_table *t, struct diff_row **out, uint32_t *nr)
+{
+	uint32_t n = 0;
+
+	*out = malloc(sizeof(**out) * (t->names.nr ? t->names.nr : 1));
+	if (!*out)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < t->names.nr; i++) {
+		if (llround(t->v[i][1] - t->v[i][0]) == 0)
+			continue;
+		(*out)[n++] = (struct diff_row){.name = named_take(t, i), .from = t->v[i][0], .to = t->v[i][1]};
+	}
+	*nr = n;
+	if (n)
+		qsort(*out, n, sizeof(**out), cmp_growth);
+	return 0;
+}
+
+int rows__diff(const struct profile *a, const struct profile *b, int value, struct diff_rows *out)
+{
+	struct named_table stacks = {0}, funcs = {0};
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	out->from_total = a->total[value];
+	out->to_total = b->total[value];
+	err = diff_add(&stacks, &funcs, a, 0, value);
+	if (!err)
+		err = diff_add(&stacks, &funcs, b, 1, value);
+	if (!err)
+		err = diff_take(&funcs, &out->functions, &out->nr_functions);
+	if (!err)
+		err = diff_take(&stacks, &out->stacks, &out->nr_stacks);
+	named_free(&stacks);
+	named_free(&funcs);
+	if (err)
+		diff_rows__free(out);
+	return err;
+}
+
+void diff_rows__free(struct diff_rows *t)
+{
+	if (!t)
+		return;
+	for (uint32_t i = 0; i < t->nr_functions; i++)
+		free(t->functions[i].name);
+	for (uint32_t i = 0; i < t->nr_stacks; i++)
+		free(t->stacks[i].name);
+	free(t->functions);
+	free(t->stacks);
+	memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/* Report rows: what each report computes, once, from a profile, before an emitter writes it
+ * as text, JSON (reports.c) or HTML (html.c). Every function returns 0 or -errno; every
+ * __free accepts what a failed call left. */
+#ifndef HEAPSNAP_ROWS_H
+#define HEAPSNAP_ROWS_H
+#include <stdint.h>
+
+#include "profile.h"
+
+#include "hmap.h"
+
+#define ROWS_NAME_MAX 160 /* a frame's display name, as every report shows it */
+
+/* Distinct strings, numbered in the order first seen (frame tables of speedscope and HTML). */
+struct names {
+	char **v;
+	uint32_t nr, cap;
+	struct hmap idx;
+};
+
+/* NAME's number, added if new; -ENOMEM. */
+int64_t names__intern(struct names *n, const char *name);
+void names__free(struct names *n);
+
+/* Functions by the VALUE of the samples whose stacks hold them: flat as the leaf, cum
+ * anywhere in the stack (once per stack, recursion counted once). Sorted by flat, then cum,
+ * then name. */
+struct fn_row {
+	char *name;
+	double flat, cum;
+};
+
+struct fn_rows {
+	struct fn_row *rows;
+	uint32_t nr;
+	double total;
+};
+
+int rows__functions(const struct profile *p, int value, struct fn_rows *out);
+void fn_rows__free(struct fn_rows *t);
+
+/* Live blocks older than MIN_AGE grouped by stack, largest first; stacks of the first
+ * LIMIT rows (0: all) resolved to at most LEAK_FRAMES frames, leaf first. */
+#define LEAK_FRAMES 12
+struct frame_row {
+	char name[ROWS_NAME_MAX];
+	const char *file; /* the symbolizer's; NULL when unknown */
+	uint32_t line;
+};
+
+struct leak_row {
+	uint32_t pid;
+	uint64_t stack_id;
+	double bytes, count, oldest;
+	struct frame_row *frames;
+	uint32_t nr_frames;
+};
+
+struct leak_rows {
+	struct leak_row *rows;
+	uint32_t nr;
+	double total, min_age;
+};
+
+int rows__leaks(const struct profile *p, double min_age, uint32_t limit, struct leak_rows *out);
+void leak_rows__free(struct leak_rows *t);
+
+/* Temporary allocations (see the replay's temporary_note) by the function that made them,
+ * most first; rows with none are dropped. */
+struct temp_row {
+	char *name;
+	double temporary, temporary_bytes, allocations;
+};
+
+struct temp_rows {
+	struct temp_row *rows;
+	uint32_t nr;
+	double temporary, allocations;
+};
+
+int rows__temporary(const struct profile *p, struct temp_rows *out);
+void temp_rows__free(struct temp_rows *t);
+
+/* The processes --pid/--comm selected, with the ages of their live blocks. */
+struct proc_row {
+	const struct process *pr;
+	bool any_live;
+	double oldest, average_age; /* seconds: allocation time of the oldest; mean age at the stop */
+	char oldest_function[ROWS_NAME_MAX];
+};
+
+struct proc_rows {
+	struct proc_row *rows;
+	uint32_t nr;
+};
+
+int rows__processes(const struct profile *p, struct proc_rows *out);
+void proc_rows__free(struct proc_rows *t);
+
+/* Growth from A to B of VALUE, by function (flat) and by stack, largest growth first; rows
+ * whose growth rounds to zero are dropped. */
+struct diff_row {
+	char *name;
+	double from, to;
+};
+
+struct diff_rows {
+	struct diff_row *functions, *stacks;
+	uint32_t nr_functions, nr_stacks;
+	double from_total, to_total;
+};
+
+int rows__diff(const struct profile *a, const struct profile *b, int value, struct diff_rows *out);
+void diff_rows__free(struct diff_rows *t);
+
+/* A sample's frames as names, leaf (innermost inline) first: *NAMES points into *BUFS or the
+ * symbolizer. Returns the count, or -ENOMEM. */
+int rows__sample_frames(const struct profile *p, const struct prof_sample *s, const char ***names,
+			char (**bufs)[ROWS_NAME_MAX]);
+/* The name of the innermost frame at return address IP of PID, into BUF; its file and line
+ * in *LINE_OUT when not NULL. */
+const char *rows__frame_name(const struct profile *p, uint32_t pid, uint64_t ip, char *buf, size_t len,
+			     struct prof_line *line_out);
+#endif

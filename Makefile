@@ -116,7 +116,7 @@ TEST_CFLAGS := -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror 
 TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/mutate $(OUTPUT)/tests/craft $(OUTPUT)/tests/alloc_c $(OUTPUT)/tests/demo \
 	$(OUTPUT)/tests/alloc_cxx $(OUTPUT)/tests/libplugin.so $(OUTPUT)/tests/garbage_ok \
 	$(OUTPUT)/tests/nofp $(OUTPUT)/tests/alloc_cxx_nofp $(OUTPUT)/tests/static_once $(OUTPUT)/tests/handoff \
-	$(OUTPUT)/tests/quick $(OUTPUT)/tests/scribble $(OUTPUT)/tests/unwdump $(OUTPUT)/tests/phases
+	$(OUTPUT)/tests/quick $(OUTPUT)/tests/scribble $(OUTPUT)/tests/unwdump $(OUTPUT)/tests/phases $(OUTPUT)/tests/nofp_debugframe
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -174,6 +174,13 @@ $(OUTPUT)/tests/libplugin.so: tests/workloads/plugin.c | $(OUTPUT)/tests
 $(OUTPUT)/tests/nofp: tests/workloads/nofp.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -fomit-frame-pointer -fno-optimize-sibling-calls -Wall -Wextra -Werror $< -o $@
+
+# The same with its call frame information only in .debug_frame, which a test moves into a
+# separate debug file: the unwinder must find it through --debug-dir.
+$(OUTPUT)/tests/nofp_debugframe: tests/workloads/nofp.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -fomit-frame-pointer -fno-optimize-sibling-calls -fno-asynchronous-unwind-tables \
+		-fno-unwind-tables -Wall -Wextra -Werror $< -o $@
 
 $(OUTPUT)/tests/alloc_cxx_nofp: tests/workloads/alloc_cxx.cc | $(OUTPUT)/tests
 	$(call msg,CXX,$@)

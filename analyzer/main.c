@@ -357,7 +357,7 @@ static int emit_pprof(const struct profile *p, const struct report_opts *ro, FIL
 {
 	struct pprof_opts po = {.no_symbolize = ro->no_symbolize};
 
-	return pprof_write_profile(p, &po, out) ? -EIO : 0;
+	return pprof_write_profile(p, &po, out);
 }
 
 /* Builds P from R, saying why not. */

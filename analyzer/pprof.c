@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* pprof output: a gzip-compressed perftools.profiles.Profile built with protobuf-c. */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -19,6 +21,19 @@ typedef Perftools__Profiles__Line PbLine;
 typedef Perftools__Profiles__Function PbFunction;
 typedef Perftools__Profiles__ValueType PbValueType;
 
+struct pprof_mapping {
+	uint64_t start, limit, offset;
+	const char *filename, *build_id;
+	bool has_functions, has_filenames, has_line_numbers, has_inline_frames;
+};
+
+struct pprof_label {
+	const char *key;
+	const char *str; /* a string label when set, else numeric */
+	int64_t num;
+	const char *num_unit;
+};
+
 struct pprof_builder {
 	PbProfile p;
 	char **strings;
@@ -26,31 +41,39 @@ struct pprof_builder {
 	struct hmap string_idx; /* (fnv hash, length) -> index; collisions append a duplicate */
 	struct hmap func_idx;   /* (name << 32 | system name, file) -> function id */
 	size_t cap_samples, cap_mappings, cap_locations, cap_functions;
+	/* Out of memory: back to pprof_write_profile, which frees what was built. Everything
+	 * allocated is in the profile (with its count) before anything else is, so
+	 * pprof_builder__free finds it. */
+	jmp_buf *oom;
 };
 
-static void *xcalloc(size_t n, size_t sz)
+static _Noreturn void nomem(struct pprof_builder *b)
+{
+	longjmp(*b->oom, 1);
+}
+
+static void *xcalloc(struct pprof_builder *b, size_t n, size_t sz)
 {
 	void *p = calloc(n ? n : 1, sz);
 
-	if (!p) {
-		fputs("heapsnap-analyze: out of memory\n", stderr);
-		exit(1);
-	}
+	if (!p)
+		nomem(b);
 	return p;
 }
 
-#define PUSH(arr, n, cap, item)                                                    \
-	do {                                                                       \
-		if ((n) == (cap)) {                                                \
-			(cap) = (cap) ? (cap) * 2 : 64;                            \
-			(arr) = realloc((arr), sizeof(*(arr)) * (cap));            \
-			if (!(arr))                                                \
-				exit(1);                                           \
-		}                                                                  \
-		(arr)[(n)++] = (item);                                             \
+/* Room for one more in ARR, before the item is made. */
+#define RESERVE(b, arr, n, cap)                                                            \
+	do {                                                                               \
+		if ((n) == (cap)) {                                                        \
+			void *grown_ = realloc((arr), sizeof(*(arr)) * ((cap) ? (cap) * 2 : 64)); \
+			if (!grown_)                                                       \
+				nomem(b);                                                  \
+			(arr) = grown_;                                                    \
+			(cap) = (cap) ? (cap) * 2 : 64;                                    \
+		}                                                                          \
 	} while (0)
 
-int64_t pprof_builder__string(struct pprof_builder *b, const char *s)
+static int64_t pprof_builder__string(struct pprof_builder *b, const char *s)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 	size_t len = strlen(s);
@@ -61,65 +84,72 @@ int64_t pprof_builder__string(struct pprof_builder *b, const char *s)
 		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
 	slot = hmap_put(&b->string_idx, h, len, &created);
 	if (!slot)
-		exit(1);
+		nomem(b);
 	if (!created && !strcmp(b->p.string_table[slot->val], s))
 		return (int64_t)slot->val;
-	PUSH(b->p.string_table, b->p.n_string_table, b->cap_strings, strdup(s));
+	RESERVE(b, b->p.string_table, b->p.n_string_table, b->cap_strings);
+	b->p.string_table[b->p.n_string_table] = strdup(s);
+	if (!b->p.string_table[b->p.n_string_table])
+		nomem(b);
+	b->p.n_string_table++;
 	if (created)
 		slot->val = b->p.n_string_table - 1;
 	return (int64_t)b->p.n_string_table - 1;
 }
 
-struct pprof_builder *pprof_builder__new(const char *const *types, const char *const *units, int n,
-					 const char *period_type, const char *period_unit, int64_t period)
+/* B zeroed, with its oom set. */
+static void pprof_builder__init(struct pprof_builder *b, const char *const *types, const char *const *units, int n,
+				const char *period_type, const char *period_unit, int64_t period)
 {
-	struct pprof_builder *b = xcalloc(1, sizeof(*b));
 	PbValueType *pt;
 
 	perftools__profiles__profile__init(&b->p);
 	pprof_builder__string(b, ""); /* index 0 is the empty string, as pprof requires */
-	b->p.sample_type = xcalloc((size_t)n, sizeof(*b->p.sample_type));
-	b->p.n_sample_type = (size_t)n;
+	b->p.sample_type = xcalloc(b, (size_t)n, sizeof(*b->p.sample_type));
 	for (int i = 0; i < n; i++) {
-		PbValueType *vt = xcalloc(1, sizeof(*vt));
+		PbValueType *vt = xcalloc(b, 1, sizeof(*vt));
 
 		perftools__profiles__value_type__init(vt);
+		b->p.sample_type[b->p.n_sample_type++] = vt;
 		vt->type = pprof_builder__string(b, types[i]);
 		vt->unit = pprof_builder__string(b, units[i]);
-		b->p.sample_type[i] = vt;
 	}
-	pt = xcalloc(1, sizeof(*pt));
+	pt = xcalloc(b, 1, sizeof(*pt));
 	perftools__profiles__value_type__init(pt);
+	b->p.period_type = pt;
 	pt->type = pprof_builder__string(b, period_type);
 	pt->unit = pprof_builder__string(b, period_unit);
-	b->p.period_type = pt;
 	b->p.period = period;
-	return b;
 }
 
-void pprof_builder__set_default_type(struct pprof_builder *b, const char *type)
+static void pprof_builder__set_default_type(struct pprof_builder *b, const char *type)
 {
 	b->p.default_sample_type = pprof_builder__string(b, type);
 }
 
-void pprof_builder__set_time(struct pprof_builder *b, int64_t time_ns, int64_t duration_ns)
+static void pprof_builder__set_time(struct pprof_builder *b, int64_t time_ns, int64_t duration_ns)
 {
 	b->p.time_nanos = time_ns;
 	b->p.duration_nanos = duration_ns;
 }
 
-void pprof_builder__add_comment(struct pprof_builder *b, const char *text)
+static void pprof_builder__add_comment(struct pprof_builder *b, const char *text)
 {
-	b->p.comment = realloc(b->p.comment, sizeof(*b->p.comment) * (b->p.n_comment + 1));
-	if (!b->p.comment)
-		exit(1);
-	b->p.comment[b->p.n_comment++] = pprof_builder__string(b, text);
+	int64_t id = pprof_builder__string(b, text);
+	int64_t *c = realloc(b->p.comment, sizeof(*b->p.comment) * (b->p.n_comment + 1));
+
+	if (!c)
+		nomem(b);
+	b->p.comment = c;
+	b->p.comment[b->p.n_comment++] = id;
 }
 
-uint64_t pprof_builder__add_mapping(struct pprof_builder *b, const struct pprof_mapping *m)
+static uint64_t pprof_builder__add_mapping(struct pprof_builder *b, const struct pprof_mapping *m)
 {
-	PbMapping *pm = xcalloc(1, sizeof(*pm));
+	PbMapping *pm;
 
+	RESERVE(b, b->p.mapping, b->p.n_mapping, b->cap_mappings);
+	pm = xcalloc(b, 1, sizeof(*pm));
 	perftools__profiles__mapping__init(pm);
 	pm->id = b->p.n_mapping + 1;
 	pm->memory_start = m->start;
@@ -131,11 +161,11 @@ uint64_t pprof_builder__add_mapping(struct pprof_builder *b, const struct pprof_
 	pm->has_filenames = m->has_filenames;
 	pm->has_line_numbers = m->has_line_numbers;
 	pm->has_inline_frames = m->has_inline_frames;
-	PUSH(b->p.mapping, b->p.n_mapping, b->cap_mappings, pm);
+	b->p.mapping[b->p.n_mapping++] = pm;
 	return pm->id;
 }
 
-uint64_t pprof_builder__function(struct pprof_builder *b, const char *name, const char *system_name,
+static uint64_t pprof_builder__function(struct pprof_builder *b, const char *name, const char *system_name,
 				 const char *file)
 {
 	int64_t n = pprof_builder__string(b, name), sn = pprof_builder__string(b, system_name ? system_name : name);
@@ -146,62 +176,67 @@ uint64_t pprof_builder__function(struct pprof_builder *b, const char *name, cons
 
 	slot = hmap_put(&b->func_idx, (uint64_t)n << 32 | (uint64_t)sn, (uint64_t)f, &created);
 	if (!slot)
-		exit(1);
+		nomem(b);
 	if (!created)
 		return slot->val;
-	fn = xcalloc(1, sizeof(*fn));
+	RESERVE(b, b->p.function, b->p.n_function, b->cap_functions);
+	fn = xcalloc(b, 1, sizeof(*fn));
 	perftools__profiles__function__init(fn);
 	fn->id = b->p.n_function + 1;
 	fn->name = n;
 	fn->system_name = sn;
 	fn->filename = f;
-	PUSH(b->p.function, b->p.n_function, b->cap_functions, fn);
+	b->p.function[b->p.n_function++] = fn;
 	slot->val = fn->id;
 	return fn->id;
 }
 
-uint64_t pprof_builder__add_location(struct pprof_builder *b, uint64_t mapping_id, uint64_t address,
+static uint64_t pprof_builder__add_location(struct pprof_builder *b, uint64_t mapping_id, uint64_t address,
 				     const uint64_t *function_ids, const int64_t *lines, int nr_lines)
 {
-	PbLocation *l = xcalloc(1, sizeof(*l));
+	PbLocation *l;
 
+	RESERVE(b, b->p.location, b->p.n_location, b->cap_locations);
+	l = xcalloc(b, 1, sizeof(*l));
 	perftools__profiles__location__init(l);
-	l->id = b->p.n_location + 1;
+	b->p.location[b->p.n_location++] = l;
+	l->id = b->p.n_location;
 	l->mapping_id = mapping_id;
 	l->address = address;
-	l->n_line = (size_t)nr_lines;
-	l->line = xcalloc((size_t)nr_lines, sizeof(*l->line));
+	l->line = xcalloc(b, (size_t)nr_lines, sizeof(*l->line));
 	for (int i = 0; i < nr_lines; i++) {
-		PbLine *ln = xcalloc(1, sizeof(*ln));
+		PbLine *ln = xcalloc(b, 1, sizeof(*ln));
 
 		perftools__profiles__line__init(ln);
 		ln->function_id = function_ids[i];
 		ln->line = lines[i];
-		l->line[i] = ln;
+		l->line[l->n_line++] = ln;
 	}
-	PUSH(b->p.location, b->p.n_location, b->cap_locations, l);
 	return l->id;
 }
 
-void pprof_builder__add_sample(struct pprof_builder *b, const uint64_t *locs, int nr_locs, const int64_t *values,
+static void pprof_builder__add_sample(struct pprof_builder *b, const uint64_t *locs, int nr_locs, const int64_t *values,
 			       const struct pprof_label *labels, int nr_labels)
 {
-	PbSample *s = xcalloc(1, sizeof(*s));
+	PbSample *s;
 
+	RESERVE(b, b->p.sample, b->p.n_sample, b->cap_samples);
+	s = xcalloc(b, 1, sizeof(*s));
 	perftools__profiles__sample__init(s);
+	b->p.sample[b->p.n_sample++] = s;
+	s->location_id = xcalloc(b, (size_t)nr_locs, sizeof(uint64_t));
 	s->n_location_id = (size_t)nr_locs;
-	s->location_id = xcalloc((size_t)nr_locs, sizeof(uint64_t));
 	if (nr_locs)
 		memcpy(s->location_id, locs, sizeof(uint64_t) * (size_t)nr_locs);
+	s->value = xcalloc(b, b->p.n_sample_type, sizeof(int64_t));
 	s->n_value = b->p.n_sample_type;
-	s->value = xcalloc(s->n_value, sizeof(int64_t));
 	memcpy(s->value, values, sizeof(int64_t) * s->n_value);
-	s->n_label = (size_t)nr_labels;
-	s->label = xcalloc((size_t)nr_labels, sizeof(*s->label));
+	s->label = xcalloc(b, (size_t)nr_labels, sizeof(*s->label));
 	for (int i = 0; i < nr_labels; i++) {
-		PbLabel *l = xcalloc(1, sizeof(*l));
+		PbLabel *l = xcalloc(b, 1, sizeof(*l));
 
 		perftools__profiles__label__init(l);
+		s->label[s->n_label++] = l;
 		l->key = pprof_builder__string(b, labels[i].key);
 		if (labels[i].str)
 			l->str = pprof_builder__string(b, labels[i].str);
@@ -210,12 +245,10 @@ void pprof_builder__add_sample(struct pprof_builder *b, const uint64_t *locs, in
 			if (labels[i].num_unit)
 				l->num_unit = pprof_builder__string(b, labels[i].num_unit);
 		}
-		s->label[i] = l;
 	}
-	PUSH(b->p.sample, b->p.n_sample, b->cap_samples, s);
 }
 
-int pprof_builder__write(struct pprof_builder *b, FILE *out)
+static int pprof_builder__write(struct pprof_builder *b, FILE *out)
 {
 	size_t len = perftools__profiles__profile__get_packed_size(&b->p);
 	uint8_t *buf = malloc(len ? len : 1), chunk[65536];
@@ -223,12 +256,12 @@ int pprof_builder__write(struct pprof_builder *b, FILE *out)
 	int ret = 0, zr;
 
 	if (!buf)
-		return -1;
+		return -ENOMEM;
 	perftools__profiles__profile__pack(&b->p, buf);
 	/* windowBits 15 + 16: a gzip wrapper, which pprof expects. */
 	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
 		free(buf);
-		return -1;
+		return -ENOMEM;
 	}
 	z.next_in = buf;
 	z.avail_in = (uInt)len;
@@ -237,19 +270,18 @@ int pprof_builder__write(struct pprof_builder *b, FILE *out)
 		z.avail_out = sizeof(chunk);
 		zr = deflate(&z, Z_FINISH);
 		if (fwrite(chunk, 1, sizeof(chunk) - z.avail_out, out) != sizeof(chunk) - z.avail_out)
-			ret = -1;
+			ret = -EIO;
 	} while (zr == Z_OK && !ret);
-	if (zr != Z_STREAM_END)
-		ret = -1;
+	if (zr != Z_STREAM_END && !ret)
+		ret = -EIO;
 	deflateEnd(&z);
 	free(buf);
 	return ret;
 }
 
-void pprof_builder__free(struct pprof_builder *b)
+/* Frees what B holds (not B). */
+static void pprof_builder__release(struct pprof_builder *b)
 {
-	if (!b)
-		return;
 	for (size_t i = 0; i < b->p.n_string_table; i++)
 		free(b->p.string_table[i]);
 	free(b->p.string_table);
@@ -284,23 +316,44 @@ void pprof_builder__free(struct pprof_builder *b)
 	free(b->p.comment);
 	hmap_free(&b->string_idx);
 	hmap_free(&b->func_idx);
-	free(b);
 }
 
 /* ---- a replayed heap as a pprof heap profile ---- */
 
-int pprof_write_profile(const struct profile *p, const struct pprof_opts *o, FILE *out)
+/* What pprof_write_profile builds, on the heap: after running out of memory, it is freed
+ * from here (a frame's own variables changed after setjmp would be indeterminate). */
+struct pprof_state {
+	struct pprof_builder b;
+	uint64_t *loc_ids, *stack, *fids;
+	int64_t *lines;
+	struct hmap map_ids; /* mapping pointer -> pprof id */
+};
+
+/* Room for N in *ARR of *CAP elements of SIZE. */
+static void *room(struct pprof_builder *b, void *arr, size_t *cap, size_t n, size_t size)
+{
+	void *grown;
+
+	if (n <= *cap)
+		return arr;
+	grown = realloc(arr, size * n * 2);
+	if (!grown)
+		nomem(b);
+	*cap = n * 2;
+	return grown;
+}
+
+static int build_and_write(struct pprof_state *st, const struct profile *p, const struct pprof_opts *o, FILE *out)
 {
 	static const char *const types[V__COUNT] = {"alloc_objects", "alloc_space", "inuse_objects", "inuse_space"};
 	static const char *const units[V__COUNT] = {"count", "bytes", "count", "bytes"};
 	const struct replay *r = p->r;
-	struct pprof_builder *b = pprof_builder__new(types, units, V__COUNT, "space", "bytes", (int64_t)r->sample_rate);
-	uint64_t *loc_ids = xcalloc(p->nr_locs, sizeof(uint64_t)), *stack = NULL, *fids = NULL;
-	int64_t *lines = NULL;
-	struct hmap map_ids = {0}; /* mapping pointer -> pprof id */
+	struct pprof_builder *b = &st->b;
 	char buf[512];
 	size_t cap_stack = 0, cap_lines = 0;
-	int ret;
+
+	pprof_builder__init(b, types, units, V__COUNT, "space", "bytes", (int64_t)r->sample_rate);
+	st->loc_ids = xcalloc(b, p->nr_locs, sizeof(uint64_t));
 
 	pprof_builder__set_default_type(b, "inuse_space");
 	pprof_builder__set_time(b, (int64_t)(r->realtime_start_ns + r->stop_time * r->tick_ns),
@@ -334,8 +387,10 @@ int pprof_write_profile(const struct profile *p, const struct pprof_opts *o, FIL
 
 		if (l->map) {
 			bool created;
-			struct hmap_slot *slot = hmap_put(&map_ids, (uint64_t)(uintptr_t)l->map, 0, &created);
+			struct hmap_slot *slot = hmap_put(&st->map_ids, (uint64_t)(uintptr_t)l->map, 0, &created);
 
+			if (!slot)
+				nomem(b);
 			if (created) {
 				struct pprof_mapping pm = {.start = l->map->start, .limit = l->map->end,
 							   .offset = l->map->offset, .filename = l->map->path};
@@ -352,19 +407,18 @@ int pprof_write_profile(const struct profile *p, const struct pprof_opts *o, FIL
 		}
 		/* Room for the lines, or for the one name given to an address in no mapping. */
 		if ((size_t)n + 1 > cap_lines) {
-			cap_lines = (size_t)n * 2 + 2;
-			fids = realloc(fids, sizeof(*fids) * cap_lines);
-			lines = realloc(lines, sizeof(*lines) * cap_lines);
-			if (!fids || !lines)
-				exit(1);
+			size_t c = cap_lines;
+
+			st->fids = room(b, st->fids, &c, (size_t)n + 1, sizeof(*st->fids));
+			st->lines = room(b, st->lines, &cap_lines, (size_t)n + 1, sizeof(*st->lines));
 		}
 		for (int k = 0; k < n; k++) {
 			const struct prof_line *ln = &p->lines[l->first_line + (uint32_t)k];
 			char nb[128];
 
-			fids[k] = pprof_builder__function(b, profile__line_name(p, l, ln, nb, sizeof(nb)), ln->system_name,
+			st->fids[k] = pprof_builder__function(b, profile__line_name(p, l, ln, nb, sizeof(nb)), ln->system_name,
 							  ln->file);
-			lines[k] = ln->line;
+			st->lines[k] = ln->line;
 		}
 		/* Unsymbolized frames in a symbolized profile still get a name pprof can show,
 		 * module+0xOFFSET as the text reports give it: a location without a function is
@@ -372,11 +426,11 @@ int pprof_write_profile(const struct profile *p, const struct pprof_opts *o, FIL
 		if (!n && !o->no_symbolize) {
 			char nb[128];
 
-			fids[0] = pprof_builder__function(b, profile__line_name(p, l, NULL, nb, sizeof(nb)), NULL, NULL);
-			lines[0] = 0;
+			st->fids[0] = pprof_builder__function(b, profile__line_name(p, l, NULL, nb, sizeof(nb)), NULL, NULL);
+			st->lines[0] = 0;
 			n = 1;
 		}
-		loc_ids[i] = pprof_builder__add_location(b, mid, l->addr, fids, lines, n);
+		st->loc_ids[i] = pprof_builder__add_location(b, mid, l->addr, st->fids, st->lines, n);
 	}
 	for (uint32_t i = 0; i < p->nr_samples; i++) {
 		const struct prof_sample *s = &p->samples[i];
@@ -393,27 +447,38 @@ int pprof_write_profile(const struct profile *p, const struct pprof_opts *o, FIL
 		}
 		if (!any)
 			continue;
-		if (s->nr_locs > cap_stack) {
-			cap_stack = s->nr_locs * 2;
-			stack = realloc(stack, sizeof(*stack) * cap_stack);
-			if (!stack)
-				exit(1);
-		}
+		st->stack = room(b, st->stack, &cap_stack, s->nr_locs, sizeof(*st->stack));
 		for (uint32_t k = 0; k < s->nr_locs; k++)
-			stack[k] = loc_ids[p->loc_refs[s->first_loc + k]];
+			st->stack[k] = st->loc_ids[p->loc_refs[s->first_loc + k]];
 		snprintf(pid, sizeof(pid), "%u", s->pid);
 		labels[nl++] = (struct pprof_label){.key = "bytes", .num = (int64_t)s->size, .num_unit = "bytes"};
 		labels[nl++] = (struct pprof_label){.key = "pid", .str = pid};
 		if (tname)
 			labels[nl++] = (struct pprof_label){.key = "thread", .str = tname};
-		pprof_builder__add_sample(b, stack, (int)s->nr_locs, v, labels, nl);
+		pprof_builder__add_sample(b, st->stack, (int)s->nr_locs, v, labels, nl);
 	}
-	ret = pprof_builder__write(b, out);
-	free(loc_ids);
-	free(stack);
-	free(fids);
-	free(lines);
-	hmap_free(&map_ids);
-	pprof_builder__free(b);
+	return pprof_builder__write(b, out);
+}
+
+int pprof_write_profile(const struct profile *p, const struct pprof_opts *o, FILE *out)
+{
+	struct pprof_state *st = calloc(1, sizeof(*st));
+	jmp_buf oom;
+	int ret;
+
+	if (!st)
+		return -ENOMEM;
+	st->b.oom = &oom;
+	if (setjmp(oom))
+		ret = -ENOMEM;
+	else
+		ret = build_and_write(st, p, o, out);
+	pprof_builder__release(&st->b);
+	free(st->loc_ids);
+	free(st->stack);
+	free(st->fids);
+	free(st->lines);
+	hmap_free(&st->map_ids);
+	free(st);
 	return ret;
 }

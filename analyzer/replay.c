@@ -3,6 +3,7 @@
  * interned stacks and per-(thread, stack, size) aggregates in memory. */
 #include <errno.h>
 #include <inttypes.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,37 +14,41 @@
 #include "decoder.h"
 #include "replay.h"
 
+/* Out of memory while a pass runs: back to pass(), which ends it with an error. Whatever
+ * was allocated belongs to R by then (a failed realloc leaves the old block in place), so
+ * replay__free releases it. */
+static _Noreturn void nomem(struct replay *r)
+{
+	longjmp(*r->oom, 1);
+}
+
 /* Every string the model keeps comes from the file: escaped, so no report can carry a
  * terminal escape from a recording. */
-static char *xstrdup(const char *s)
+static char *xstrdup(struct replay *r, const char *s)
 {
 	char *d = hs_strdup_printable(s ? s : "");
 
-	if (!d) {
-		fputs("heapsnap-analyze: out of memory\n", stderr);
-		exit(EXIT_FAIL);
-	}
+	if (!d)
+		nomem(r);
 	return d;
 }
 
-static void *xrealloc(void *p, size_t n)
+static void *xrealloc(struct replay *r, void *p, size_t n)
 {
 	void *q = realloc(p, n ? n : 1);
 
-	if (!q) {
-		fputs("heapsnap-analyze: out of memory\n", stderr);
-		exit(EXIT_FAIL);
-	}
+	if (!q)
+		nomem(r);
 	return q;
 }
 
 /* Room for element N of an array that grows one at a time: doubles at powers of two, so the
  * capacity needs no field of its own and the copying stays linear. */
-static void *grow_for(void *p, uint64_t n, size_t elem)
+static void *grow_for(struct replay *r, void *p, uint64_t n, size_t elem)
 {
 	if (n && (n & (n - 1)))
 		return p;
-	return xrealloc(p, (n ? 2 * n : 1) * elem);
+	return xrealloc(r, p, (n ? 2 * n : 1) * elem);
 }
 
 static uint64_t name_hash(const char *s)
@@ -94,11 +99,11 @@ static struct process *get_process(struct replay *r, uint32_t pid)
 
 	s = hmap_put(&r->proc_idx, pid, 0, &created);
 	if (!s)
-		exit(EXIT_FAIL);
+		nomem(r);
 	if (created) {
-		r->procs = grow_for(r->procs, r->nr_procs, sizeof(*r->procs));
-		r->procs[r->nr_procs] = (struct process){.pid = pid, .comm = xstrdup(""), .cmdline = xstrdup(""),
-							 .exe = xstrdup(""), .selected = pid_listed(r, pid)};
+		r->procs = grow_for(r, r->procs, r->nr_procs, sizeof(*r->procs));
+		r->procs[r->nr_procs] = (struct process){.pid = pid, .comm = xstrdup(r, ""), .cmdline = xstrdup(r, ""),
+							 .exe = xstrdup(r, ""), .selected = pid_listed(r, pid)};
 		s->val = ++r->nr_procs;
 	}
 	r->last_proc = (uint32_t)s->val - 1;
@@ -145,11 +150,11 @@ static uint32_t agg_get(struct replay *r, uint32_t pid, uint32_t tid, uint64_t s
 		struct hmap_slot *s = hmap_put(&r->agg_idx, k1, k2, &created);
 
 		if (!s)
-			exit(EXIT_FAIL);
+			nomem(r);
 		if (created) {
 			if (r->nr_aggs == r->cap_aggs) {
 				r->cap_aggs = r->cap_aggs ? r->cap_aggs * 2 : 256;
-				r->aggs = xrealloc(r->aggs, sizeof(*r->aggs) * r->cap_aggs);
+				r->aggs = xrealloc(r, r->aggs, sizeof(*r->aggs) * r->cap_aggs);
 			}
 			r->aggs[r->nr_aggs] = (struct agg){.pid = pid, .tid = tid, .stack_id = stack, .size = size};
 			s->val = r->nr_aggs;
@@ -164,8 +169,10 @@ static uint32_t agg_get(struct replay *r, uint32_t pid, uint32_t tid, uint64_t s
 
 /* Makes SLOT addressable. Slots only grow one at a time (the reader checks), so the
  * table doubles at most log2(peak live blocks) times. */
-static struct live_slot *live_at(struct live_table *t, uint64_t slot)
+static struct live_slot *live_at(struct replay *r, uint64_t slot)
 {
+	struct live_table *t = &r->live;
+
 	if (slot >= t->cap) {
 		size_t ncap = t->cap ? t->cap : 1024;
 		struct live_slot *n;
@@ -173,10 +180,8 @@ static struct live_slot *live_at(struct live_table *t, uint64_t slot)
 		while (ncap <= slot)
 			ncap *= 2;
 		n = realloc(t->s, ncap * sizeof(*n));
-		if (!n) {
-			fputs("heapsnap-analyze: out of memory\n", stderr);
-			exit(EXIT_FAIL);
-		}
+		if (!n)
+			nomem(r);
 		for (size_t i = t->cap; i < ncap; i++)
 			n[i].agg = LIVE_EMPTY;
 		t->s = n;
@@ -262,7 +267,7 @@ static void on_alloc(struct replay *r, const struct replay_event *rec)
 		r->peak_time = rec->time;
 		r->peak_event = r->records;
 	}
-	e = live_at(&r->live, rec->slot);
+	e = live_at(r, rec->slot);
 	e->agg = ai;
 	e->time = rec->time;
 	e->weight = (uint32_t)rec->weight;
@@ -276,7 +281,7 @@ static void timeline_note(struct replay *r, uint64_t t)
 	if (!r->nr_tl && !r->tl) {
 		r->tl = calloc(TIMELINE_MAX, sizeof(*r->tl));
 		if (!r->tl)
-			exit(EXIT_FAIL);
+			nomem(r);
 		r->tl_t0 = t;
 		r->tl_width = 1;
 	}
@@ -384,10 +389,10 @@ static void set_counters(struct replay *r, const struct hs_record *rec)
 			continue;
 		slot = hmap_put(&r->counter_idx, name_hash(c->name), strlen(c->name), &created);
 		if (!slot)
-			exit(EXIT_FAIL);
+			nomem(r);
 		if (created) {
-			r->counters = grow_for(r->counters, r->nr_counters, sizeof(*r->counters));
-			r->counters[r->nr_counters++] = (struct counter_val){.name = xstrdup(c->name)};
+			r->counters = grow_for(r, r->counters, r->nr_counters, sizeof(*r->counters));
+			r->counters[r->nr_counters++] = (struct counter_val){.name = xstrdup(r, c->name)};
 			slot->val = r->nr_counters;
 		}
 		/* Two names of one hash: the first keeps the slot. */
@@ -398,10 +403,10 @@ static void set_counters(struct replay *r, const struct hs_record *rec)
 
 static void add_probe(struct replay *r, const struct hs_probe *p)
 {
-	r->probes = grow_for(r->probes, r->nr_probes, sizeof(*r->probes));
+	r->probes = grow_for(r, r->probes, r->nr_probes, sizeof(*r->probes));
 	r->probes[r->nr_probes] = *p;
-	r->probes[r->nr_probes].symbol = xstrdup(p->symbol);
-	r->probes[r->nr_probes].path = xstrdup(p->path);
+	r->probes[r->nr_probes].symbol = xstrdup(r, p->symbol);
+	r->probes[r->nr_probes].path = xstrdup(r, p->path);
 	r->probes[r->nr_probes].build_id = (struct hs_bytes){0};
 	r->nr_probes++;
 }
@@ -414,11 +419,11 @@ static void on_meta(struct replay *r, const struct hs_record *rec, bool before_s
 		if (r->have_session)
 			break;
 		r->have_session = true;
-		r->tool_version = xstrdup(rec->session.tool_version);
-		r->hostname = xstrdup(rec->session.hostname);
-		r->kernel = xstrdup(rec->session.kernel);
-		r->cmdline = xstrdup(rec->session.cmdline);
-		r->via = xstrdup(rec->session.via);
+		r->tool_version = xstrdup(r, rec->session.tool_version);
+		r->hostname = xstrdup(r, rec->session.hostname);
+		r->kernel = xstrdup(r, rec->session.kernel);
+		r->cmdline = xstrdup(r, rec->session.cmdline);
+		r->via = xstrdup(r, rec->session.via);
 		r->tick_ns = rec->session.tick_ns;
 		r->realtime_start_ns = rec->session.realtime_start_ns;
 		r->sample_rate = rec->session.sample_rate;
@@ -436,9 +441,9 @@ static void on_meta(struct replay *r, const struct hs_record *rec, bool before_s
 		free(p->comm);
 		free(p->cmdline);
 		free(p->exe);
-		p->comm = xstrdup(rec->process.comm);
-		p->cmdline = xstrdup(rec->process.cmdline);
-		p->exe = xstrdup(rec->process.exe);
+		p->comm = xstrdup(r, rec->process.comm);
+		p->cmdline = xstrdup(r, rec->process.cmdline);
+		p->exe = xstrdup(r, rec->process.exe);
 		if (r->filter && r->filter->comm)
 			p->selected = pid_listed(r, rec->pid) || !strcmp(p->comm, r->filter->comm);
 		if (rec->process.origin != HS_PROC_EXEC) {
@@ -459,12 +464,12 @@ static void on_meta(struct replay *r, const struct hs_record *rec, bool before_s
 		 * closes the newest without a scan. */
 		open = hmap_put(&r->open_maps, rec->pid, rec->mapping.start, NULL);
 		if (!open)
-			exit(EXIT_FAIL);
-		r->maps = grow_for(r->maps, r->nr_maps, sizeof(*r->maps));
+			nomem(r);
+		r->maps = grow_for(r, r->maps, r->nr_maps, sizeof(*r->maps));
 		m = &r->maps[r->nr_maps++];
 		*m = (struct mapping){.pid = rec->pid, .start = rec->mapping.start, .end = rec->mapping.end,
 				      .offset = rec->mapping.offset, .inode = rec->mapping.inode, .t_map = rec->time,
-				      .t_unmap = UINT64_MAX, .path = xstrdup(rec->mapping.path),
+				      .t_unmap = UINT64_MAX, .path = xstrdup(r, rec->mapping.path),
 				      .prev_open = (uint32_t)open->val};
 		open->val = r->nr_maps;
 		copy_build_id(m->build_id, &m->build_id_len, rec->mapping.build_id);
@@ -486,11 +491,11 @@ static void on_meta(struct replay *r, const struct hs_record *rec, bool before_s
 
 		if (!s || !created)
 			break;
-		v = xrealloc(NULL, sizeof(uint64_t) * (rec->stack.nr + 1));
+		v = xrealloc(r, NULL, sizeof(uint64_t) * (rec->stack.nr + 1));
 		v[0] = rec->stack.nr;
 		memcpy(v + 1, rec->stack.ips, sizeof(uint64_t) * rec->stack.nr);
-		r->stacks = grow_for(r->stacks, r->nr_stack_slots, sizeof(*r->stacks));
-		r->dwarf = grow_for(r->dwarf, r->nr_stack_slots, sizeof(*r->dwarf));
+		r->stacks = grow_for(r, r->stacks, r->nr_stack_slots, sizeof(*r->stacks));
+		r->dwarf = grow_for(r, r->dwarf, r->nr_stack_slots, sizeof(*r->dwarf));
 		memset(&r->dwarf[r->nr_stack_slots], 0, sizeof(*r->dwarf));
 		r->stacks[r->nr_stack_slots++] = v;
 		s->val = r->nr_stack_slots;
@@ -503,8 +508,8 @@ static void on_meta(struct replay *r, const struct hs_record *rec, bool before_s
 
 		if (!s || !created)
 			break;
-		r->stacks = grow_for(r->stacks, r->nr_stack_slots, sizeof(*r->stacks));
-		r->dwarf = grow_for(r->dwarf, r->nr_stack_slots, sizeof(*r->dwarf));
+		r->stacks = grow_for(r, r->stacks, r->nr_stack_slots, sizeof(*r->stacks));
+		r->dwarf = grow_for(r, r->dwarf, r->nr_stack_slots, sizeof(*r->dwarf));
 		r->stacks[r->nr_stack_slots] = NULL;
 		d = &r->dwarf[r->nr_stack_slots++];
 		memset(d, 0, sizeof(*d));
@@ -512,7 +517,7 @@ static void on_meta(struct replay *r, const struct hs_record *rec, bool before_s
 			d->regs[i] = rec->dwarf.regs[i];
 		d->used = rec->dwarf.used;
 		d->len = rec->dwarf.window.len;
-		d->data = xrealloc(NULL, d->len);
+		d->data = xrealloc(r, NULL, d->len);
 		memcpy(d->data, rec->dwarf.window.p, d->len);
 		s->val = r->nr_stack_slots;
 		r->dwarf_stacks++;
@@ -526,16 +531,16 @@ static void on_meta(struct replay *r, const struct hs_record *rec, bool before_s
 		if (s) {
 			if (!created)
 				free((char *)(uintptr_t)s->val);
-			s->val = (uint64_t)(uintptr_t)xstrdup(rec->thread_name.comm);
+			s->val = (uint64_t)(uintptr_t)xstrdup(r, rec->thread_name.comm);
 		}
 		break;
 	}
 	case HS_REC_SNAPSHOT:
-		r->snaps = grow_for(r->snaps, r->nr_snaps, sizeof(*r->snaps));
+		r->snaps = grow_for(r, r->snaps, r->nr_snaps, sizeof(*r->snaps));
 		r->snaps[r->nr_snaps++] = (struct snapshot_info){
 			.time = rec->time, .origin = rec->snapshot.origin, .live_bytes = rec->snapshot.live_bytes,
 			.record_index = rec->snapshot.origin == HS_SNAP_PEAK ? UINT64_MAX : r->records,
-			.label = xstrdup(rec->snapshot.label)};
+			.label = xstrdup(r, rec->snapshot.label)};
 		break;
 	case HS_REC_EXIT:
 		if (before_stop) {
@@ -606,7 +611,7 @@ static void temporary_note(struct replay *r, const struct replay_event *rec)
 	struct live_slot *e;
 
 	if (!s)
-		exit(EXIT_FAIL);
+		nomem(r);
 	if (rec->type == HS_REC_FREE && s->val && (s->val & 0xffffffffu) - 1 == rec->slot && rec->slot < r->live.cap &&
 	    (e = &r->live.s[rec->slot])->agg != LIVE_EMPTY && e->agg == s->val >> 32) {
 		struct agg *a = &r->aggs[e->agg];
@@ -704,18 +709,16 @@ static void checkpoints_reached(struct replay *r, struct event_queue *q, uint64_
 	}
 }
 
-/* One pass. Events stop at STOP_INDEX records or STOP_TIME; metadata is read to the end. */
-static int pass(struct replay *r, struct record_reader *rd, uint64_t stop_index, uint64_t stop_time, bool events)
+/* The records of one pass, from D. */
+static int pass_records(struct replay *r, struct decoder *d, uint64_t stop_index, uint64_t stop_time, bool events,
+			bool *stopped_out)
 {
 	struct progress pg = {.on = isatty(2), .start = now_s()};
 	struct event_queue q = {0};
-	struct decoder *d;
 	struct decoded item;
 	bool stopped = false;
 	int ret;
 
-	if (decoder__start(rd, &d))
-		return fail(r, EXIT_FAIL, "out of memory");
 	for (;;) {
 		const struct replay_event *ev;
 
@@ -753,8 +756,31 @@ static int pass(struct replay *r, struct record_reader *rd, uint64_t stop_index,
 	queue_drain(r, &q, 0);
 	if (events && ret == 0)
 		checkpoints_reached(r, &q, UINT64_MAX);
-	decoder__free(d);
 	progress_done(&pg);
+	*stopped_out = stopped;
+	return ret;
+}
+
+/* One pass. Events stop at STOP_INDEX records or STOP_TIME; metadata is read to the end. */
+static int pass(struct replay *r, struct record_reader *rd, uint64_t stop_index, uint64_t stop_time, bool events)
+{
+	jmp_buf oom;
+	struct decoder *d;
+	bool stopped = false;
+	int ret;
+
+	if (decoder__start(rd, &d))
+		return fail(r, EXIT_FAIL, "%s: out of memory", r->path);
+	if (setjmp(oom)) {
+		/* From nomem(): D and R are as they were (neither is changed in this frame). */
+		r->oom = NULL;
+		decoder__free(d);
+		return fail(r, EXIT_FAIL, "%s: out of memory after %" PRIu64 " records", r->path, r->records);
+	}
+	r->oom = &oom;
+	ret = pass_records(r, d, stop_index, stop_time, events, &stopped);
+	r->oom = NULL;
+	decoder__free(d);
 	if (!stopped)
 		r->stop_time = r->last_time;
 	r->status = record_reader__status(rd);

@@ -2,6 +2,7 @@
 /* Replays a record file into the live heap at a chosen point, streaming it. */
 #ifndef HEAPSNAP_REPLAY_H
 #define HEAPSNAP_REPLAY_H
+#include <setjmp.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -67,6 +68,7 @@ struct replay_checkpoint {
 
 struct replay {
 	const char *path;
+	jmp_buf *oom; /* while a pass runs: where running out of memory returns to */
 	const struct replay_target *target;
 	const struct replay_target *filter; /* the target, when --pid or --comm narrows the replay */
 	bool tl_on;

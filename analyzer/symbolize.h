@@ -33,8 +33,8 @@ struct symbolizer;
 struct symbolizer *symbolizer__new(const struct sym_opts *o);
 /* Resolves ADDR (already pc - 1 for return addresses) in mapping M. */
 void symbolizer__lookup(struct symbolizer *s, const struct mapping *m, uint64_t addr, struct sym_result *out);
-/* The local file whose build-id matches mapping M (found as for symbols), or NULL. */
-const char *symbolizer__file(struct symbolizer *s, const struct mapping *m);
+/* The module cache the symbolizer finds its files in, which the unwinder shares. */
+struct modules *symbolizer__modules(struct symbolizer *s);
 /* What symbolization found in a module: the truthful pprof has_* flags. */
 void symbolizer__module_flags(const struct symbolizer *s, int module, bool *functions, bool *filenames, bool *lines,
 			      bool *inlines);
@@ -43,7 +43,4 @@ void symbolizer__report(const struct symbolizer *s, FILE *out);
 void symbolizer__free(struct symbolizer *s);
 /* Demangles C++ and Rust (legacy and v0) names; returns a malloc'd string or NULL. */
 char *hs_demangle(const char *name);
-/* dwfl_report_elf on a file opened with hs_open_elf: only ever a regular file, and never an
- * open that blocks, whatever path a recording names. Every ELF file is reported this way. */
-Dwfl_Module *dwfl_report_elf_safe(Dwfl *dwfl, const char *name, const char *path, GElf_Addr base, bool add_p_vaddr);
 #endif

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "hmap.h"
+#include "modules.h"
 #include "unwind.h"
 
 const char *const unwind_fail_names[UNW__COUNT] = {"ok", "no binary", "no CFI", "window too small"};
@@ -24,14 +25,13 @@ struct proc_dwfl {
 
 struct unwinder {
 	struct replay *r;
-	struct symbolizer *sym;
-	char *debuginfo_path;
-	Dwfl_Callbacks cb;
+	struct modules *mods; /* the symbolizer's: each file found and read once */
 	struct proc_dwfl *procs;
-	uint32_t nr_procs;
+	uint32_t nr_procs, cap_procs;
+	struct hmap proc_idx; /* pid -> index + 1 */
 	struct hmap cache; /* (pid, id) -> index into results */
 	uint64_t **results; /* [0] = nr, then frames */
-	uint32_t nr_results;
+	uint32_t nr_results, cap_results;
 	struct unwind_stats st;
 
 	/* The capture being unwound, for the thread callbacks. */
@@ -49,11 +49,7 @@ struct unwinder *unwinder__new(struct replay *r, struct symbolizer *sym)
 	if (!u)
 		return NULL;
 	u->r = r;
-	u->sym = sym;
-	u->debuginfo_path = strdup(":.debug:/usr/lib/debug");
-	u->cb.find_elf = dwfl_build_id_find_elf;
-	u->cb.find_debuginfo = dwfl_standard_find_debuginfo;
-	u->cb.debuginfo_path = &u->debuginfo_path;
+	u->mods = symbolizer__modules(sym);
 	return u;
 }
 
@@ -129,74 +125,66 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 
 /* ---- one Dwfl per process ---- */
 
-/* Reports mapping M's file at its load bias: runtime address = ELF address + bias. */
+/* Reports mapping M's file at its load bias: runtime address = ELF address + bias. The
+ * program headers come from the module cache, which read them when it found the file. */
 static void report_mapping(struct unwinder *u, Dwfl *dwfl, const struct mapping *m)
 {
-	const char *path = symbolizer__file(u->sym, m);
-	Dwfl_Module *mod;
-	GElf_Addr bias;
-	Elf *elf;
-	size_t phnum;
+	struct module *mod = modules__get(u->mods, modules__index(u->mods, m));
+	const GElf_Phdr *pick = NULL;
 
 	if (getenv("HEAPSNAP_DEBUG_UNWIND"))
-		fprintf(stderr, "unwind: mapping %s -> %s\n", m->path, path ? path : "(not found)");
-	if (!path)
+		fprintf(stderr, "unwind: mapping %s -> %s\n", m->path, mod && mod->found ? mod->found : "(not found)");
+	if (!mod || !mod->mod)
 		return;
-	/* Report once at bias 0 to read the program headers, then again at the real bias. */
-	Dwfl *probe = dwfl_begin(&u->cb);
+	/* The executable segment the kernel mapped at m->start: its page-aligned file offset is
+	 * the mapping's. Matching by containment alone can pick the segment before it, when the
+	 * code starts mid-page (lld's layout). */
+	for (int i = 0; i < mod->nr_loads && !pick; i++)
+		if ((mod->loads[i].p_flags & PF_X) && (mod->loads[i].p_offset & ~(GElf_Off)0xfff) == m->offset)
+			pick = &mod->loads[i];
+	for (int i = 0; i < mod->nr_loads && !pick; i++)
+		if (m->offset >= mod->loads[i].p_offset && m->offset < mod->loads[i].p_offset + mod->loads[i].p_filesz)
+			pick = &mod->loads[i];
+	if (pick) {
+		GElf_Addr base = m->start - (pick->p_vaddr - (pick->p_offset - m->offset));
+		Dwfl_Module *rm = dwfl_report_elf_safe(dwfl, m->path, mod->found, base, true);
 
-	if (!probe)
-		return;
-	dwfl_report_begin(probe);
-	mod = dwfl_report_elf_safe(probe, m->path, path, 0, true);
-	dwfl_report_end(probe, NULL, NULL);
-	elf = mod ? dwfl_module_getelf(mod, &bias) : NULL;
-	if (elf && !elf_getphdrnum(elf, &phnum)) {
-		GElf_Phdr ph, pick = {0};
-		bool found = false;
+		if (getenv("HEAPSNAP_DEBUG_UNWIND")) {
+			Dwarf_Addr lo = 0, hi = 0;
 
-		/* The executable segment the kernel mapped at m->start: its page-aligned file offset
-		 * is the mapping's. Matching by containment alone can pick the segment before it,
-		 * when the code starts mid-page (lld's layout). */
-		for (size_t i = 0; i < phnum && !found; i++)
-			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X) &&
-			    (ph.p_offset & ~(GElf_Off)0xfff) == m->offset)
-				pick = ph, found = true;
-		for (size_t i = 0; i < phnum && !found; i++)
-			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && m->offset >= ph.p_offset &&
-			    m->offset < ph.p_offset + ph.p_filesz)
-				pick = ph, found = true;
-		if (found) {
-			GElf_Addr base = m->start - (pick.p_vaddr - (pick.p_offset - m->offset));
-			Dwfl_Module *rm = dwfl_report_elf_safe(dwfl, m->path, path, base, true);
-
-			if (getenv("HEAPSNAP_DEBUG_UNWIND")) {
-				Dwarf_Addr lo = 0, hi = 0;
-
-				if (rm)
-					dwfl_module_info(rm, NULL, &lo, &hi, NULL, NULL, NULL, NULL);
-				fprintf(stderr, "unwind: %s mapped %lx-%lx off %lx: bias %lx module %lx-%lx\n", path,
-					(unsigned long)m->start, (unsigned long)m->end, (unsigned long)m->offset,
-					(unsigned long)base, (unsigned long)lo, (unsigned long)hi);
-			}
+			if (rm)
+				dwfl_module_info(rm, NULL, &lo, &hi, NULL, NULL, NULL, NULL);
+			fprintf(stderr, "unwind: %s mapped %lx-%lx off %lx: bias %lx module %lx-%lx\n", mod->found,
+				(unsigned long)m->start, (unsigned long)m->end, (unsigned long)m->offset,
+				(unsigned long)base, (unsigned long)lo, (unsigned long)hi);
 		}
 	}
-	dwfl_end(probe);
 }
 
+/* PID's Dwfl, made on first use with every file it has mapped; NULL when out of memory. */
 static struct proc_dwfl *proc_dwfl(struct unwinder *u, uint32_t pid)
 {
+	struct hmap_slot *slot = hmap_put(&u->proc_idx, pid, 0, NULL);
 	struct proc_dwfl *p;
 
-	for (uint32_t i = 0; i < u->nr_procs; i++)
-		if (u->procs[i].pid == pid)
-			return &u->procs[i];
-	p = realloc(u->procs, sizeof(*p) * (u->nr_procs + 1));
-	if (!p)
+	if (!slot)
 		return NULL;
-	u->procs = p;
+	if (slot->val)
+		return &u->procs[slot->val - 1];
+	if (u->nr_procs == u->cap_procs) {
+		uint32_t ncap = u->cap_procs ? u->cap_procs * 2 : 16;
+
+		p = realloc(u->procs, sizeof(*p) * ncap);
+		if (!p) {
+			hmap_remove_slot(&u->proc_idx, slot);
+			return NULL;
+		}
+		u->procs = p;
+		u->cap_procs = ncap;
+	}
 	p = &u->procs[u->nr_procs++];
-	*p = (struct proc_dwfl){.pid = pid, .dwfl = dwfl_begin(&u->cb)};
+	slot->val = u->nr_procs;
+	*p = (struct proc_dwfl){.pid = pid, .dwfl = dwfl_begin(modules__callbacks(u->mods))};
 	if (!p->dwfl)
 		return p;
 	dwfl_report_begin(p->dwfl);
@@ -217,6 +205,18 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int grow_results(struct unwinder *u)
+{
+	uint32_t ncap = u->cap_results ? u->cap_results * 2 : 256;
+	uint64_t **r = realloc(u->results, sizeof(*r) * ncap);
+
+	if (!r)
+		return -1;
+	u->results = r;
+	u->cap_results = ncap;
+	return 0;
 }
 
 const uint64_t *unwinder__stack(struct unwinder *u, uint32_t pid, uint64_t id, uint32_t *nr)
@@ -272,8 +272,12 @@ const uint64_t *unwinder__stack(struct unwinder *u, uint32_t pid, uint64_t id, u
 	if (d->len >= 8)
 		memcpy(&ret0, d->data, 8);
 	res = malloc(sizeof(uint64_t) * (MAX_FRAMES + 2));
-	if (!res)
-		exit(1);
+	if (!res || (u->nr_results == u->cap_results && grow_results(u))) {
+		/* Out of memory: no stack, as for an unknown one (profile counts it missing). */
+		free(res);
+		hmap_remove_slot(&u->cache, slot);
+		return NULL;
+	}
 	res[0] = 0;
 	if (u->npcs >= 1) {
 		for (uint32_t i = 0; i < u->npcs; i++)
@@ -283,9 +287,6 @@ const uint64_t *unwinder__stack(struct unwinder *u, uint32_t pid, uint64_t id, u
 	}
 	u->st.fail[why]++;
 	u->st.frames += res[0];
-	u->results = realloc(u->results, sizeof(*u->results) * (u->nr_results + 1));
-	if (!u->results)
-		exit(1);
 	slot->val = u->nr_results;
 	u->results[u->nr_results++] = res;
 	u->st.seconds += now_s() - t0;
@@ -310,6 +311,6 @@ void unwinder__free(struct unwinder *u)
 		free(u->results[i]);
 	free(u->results);
 	hmap_free(&u->cache);
-	free(u->debuginfo_path);
+	hmap_free(&u->proc_idx);
 	free(u);
 }

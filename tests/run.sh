@@ -1280,6 +1280,30 @@ t_preload_other_allocators() { VIA=preload t_bpf_other_allocators; }
 t_preload_snapshots_diff() { VIA=preload t_bpf_snapshots_diff; }
 t_preload_killed_recorder() { VIA=preload t_bpf_killed_recorder; }
 t_preload_fork_storm() { VIA=preload t_bpf_fork_storm; }
+# Unwinding finds its files where symbolization does (one module cache): a binary whose call
+# frame information is only in a separate debug file, found through --debug-dir by build-id.
+t_preload_dwarf_debug_dir() {
+	need_go
+	local bid
+	mkdir -p "$TMP/dd/bin"
+	cp "$T/nofp_debugframe" "$TMP/dd/bin/nofp"
+	readelf -S "$TMP/dd/bin/nofp" | grep -q '\.debug_frame' || skip "the compiler put no .debug_frame in the test program"
+	bid=$(readelf -n "$TMP/dd/bin/nofp" | awk '/Build ID/ { print $3 }')
+	mkdir -p "$TMP/dd/dbg/.build-id/${bid:0:2}"
+	objcopy --only-keep-debug "$TMP/dd/bin/nofp" "$TMP/dd/dbg/.build-id/${bid:0:2}/${bid:2}.debug"
+	strip --strip-debug "$TMP/dd/bin/nofp"
+	! readelf -S "$TMP/dd/bin/nofp" | grep -q '\.debug_frame' || die "strip left .debug_frame"
+	"$R" --via preload --stack dwarf -o "$TMP/dd.hsnap" -- "$TMP/dd/bin/nofp" >/dev/null 2>"$TMP/dd.err" ||
+		{ cat "$TMP/dd.err"; die "recording"; }
+	"$A" pprof -o "$TMP/dd0.pb.gz" "$TMP/dd.hsnap" 2>/dev/null || die "pprof"
+	"$A" pprof --debug-dir "$TMP/dd/dbg" -o "$TMP/dd1.pb.gz" "$TMP/dd.hsnap" 2>/dev/null || die "pprof --debug-dir"
+	# Without the debug file the callers are out of reach (no CFI): the test can fail.
+	eq "no debug file: nofp_level1" absent "$(pv "$TMP/dd0.pb.gz" inuse_space nofp_level1 cum)"
+	eq "--debug-dir: nofp_level3 flat" 20000 "$(pv "$TMP/dd1.pb.gz" inuse_space nofp_level3)"
+	eq "--debug-dir: nofp_level1 cum" 20000 "$(pv "$TMP/dd1.pb.gz" inuse_space nofp_level1 cum)"
+	eq "--debug-dir: main cum" 20000 "$(pv "$TMP/dd1.pb.gz" inuse_space main cum)"
+}
+
 t_preload_dwarf_nofp() { VIA=preload t_bpf_dwarf_nofp; }
 t_preload_dwarf_cxx_rust() { VIA=preload t_bpf_dwarf_cxx_rust; }
 t_preload_dwarf_debian() { VIA=preload t_bpf_dwarf_debian; }
@@ -1563,7 +1587,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_preload_sampled_dense t_preload_scribbled_ring t_preload_dwarf_nofp t_preload_dwarf_cxx_rust t_preload_dwarf_debian t_preload_unprivileged \
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
-	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_fuzz_targets"
+	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_fuzz_targets"
 for t in $ALL; do
 	run $t
 done

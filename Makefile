@@ -116,7 +116,8 @@ TEST_CFLAGS := -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror 
 TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/mutate $(OUTPUT)/tests/craft $(OUTPUT)/tests/alloc_c $(OUTPUT)/tests/demo \
 	$(OUTPUT)/tests/alloc_cxx $(OUTPUT)/tests/libplugin.so $(OUTPUT)/tests/garbage_ok \
 	$(OUTPUT)/tests/nofp $(OUTPUT)/tests/alloc_cxx_nofp $(OUTPUT)/tests/static_once $(OUTPUT)/tests/handoff \
-	$(OUTPUT)/tests/quick $(OUTPUT)/tests/scribble $(OUTPUT)/tests/unwdump $(OUTPUT)/tests/phases $(OUTPUT)/tests/nofp_debugframe
+	$(OUTPUT)/tests/quick $(OUTPUT)/tests/scribble $(OUTPUT)/tests/unwdump $(OUTPUT)/tests/phases $(OUTPUT)/tests/nofp_debugframe \
+	$(OUTPUT)/tests/growth_old $(OUTPUT)/tests/growth_new
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -141,6 +142,15 @@ $(OUTPUT)/tests/mutate: tests/unit/mutate.c $(FORMAT_SRCS) format/*.h | $(OUTPUT
 $(OUTPUT)/tests/alloc_c: tests/workloads/alloc_c.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -ldl -lpthread -o $@
+
+# One program built twice: the new build has every line moved (tests/workloads/growth.c).
+$(OUTPUT)/tests/growth_old: tests/workloads/growth.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
+
+$(OUTPUT)/tests/growth_new: tests/workloads/growth.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -DMOVED $< -o $@
 
 $(OUTPUT)/tests/phases: tests/workloads/phases.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)

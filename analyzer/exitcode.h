@@ -8,5 +8,6 @@ enum {
 	EXIT_USAGE = 2,   /* bad options */
 	EXIT_CORRUPT = 3, /* the file is corrupt part way (output covers what came before) */
 	EXIT_NODATA = 4,  /* empty recording, or a snapshot that does not exist */
+	EXIT_GROWTH = 5,  /* diff --max-growth: the heap grew past the limit */
 };
 #endif

@@ -14,6 +14,7 @@
 #include "profile.h"
 #include "replay.h"
 #include "reports.h"
+#include "rows.h"
 #include "symbolize.h"
 
 static const char usage[] =
@@ -52,7 +53,9 @@ static const char usage[] =
 	"      --from S, --to S     diff: snapshots of one file (default: first and last)\n"
 	"\n"
 	"Which processes (default: all; these together select any process either names):\n"
-	"      --pid PID            only process PID's allocations (repeatable)\n"
+	"      --pid PID            only process PID's allocations (repeatable); diff of two files:\n"
+	"                           PID is in the first, and in the second the processes with its\n"
+	"                           command and executable name are\n"
 	"      --comm NAME          only those of processes while their name is NAME (a shell that\n"
 	"                           execs NAME is not selected before the exec)\n"
 	"\n"
@@ -63,6 +66,13 @@ static const char usage[] =
 	"  -n, --nodecount N        rows to show in top, leaks, temporary and diff (default 20; 0 = all)\n"
 	"      --min-age DURATION   leaks: e.g. 500ms, 10s, 5m (default 0)\n"
 	"      --pprof FILE         diff: also write the 'to' side as pprof for `pprof -diff_base`\n"
+	"      --max-growth AMOUNT  diff: exit 5 when the total of --value grew by more than AMOUNT:\n"
+	"                           a figure (1000, 512k, 10m; k, m, g are 1024, 1024^2, 1024^3) or a\n"
+	"                           percent of the 'from' total (5%); sampled recordings fail only when\n"
+	"                           the growth exceeds it with 95% confidence\n"
+	"      --lines              diff: a stack is its functions, files and lines (default: its\n"
+	"                           functions, inline ones included, so a rebuild that moves lines\n"
+	"                           changes no stack)\n"
 	"      --base-pprof FILE    diff: also write the 'from' side as pprof\n"
 	"\n"
 	"Symbolization:\n"
@@ -75,7 +85,7 @@ static const char usage[] =
 	"  -h, --help\n"
 	"\n"
 	"Exit status: 0 ok, 1 error, 2 bad usage, 3 corrupt file (output covers the readable part),\n"
-	"4 no data (empty recording, or no such snapshot).\n"
+	"4 no data (empty recording, or no such snapshot), 5 diff --max-growth exceeded.\n"
 	"\n"
 	"Examples:\n"
 	"  heapsnap-analyze pprof -o heap.pb.gz app.hsnap && go tool pprof -http=:8080 heap.pb.gz\n"
@@ -84,6 +94,7 @@ static const char usage[] =
 	"  heapsnap-analyze collapsed --value alloc_space app.hsnap | flamegraph.pl > alloc.svg\n"
 	"  heapsnap-analyze diff --from 1 --to 3 app.hsnap\n"
 	"  heapsnap-analyze diff --json old.hsnap new.hsnap\n"
+	"  heapsnap-analyze diff --max-growth 5% last-good.hsnap new.hsnap || echo \"the heap grew\"\n"
 	"  heapsnap-analyze leaks --min-age 30s app.hsnap\n";
 
 enum {
@@ -101,6 +112,8 @@ enum {
 	OPT_PID,
 	OPT_COMM,
 	OPT_NO_SYM,
+	OPT_MAX_GROWTH,
+	OPT_LINES,
 };
 
 static const struct option longopts[] = {
@@ -120,6 +133,8 @@ static const struct option longopts[] = {
 	{"pid", required_argument, NULL, OPT_PID},
 	{"comm", required_argument, NULL, OPT_COMM},
 	{"no-symbolize", no_argument, NULL, OPT_NO_SYM},
+	{"max-growth", required_argument, NULL, OPT_MAX_GROWTH},
+	{"lines", no_argument, NULL, OPT_LINES},
 	{"help", no_argument, NULL, 'h'},
 	{0},
 };
@@ -130,7 +145,9 @@ struct opts {
 	const struct cmd *cmd;
 	const char *output, *snapshot, *from, *to, *pprof_out, *base_pprof_out;
 	double at, min_age;
-	bool peak, at_set, json, no_sym, value_set, nodecount_set, min_age_set;
+	bool peak, at_set, json, no_sym, value_set, nodecount_set, min_age_set, lines;
+	bool gate_set;
+	struct growth_gate gate; /* --max-growth */
 	int value, nodecount;
 	const char **debug_dirs;
 	int nr_debug_dirs;
@@ -166,6 +183,31 @@ static int parse_duration(const char *s, double *out)
 	else if (*end && strcmp(end, "s"))
 		return -1;
 	*out = v;
+	return 0;
+}
+
+/* 1000, 512k, 10m, 2g (k, m, g: 1024, 1024^2, 1024^3) or 5% (of the from total). */
+static int parse_amount(const char *s, struct growth_gate *g)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0 || v != v)
+		return -1;
+	g->percent = false;
+	if (!strcmp(end, "%"))
+		g->percent = true;
+	else if (!strcmp(end, "k") || !strcmp(end, "K"))
+		v *= 1024;
+	else if (!strcmp(end, "m") || !strcmp(end, "M"))
+		v *= 1024 * 1024;
+	else if (!strcmp(end, "g") || !strcmp(end, "G"))
+		v *= 1024.0 * 1024 * 1024;
+	else if (*end)
+		return -1;
+	g->amount = v;
 	return 0;
 }
 
@@ -422,6 +464,57 @@ static int write_pprof_file(const struct profile *p, const char *path, const str
 	return emit_to(path, true, EXIT_OK, &(struct emit){.profile_report = emit_pprof, .p = p, .ro = &ro});
 }
 
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+/* The processes of PATH that are those --pid selected in A, across recordings: by command
+ * name and executable name (not its directory: two builds live in two trees), since pids
+ * differ from run to run. */
+static int match_processes(const struct replay *a, const char *path, uint32_t **pids, uint32_t *nr)
+{
+	struct replay_target t = {.kind = STOP_META};
+	struct replay b;
+	int ret = replay__run(&b, path, &t);
+
+	*pids = NULL;
+	*nr = 0;
+	if (ret == EXIT_NODATA && b.have_session)
+		ret = EXIT_OK;
+	if (!usable(ret)) {
+		ret = report_load(&b, ret);
+		replay__free(&b);
+		return ret;
+	}
+	*pids = calloc(b.nr_procs ? b.nr_procs : 1, sizeof(**pids));
+	if (!*pids) {
+		replay__free(&b);
+		return EXIT_FAIL;
+	}
+	for (uint32_t i = 0; i < b.nr_procs; i++) {
+		const struct process *q = &b.procs[i];
+
+		for (uint32_t k = 0; k < a->nr_procs; k++) {
+			const struct process *pa = &a->procs[k];
+
+			if (pa->selected && !strcmp(pa->comm, q->comm) && !strcmp(base_name(pa->exe), base_name(q->exe))) {
+				(*pids)[(*nr)++] = q->pid;
+				break;
+			}
+		}
+	}
+	replay__free(&b);
+	if (!*nr) {
+		fprintf(stderr, "heapsnap-analyze: %s has no process with the command and executable name of --pid's in %s\n",
+			path, a->path);
+		return EXIT_NODATA;
+	}
+	return EXIT_OK;
+}
+
 static int run_diff(const struct opts *o, struct symbolizer *sym)
 {
 	struct replay ra, rb;
@@ -429,9 +522,12 @@ static int run_diff(const struct opts *o, struct symbolizer *sym)
 	struct replay_target tb = ta;
 	struct profile pa, pb;
 	struct report_opts ro = report_opts_of(o);
+	struct diff_rows rows = {0};
+	struct gate_verdict v;
+	uint32_t *pids_b = NULL, nr_pids_b = 0;
 	struct out out;
 	bool defaults = false;
-	int ret, ret2;
+	int ret, ret2, err;
 
 	if (o->nr_files == 1) {
 		/* Two snapshots of one file: default first to last. */
@@ -457,10 +553,20 @@ static int run_diff(const struct opts *o, struct symbolizer *sym)
 		replay__free(&ra);
 		return ret;
 	}
+	if (o->nr_files == 2 && o->nr_pids) {
+		ret2 = match_processes(&ra, o->files[1], &pids_b, &nr_pids_b);
+		if (ret2) {
+			replay__free(&ra);
+			return ret2;
+		}
+		tb.pids = pids_b;
+		tb.nr_pids = nr_pids_b;
+	}
 	ret2 = load(&rb, o->files[o->nr_files - 1], &tb);
 	if (!usable(ret2)) {
 		replay__free(&ra);
 		replay__free(&rb);
+		free(pids_b);
 		return ret2;
 	}
 	ret = ret ? ret : ret2;
@@ -468,19 +574,32 @@ static int run_diff(const struct opts *o, struct symbolizer *sym)
 	ret2 = build_profile(&pa, &ra, sym);
 	if (!ret2)
 		ret2 = build_profile(&pb, &rb, sym);
+	if (!ret2 && (err = rows__diff(&pa, &pb, o->value, o->lines, &rows)))
+		ret2 = emit_status(err, "the diff");
+	if (!ret2 && o->gate_set)
+		rows__gate(&rows, &o->gate, &v);
 	if (!ret2)
 		ret2 = out_open(&out, o->output, false);
 	if (!ret2)
-		ret2 = out_close(&out, emit_status(report_diff(&pa, &pb, &ro, out.f), o->output ? o->output : "stdout"));
+		ret2 = out_close(&out, emit_status(report_diff(&rows, &ra, &rb, o->gate_set ? &v : NULL, &ro, out.f),
+						   o->output ? o->output : "stdout"));
 	if (!ret2 && o->pprof_out)
 		ret2 = write_pprof_file(&pb, o->pprof_out, o);
 	if (!ret2 && o->base_pprof_out)
 		ret2 = write_pprof_file(&pa, o->base_pprof_out, o);
 	symbolizer__report(sym, stderr);
+	/* The gate's verdict in one line, and in the exit status, once the output is written. */
+	if (!ret2 && o->gate_set) {
+		report_gate_line(&rows, &v, &ro, stderr);
+		if (v.exceeded)
+			ret2 = EXIT_GROWTH;
+	}
+	diff_rows__free(&rows);
 	profile__free(&pa);
 	profile__free(&pb);
 	replay__free(&ra);
 	replay__free(&rb);
+	free(pids_b);
 	return ret2 ? ret2 : ret;
 }
 
@@ -566,8 +685,9 @@ static int check_opts(const struct opts *o)
 				   c->name);
 	if (nwhere > 1)
 		return usage_error("%s", "choose one of --snapshot, --at and --peak");
-	if ((o->from || o->to || o->pprof_out || o->base_pprof_out) && !(c->accepts & A_DIFF))
-		return usage_error("--from, --to, --pprof and --base-pprof apply to diff, not %s", c->name);
+	if ((o->from || o->to || o->pprof_out || o->base_pprof_out || o->gate_set || o->lines) && !(c->accepts & A_DIFF))
+		return usage_error("--from, --to, --pprof, --base-pprof, --max-growth and --lines apply to diff, not %s",
+				   c->name);
 	if (o->json && !(c->accepts & A_JSON))
 		return usage_error("--json does not apply to %s", c->name);
 	if (o->value_set && !(c->accepts & A_VALUE))
@@ -687,6 +807,15 @@ int main(int argc, char **argv)
 		}
 		case OPT_NO_SYM:
 			o.no_sym = true;
+			break;
+		case OPT_LINES:
+			o.lines = true;
+			break;
+		case OPT_MAX_GROWTH:
+			if (parse_amount(optarg, &o.gate))
+				return usage_error("invalid --max-growth '%s': expected an amount (512k, 10m, 1000) or a "
+						   "percent of the old total (5%%)", optarg);
+			o.gate_set = true;
 			break;
 		case 'h':
 			fputs(usage, stdout);

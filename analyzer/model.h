@@ -38,6 +38,9 @@ struct agg {
 	uint64_t stack_id, size;
 	double alloc_objects, alloc_space, inuse_objects, inuse_space;
 	double temp_objects, temp_space; /* freed before their thread's next allocation */
+	/* Sampled recordings: the estimated variance of each figure above (Horvitz-Thompson: a
+	 * block of weight w adds w(w-1) times its value squared; see sample_variance()). */
+	double var_alloc_objects, var_alloc_space, var_inuse_objects, var_inuse_space;
 };
 
 struct snapshot_info {

@@ -370,6 +370,16 @@ static int build_and_write(struct pprof_state *st, const struct profile *p, cons
 	else
 		snprintf(buf, sizeof(buf), "sampling: every allocation");
 	pprof_builder__add_comment(b, buf);
+	if (r->sample_rate) {
+		/* pprof has no field for an error: the totals' standard errors go in a comment. */
+		snprintf(buf, sizeof(buf),
+			 "standard errors (Horvitz-Thompson, from the samples): inuse_space %.0f +- %.0f, inuse_objects "
+			 "%.0f +- %.0f, alloc_space %.0f +- %.0f, alloc_objects %.0f +- %.0f",
+			 p->total[V_INUSE_SPACE], sqrt(p->total_var[V_INUSE_SPACE]), p->total[V_INUSE_OBJECTS],
+			 sqrt(p->total_var[V_INUSE_OBJECTS]), p->total[V_ALLOC_SPACE], sqrt(p->total_var[V_ALLOC_SPACE]),
+			 p->total[V_ALLOC_OBJECTS], sqrt(p->total_var[V_ALLOC_OBJECTS]));
+		pprof_builder__add_comment(b, buf);
+	}
 	{
 		char desc[256];
 		uint64_t lost = replay__lost_events(r, desc, sizeof(desc));

@@ -79,8 +79,16 @@ int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym)
 		s->v[V_ALLOC_SPACE] = a->alloc_space;
 		s->v[V_INUSE_OBJECTS] = a->inuse_objects;
 		s->v[V_INUSE_SPACE] = a->inuse_space;
-		for (int k = 0; k < V__COUNT; k++)
+		s->var[V_ALLOC_OBJECTS] = a->var_alloc_objects;
+		s->var[V_ALLOC_SPACE] = a->var_alloc_space;
+		s->var[V_INUSE_OBJECTS] = a->var_inuse_objects;
+		s->var[V_INUSE_SPACE] = a->var_inuse_space;
+		for (int k = 0; k < V__COUNT; k++) {
+			if (s->var[k] < 0) /* rounding, after frees */
+				s->var[k] = 0;
 			p->total[k] += s->v[k];
+			p->total_var[k] += s->var[k];
+		}
 		for (uint32_t f = 0; f < nr; f++) {
 			uint64_t addr = ips[f] ? ips[f] - 1 : 0; /* every frame is a return address */
 			bool created;

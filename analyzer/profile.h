@@ -29,6 +29,7 @@ struct prof_sample {
 	uint64_t size;
 	uint32_t first_loc, nr_locs; /* into loc_refs, leaf first */
 	double v[V__COUNT];
+	double var[V__COUNT]; /* sampled recordings: each value's estimated variance */
 };
 
 struct profile {
@@ -43,6 +44,7 @@ struct profile {
 	struct prof_line *lines;
 	uint32_t nr_lines;
 	double total[V__COUNT];
+	double total_var[V__COUNT];
 	uint64_t missing_stacks;
 	uint64_t cut_frames; /* frames dropped after a walk left the executable mappings */
 	struct unwinder *unw; /* created on the first --stack dwarf capture */

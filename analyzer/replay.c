@@ -199,6 +199,16 @@ static void note_time(struct replay *r, uint64_t t)
 	r->have_time = true;
 }
 
+/* What one sampled block adds to the variance of an estimate of a count (per object) and
+ * of bytes: a block is sampled with probability p and stands for w = 1/p blocks, so the
+ * Horvitz-Thompson estimator's unbiased variance estimate gets (1 - p) / p^2 = w(w - 1)
+ * per block, times its size squared for bytes. Blocks are sampled independently (Poisson
+ * sampling of bytes is memoryless), so variances add. Exact recordings (w = 1) add 0. */
+static double sample_variance(double w)
+{
+	return w > 1 ? w * (w - 1) : 0;
+}
+
 /* Removes a live block. Returns false when SLOT holds none. */
 static bool release(struct replay *r, uint64_t slot, bool count_free)
 {
@@ -214,6 +224,8 @@ static bool release(struct replay *r, uint64_t slot, bool count_free)
 	bytes = (double)a->size * w;
 	a->inuse_objects -= w;
 	a->inuse_space -= bytes;
+	a->var_inuse_objects -= sample_variance(w);
+	a->var_inuse_space -= sample_variance(w) * (double)a->size * (double)a->size;
 	r->live_bytes -= bytes;
 	r->live_count -= w;
 	/* The recorder names blocks per process, so the freeing process is the block's own. */
@@ -246,6 +258,8 @@ static void on_alloc(struct replay *r, const struct replay_event *rec)
 	} else {
 		a->alloc_objects += w;
 		a->alloc_space += bytes;
+		a->var_alloc_objects += sample_variance(w);
+		a->var_alloc_space += sample_variance(w) * (double)rec->size * (double)rec->size;
 		p->alloc_bytes += bytes;
 		p->alloc_count += w;
 		if (rec->size > p->largest)
@@ -254,6 +268,8 @@ static void on_alloc(struct replay *r, const struct replay_event *rec)
 	}
 	a->inuse_objects += w;
 	a->inuse_space += bytes;
+	a->var_inuse_objects += sample_variance(w);
+	a->var_inuse_space += sample_variance(w) * (double)rec->size * (double)rec->size;
 	r->live_bytes += bytes;
 	r->live_count += w;
 	p->live_bytes += bytes;

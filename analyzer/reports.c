@@ -145,6 +145,7 @@ int report_top(const struct profile *p, const struct report_opts *o, FILE *out)
 	struct fn_rows t;
 	double total, sum = 0;
 	uint32_t shown;
+	bool sampled = p->r->sample_rate != 0;
 	int err = rows__functions(p, o->value, &t);
 
 	if (err)
@@ -158,12 +159,18 @@ int report_top(const struct profile *p, const struct report_opts *o, FILE *out)
 		json_head(&w, p->r, o->file_label, true);
 		jsonw__str(&w, "value", value_names[o->value]);
 		jsonw__count(&w, "total", total);
+		if (sampled)
+			jsonw__count(&w, "total_se", sqrt(t.total_var));
 		jsonw__arr_begin(&w, "functions");
 		for (uint32_t i = 0; i < shown; i++) {
 			jsonw__obj_begin(&w, NULL);
 			jsonw__str(&w, "name", t.rows[i].name);
 			jsonw__count(&w, "flat", t.rows[i].flat);
 			jsonw__count(&w, "cum", t.rows[i].cum);
+			if (sampled) {
+				jsonw__count(&w, "flat_se", sqrt(t.rows[i].flat_var));
+				jsonw__count(&w, "cum_se", sqrt(t.rows[i].cum_var));
+			}
 			jsonw__obj_end(&w);
 		}
 		jsonw__arr_end(&w);
@@ -177,14 +184,23 @@ int report_top(const struct profile *p, const struct report_opts *o, FILE *out)
 		for (uint32_t i = 0; i < shown; i++)
 			sum += t.rows[i].flat;
 		fprintf(out, "Showing %u of %u functions, accounting for %.0f of %.0f total\n", shown, t.nr, sum, total);
-		fprintf(out, "%12s %7s %7s %12s %7s  %s\n", "flat", "flat%", "sum%", "cum", "cum%", "function");
+		if (sampled)
+			fprintf(out, "Sampled: estimates, each with its standard error (se) from the samples themselves; "
+				     "total %.0f, se %.0f\n", total, sqrt(t.total_var));
+		fprintf(out, "%12s %7s %7s %12s %7s  ", "flat", "flat%", "sum%", "cum", "cum%");
+		if (sampled)
+			fprintf(out, "%10s %10s  ", "flat se", "cum se");
+		fprintf(out, "function\n");
 		sum = 0;
 		for (uint32_t i = 0; i < shown; i++) {
 			const struct fn_row *r = &t.rows[i];
 
 			sum += r->flat;
-			fprintf(out, "%12.0f %6.2f%% %6.2f%% %12.0f %6.2f%%  %s\n", r->flat, total ? 100 * r->flat / total : 0,
-				total ? 100 * sum / total : 0, r->cum, total ? 100 * r->cum / total : 0, r->name);
+			fprintf(out, "%12.0f %6.2f%% %6.2f%% %12.0f %6.2f%%  ", r->flat, total ? 100 * r->flat / total : 0,
+				total ? 100 * sum / total : 0, r->cum, total ? 100 * r->cum / total : 0);
+			if (sampled)
+				fprintf(out, "%10.0f %10.0f  ", sqrt(r->flat_var), sqrt(r->cum_var));
+			fprintf(out, "%s\n", r->name);
 		}
 	}
 	fn_rows__free(&t);
@@ -566,7 +582,8 @@ int report_info(const struct replay *r, const struct report_opts *o, FILE *out)
 
 /* ---- diff ---- */
 
-static void diff_json_rows(struct jsonw *w, const char *key, const struct diff_row *rows, uint32_t nr, uint32_t shown)
+static void diff_json_rows(struct jsonw *w, const char *key, const struct diff_row *rows, uint32_t nr, uint32_t shown,
+			   bool sampled)
 {
 	jsonw__arr_begin(w, key);
 	for (uint32_t i = 0; i < nr && i < shown; i++) {
@@ -575,59 +592,98 @@ static void diff_json_rows(struct jsonw *w, const char *key, const struct diff_r
 		jsonw__count(w, "from", rows[i].from);
 		jsonw__count(w, "to", rows[i].to);
 		jsonw__count(w, "delta", rows[i].to - rows[i].from);
+		if (sampled)
+			jsonw__count(w, "delta_se", sqrt(rows[i].from_var + rows[i].to_var));
 		jsonw__obj_end(w);
 	}
 	jsonw__arr_end(w);
 }
 
 static void diff_text_rows(FILE *out, const char *what, const struct report_opts *o, const struct diff_row *rows,
-			   uint32_t nr, uint32_t shown)
+			   uint32_t nr, uint32_t shown, bool sampled)
 {
-	fprintf(out, "\n%s by growth in %s:\n%14s %14s %14s  %s\n", what, value_names[o->value], "delta", "from", "to",
-		what);
-	for (uint32_t i = 0; i < nr && i < shown; i++)
-		fprintf(out, "%+14.0f %14.0f %14.0f  %s\n", rows[i].to - rows[i].from, rows[i].from, rows[i].to, rows[i].name);
+	fprintf(out, "\n%s by growth in %s:\n%14s %s%14s %14s  %s\n", what, value_names[o->value], "delta",
+		sampled ? "   95% +-     " : "", "from", "to", what);
+	for (uint32_t i = 0; i < nr && i < shown; i++) {
+		fprintf(out, "%+14.0f ", rows[i].to - rows[i].from);
+		if (sampled)
+			fprintf(out, "+-%-11.0f ", Z95_TWO_SIDED * sqrt(rows[i].from_var + rows[i].to_var));
+		fprintf(out, "%14.0f %14.0f  %s\n", rows[i].from, rows[i].to, rows[i].name);
+	}
 }
 
-static void diff_json_side(struct jsonw *w, const char *key, const struct replay *r, double total)
+static void diff_json_side(struct jsonw *w, const char *key, const struct replay *r, double total, double var,
+			   bool sampled)
 {
 	jsonw__obj_begin(w, key);
 	jsonw__str(w, "file", r->path);
 	jsonw__str(w, "snapshot", r->stop_desc);
 	jsonw__count(w, "total", total);
+	if (sampled)
+		jsonw__count(w, "total_se", sqrt(var));
 	jsonw__obj_end(w);
 }
 
-int report_diff(const struct profile *a, const struct profile *b, const struct report_opts *o, FILE *out)
+/* The one line a CI log shows for a gate: the growth and the functions that grew most. */
+void report_gate_line(const struct diff_rows *t, const struct gate_verdict *v, const struct report_opts *o,
+		      FILE *out)
 {
-	struct diff_rows t;
-	uint32_t nf, ns;
-	int err = rows__diff(a, b, o->value, &t);
+	fprintf(out, "heapsnap-analyze: %s grew by %+.0f", value_names[o->value], v->growth);
+	if (t->from_total > 0)
+		fprintf(out, " (%+.1f%%)", 100 * v->growth / t->from_total);
+	if (v->se > 0)
+		fprintf(out, " +- %.0f (95%%: at least %+.0f)", Z95_TWO_SIDED * v->se, v->lower);
+	fprintf(out, ", %s the limit of %.0f", v->exceeded ? "over" : "within", v->limit);
+	for (uint32_t i = 0, n = 0; i < t->nr_functions && n < 3; i++) {
+		if (t->functions[i].to - t->functions[i].from <= 0)
+			break;
+		fprintf(out, "%s %s %+.0f", n++ ? "," : "; grew most:", t->functions[i].name,
+			t->functions[i].to - t->functions[i].from);
+	}
+	fputc('\n', out);
+}
 
-	if (err)
-		return err;
-	nf = shown_of(t.nr_functions, o->nodecount);
-	ns = shown_of(t.nr_stacks, o->nodecount);
+int report_diff(const struct diff_rows *t, const struct replay *a, const struct replay *b,
+		const struct gate_verdict *v, const struct report_opts *o, FILE *out)
+{
+	uint32_t nf = shown_of(t->nr_functions, o->nodecount), ns = shown_of(t->nr_stacks, o->nodecount);
+	bool sampled = a->sample_rate || b->sample_rate;
+	double delta = t->to_total - t->from_total, se = sqrt(t->from_var + t->to_var);
+
 	if (o->json) {
 		struct jsonw w;
 
 		jsonw__init(&w, out, false);
 		jsonw__obj_begin(&w, NULL);
 		jsonw__str(&w, "value", value_names[o->value]);
-		diff_json_side(&w, "from", a->r, t.from_total);
-		diff_json_side(&w, "to", b->r, t.to_total);
-		jsonw__count(&w, "delta", t.to_total - t.from_total);
-		diff_json_rows(&w, "functions", t.functions, t.nr_functions, nf);
-		diff_json_rows(&w, "stacks", t.stacks, t.nr_stacks, ns);
+		diff_json_side(&w, "from", a, t->from_total, t->from_var, sampled);
+		diff_json_side(&w, "to", b, t->to_total, t->to_var, sampled);
+		jsonw__count(&w, "delta", delta);
+		if (sampled)
+			jsonw__count(&w, "delta_se", se);
+		if (v) {
+			jsonw__obj_begin(&w, "gate");
+			jsonw__count(&w, "limit", v->limit);
+			jsonw__count(&w, "growth", v->growth);
+			jsonw__count(&w, "lower_bound_95", v->lower);
+			jsonw__bool(&w, "exceeded", v->exceeded);
+			jsonw__obj_end(&w);
+		}
+		diff_json_rows(&w, "functions", t->functions, t->nr_functions, nf, sampled);
+		diff_json_rows(&w, "stacks", t->stacks, t->nr_stacks, ns, sampled);
 		json_tail(&w);
 	} else {
-		fprintf(out, "From: %s, %s: %.0f\nTo:   %s, %s: %.0f\nDelta %s: %+.0f\n", a->r->path, a->r->stop_desc,
-			t.from_total, b->r->path, b->r->stop_desc, t.to_total, value_names[o->value],
-			t.to_total - t.from_total);
-		diff_text_rows(out, "functions (flat)", o, t.functions, t.nr_functions, nf);
-		diff_text_rows(out, "stacks (leaf first)", o, t.stacks, t.nr_stacks, ns);
+		fprintf(out, "From: %s, %s: %.0f\nTo:   %s, %s: %.0f\nDelta %s: %+.0f", a->path, a->stop_desc,
+			t->from_total, b->path, b->stop_desc, t->to_total, value_names[o->value], delta);
+		if (sampled)
+			fprintf(out, " +- %.0f (95%% interval; standard error %.0f)", Z95_TWO_SIDED * se, se);
+		fputc('\n', out);
+		if (v)
+			fprintf(out, "Gate: %s the limit of %.0f%s\n", v->exceeded ? "over" : "within", v->limit,
+				sampled ? " (with 95% confidence)" : "");
+		diff_text_rows(out, "functions (flat)", o, t->functions, t->nr_functions, nf, sampled);
+		diff_text_rows(out, "stacks (leaf first)", o, t->stacks, t->nr_stacks, ns, sampled);
 	}
-	diff_rows__free(&t);
 	return finish(out, 0);
 }
 

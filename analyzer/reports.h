@@ -25,7 +25,13 @@ int report_info(const struct replay *r, const struct report_opts *o, FILE *out);
 int report_timeline(const struct replay *r, const struct report_opts *o, FILE *out);
 int report_temporary(const struct profile *p, const struct report_opts *o, FILE *out);
 int report_speedscope(const struct profile *p, const struct report_opts *o, FILE *out);
-int report_diff(const struct profile *a, const struct profile *b, const struct report_opts *o, FILE *out);
+struct diff_rows;
+struct gate_verdict;
+/* The diff of A and B as its rows T, with the gate's verdict V when there is a gate. */
+int report_diff(const struct diff_rows *t, const struct replay *a, const struct replay *b,
+		const struct gate_verdict *v, const struct report_opts *o, FILE *out);
+void report_gate_line(const struct diff_rows *t, const struct gate_verdict *v, const struct report_opts *o,
+		      FILE *out);
 
 /* Shared with the HTML emitter. */
 struct jsonw;

@@ -72,11 +72,13 @@ void names__free(struct names *n)
 struct named_table {
 	struct names names;
 	double (*v)[4];
+	char **shown; /* diff's stacks: the name to show, when it is not the key */
 	uint32_t cap;
 };
 
-/* The values of NAME's row, created zero; NULL when out of memory. */
-static double *named_get(struct named_table *t, const char *name)
+/* The values of NAME's row, created zero (its number in *INDEX when not NULL); NULL when out
+ * of memory. */
+static double *named_row(struct named_table *t, const char *name, uint32_t *index)
 {
 	int64_t i = names__intern(&t->names, name);
 
@@ -84,14 +86,27 @@ static double *named_get(struct named_table *t, const char *name)
 		return NULL;
 	if (t->cap < t->names.cap) {
 		double(*v)[4] = realloc(t->v, sizeof(*v) * t->names.cap);
+		char **shown;
 
 		if (!v)
 			return NULL;
-		memset(v + t->cap, 0, sizeof(*v) * (t->names.cap - t->cap));
 		t->v = v;
+		shown = realloc(t->shown, sizeof(*shown) * t->names.cap);
+		if (!shown)
+			return NULL;
+		t->shown = shown;
+		memset(v + t->cap, 0, sizeof(*v) * (t->names.cap - t->cap));
+		memset(shown + t->cap, 0, sizeof(*shown) * (t->names.cap - t->cap));
 		t->cap = t->names.cap;
 	}
+	if (index)
+		*index = (uint32_t)i;
 	return t->v[i];
+}
+
+static double *named_get(struct named_table *t, const char *name)
+{
+	return named_row(t, name, NULL);
 }
 
 /* Takes row I's name from T. */
@@ -105,6 +120,9 @@ static char *named_take(struct named_table *t, uint32_t i)
 
 static void named_free(struct named_table *t)
 {
+	for (uint32_t i = 0; t->shown && i < t->names.nr; i++)
+		free(t->shown[i]);
+	free(t->shown);
 	names__free(&t->names);
 	free(t->v);
 	memset(t, 0, sizeof(*t));
@@ -180,12 +198,13 @@ static const char *stack_leaf(const struct profile *p, uint32_t pid, uint64_t st
 
 /* ---- functions ---- */
 
-/* Adds each function's flat (v[0]) and cum (v[1]) of VALUE to T. */
+/* Adds each function's flat (v[0]) and cum (v[1]) of VALUE to T, and their variances
+ * (v[2], v[3]). */
 static int function_totals(const struct profile *p, int value, struct named_table *t)
 {
 	for (uint32_t i = 0; i < p->nr_samples; i++) {
 		const struct prof_sample *s = &p->samples[i];
-		double v = s->v[value];
+		double v = s->v[value], var = s->var[value];
 		const char **names;
 		char(*bufs)[ROWS_NAME_MAX];
 		int n;
@@ -208,10 +227,14 @@ static int function_totals(const struct profile *p, int value, struct named_tabl
 				free(bufs);
 				return -ENOMEM;
 			}
-			if (k == 0)
+			if (k == 0) {
 				row[0] += v;
-			if (!seen)
+				row[2] += var;
+			}
+			if (!seen) {
 				row[1] += v;
+				row[3] += var;
+			}
 		}
 		free(names);
 		free(bufs);
@@ -237,6 +260,7 @@ int rows__functions(const struct profile *p, int value, struct fn_rows *out)
 
 	memset(out, 0, sizeof(*out));
 	out->total = p->total[value];
+	out->total_var = p->total_var[value];
 	if (!err && t.names.nr) {
 		out->rows = malloc(sizeof(*out->rows) * t.names.nr);
 		if (!out->rows)
@@ -247,7 +271,8 @@ int rows__functions(const struct profile *p, int value, struct fn_rows *out)
 		return err;
 	}
 	for (uint32_t i = 0; i < t.names.nr; i++)
-		out->rows[i] = (struct fn_row){.name = named_take(&t, i), .flat = t.v[i][0], .cum = t.v[i][1]};
+		out->rows[i] = (struct fn_row){.name = named_take(&t, i), .flat = t.v[i][0], .cum = t.v[i][1],
+					       .flat_var = t.v[i][2], .cum_var = t.v[i][3]};
 	out->nr = t.names.nr;
 	if (out->nr)
 		qsort(out->rows, out->nr, sizeof(*out->rows), cmp_fn);
@@ -511,9 +536,10 @@ void proc_rows__free(struct proc_rows *t)
 
 /* ---- diff ---- */
 
-/* A stack's identity across files: symbolized function, file and line of every frame,
- * because addresses move with ASLR and rebuilds. */
-static char *stack_key(const struct profile *p, const struct prof_sample *s)
+/* A stack's identity across files: the symbolized functions of its frames, inline ones
+ * included, and with LINES their files and lines; unsymbolized frames by module and offset,
+ * which ASLR does not move. */
+static char *stack_key(const struct profile *p, const struct prof_sample *s, bool lines)
 {
 	char *key = NULL;
 	size_t len = 0;
@@ -528,11 +554,13 @@ static char *stack_key(const struct profile *p, const struct prof_sample *s)
 			const struct prof_line *ln = l->nr_lines ? &p->lines[l->first_line + k] : NULL;
 			char buf[ROWS_NAME_MAX];
 
-			if (ln && ln->function) {
-				const char *base = ln->file ? strrchr(ln->file, '/') : NULL;
+			if (ln && ln->function && lines && ln->file) {
+				const char *base = strrchr(ln->file, '/');
 
-				fprintf(m, "%s%s (%s:%u)", i || k ? " <- " : "", ln->function,
-					ln->file ? (base ? base + 1 : ln->file) : "?", ln->line);
+				fprintf(m, "%s%s (%s:%u)", i || k ? " <- " : "", ln->function, base ? base + 1 : ln->file,
+					ln->line);
+			} else if (ln && ln->function) {
+				fprintf(m, "%s%s", i || k ? " <- " : "", ln->function);
 			} else {
 				/* Unsymbolized: module and offset are stable across ASLR. */
 				fprintf(m, "%s%s", i || k ? " <- " : "", profile__line_name(p, l, NULL, buf, sizeof(buf)));
@@ -546,31 +574,45 @@ static char *stack_key(const struct profile *p, const struct prof_sample *s)
 	return key;
 }
 
-/* Adds P's VALUE to side SIDE (0: from, 1: to) of the stacks and functions tables. */
+/* Adds P's VALUE to side SIDE (0: from, 1: to) of the stacks and functions tables, its
+ * variance to SIDE + 2. */
 static int diff_add(struct named_table *stacks, struct named_table *funcs, const struct profile *p, int side,
-		    int value)
+		    int value, bool lines)
 {
 	struct named_table t = {0};
 	int err;
 
 	for (uint32_t i = 0; i < p->nr_samples; i++) {
 		const struct prof_sample *s = &p->samples[i];
-		char *key = stack_key(p, s);
-		double *row = key ? named_get(stacks, key) : NULL;
+		char *key = stack_key(p, s, lines);
+		uint32_t k = 0;
+		double *row = key ? named_row(stacks, key, &k) : NULL;
 
 		free(key);
 		if (!row)
 			return -ENOMEM;
 		row[side] += s->v[value];
+		row[side + 2] += s->var[value];
+		/* Shown with lines, the newer recording's where it has the stack. */
+		if (!lines && (side == 1 || !stacks->shown[k]) && s->v[value] != 0) {
+			char *shown = stack_key(p, s, true);
+
+			if (!shown)
+				return -ENOMEM;
+			free(stacks->shown[k]);
+			stacks->shown[k] = shown;
+		}
 	}
 	err = function_totals(p, value, &t);
 	for (uint32_t i = 0; !err && i < t.names.nr; i++) {
 		double *row = named_get(funcs, t.names.v[i]);
 
-		if (!row)
+		if (!row) {
 			err = -ENOMEM;
-		else
+		} else {
 			row[side] += t.v[i][0];
+			row[side + 2] += t.v[i][2];
+		}
 	}
 	named_free(&t);
 	return err;
@@ -595,9 +637,18 @@ static int diff_take(struct named_table *t, struct diff_row **out, uint32_t *nr)
 	if (!*out)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < t->names.nr; i++) {
+		char *name;
+
 		if (llround(t->v[i][1] - t->v[i][0]) == 0)
 			continue;
-		(*out)[n++] = (struct diff_row){.name = named_take(t, i), .from = t->v[i][0], .to = t->v[i][1]};
+		if (t->shown && t->shown[i]) {
+			name = t->shown[i];
+			t->shown[i] = NULL;
+		} else {
+			name = named_take(t, i);
+		}
+		(*out)[n++] = (struct diff_row){.name = name, .from = t->v[i][0], .to = t->v[i][1],
+						.from_var = t->v[i][2], .to_var = t->v[i][3]};
 	}
 	*nr = n;
 	if (n)
@@ -605,7 +656,7 @@ static int diff_take(struct named_table *t, struct diff_row **out, uint32_t *nr)
 	return 0;
 }
 
-int rows__diff(const struct profile *a, const struct profile *b, int value, struct diff_rows *out)
+int rows__diff(const struct profile *a, const struct profile *b, int value, bool lines, struct diff_rows *out)
 {
 	struct named_table stacks = {0}, funcs = {0};
 	int err;
@@ -613,9 +664,11 @@ int rows__diff(const struct profile *a, const struct profile *b, int value, stru
 	memset(out, 0, sizeof(*out));
 	out->from_total = a->total[value];
 	out->to_total = b->total[value];
-	err = diff_add(&stacks, &funcs, a, 0, value);
+	out->from_var = a->total_var[value];
+	out->to_var = b->total_var[value];
+	err = diff_add(&stacks, &funcs, a, 0, value, lines);
 	if (!err)
-		err = diff_add(&stacks, &funcs, b, 1, value);
+		err = diff_add(&stacks, &funcs, b, 1, value, lines);
 	if (!err)
 		err = diff_take(&funcs, &out->functions, &out->nr_functions);
 	if (!err)
@@ -625,6 +678,18 @@ int rows__diff(const struct profile *a, const struct profile *b, int value, stru
 	if (err)
 		diff_rows__free(out);
 	return err;
+}
+
+void rows__gate(const struct diff_rows *t, const struct growth_gate *g, struct gate_verdict *v)
+{
+	v->growth = t->to_total - t->from_total;
+	/* Two recordings sample apart, so their variances add. Two snapshots of one recording
+	 * share the blocks live at both, which cancel in the difference: adding the variances
+	 * overstates its error there, and the gate errs toward passing. */
+	v->se = sqrt(t->from_var + t->to_var);
+	v->limit = g->percent ? t->from_total * g->amount / 100 : g->amount;
+	v->lower = v->growth - Z95_ONE_SIDED * v->se;
+	v->exceeded = v->lower > v->limit;
 }
 
 void diff_rows__free(struct diff_rows *t)

@@ -29,12 +29,13 @@ void names__free(struct names *n);
 struct fn_row {
 	char *name;
 	double flat, cum;
+	double flat_var, cum_var; /* sampled recordings: the estimates' variances (0 when exact) */
 };
 
 struct fn_rows {
 	struct fn_row *rows;
 	uint32_t nr;
-	double total;
+	double total, total_var;
 };
 
 int rows__functions(const struct profile *p, int value, struct fn_rows *out);
@@ -99,20 +100,46 @@ int rows__processes(const struct profile *p, struct proc_rows *out);
 void proc_rows__free(struct proc_rows *t);
 
 /* Growth from A to B of VALUE, by function (flat) and by stack, largest growth first; rows
- * whose growth rounds to zero are dropped. */
+ * whose growth rounds to zero are dropped. A stack is the same stack in both when its
+ * functions are, inline ones included, so a rebuild that moves lines changes nothing; with
+ * LINES, when its functions, files and lines are. Its name shows the lines of the newer
+ * recording (B) where it has it. Variances are each side's (recordings sampled apart). */
 struct diff_row {
 	char *name;
 	double from, to;
+	double from_var, to_var;
 };
 
 struct diff_rows {
 	struct diff_row *functions, *stacks;
 	uint32_t nr_functions, nr_stacks;
 	double from_total, to_total;
+	double from_var, to_var;
 };
 
-int rows__diff(const struct profile *a, const struct profile *b, int value, struct diff_rows *out);
+int rows__diff(const struct profile *a, const struct profile *b, int value, bool lines, struct diff_rows *out);
 void diff_rows__free(struct diff_rows *t);
+
+/* diff --max-growth: the growth of the total allowed, in the value's unit or as a percent
+ * of the from total. */
+struct growth_gate {
+	double amount;
+	bool percent;
+};
+
+/* A sampled estimate exceeds a limit "with 95% confidence" when the one-sided 95% lower
+ * bound, the estimate less Z95 standard errors, does. */
+#define Z95_ONE_SIDED 1.6448536269514722
+#define Z95_TWO_SIDED 1.959963984540054
+
+struct gate_verdict {
+	double growth, se; /* se: 0 for exact recordings */
+	double limit;      /* the amount, in the value's unit */
+	double lower;      /* growth - Z95_ONE_SIDED * se */
+	bool exceeded;
+};
+
+void rows__gate(const struct diff_rows *t, const struct growth_gate *g, struct gate_verdict *v);
 
 /* A sample's frames as names, leaf (innermost inline) first: *NAMES points into *BUFS or the
  * symbolizer. Returns the count, or -ENOMEM. */

@@ -35,13 +35,14 @@ def chromium(args, url):
 class Dom(HTMLParser):
     def __init__(self):
         super().__init__()
-        self.values, self.caption, self.points, self.rendered = {}, None, 0, False
+        self.values, self.caption, self.points, self.rendered, self.body = {}, None, 0, False, {}
         self.table_fns, self.in_caption, self.in_fn = [], False, False
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
-        if tag == "body" and a.get("data-rendered") == "yes":
-            self.rendered = True
+        if tag == "body":
+            self.rendered = a.get("data-rendered") == "yes"
+            self.body = {k: v for k, v in a.items() if k.startswith("data-")}
         if tag == "g" and "data-name" in a and "dim" not in a.get("class", ""):
             self.values[a["data-name"]] = self.values.get(a["data-name"], 0) + int(a["data-value"])
         if tag == "path" and a.get("class") == "live":
@@ -136,7 +137,7 @@ def main():
     if mode == "dom":
         d = Dom()
         d.feed(chromium(["--dump-dom"], url))
-        print(json.dumps({"rendered": d.rendered, "caption": d.caption, "values": d.values,
+        print(json.dumps({"rendered": d.rendered, "body": d.body, "caption": d.caption, "values": d.values,
                           "points": d.points, "table_functions": d.table_fns}))
     else:
         chromium(["--window-size=1300,1300", "--screenshot=" + sys.argv[4]], url)

@@ -796,7 +796,105 @@ t_analyzer_html() {
 	"$R" --via preload -o "$TMP/h3.hsnap" -- "$T/alloc_c" bulk >/dev/null 2>"$TMP/h.err" || { cat "$TMP/h.err"; die "bulk"; }
 	"$A" html -o "$TMP/h3.html" "$TMP/h3.hsnap" 2>"$TMP/h.err" || { cat "$TMP/h.err"; die "html bulk"; }
 	[ "$(stat -c %s "$TMP/h3.html")" -lt 3000000 ] || die "bulk report is $(stat -c %s "$TMP/h3.html") bytes"
+	# A recording's strings cannot end the page's elements or its script: names, the command, a
+	# snapshot label, each "</script><img onerror=...>", show as text and run nothing.
+	"$OUT/tests/craft" html "$TMP/h4.hsnap" || die "craft html"
+	"$A" html -o "$TMP/h4.html" "$TMP/h4.hsnap" 2>/dev/null || die "html of the crafted file"
+	python3 tests/htmlcheck.py dom "$TMP/h4.html" "" >"$TMP/d6.json" || die "chromium on the crafted report"
+	python3 - "$TMP/d6.json" "$TMP/h4.html" <<-'PY' || die "crafted strings"
+	import json, sys
+	d, page = json.load(open(sys.argv[1])), open(sys.argv[2]).read()
+	assert d["rendered"], "the page's script did not run to its end"
+	assert set(d["body"]) == {"data-rendered"}, d["body"]
+	assert "<img" not in page.replace("&lt;img", ""), "a raw tag from the recording"
+	assert any("</script><img" in n for n in d["values"]), list(d["values"])
+	PY
 	"$A" html "$TMP/h1.hsnap" --peak 2>"$TMP/e"; eq "html --peak exit" 2 $?
+}
+
+# Diffs across two builds of one program (tests/workloads/growth.c): the new build moves every
+# line and grows grow_here by exactly 200000 bytes; nothing else changes.
+t_analyzer_diff_builds() {
+	local pid rc
+	# Each build in its own tree, as two checkouts would have them.
+	mkdir -p "$TMP/b1" "$TMP/b2"
+	cp "$T/growth_old" "$TMP/b1/growth"
+	cp "$T/growth_new" "$TMP/b2/growth"
+	"$R" --via preload -o "$TMP/old.hsnap" -- "$TMP/b1/growth" 1 1 >/dev/null 2>"$TMP/g.err" || { cat "$TMP/g.err"; die "old"; }
+	"$R" --via preload -o "$TMP/new.hsnap" -- "$TMP/b2/growth" 1 3 >/dev/null 2>"$TMP/g.err" || { cat "$TMP/g.err"; die "new"; }
+	"$A" diff --json -n 0 "$TMP/old.hsnap" "$TMP/new.hsnap" >"$TMP/d.json" 2>/dev/null || die "diff"
+	"$A" diff --json -n 0 --lines "$TMP/old.hsnap" "$TMP/new.hsnap" >"$TMP/dl.json" 2>/dev/null || die "diff --lines"
+	python3 - "$TMP/d.json" "$TMP/dl.json" <<-'PY' || die "stacks across builds"
+	import json, sys
+	d, dl = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+	assert d["delta"] == 200000, d["delta"]
+	assert [(f["name"], f["delta"]) for f in d["functions"]] == [("grow_here", 200000)], d["functions"]
+	# Only what grew: one stack, grow_here's, shown with the new build's lines (moved by 60).
+	st = d["stacks"]
+	assert len(st) == 1 and st[0]["delta"] == 200000 and st[0]["name"].startswith("grow_here (growth.c:"), st
+	assert "stable_here" not in json.dumps(st), st
+	old_line = int(dl["stacks"][-1]["name"].split(":")[1].split(")")[0])
+	new_line = int(st[0]["name"].split(":")[1].split(")")[0])
+	# --lines keys by file:line: every stack of the moved build is new, each old one gone.
+	names = sorted((s["name"].split(" ")[0], s["delta"]) for s in dl["stacks"])
+	assert names == [("grow_here", -100000), ("grow_here", 300000), ("stable_here", -500000), ("stable_here", 500000)], names
+	print("stacks:", st[0]["name"][:60], "| --lines:", names)
+	PY
+	# Processes match across recordings by command and executable, not by pid.
+	pid=$("$A" info --json "$TMP/old.hsnap" | python3 -c 'import json,sys; print(json.load(sys.stdin)["processes"][0]["pid"])')
+	"$A" diff --json --pid "$pid" "$TMP/old.hsnap" "$TMP/new.hsnap" >"$TMP/dp.json" 2>/dev/null || die "diff --pid"
+	eq "diff --pid: growth" 200000 "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["delta"])' "$TMP/dp.json")"
+	"$A" diff --pid "$pid" "$TMP/old.hsnap" testdata/alloc_c.hsnap >/dev/null 2>"$TMP/e"; eq "diff --pid, no match: exit" 4 $?
+	contains "$TMP/e" "has no process with the command and executable name of --pid's in"
+	# The gate: exit 5 past the limit, with one line naming the growth and grow_here; 0 within.
+	"$A" diff --max-growth 199999 "$TMP/old.hsnap" "$TMP/new.hsnap" >/dev/null 2>"$TMP/e"; rc=$?
+	eq "growth 200000 over 199999: exit" 5 $rc
+	grep -q "grew by +200000 .*over the limit of 199999; grew most: grow_here +200000" "$TMP/e" || { cat "$TMP/e"; die "gate line"; }
+	"$A" diff --max-growth 200000 "$TMP/old.hsnap" "$TMP/new.hsnap" >/dev/null 2>&1; eq "growth 200000 within 200000: exit" 0 $?
+	"$A" diff --max-growth 190k "$TMP/old.hsnap" "$TMP/new.hsnap" >/dev/null 2>&1; eq "over 190k (194560): exit" 5 $?
+	"$A" diff --max-growth 200k "$TMP/old.hsnap" "$TMP/new.hsnap" >/dev/null 2>&1; eq "within 200k (204800): exit" 0 $?
+	# 200000 of 600000 is 33.3%.
+	"$A" diff --max-growth 33% "$TMP/old.hsnap" "$TMP/new.hsnap" >/dev/null 2>&1; eq "over 33%: exit" 5 $?
+	"$A" diff --max-growth 34% "$TMP/old.hsnap" "$TMP/new.hsnap" >/dev/null 2>&1; eq "within 34%: exit" 0 $?
+	"$A" diff --json --max-growth 33% "$TMP/old.hsnap" "$TMP/new.hsnap" >"$TMP/dg.json" 2>/dev/null
+	python3 -c 'import json,sys; g = json.load(open(sys.argv[1]))["gate"]; assert g["exceeded"] and g["limit"] == 198000, g' \
+		"$TMP/dg.json" || die "the verdict in --json"
+	"$A" diff --max-growth 5parsecs "$TMP/old.hsnap" "$TMP/new.hsnap" 2>"$TMP/e"; eq "bad amount: exit" 2 $?
+	contains "$TMP/e" "invalid --max-growth '5parsecs'"
+	"$A" top --max-growth 5% "$TMP/old.hsnap" 2>/dev/null; eq "--max-growth on top: exit" 2 $?
+}
+
+# Sampled recordings: the standard error each estimate carries against the spread of 40
+# recordings of one run, and the gate's 95% confidence: identical runs pass a 1% gate, a
+# growth of 200% (tests/workloads/growth.c with GROW 13) fails it.
+t_analyzer_gate_sampled() {
+	local i pass=0
+	for i in $(seq 1 40); do
+		"$R" --via preload -s 4096 -o "$TMP/s$i.hsnap" -- "$T/growth_old" 100 1 >/dev/null 2>"$TMP/g.err" ||
+			{ cat "$TMP/g.err"; die "sampled recording $i"; }
+		"$A" top --json -n 0 "$TMP/s$i.hsnap" >"$TMP/s$i.json" 2>/dev/null || die "top $i"
+	done
+	python3 - "$TMP" <<-'PY' || die "standard errors against the spread of recordings"
+	import json, statistics, sys
+	for fn in ("grow_here", "stable_here"):
+	    est, se = [], []
+	    for i in range(1, 41):
+	        f = {x["name"]: x for x in json.load(open("%s/s%d.json" % (sys.argv[1], i)))["functions"]}[fn]
+	        est.append(f["flat"]); se.append(f["flat_se"])
+	    ratio = statistics.stdev(est) / statistics.mean(se)
+	    print(fn, "mean", round(statistics.mean(est)), "spread", round(statistics.stdev(est)),
+	          "stated se", round(statistics.mean(se)), "ratio %.2f" % ratio)
+	    assert 1 / 1.5 <= ratio <= 1.5, ratio
+	PY
+	for i in $(seq 1 2 39); do
+		"$A" diff --max-growth 1% "$TMP/s$i.hsnap" "$TMP/s$((i + 1)).hsnap" >/dev/null 2>>"$TMP/gate.log" && pass=$((pass + 1))
+	done
+	echo "identical runs passing a 1% gate: $pass of 20"
+	[ $pass -ge 19 ] || { cat "$TMP/gate.log"; die "only $pass of 20 pairs of identical runs pass a 1% gate"; }
+	"$R" --via preload -s 4096 -o "$TMP/big.hsnap" -- "$T/growth_new" 100 13 >/dev/null 2>&1 || die "grown recording"
+	"$A" diff --max-growth 1% "$TMP/s1.hsnap" "$TMP/big.hsnap" >/dev/null 2>"$TMP/e"
+	eq "a 200% growth against a 1% gate: exit" 5 $?
+	contains "$TMP/e" "grew most: grow_here"
 }
 
 t_analyzer_temporary() {
@@ -1587,7 +1685,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_preload_sampled_dense t_preload_scribbled_ring t_preload_dwarf_nofp t_preload_dwarf_cxx_rust t_preload_dwarf_debian t_preload_unprivileged \
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
-	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_fuzz_targets"
+	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
 for t in $ALL; do
 	run $t
 done

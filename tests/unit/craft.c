@@ -164,6 +164,25 @@ int main(int argc, char **argv)
 		alloc(10, 0, 100, 1, 2);
 		sn.snapshot.label = "snap\x1b[31m";
 		put(&sn);
+	} else if (!strcmp(shape, "html")) {
+		/* Every string the HTML report shows, each trying to end its element or its script. */
+		static const char evil[] = "</script><img src=x onerror=\"document.body.dataset.pwned=1\">";
+		struct hs_record st = {.type = HS_REC_STACK}, sn = {.type = HS_REC_SNAPSHOT, .time = 3};
+		uint64_t ips[2] = {0x400100, 0x400200};
+		char path[256];
+
+		session(HS_STACK_FP, 64, evil);
+		process(10, evil, evil);
+		snprintf(path, sizeof(path), "/tmp/%s\xe2\x80\xa8lib.so", evil);
+		mapping(10, 0x400000, path, 1);
+		st.stack.id = 1;
+		st.stack.nr = 2;
+		st.stack.ips = ips;
+		put(&st);
+		alloc(10, 0, 100, 1, 2);
+		alloc(10, 1, 200, 1, 5);
+		sn.snapshot.label = evil;
+		put(&sn);
 	} else if (!strcmp(shape, "lost")) {
 		struct hs_counter items[2] = {{"lost.ringbuf_full", 400}, {"events.alloc", 600}};
 		struct hs_record r = {.type = HS_REC_END, .time = 1000};

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Replay: a streaming pass over the record file that keeps only the live set, the
- * interned stacks and per-(thread, stack, size) aggregates in memory. */
+ * interned stacks and per-(thread, stack, size) aggregates in memory. This file applies the
+ * allocations and frees and runs the passes; replay_meta.c takes the other records. */
 #include <errno.h>
 #include <inttypes.h>
 #include <setjmp.h>
@@ -13,45 +14,46 @@
 
 #include "decoder.h"
 #include "replay.h"
+#include "replay_int.h"
 
 /* Out of memory while a pass runs: back to pass(), which ends it with an error. Whatever
  * was allocated belongs to R by then (a failed realloc leaves the old block in place), so
  * replay__free releases it. */
-static _Noreturn void nomem(struct replay *r)
+_Noreturn void replay_nomem(struct replay *r)
 {
 	longjmp(*r->oom, 1);
 }
 
 /* Every string the model keeps comes from the file: escaped, so no report can carry a
  * terminal escape from a recording. */
-static char *xstrdup(struct replay *r, const char *s)
+char *replay_strdup(struct replay *r, const char *s)
 {
 	char *d = hs_strdup_printable(s ? s : "");
 
 	if (!d)
-		nomem(r);
+		replay_nomem(r);
 	return d;
 }
 
-static void *xrealloc(struct replay *r, void *p, size_t n)
+void *replay_realloc(struct replay *r, void *p, size_t n)
 {
 	void *q = realloc(p, n ? n : 1);
 
 	if (!q)
-		nomem(r);
+		replay_nomem(r);
 	return q;
 }
 
 /* Room for element N of an array that grows one at a time: doubles at powers of two, so the
  * capacity needs no field of its own and the copying stays linear. */
-static void *grow_for(struct replay *r, void *p, uint64_t n, size_t elem)
+void *replay_grow(struct replay *r, void *p, uint64_t n, size_t elem)
 {
 	if (n && (n & (n - 1)))
 		return p;
-	return xrealloc(r, p, (n ? 2 * n : 1) * elem);
+	return replay_realloc(r, p, (n ? 2 * n : 1) * elem);
 }
 
-static uint64_t name_hash(const char *s)
+uint64_t replay_name_hash(const char *s)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 
@@ -70,15 +72,8 @@ static int fail(struct replay *r, int code, const char *fmt, ...)
 	return code;
 }
 
-struct process *replay__process(const struct replay *r, uint32_t pid)
-{
-	struct hmap_slot *s = hmap_find(&r->proc_idx, pid, 0);
-
-	return s ? &r->procs[s->val - 1] : NULL;
-}
-
 /* Whether --pid names PID; with no filter, every process is. */
-static bool pid_listed(const struct replay *r, uint32_t pid)
+bool replay_pid_listed(const struct replay *r, uint32_t pid)
 {
 	if (!r->filter)
 		return true;
@@ -88,7 +83,7 @@ static bool pid_listed(const struct replay *r, uint32_t pid)
 	return false;
 }
 
-static struct process *get_process(struct replay *r, uint32_t pid)
+struct process *replay_get_process(struct replay *r, uint32_t pid)
 {
 	struct hmap_slot *s;
 	bool created;
@@ -99,46 +94,15 @@ static struct process *get_process(struct replay *r, uint32_t pid)
 
 	s = hmap_put(&r->proc_idx, pid, 0, &created);
 	if (!s)
-		nomem(r);
+		replay_nomem(r);
 	if (created) {
-		r->procs = grow_for(r, r->procs, r->nr_procs, sizeof(*r->procs));
-		r->procs[r->nr_procs] = (struct process){.pid = pid, .comm = xstrdup(r, ""), .cmdline = xstrdup(r, ""),
-							 .exe = xstrdup(r, ""), .selected = pid_listed(r, pid)};
+		r->procs = replay_grow(r, r->procs, r->nr_procs, sizeof(*r->procs));
+		r->procs[r->nr_procs] = (struct process){.pid = pid, .comm = replay_strdup(r, ""), .cmdline = replay_strdup(r, ""),
+							 .exe = replay_strdup(r, ""), .selected = replay_pid_listed(r, pid)};
 		s->val = ++r->nr_procs;
 	}
 	r->last_proc = (uint32_t)s->val - 1;
 	return &r->procs[s->val - 1];
-}
-
-const char *replay__thread_name(const struct replay *r, uint32_t pid, uint32_t tid)
-{
-	struct hmap_slot *s = hmap_find(&r->threads, pid, tid);
-
-	return s ? (const char *)(uintptr_t)s->val : NULL;
-}
-
-const uint64_t *replay__stack(const struct replay *r, uint64_t id, uint32_t *nr)
-{
-	struct hmap_slot *s = hmap_find(&r->stack_idx, id, 0);
-
-	if (!s || !r->stacks[s->val - 1]) {
-		*nr = 0;
-		return NULL;
-	}
-	*nr = (uint32_t)r->stacks[s->val - 1][0];
-	return r->stacks[s->val - 1] + 1;
-}
-
-const struct dwarf_stack *replay__dwarf_stack(const struct replay *r, uint64_t id)
-{
-	struct hmap_slot *s = hmap_find(&r->stack_idx, id, 0);
-
-	return s && !r->stacks[s->val - 1] ? &r->dwarf[s->val - 1] : NULL;
-}
-
-double replay__seconds(const struct replay *r, uint64_t t)
-{
-	return (double)t * (double)(r->tick_ns ? r->tick_ns : 1000) / 1e9;
 }
 
 static uint32_t agg_get(struct replay *r, uint32_t pid, uint32_t tid, uint64_t stack, uint64_t size)
@@ -150,11 +114,11 @@ static uint32_t agg_get(struct replay *r, uint32_t pid, uint32_t tid, uint64_t s
 		struct hmap_slot *s = hmap_put(&r->agg_idx, k1, k2, &created);
 
 		if (!s)
-			nomem(r);
+			replay_nomem(r);
 		if (created) {
 			if (r->nr_aggs == r->cap_aggs) {
 				r->cap_aggs = r->cap_aggs ? r->cap_aggs * 2 : 256;
-				r->aggs = xrealloc(r, r->aggs, sizeof(*r->aggs) * r->cap_aggs);
+				r->aggs = replay_realloc(r, r->aggs, sizeof(*r->aggs) * r->cap_aggs);
 			}
 			r->aggs[r->nr_aggs] = (struct agg){.pid = pid, .tid = tid, .stack_id = stack, .size = size};
 			s->val = r->nr_aggs;
@@ -181,7 +145,7 @@ static struct live_slot *live_at(struct replay *r, uint64_t slot)
 			ncap *= 2;
 		n = realloc(t->s, ncap * sizeof(*n));
 		if (!n)
-			nomem(r);
+			replay_nomem(r);
 		for (size_t i = t->cap; i < ncap; i++)
 			n[i].agg = LIVE_EMPTY;
 		t->s = n;
@@ -229,7 +193,7 @@ static bool release(struct replay *r, uint64_t slot, bool count_free)
 	r->live_bytes -= bytes;
 	r->live_count -= w;
 	/* The recorder names blocks per process, so the freeing process is the block's own. */
-	p = get_process(r, a->pid);
+	p = replay_get_process(r, a->pid);
 	p->live_bytes -= bytes;
 	p->live_count -= w;
 	if (count_free) {
@@ -244,7 +208,7 @@ static void on_alloc(struct replay *r, const struct replay_event *rec)
 {
 	bool restored = rec->kind & HS_KIND_RESTORED;
 	double w = rec->weight / (double)HS_WEIGHT_ONE, bytes = (double)rec->size * w;
-	struct process *p = get_process(r, rec->pid);
+	struct process *p = replay_get_process(r, rec->pid);
 	uint32_t ai = agg_get(r, rec->pid, rec->tid, rec->stack_id, rec->size);
 	struct live_slot *e;
 	struct agg *a = &r->aggs[ai];
@@ -289,7 +253,7 @@ static void on_alloc(struct replay *r, const struct replay_event *rec)
 	e->weight = (uint32_t)rec->weight;
 }
 
-static void timeline_note(struct replay *r, uint64_t t)
+void replay_timeline_note(struct replay *r, uint64_t t)
 {
 	struct timeline_point *last;
 	uint64_t b;
@@ -297,7 +261,7 @@ static void timeline_note(struct replay *r, uint64_t t)
 	if (!r->nr_tl && !r->tl) {
 		r->tl = calloc(TIMELINE_MAX, sizeof(*r->tl));
 		if (!r->tl)
-			nomem(r);
+			replay_nomem(r);
 		r->tl_t0 = t;
 		r->tl_width = 1;
 	}
@@ -341,254 +305,6 @@ static void timeline_note(struct replay *r, uint64_t t)
 		last->rss_bytes = r->rss_sum;
 }
 
-static void copy_build_id(uint8_t *dst, uint32_t *len, struct hs_bytes b)
-{
-	*len = b.len > HS_MAX_BUILD_ID ? HS_MAX_BUILD_ID : b.len;
-	memcpy(dst, b.p, *len);
-}
-
-/* Names that said "lost" of what lost no event, as recorders before 0.2 wrote them. */
-static const char *const renamed[][2] = {
-	{"lost.stack_truncated", "stacks.cut_at_max_stack"},
-	{"lost.stack_error", "stacks.fp_walk_stopped"},
-	{"lost.unknown_free", "frees.unknown"},
-	{"lost.dwarf_window_truncated", "stacks.dwarf_window_short"},
-};
-
-/* The counters that count events the recording does not hold. */
-static const char *const lost_events[] = {"lost.ringbuf_full", "lost.live_map_full", "lost.thread_map_full",
-					   "lost.missed_uretprobe"};
-
-uint64_t replay__counter(const struct replay *r, const char *name)
-{
-	struct hmap_slot *s = hmap_find(&r->counter_idx, name_hash(name), strlen(name));
-
-	return s && !strcmp(r->counters[s->val - 1].name, name) ? r->counters[s->val - 1].value : 0;
-}
-
-uint64_t replay__lost_events(const struct replay *r, char *desc, size_t len)
-{
-	uint64_t sum = 0;
-	size_t off = 0;
-
-	if (len)
-		desc[0] = 0;
-	for (size_t k = 0; k < sizeof(lost_events) / sizeof(lost_events[0]); k++) {
-		uint64_t v = replay__counter(r, lost_events[k]);
-		int n;
-
-		if (!v)
-			continue;
-		sum += v;
-		if (!desc || off >= len)
-			continue;
-		n = snprintf(desc + off, len - off, "%s%s %" PRIu64, off ? ", " : "", lost_events[k], v);
-		if (n > 0)
-			off += (size_t)n;
-	}
-	return sum;
-}
-
-static void set_counters(struct replay *r, const struct hs_record *rec)
-{
-	for (uint32_t i = 0; i < rec->counters.nr; i++) {
-		struct hs_counter cv = rec->counters.items[i], *c = &cv;
-		bool created;
-		struct hmap_slot *slot;
-
-		for (size_t k = 0; k < sizeof(renamed) / sizeof(renamed[0]); k++)
-			if (!strcmp(c->name, renamed[k][0]))
-				c->name = renamed[k][1];
-		/* By name through a hash: a file of many distinct names must not cost a scan each. A
-		 * recorder writes a few dozen; past HS_MAX_COUNTERS names, new ones are ignored. */
-		if (r->nr_counters >= HS_MAX_COUNTERS && !hmap_find(&r->counter_idx, name_hash(c->name), strlen(c->name)))
-			continue;
-		slot = hmap_put(&r->counter_idx, name_hash(c->name), strlen(c->name), &created);
-		if (!slot)
-			nomem(r);
-		if (created) {
-			r->counters = grow_for(r, r->counters, r->nr_counters, sizeof(*r->counters));
-			r->counters[r->nr_counters++] = (struct counter_val){.name = xstrdup(r, c->name)};
-			slot->val = r->nr_counters;
-		}
-		/* Two names of one hash: the first keeps the slot. */
-		if (!strcmp(r->counters[slot->val - 1].name, c->name))
-			r->counters[slot->val - 1].value = c->value;
-	}
-}
-
-static void add_probe(struct replay *r, const struct hs_probe *p)
-{
-	r->probes = grow_for(r, r->probes, r->nr_probes, sizeof(*r->probes));
-	r->probes[r->nr_probes] = *p;
-	r->probes[r->nr_probes].symbol = xstrdup(r, p->symbol);
-	r->probes[r->nr_probes].path = xstrdup(r, p->path);
-	r->probes[r->nr_probes].build_id = (struct hs_bytes){0};
-	r->nr_probes++;
-}
-
-/* Metadata is applied wherever it sits; events only up to the stop point. */
-static void on_meta(struct replay *r, const struct hs_record *rec, bool before_stop)
-{
-	switch (rec->type) {
-	case HS_REC_SESSION:
-		if (r->have_session)
-			break;
-		r->have_session = true;
-		r->tool_version = xstrdup(r, rec->session.tool_version);
-		r->hostname = xstrdup(r, rec->session.hostname);
-		r->kernel = xstrdup(r, rec->session.kernel);
-		r->cmdline = xstrdup(r, rec->session.cmdline);
-		r->via = xstrdup(r, rec->session.via);
-		r->tick_ns = rec->session.tick_ns;
-		r->realtime_start_ns = rec->session.realtime_start_ns;
-		r->sample_rate = rec->session.sample_rate;
-		r->max_stack = rec->session.max_stack;
-		r->stack_mode = rec->session.stack_mode;
-		for (uint32_t i = 0; i < rec->session.nr_probes; i++)
-			add_probe(r, &rec->session.probes[i]);
-		break;
-	case HS_REC_PROBE:
-		add_probe(r, &rec->probe);
-		break;
-	case HS_REC_PROCESS: {
-		struct process *p = get_process(r, rec->pid);
-
-		free(p->comm);
-		free(p->cmdline);
-		free(p->exe);
-		p->comm = xstrdup(r, rec->process.comm);
-		p->cmdline = xstrdup(r, rec->process.cmdline);
-		p->exe = xstrdup(r, rec->process.exe);
-		if (r->filter && r->filter->comm)
-			p->selected = pid_listed(r, rec->pid) || !strcmp(p->comm, r->filter->comm);
-		if (rec->process.origin != HS_PROC_EXEC) {
-			p->ppid = rec->process.ppid;
-			p->t_start = rec->time;
-		}
-		p->origin = rec->process.origin;
-		copy_build_id(p->build_id, &p->build_id_len, rec->process.build_id);
-		break;
-	}
-	case HS_REC_MAPPING: {
-		struct mapping *m;
-		struct hmap_slot *open;
-
-		if (r->nr_maps == UINT32_MAX)
-			break;
-		/* The mappings still open at each (pid, start), newest first, chained: an UNMAP
-		 * closes the newest without a scan. */
-		open = hmap_put(&r->open_maps, rec->pid, rec->mapping.start, NULL);
-		if (!open)
-			nomem(r);
-		r->maps = grow_for(r, r->maps, r->nr_maps, sizeof(*r->maps));
-		m = &r->maps[r->nr_maps++];
-		*m = (struct mapping){.pid = rec->pid, .start = rec->mapping.start, .end = rec->mapping.end,
-				      .offset = rec->mapping.offset, .inode = rec->mapping.inode, .t_map = rec->time,
-				      .t_unmap = UINT64_MAX, .path = xstrdup(r, rec->mapping.path),
-				      .prev_open = (uint32_t)open->val};
-		open->val = r->nr_maps;
-		copy_build_id(m->build_id, &m->build_id_len, rec->mapping.build_id);
-		break;
-	}
-	case HS_REC_UNMAP: {
-		struct hmap_slot *open = hmap_find(&r->open_maps, rec->pid, rec->unmap.start);
-
-		if (!open || !open->val || r->maps_sorted)
-			break;
-		r->maps[open->val - 1].t_unmap = rec->time;
-		open->val = r->maps[open->val - 1].prev_open;
-		break;
-	}
-	case HS_REC_STACK: {
-		bool created;
-		struct hmap_slot *s = hmap_put(&r->stack_idx, rec->stack.id, 0, &created);
-		uint64_t *v;
-
-		if (!s || !created)
-			break;
-		v = xrealloc(r, NULL, sizeof(uint64_t) * (rec->stack.nr + 1));
-		v[0] = rec->stack.nr;
-		memcpy(v + 1, rec->stack.ips, sizeof(uint64_t) * rec->stack.nr);
-		r->stacks = grow_for(r, r->stacks, r->nr_stack_slots, sizeof(*r->stacks));
-		r->dwarf = grow_for(r, r->dwarf, r->nr_stack_slots, sizeof(*r->dwarf));
-		memset(&r->dwarf[r->nr_stack_slots], 0, sizeof(*r->dwarf));
-		r->stacks[r->nr_stack_slots++] = v;
-		s->val = r->nr_stack_slots;
-		break;
-	}
-	case HS_REC_STACK_DWARF: {
-		bool created;
-		struct hmap_slot *s = hmap_put(&r->stack_idx, rec->dwarf.id, 0, &created);
-		struct dwarf_stack *d;
-
-		if (!s || !created)
-			break;
-		r->stacks = grow_for(r, r->stacks, r->nr_stack_slots, sizeof(*r->stacks));
-		r->dwarf = grow_for(r, r->dwarf, r->nr_stack_slots, sizeof(*r->dwarf));
-		r->stacks[r->nr_stack_slots] = NULL;
-		d = &r->dwarf[r->nr_stack_slots++];
-		memset(d, 0, sizeof(*d));
-		for (uint32_t i = 0; i < rec->dwarf.nregs && i < 8; i++)
-			d->regs[i] = rec->dwarf.regs[i];
-		d->used = rec->dwarf.used;
-		d->len = rec->dwarf.window.len;
-		d->data = xrealloc(r, NULL, d->len);
-		memcpy(d->data, rec->dwarf.window.p, d->len);
-		s->val = r->nr_stack_slots;
-		r->dwarf_stacks++;
-		break;
-	}
-	case HS_REC_THREAD_NAME: {
-		bool created;
-		struct hmap_slot *s = hmap_put(&r->threads, rec->pid, rec->tid, &created);
-
-		/* The latest name wins: threads are usually named just after they start. */
-		if (s) {
-			if (!created)
-				free((char *)(uintptr_t)s->val);
-			s->val = (uint64_t)(uintptr_t)xstrdup(r, rec->thread_name.comm);
-		}
-		break;
-	}
-	case HS_REC_SNAPSHOT:
-		r->snaps = grow_for(r, r->snaps, r->nr_snaps, sizeof(*r->snaps));
-		r->snaps[r->nr_snaps++] = (struct snapshot_info){
-			.time = rec->time, .origin = rec->snapshot.origin, .live_bytes = rec->snapshot.live_bytes,
-			.record_index = rec->snapshot.origin == HS_SNAP_PEAK ? UINT64_MAX : r->records,
-			.label = xstrdup(r, rec->snapshot.label)};
-		break;
-	case HS_REC_EXIT:
-		if (before_stop) {
-			struct process *p = get_process(r, rec->pid);
-
-			p->exited = true;
-			p->t_exit = rec->time;
-			p->exit_status = rec->exit.status;
-		}
-		break;
-	case HS_REC_RSS:
-		if (before_stop) {
-			struct process *p = get_process(r, rec->pid);
-
-			if (rec->rss.rss_bytes > p->rss_max)
-				p->rss_max = rec->rss.rss_bytes;
-			if (p->selected) {
-				r->rss_sum += rec->rss.rss_bytes - p->rss_last;
-				p->rss_last = rec->rss.rss_bytes;
-				if (r->tl_on)
-					timeline_note(r, rec->time);
-			}
-		}
-		break;
-	case HS_REC_COUNTERS:
-	case HS_REC_END:
-		if (before_stop || rec->type == HS_REC_END)
-			set_counters(r, rec);
-		break;
-	}
-}
-
 static double now_s(void)
 {
 	struct timespec ts;
@@ -627,7 +343,7 @@ static void temporary_note(struct replay *r, const struct replay_event *rec)
 	struct live_slot *e;
 
 	if (!s)
-		nomem(r);
+		replay_nomem(r);
 	if (rec->type == HS_REC_FREE && s->val && (s->val & 0xffffffffu) - 1 == rec->slot && rec->slot < r->live.cap &&
 	    (e = &r->live.s[rec->slot])->agg != LIVE_EMPTY && e->agg == s->val >> 32) {
 		struct agg *a = &r->aggs[e->agg];
@@ -653,7 +369,7 @@ static void temporary_after(struct replay *r, const struct replay_event *rec)
 
 static void apply_event(struct replay *r, const struct replay_event *rec)
 {
-	if (r->filter && !get_process(r, rec->pid)->selected)
+	if (r->filter && !replay_get_process(r, rec->pid)->selected)
 		return;
 	if (r->temp_on)
 		temporary_note(r, rec);
@@ -665,10 +381,10 @@ static void apply_event(struct replay *r, const struct replay_event *rec)
 		r->frees++;
 	} else {
 		r->unknown_frees++;
-		get_process(r, rec->pid)->unknown_frees++;
+		replay_get_process(r, rec->pid)->unknown_frees++;
 	}
 	if (r->tl_on)
-		timeline_note(r, rec->time);
+		replay_timeline_note(r, rec->time);
 	if (r->temp_on)
 		temporary_after(r, rec);
 }
@@ -759,7 +475,7 @@ static int pass_records(struct replay *r, struct decoder *d, uint64_t stop_index
 
 			/* Metadata keeps its place among the events. */
 			queue_drain(r, &q, 0);
-			on_meta(r, rec, !stopped);
+			replay_meta__apply(r, rec, !stopped);
 			if (!stopped && rec->type != HS_REC_SESSION && rec->type != HS_REC_STACK &&
 			    rec->type != HS_REC_THREAD_NAME && rec->type != HS_REC_PROBE)
 				note_time(r, rec->time);
@@ -788,7 +504,7 @@ static int pass(struct replay *r, struct record_reader *rd, uint64_t stop_index,
 	if (decoder__start(rd, &d))
 		return fail(r, EXIT_FAIL, "%s: out of memory", r->path);
 	if (setjmp(oom)) {
-		/* From nomem(): D and R are as they were (neither is changed in this frame). */
+		/* From replay_nomem(): D and R are as they were (neither is changed in this frame). */
 		r->oom = NULL;
 		decoder__free(d);
 		return fail(r, EXIT_FAIL, "%s: out of memory after %" PRIu64 " records", r->path, r->records);
@@ -960,56 +676,6 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 out:
 	record_reader__free(rd);
 	return ret;
-}
-
-static int map_cmp(const void *a, const void *b)
-{
-	const struct mapping *x = a, *y = b;
-
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return x->t_map < y->t_map ? -1 : x->t_map > y->t_map;
-}
-
-const struct mapping *replay__mapping(const struct replay *r, uint32_t pid, uint64_t addr, uint64_t t)
-{
-	const struct mapping *best = NULL;
-	size_t lo = 0, hi = r->nr_maps;
-
-	/* Sorted once, on first use, after the file has been read. */
-	if (!r->maps_sorted) {
-		if (r->nr_maps)
-			qsort(r->maps, r->nr_maps, sizeof(*r->maps), map_cmp);
-		((struct replay *)r)->maps_sorted = true;
-	}
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		const struct mapping *m = &r->maps[mid];
-
-		if (m->pid < pid || (m->pid == pid && m->start <= addr))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	/* Walk back over mappings of PID starting at or below ADDR: a bounded number, so a file
-	 * of many mappings cannot make every lookup a scan. A process has a few hundred. */
-	for (size_t i = lo, seen = 0; i-- > 0 && seen++ < 4096;) {
-		const struct mapping *m = &r->maps[i];
-
-		if (m->pid != pid)
-			break;
-		if (addr >= m->end)
-			continue;
-		if (m->t_map <= t && t < m->t_unmap)
-			return m;
-		if (!best)
-			best = m;
-		if (addr - m->start > (1ull << 36))
-			break;
-	}
-	return best;
 }
 
 void replay__for_each_live(const struct replay *r, void (*cb)(const struct agg *a, uint64_t time, double w, void *ctx),

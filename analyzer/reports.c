@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* Text and JSON emitters: each report's rows (rows.h) or the replay's model, written as text
- * for people or as JSON (--json) for scripts and CI gates. Nothing here computes a figure
- * another emitter would need. */
+/* Text and JSON emitters of the profile's reports: each report's rows (rows.h) written as
+ * text for people or as JSON (--json) for scripts and CI gates. Nothing here computes a
+ * figure another emitter would need. Reports of the recording itself (stats, info,
+ * timeline) are in reports_recording.c. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -11,9 +12,10 @@
 #include "buildid.h"
 #include "jsonw.h"
 #include "reports.h"
+#include "reports_int.h"
 #include "rows.h"
 
-static int finish(FILE *out, int err)
+int report_finish(FILE *out, int err)
 {
 	if (err)
 		return err;
@@ -21,7 +23,7 @@ static int finish(FILE *out, int err)
 }
 
 /* Every report says when events were lost: its figures lack what those events held. */
-static void text_losses(FILE *out, const struct replay *r)
+void report_text_losses(FILE *out, const struct replay *r)
 {
 	char desc[256];
 	uint64_t lost = replay__lost_events(r, desc, sizeof(desc));
@@ -31,7 +33,7 @@ static void text_losses(FILE *out, const struct replay *r)
 }
 
 /* The opening every JSON report shares: the file, optionally the stop, the losses. */
-static void json_head(struct jsonw *w, const struct replay *r, const char *file_label, bool snapshot)
+void report_json_head(struct jsonw *w, const struct replay *r, const char *file_label, bool snapshot)
 {
 	jsonw__obj_begin(w, NULL);
 	jsonw__str(w, "file", file_label);
@@ -40,7 +42,7 @@ static void json_head(struct jsonw *w, const struct replay *r, const char *file_
 	jsonw__u64(w, "lost_events", replay__lost_events(r, NULL, 0));
 }
 
-static void json_tail(struct jsonw *w)
+void report_json_tail(struct jsonw *w)
 {
 	jsonw__obj_end(w);
 	fputc('\n', w->f);
@@ -135,7 +137,7 @@ int report_collapsed(const struct profile *p, const struct report_opts *o, FILE 
 			free(rows[i].stack);
 	}
 	free(rows);
-	return finish(out, err);
+	return report_finish(out, err);
 }
 
 /* ---- top ---- */
@@ -156,7 +158,7 @@ int report_top(const struct profile *p, const struct report_opts *o, FILE *out)
 		struct jsonw w;
 
 		jsonw__init(&w, out, false);
-		json_head(&w, p->r, o->file_label, true);
+		report_json_head(&w, p->r, o->file_label, true);
 		jsonw__str(&w, "value", value_names[o->value]);
 		jsonw__count(&w, "total", total);
 		if (sampled)
@@ -174,13 +176,13 @@ int report_top(const struct profile *p, const struct report_opts *o, FILE *out)
 			jsonw__obj_end(&w);
 		}
 		jsonw__arr_end(&w);
-		json_tail(&w);
+		report_json_tail(&w);
 	} else {
 		const char *unit = o->value == V_ALLOC_SPACE || o->value == V_INUSE_SPACE ? "bytes" : "objects";
 
 		fprintf(out, "File: %s\nSnapshot: %s\nType: %s (%s)\n", o->file_label, p->r->stop_desc,
 			value_names[o->value], unit);
-		text_losses(out, p->r);
+		report_text_losses(out, p->r);
 		for (uint32_t i = 0; i < shown; i++)
 			sum += t.rows[i].flat;
 		fprintf(out, "Showing %u of %u functions, accounting for %.0f of %.0f total\n", shown, t.nr, sum, total);
@@ -204,7 +206,7 @@ int report_top(const struct profile *p, const struct report_opts *o, FILE *out)
 		}
 	}
 	fn_rows__free(&t);
-	return finish(out, 0);
+	return report_finish(out, 0);
 }
 
 /* ---- summary ---- */
@@ -273,22 +275,22 @@ int report_summary(const struct profile *p, const struct report_opts *o, FILE *o
 		struct jsonw w;
 
 		jsonw__init(&w, out, false);
-		json_head(&w, r, o->file_label, true);
+		report_json_head(&w, r, o->file_label, true);
 		jsonw__arr_begin(&w, "processes");
 		for (uint32_t i = 0; i < t.nr; i++)
 			summary_json(&w, r, &t.rows[i]);
 		jsonw__arr_end(&w);
-		json_tail(&w);
+		report_json_tail(&w);
 	} else {
 		fprintf(out, "File: %s\nSnapshot: %s\nSampling: %s\n", o->file_label, r->stop_desc, report_sampling_text(r));
-		text_losses(out, r);
+		report_text_losses(out, r);
 		for (uint32_t i = 0; i < t.nr; i++)
 			summary_text(out, r, &t.rows[i]);
 		if (r->unknown_frees || (r->nr_snaps == 0 && r->status == HS_READ_TRUNCATED))
 			fprintf(out, "\nnote: live bytes exclude memory allocated before recording began\n");
 	}
 	proc_rows__free(&t);
-	return finish(out, 0);
+	return report_finish(out, 0);
 }
 
 /* ---- leaks ---- */
@@ -305,13 +307,13 @@ int report_leaks(const struct profile *p, const struct report_opts *o, FILE *out
 	shown = shown_of(t.nr, o->nodecount);
 	if (o->json) {
 		jsonw__init(&w, out, false);
-		json_head(&w, p->r, o->file_label, false);
+		report_json_head(&w, p->r, o->file_label, false);
 		jsonw__secs(&w, "min_age", o->min_age);
 		jsonw__arr_begin(&w, "leaks");
 	} else {
 		fprintf(out, "File: %s\nSnapshot: %s\nLive allocations older than %.3fs: %.0f bytes in %u stacks\n",
 			o->file_label, p->r->stop_desc, o->min_age, t.total, t.nr);
-		text_losses(out, p->r);
+		report_text_losses(out, p->r);
 	}
 	for (uint32_t i = 0; i < shown; i++) {
 		const struct leak_row *row = &t.rows[i];
@@ -343,241 +345,10 @@ int report_leaks(const struct profile *p, const struct report_opts *o, FILE *out
 	}
 	if (o->json) {
 		jsonw__arr_end(&w);
-		json_tail(&w);
+		report_json_tail(&w);
 	}
 	leak_rows__free(&t);
-	return finish(out, 0);
-}
-
-/* ---- stats ---- */
-
-int report_stats(const struct profile *p, const struct report_opts *o, FILE *out)
-{
-	const struct replay *r = p->r;
-	uint64_t stacks = r->nr_stack_slots;
-
-	if (o->json) {
-		struct jsonw w;
-
-		jsonw__init(&w, out, false);
-		jsonw__obj_begin(&w, NULL);
-		jsonw__str(&w, "file", o->file_label);
-		jsonw__u64(&w, "records", r->records);
-		jsonw__u64(&w, "events", r->events);
-		jsonw__u64(&w, "allocs", r->allocs);
-		jsonw__u64(&w, "frees", r->frees);
-		jsonw__u64(&w, "unknown_frees", r->unknown_frees);
-		jsonw__u64(&w, "restored", r->restored);
-		jsonw__u64(&w, "stacks", stacks);
-		jsonw__u64(&w, "mappings", r->nr_maps);
-		jsonw__u64(&w, "frames", r->frames);
-		jsonw__u64(&w, "skipped_records", r->skipped);
-		jsonw__u64(&w, "sample_rate", r->sample_rate);
-		jsonw__count(&w, "peak_live_bytes", r->peak_bytes);
-		jsonw__u64(&w, "probes", r->nr_probes);
-		jsonw__obj_begin(&w, "counters");
-		for (uint32_t i = 0; i < r->nr_counters; i++)
-			jsonw__u64(&w, r->counters[i].name, r->counters[i].value);
-		jsonw__obj_end(&w);
-		json_tail(&w);
-		return finish(out, 0);
-	}
-	fprintf(out, "File: %s (%" PRIu64 " bytes, %" PRIu64 " frames)\n", o->file_label, r->file_size, r->frames);
-	fprintf(out, "Events: %" PRIu64 " (%" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
-		     " frees of unknown pointers, %" PRIu64 " restored by a failed realloc)\n",
-		r->events, r->allocs, r->frees, r->unknown_frees, r->restored);
-	fprintf(out, "Record file: %.2f bytes per event\n", r->events ? (double)r->file_size / (double)r->events : 0.0);
-	fprintf(out, "Stacks: %" PRIu64 " interned; mappings: %u; records skipped (unknown types): %" PRIu64 "\n",
-		stacks, r->nr_maps, r->skipped);
-	fprintf(out, "Probes: %u\n", r->nr_probes);
-	for (uint32_t i = 0; i < r->nr_probes; i++)
-		fprintf(out, "  %-40s %s +0x%" PRIx64 "\n", r->probes[i].symbol, r->probes[i].path, r->probes[i].offset);
-	if (r->sample_rate) {
-		uint64_t sampled = replay__counter(r, "sampler.sampled"), calls = replay__counter(r, "calls.alloc");
-
-		fprintf(out, "Sampler: Poisson, mean %" PRIu64 " bytes; %" PRIu64 " of %" PRIu64
-			     " allocation calls sampled (%.3f%%); estimated %.0f bytes allocated\n",
-			r->sample_rate, sampled, calls, calls ? 100.0 * (double)sampled / (double)calls : 0.0,
-			p->total[V_ALLOC_SPACE]);
-	} else {
-		fprintf(out, "Sampler: off (every allocation recorded)\n");
-	}
-	if (r->dwarf_stacks) {
-		const struct unwind_stats *us = p->unw ? unwinder__stats(p->unw) : NULL;
-
-		fprintf(out, "DWARF stacks: %" PRIu64 " captures", r->dwarf_stacks);
-		if (us) {
-			fprintf(out, "; %" PRIu64 " unwinds (%" PRIu64 " cached) at %.0f/s, %.1f frames each; failures:",
-				us->unwinds, us->cache_hits, us->seconds > 0 ? (double)us->unwinds / us->seconds : 0.0,
-				us->unwinds ? (double)us->frames / (double)us->unwinds : 0.0);
-			for (int k = UNW_NO_BINARY; k < UNW__COUNT; k++)
-				fprintf(out, " %s %" PRIu64 "%s", unwind_fail_names[k], us->fail[k], k + 1 < UNW__COUNT ? "," : "");
-		}
-		fputc('\n', out);
-	}
-	fprintf(out, "Live map: peak %.0f live blocks of %" PRIu64 " slots\n", r->peak_bytes > 0 ? r->live_count : 0,
-		replay__counter(r, "map.live_max"));
-	fprintf(out, "Counters:\n");
-	for (uint32_t i = 0; i < r->nr_counters; i++)
-		fprintf(out, "  %-24s %" PRIu64 "%s\n", r->counters[i].name, r->counters[i].value,
-			!strncmp(r->counters[i].name, "lost.", 5) && r->counters[i].value ? "  <- loss" : "");
-	return finish(out, 0);
-}
-
-/* ---- info ---- */
-
-static const char *origin_name(uint32_t o)
-{
-	static const char *const n[] = {"attached", "started", "forked", "exec"};
-
-	return o < 4 ? n[o] : "unknown";
-}
-
-const char *report_snapshot_origin(uint32_t o)
-{
-	static const char *const n[] = {"signal", "interval", "exit", "peak", "end"};
-
-	return o < 5 ? n[o] : "unknown";
-}
-
-static const char *stack_mode_name(uint32_t m)
-{
-	return m == HS_STACK_FP ? "fp" : m == HS_STACK_DWARF ? "dwarf" : m == HS_STACK_AUTO ? "auto" : "none (call site)";
-}
-
-static const char *status_name(enum hs_read_status s)
-{
-	switch (s) {
-	case HS_READ_END: return "complete";
-	case HS_READ_TRUNCATED: return "truncated";
-	case HS_READ_CORRUPT: return "corrupt";
-	default: return "unreadable";
-	}
-}
-
-static void info_json(const struct replay *r, const struct report_opts *o, FILE *out)
-{
-	char hex[2 * HS_MAX_BUILD_ID + 1], fmt[32];
-	struct jsonw w;
-
-	jsonw__init(&w, out, false);
-	jsonw__obj_begin(&w, NULL);
-	jsonw__str(&w, "file", o->file_label);
-	snprintf(fmt, sizeof(fmt), "%u.%u", r->format_major, r->format_minor);
-	jsonw__str(&w, "format", fmt);
-	jsonw__str(&w, "status", status_name(r->status));
-	jsonw__str(&w, "tool_version", r->tool_version);
-	jsonw__str(&w, "hostname", r->hostname);
-	jsonw__str(&w, "kernel", r->kernel);
-	jsonw__str(&w, "command", r->cmdline);
-	jsonw__str(&w, "via", r->via);
-	jsonw__u64(&w, "sample_rate", r->sample_rate);
-	jsonw__str(&w, "stack_mode", stack_mode_name(r->stack_mode));
-	jsonw__secs(&w, "first_time", replay__seconds(r, r->first_time));
-	jsonw__secs(&w, "last_time", replay__seconds(r, r->last_time));
-	jsonw__arr_begin(&w, "processes");
-	for (uint32_t i = 0; i < r->nr_procs; i++) {
-		const struct process *p = &r->procs[i];
-
-		if (!p->selected)
-			continue;
-		jsonw__obj_begin(&w, NULL);
-		jsonw__u64(&w, "pid", p->pid);
-		jsonw__u64(&w, "ppid", p->ppid);
-		jsonw__str(&w, "origin", origin_name(p->origin));
-		jsonw__str(&w, "comm", p->comm);
-		jsonw__str(&w, "exe", p->exe);
-		jsonw__obj_end(&w);
-	}
-	jsonw__arr_end(&w);
-	jsonw__arr_begin(&w, "mappings");
-	for (uint32_t i = 0; i < r->nr_maps; i++) {
-		const struct mapping *m = &r->maps[i];
-		const struct process *p = replay__process(r, m->pid);
-
-		if (p && !p->selected)
-			continue;
-		jsonw__obj_begin(&w, NULL);
-		jsonw__u64(&w, "pid", m->pid);
-		jsonw__u64(&w, "start", m->start);
-		jsonw__u64(&w, "end", m->end);
-		jsonw__u64(&w, "offset", m->offset);
-		jsonw__str(&w, "path", m->path);
-		jsonw__str(&w, "build_id", hs_hex(m->build_id, m->build_id_len, hex));
-		jsonw__obj_end(&w);
-	}
-	jsonw__arr_end(&w);
-	jsonw__arr_begin(&w, "snapshots");
-	for (uint32_t i = 0; i < r->nr_snaps; i++) {
-		jsonw__obj_begin(&w, NULL);
-		jsonw__u64(&w, "index", i + 1);
-		jsonw__secs(&w, "time", replay__seconds(r, r->snaps[i].time));
-		jsonw__str(&w, "origin", report_snapshot_origin(r->snaps[i].origin));
-		jsonw__str(&w, "label", r->snaps[i].label);
-		jsonw__u64(&w, "live_bytes", r->snaps[i].live_bytes);
-		jsonw__obj_end(&w);
-	}
-	jsonw__arr_end(&w);
-	json_tail(&w);
-}
-
-int report_info(const struct replay *r, const struct report_opts *o, FILE *out)
-{
-	char hex[2 * HS_MAX_BUILD_ID + 1];
-	uint32_t nr_procs = 0, nr_maps = 0;
-
-	if (o->json) {
-		info_json(r, o, out);
-		return finish(out, 0);
-	}
-	for (uint32_t i = 0; i < r->nr_procs; i++)
-		nr_procs += r->procs[i].selected;
-	for (uint32_t i = 0; i < r->nr_maps; i++) {
-		const struct process *p = replay__process(r, r->maps[i].pid);
-
-		nr_maps += !p || p->selected;
-	}
-	fprintf(out, "File: %s\nFormat: %d.%u, %s (%" PRIu64 " bytes, %" PRIu64 " frames)\n", o->file_label,
-		r->format_major, r->format_minor, status_name(r->status), r->file_size, r->frames);
-	if (r->status != HS_READ_END && r->error[0])
-		fprintf(out, "  %s\n", r->error);
-	fprintf(out, "Recorder: heapsnap %s on %s, kernel %s\n", r->tool_version, r->hostname, r->kernel);
-	fprintf(out, "Command: %s\n", r->cmdline && *r->cmdline ? r->cmdline : "(attached to a running process)");
-	if (r->via && *r->via)
-		fprintf(out, "Recorded via %s\n", r->via);
-	fprintf(out, "Sampling: %s", r->sample_rate ? "Poisson, mean " : report_sampling_text(r));
-	if (r->sample_rate)
-		fprintf(out, "%" PRIu64 " bytes", r->sample_rate);
-	if (r->stack_mode == HS_STACK_DWARF)
-		fprintf(out, "; stacks: dwarf (%" PRIu64 " captures, unwound offline)\n", r->dwarf_stacks);
-	else
-		fprintf(out, "; stacks: %s, up to %" PRIu64 " frames\n", stack_mode_name(r->stack_mode), r->max_stack);
-	fprintf(out, "Time range: %.3fs to %.3fs\n", replay__seconds(r, r->first_time), replay__seconds(r, r->last_time));
-	fprintf(out, "Processes: %u\n", nr_procs);
-	for (uint32_t i = 0; i < r->nr_procs; i++) {
-		const struct process *p = &r->procs[i];
-
-		if (p->selected)
-			fprintf(out, "  %u (%s, %s, parent %u) %s build-id %s\n", p->pid, p->comm, origin_name(p->origin),
-				p->ppid, p->exe, p->build_id_len ? hs_hex(p->build_id, p->build_id_len, hex) : "none");
-	}
-	fprintf(out, "Mappings: %u\n", nr_maps);
-	for (uint32_t i = 0; i < r->nr_maps; i++) {
-		const struct mapping *m = &r->maps[i];
-		const struct process *p = replay__process(r, m->pid);
-
-		if (p && !p->selected)
-			continue;
-		fprintf(out, "  %u %016" PRIx64 "-%016" PRIx64 " @%" PRIx64 " %s build-id %s%s\n", m->pid, m->start, m->end,
-			m->offset, m->path, m->build_id_len ? hs_hex(m->build_id, m->build_id_len, hex) : "none",
-			m->t_unmap != UINT64_MAX ? " (unmapped later)" : "");
-	}
-	fprintf(out, "Snapshots: %u\n", r->nr_snaps);
-	for (uint32_t i = 0; i < r->nr_snaps; i++)
-		fprintf(out, "  %u  %-12s %10.3fs  %-8s live %" PRIu64 " bytes\n", i + 1, r->snaps[i].label,
-			replay__seconds(r, r->snaps[i].time), report_snapshot_origin(r->snaps[i].origin),
-			r->snaps[i].live_bytes);
-	return finish(out, 0);
+	return report_finish(out, 0);
 }
 
 /* ---- diff ---- */
@@ -671,7 +442,7 @@ int report_diff(const struct diff_rows *t, const struct replay *a, const struct 
 		}
 		diff_json_rows(&w, "functions", t->functions, t->nr_functions, nf, sampled);
 		diff_json_rows(&w, "stacks", t->stacks, t->nr_stacks, ns, sampled);
-		json_tail(&w);
+		report_json_tail(&w);
 	} else {
 		fprintf(out, "From: %s, %s: %.0f\nTo:   %s, %s: %.0f\nDelta %s: %+.0f", a->path, a->stop_desc,
 			t->from_total, b->path, b->stop_desc, t->to_total, value_names[o->value], delta);
@@ -684,69 +455,7 @@ int report_diff(const struct diff_rows *t, const struct replay *a, const struct 
 		diff_text_rows(out, "functions (flat)", o, t->functions, t->nr_functions, nf, sampled);
 		diff_text_rows(out, "stacks (leaf first)", o, t->stacks, t->nr_stacks, ns, sampled);
 	}
-	return finish(out, 0);
-}
-
-/* ---- timeline ---- */
-
-/* The live heap and RSS over time (replayed with the target's `timeline`), with the
- * snapshots and the peak beside the points. */
-void report_timeline_json(struct jsonw *w, const struct replay *r)
-{
-	jsonw__arr_begin(w, "points");
-	for (uint32_t i = 0; i < r->nr_tl; i++) {
-		const struct timeline_point *t = &r->tl[i];
-
-		jsonw__obj_begin(w, NULL);
-		jsonw__secs(w, "time", replay__seconds(r, t->time));
-		jsonw__count(w, "live_bytes", t->live_bytes);
-		jsonw__count(w, "live_blocks", t->live_blocks);
-		jsonw__u64(w, "rss_bytes", t->rss_bytes);
-		jsonw__obj_end(w);
-	}
-	jsonw__arr_end(w);
-	jsonw__arr_begin(w, "snapshots");
-	for (uint32_t i = 0; i < r->nr_snaps; i++) {
-		jsonw__obj_begin(w, NULL);
-		jsonw__str(w, "label", r->snaps[i].label);
-		jsonw__str(w, "origin", report_snapshot_origin(r->snaps[i].origin));
-		jsonw__secs(w, "time", replay__seconds(r, r->snaps[i].time));
-		jsonw__u64(w, "live_bytes", r->snaps[i].live_bytes);
-		jsonw__obj_end(w);
-	}
-	jsonw__arr_end(w);
-	jsonw__obj_begin(w, "peak");
-	jsonw__secs(w, "time", replay__seconds(r, r->peak_time));
-	jsonw__count(w, "live_bytes", r->peak_bytes);
-	jsonw__obj_end(w);
-}
-
-int report_timeline(const struct replay *r, const struct report_opts *o, FILE *out)
-{
-	if (o->json) {
-		struct jsonw w;
-
-		jsonw__init(&w, out, false);
-		json_head(&w, r, o->file_label, false);
-		report_timeline_json(&w, r);
-		json_tail(&w);
-		return finish(out, 0);
-	}
-	fprintf(out, "File: %s\n", o->file_label);
-	text_losses(out, r);
-	fprintf(out, "Peak: %.0f bytes at %.3fs\n", r->peak_bytes, replay__seconds(r, r->peak_time));
-	for (uint32_t i = 0; i < r->nr_snaps; i++)
-		fprintf(out, "Snapshot %u: %s at %.3fs (%s), %" PRIu64 " bytes live\n", i + 1, r->snaps[i].label,
-			replay__seconds(r, r->snaps[i].time), report_snapshot_origin(r->snaps[i].origin),
-			r->snaps[i].live_bytes);
-	fprintf(out, "%12s %14s %12s %14s\n", "time(s)", "live_bytes", "live_blocks", "rss_bytes");
-	for (uint32_t i = 0; i < r->nr_tl; i++) {
-		const struct timeline_point *t = &r->tl[i];
-
-		fprintf(out, "%12.6f %14.0f %12.0f %14" PRIu64 "\n", replay__seconds(r, t->time), t->live_bytes,
-			t->live_blocks, t->rss_bytes);
-	}
-	return finish(out, 0);
+	return report_finish(out, 0);
 }
 
 /* ---- speedscope ---- */
@@ -833,14 +542,14 @@ int report_speedscope(const struct profile *p, const struct report_opts *o, FILE
 			jsonw__obj_end(&w);
 		}
 		jsonw__arr_end(&w);
-		json_tail(&w);
+		report_json_tail(&w);
 	}
 	for (uint32_t i = 0; stacks && i < p->nr_samples; i++)
 		free(stacks[i]);
 	free(stacks);
 	free(depth);
 	names__free(&frames);
-	return finish(out, err);
+	return report_finish(out, err);
 }
 
 /* ---- temporary ---- */
@@ -860,7 +569,7 @@ int report_temporary(const struct profile *p, const struct report_opts *o, FILE 
 		struct jsonw w;
 
 		jsonw__init(&w, out, false);
-		json_head(&w, p->r, o->file_label, false);
+		report_json_head(&w, p->r, o->file_label, false);
 		jsonw__count(&w, "temporary", t.temporary);
 		jsonw__count(&w, "allocations", t.allocations);
 		jsonw__arr_begin(&w, "functions");
@@ -873,10 +582,10 @@ int report_temporary(const struct profile *p, const struct report_opts *o, FILE 
 			jsonw__obj_end(&w);
 		}
 		jsonw__arr_end(&w);
-		json_tail(&w);
+		report_json_tail(&w);
 	} else {
 		fprintf(out, "File: %s\n", o->file_label);
-		text_losses(out, p->r);
+		report_text_losses(out, p->r);
 		fprintf(out, "Temporary allocations (freed before their thread's next allocation): %.0f of %.0f (%.1f%%)\n",
 			t.temporary, t.allocations, t.allocations > 0 ? 100 * t.temporary / t.allocations : 0);
 		fprintf(out, "%12s %14s %7s  %s\n", "temporary", "bytes", "% own", "function");
@@ -886,5 +595,5 @@ int report_temporary(const struct profile *p, const struct report_opts *o, FILE 
 				t.rows[i].name);
 	}
 	temp_rows__free(&t);
-	return finish(out, 0);
+	return report_finish(out, 0);
 }

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* heapsnap-analyze's command line, parsed (main.c), and its subcommands (commands.c). */
+#ifndef HEAPSNAP_CLI_H
+#define HEAPSNAP_CLI_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "profile.h"
+#include "reports.h"
+#include "rows.h"
+
+struct cmd;
+
+struct opts {
+	const struct cmd *cmd;
+	const char *output, *snapshot, *from, *to, *pprof_out, *base_pprof_out;
+	double at, min_age;
+	bool peak, at_set, json, no_sym, value_set, nodecount_set, min_age_set, lines;
+	bool gate_set;
+	struct growth_gate gate; /* --max-growth */
+	int value, nodecount;
+	const char **debug_dirs;
+	int nr_debug_dirs;
+	uint32_t *pids, nr_pids; /* --pid */
+	const char *comm;        /* --comm */
+	char **files;
+	int nr_files;
+};
+
+/* Which options a subcommand takes beyond -o, --pid/--comm and symbolization. */
+enum {
+	A_WHERE = 1 << 0,   /* --snapshot, --at, --peak */
+	A_JSON = 1 << 1,
+	A_VALUE = 1 << 2,
+	A_ROWS = 1 << 3,    /* -n */
+	A_MIN_AGE = 1 << 4,
+	A_DIFF = 1 << 5,    /* --from, --to, --pprof, --base-pprof */
+};
+
+struct cmd {
+	const char *name;
+	int (*run)(const struct opts *o, struct symbolizer *sym);
+	/* The emitter run_profile or run_replay calls; returns 0 or -errno. */
+	int (*profile_report)(const struct profile *p, const struct report_opts *ro, FILE *out);
+	int (*replay_report)(const struct replay *r, const struct report_opts *ro, FILE *out);
+	int min_files, max_files;
+	unsigned accepts;
+	bool binary;    /* refuses a terminal */
+	bool timeline;  /* replays with the timeline */
+	bool temporary; /* replays counting temporary allocations */
+	bool meta;      /* without --snapshot/--at/--peak, metadata only (STOP_META) */
+};
+
+/* The subcommand named NAME, or NULL. */
+const struct cmd *cmd__find(const char *name);
+#endif

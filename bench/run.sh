@@ -18,6 +18,41 @@ trap 'rm -rf "$TMP"' EXIT
 RES=bench/results
 mkdir -p "$RES"
 
+# Analyzer throughput and memory on synthetic files with a constant 1M-block live set: a
+# report from one replay (summary), and the HTML report (two replays, the second keeping the
+# heap at up to 48 moments), with its size.
+analyzer_bench() {
+	local n secs kib size rate hsecs hkib hsize first=1
+	echo
+	echo "Analyzer (no symbols) on synthetic churn with a constant 1M-block live set:"
+	json+=",\"analyzer\":["
+	for n in 10000000 50000000; do
+		"$B/genfile" "$TMP/g.hsnap" $n 1000000
+		/usr/bin/time -f "%e %M" -o "$TMP/at" "$A" summary --no-symbolize "$TMP/g.hsnap" >/dev/null
+		read -r secs kib <"$TMP/at"
+		/usr/bin/time -f "%e %M" -o "$TMP/ah" "$A" html --no-symbolize -o "$TMP/g.html" "$TMP/g.hsnap"
+		read -r hsecs hkib <"$TMP/ah"
+		size=$(stat -c %s "$TMP/g.hsnap")
+		hsize=$(stat -c %s "$TMP/g.html")
+		rate=$(awk -v n=$n -v s="$secs" 'BEGIN { printf "%.1f", (s > 0 ? n / s / 1e6 : 0) }')
+		printf '  %9d events (%d MiB file): summary %.2fs, %sM events/s, peak RSS %d MiB; html %.2fs, peak RSS %d MiB, %d KiB\n' \
+			$n $((size >> 20)) "$secs" "$rate" $((kib / 1024)) "$hsecs" $((hkib / 1024)) $((hsize >> 10))
+		[ $first = 1 ] || json+=","
+		first=0
+		json+="{\"events\":$n,\"file_bytes\":$size,\"seconds\":$secs,\"m_events_per_s\":$rate,\"peak_rss_kib\":$kib"
+		json+=",\"html_seconds\":$hsecs,\"html_peak_rss_kib\":$hkib,\"html_bytes\":$hsize}"
+		rm -f "$TMP/g.hsnap" "$TMP/g.html"
+	done
+	json+="]"
+}
+
+# BENCH=analyzer: the analyzer alone (no root needed); the results files keep the last full run.
+if [ "${BENCH:-}" = analyzer ]; then
+	json=
+	analyzer_bench
+	exit 0
+fi
+
 [ "$(id -u)" = 0 ] || { echo "bench: needs root for BPF" >&2; exit 1; }
 
 # name|extra modes|command (each prints "elapsed S ops N events E" for its timed part)
@@ -311,24 +346,8 @@ echo "  $cpu_long s for $long_events events (at $(awk -v n="$long_events" -v s="
 echo "  $ns ns per event, $pct% of one core at 1M events/s"
 json+=",\"recorder_ns_per_event\":$ns,\"recorder_core_pct_at_1M_events_per_s\":$pct"
 
-# Analyzer throughput and memory on synthetic files with a constant 1M-block live set.
-echo
-echo "Analyzer (summary, no symbols) on synthetic churn with a constant 1M-block live set:"
-json+=",\"analyzer\":["
-first=1
-for n in 10000000 50000000; do
-	"$B/genfile" "$TMP/g.hsnap" $n 1000000
-	/usr/bin/time -f "%e %M" -o "$TMP/at" "$A" summary --no-symbolize "$TMP/g.hsnap" >/dev/null
-	read -r secs kib <"$TMP/at"
-	size=$(stat -c %s "$TMP/g.hsnap")
-	rate=$(awk -v n=$n -v s="$secs" 'BEGIN { printf "%.1f", (s > 0 ? n / s / 1e6 : 0) }')
-	printf '  %9d events (%d MiB file): %.2fs, %sM events/s, peak RSS %d MiB\n' $n $((size >> 20)) "$secs" "$rate" $((kib / 1024))
-	[ $first = 1 ] || json+=","
-	first=0
-	json+="{\"events\":$n,\"file_bytes\":$size,\"seconds\":$secs,\"m_events_per_s\":$rate,\"peak_rss_kib\":$kib}"
-	rm -f "$TMP/g.hsnap"
-done
-json+="]}"
+analyzer_bench
+json+="}"
 echo "$json" >"$RES/latest.json"
 {
 	echo "heapsnap benchmark, $(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs, median of $RUNS runs"

@@ -324,6 +324,8 @@ static int tree_fold(const struct html *h, const struct tree *t, const struct pr
 	uint32_t kept = 0;
 	int err = agg && tot && self && rank ? 0 : -ENOMEM;
 
+	for (uint32_t n = 0; !err && n < t->nr; n++)
+		rank[n].node = n;
 	for (int pass = 0; pass < 2 && !err; pass++) {
 		/* Pass 0 finds each value's largest total; pass 1 each node's largest share. */
 		memset(agg, 0, sizeof(*agg) * (p->r->nr_aggs ? p->r->nr_aggs : 1));
@@ -345,7 +347,6 @@ static int tree_fold(const struct html *h, const struct tree *t, const struct pr
 						rank[n].importance = tot[n][v] / max[v];
 					}
 				}
-				rank[n].node = n;
 			}
 		}
 	}

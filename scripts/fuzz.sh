@@ -22,6 +22,8 @@ mkdir -p "$REG" "$F/corpus-reader" "$F/corpus-replay"
 "$C" maps "$REG/maps.hsnap" 30000
 "$C" escape "$REG/escape.hsnap"
 "$C" lost "$REG/lost.hsnap"
+"$C" html "$REG/html.hsnap"
+"$C" manystacks "$REG/manystacks.hsnap" 3000
 "$C" fifo "$REG/fifo-dev-zero.hsnap" 1 /dev/zero
 "$C" fifo "$REG/fifo-proc.hsnap" 1 /proc/self/environ
 [ -d testdata/fuzz ] && cp testdata/fuzz/* "$REG/"

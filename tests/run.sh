@@ -796,6 +796,20 @@ t_analyzer_html() {
 	"$R" --via preload -o "$TMP/h3.hsnap" -- "$T/alloc_c" bulk >/dev/null 2>"$TMP/h.err" || { cat "$TMP/h.err"; die "bulk"; }
 	"$A" html -o "$TMP/h3.html" "$TMP/h3.hsnap" 2>"$TMP/h.err" || { cat "$TMP/h.err"; die "html bulk"; }
 	[ "$(stat -c %s "$TMP/h3.html")" -lt 3000000 ] || die "bulk report is $(stat -c %s "$TMP/h3.html") bytes"
+	# 20000 stacks in a tree of 40000 call paths: 2500 kept, the rest folded into their callers,
+	# every byte still counted (20000 blocks of 100 + i % 7 bytes).
+	"$OUT/tests/craft" manystacks "$TMP/h5.hsnap" 20000 || die "craft manystacks"
+	"$A" html -o "$TMP/h5.html" "$TMP/h5.hsnap" 2>/dev/null || die "html of many stacks"
+	python3 tests/htmlcheck.py dom "$TMP/h5.html" "" >"$TMP/d7.json" || die "chromium on many stacks"
+	python3 - "$TMP/d7.json" "$TMP/h5.html" <<-'PY' || die "folding"
+	import json, re, sys
+	d, page = json.load(open(sys.argv[1])), open(sys.argv[2]).read()
+	data = json.loads(re.search(r'<script id=data type="application/json">(.*?)</script>', page, re.S).group(1))
+	assert d["values"]["all"] == sum(100 + i % 7 for i in range(20000)), d["values"]["all"]
+	assert len(data["names"]) == 2500 and data["folded_nodes"] > 30000, (len(data["names"]), data["folded_nodes"])
+	assert len(page) < 3000000, len(page)
+	print("kept", len(data["names"]), "folded", data["folded_nodes"], "page", len(page))
+	PY
 	# A recording's strings cannot end the page's elements or its script: names, the command, a
 	# snapshot label, each "</script><img onerror=...>", show as text and run nothing.
 	"$OUT/tests/craft" html "$TMP/h4.hsnap" || die "craft html"

@@ -164,6 +164,31 @@ int main(int argc, char **argv)
 		alloc(10, 0, 100, 1, 2);
 		sn.snapshot.label = "snap\x1b[31m";
 		put(&sn);
+	} else if (!strcmp(shape, "manystacks")) {
+		/* N stacks 8 deep, branching as a binary tree from the root (level k's frame is the
+		 * stack number shifted right by 7 - k), each holding one block of 100 + i % 7 bytes. */
+		struct hs_record m = {.type = HS_REC_MAPPING, .pid = 10, .time = 1};
+		static const uint8_t bid[20] = {9, 9, 9};
+
+		session(HS_STACK_FP, 64, "manystacks");
+		process(10, "many", "many");
+		m.mapping.start = 0x400000;
+		m.mapping.end = 0x400000 + 0x1000000;
+		m.mapping.path = "/nonexistent/many.so";
+		m.mapping.build_id = (struct hs_bytes){bid, sizeof(bid)};
+		put(&m);
+		for (uint64_t i = 0; i < n; i++) {
+			struct hs_record r = {.type = HS_REC_STACK};
+			uint64_t ips[8];
+
+			for (int k = 0; k < 8; k++) /* leaf first */
+				ips[k] = 0x400000 + ((uint64_t)k << 20) + ((i >> k) << 4) + 1;
+			r.stack.id = i + 1;
+			r.stack.nr = 8;
+			r.stack.ips = ips;
+			put(&r);
+			alloc(10, i, 100 + i % 7, i + 1, 2 + i);
+		}
 	} else if (!strcmp(shape, "html")) {
 		/* Every string the HTML report shows, each trying to end its element or its script. */
 		static const char evil[] = "</script><img src=x onerror=\"document.body.dataset.pwned=1\">";

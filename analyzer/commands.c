@@ -393,7 +393,9 @@ static int run_html(const struct opts *o, struct symbolizer *sym)
 	struct profile p;
 	int ret, err;
 
+	/* The first replay needs only the time range, snapshots and peak. */
 	t.timeline = false;
+	t.temporary = false;
 	ret = replay__run(&r, o->files[0], &t);
 	if (!usable(ret)) {
 		ret = report_load(&r, ret);
@@ -405,6 +407,7 @@ static int run_html(const struct opts *o, struct symbolizer *sym)
 	if (err)
 		return emit_status(err, "the HTML report");
 	t.timeline = true;
+	t.temporary = true;
 	ret = load(&r, o->files[0], &t);
 	if (usable(ret) && build_profile(&p, &r, sym))
 		ret = EXIT_FAIL;

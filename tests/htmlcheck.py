@@ -25,7 +25,7 @@ CHROMIUM = os.environ.get("CHROMIUM", "chromium")
 def chromium(args, url):
     with tempfile.TemporaryDirectory() as prof:
         cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-               "--no-first-run", "--user-data-dir=" + prof, "--virtual-time-budget=5000"] + args + [url]
+               "--no-first-run", "--disable-dev-shm-usage", "--user-data-dir=" + prof, "--virtual-time-budget=5000"] + args + [url]
         r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=180)
         if r.returncode:
             sys.exit("chromium failed (%d): %s" % (r.returncode, r.stderr.decode()[-2000:]))

@@ -243,13 +243,6 @@ static int write_pprof_file(const struct profile *p, const char *path, const str
 	return emit_to(path, true, EXIT_OK, &(struct emit){.profile_report = emit_pprof, .p = p, .ro = &ro});
 }
 
-static const char *base_name(const char *path)
-{
-	const char *b = strrchr(path, '/');
-
-	return b ? b + 1 : path;
-}
-
 /* The processes of PATH that are those --pid selected in A, across recordings: by command
  * name and executable name (not its directory: two builds live in two trees), since pids
  * differ from run to run. */
@@ -279,7 +272,7 @@ static int match_processes(const struct replay *a, const char *path, uint32_t **
 		for (uint32_t k = 0; k < a->nr_procs; k++) {
 			const struct process *pa = &a->procs[k];
 
-			if (pa->selected && !strcmp(pa->comm, q->comm) && !strcmp(base_name(pa->exe), base_name(q->exe))) {
+			if (pa->selected && !strcmp(pa->comm, q->comm) && !strcmp(basename(pa->exe), basename(q->exe))) {
 				(*pids)[(*nr)++] = q->pid;
 				break;
 			}

@@ -433,13 +433,11 @@ static int write_tables(const struct profile *p, FILE *out)
 		fprintf(out, "<td class=n>%.3f</td><td class=n>%u</td><td class=fn>", row->oldest, row->pid);
 		for (uint32_t k = 0; k < row->nr_frames; k++) {
 			const struct frame_row *f = &row->frames[k];
-			const char *base = f->file ? strrchr(f->file, '/') : NULL;
-
 			fputs(k ? "<br>" : "", out);
 			html_text(out, f->name);
 			if (f->file && f->line) {
 				fputs(" <span class=loc>", out);
-				html_text(out, base ? base + 1 : f->file);
+				html_text(out, basename(f->file));
 				fprintf(out, ":%u</span>", f->line);
 			}
 		}

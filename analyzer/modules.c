@@ -83,10 +83,9 @@ static bool build_id_matches(const char *path, const uint8_t *bid, uint32_t len)
 static bool try_dir(const char *dir, struct module *m, char *out, size_t outlen)
 {
 	char hex[2 * HS_MAX_BUILD_ID + 1];
-	const char *base = strrchr(m->orig_path, '/');
+	const char *base = basename(m->orig_path);
 	char cand[4][4200];
 
-	base = base ? base + 1 : m->orig_path;
 	hs_hex(m->bid, m->bid_len, hex);
 	snprintf(cand[0], sizeof(cand[0]), "%s/.build-id/%.2s/%s", dir, hex, hex + 2);
 	snprintf(cand[1], sizeof(cand[1]), "%s/%s", dir, base);

@@ -75,14 +75,10 @@ static void *xcalloc(struct pprof_builder *b, size_t n, size_t sz)
 
 static int64_t pprof_builder__string(struct pprof_builder *b, const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-	size_t len = strlen(s);
 	struct hmap_slot *slot;
 	bool created;
 
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-	slot = hmap_put(&b->string_idx, h, len, &created);
+	slot = hmap_put(&b->string_idx, hmap_str_hash(s), strlen(s), &created);
 	if (!slot)
 		nomem(b);
 	if (!created && !strcmp(b->p.string_table[slot->val], s))
@@ -350,7 +346,7 @@ static int build_and_write(struct pprof_state *st, const struct profile *p, cons
 	const struct replay *r = p->r;
 	struct pprof_builder *b = &st->b;
 	char buf[512];
-	size_t cap_stack = 0, cap_lines = 0;
+	size_t cap_stack = 0, cap_fids = 0, cap_lines = 0;
 
 	pprof_builder__init(b, types, units, V__COUNT, "space", "bytes", (int64_t)r->sample_rate);
 	st->loc_ids = xcalloc(b, p->nr_locs, sizeof(uint64_t));
@@ -416,12 +412,8 @@ static int build_and_write(struct pprof_state *st, const struct profile *p, cons
 			mid = slot->val;
 		}
 		/* Room for the lines, or for the one name given to an address in no mapping. */
-		if ((size_t)n + 1 > cap_lines) {
-			size_t c = cap_lines;
-
-			st->fids = room(b, st->fids, &c, (size_t)n + 1, sizeof(*st->fids));
-			st->lines = room(b, st->lines, &cap_lines, (size_t)n + 1, sizeof(*st->lines));
-		}
+		st->fids = room(b, st->fids, &cap_fids, (size_t)n + 1, sizeof(*st->fids));
+		st->lines = room(b, st->lines, &cap_lines, (size_t)n + 1, sizeof(*st->lines));
 		for (int k = 0; k < n; k++) {
 			const struct prof_line *ln = &p->lines[l->first_line + (uint32_t)k];
 			char nb[128];

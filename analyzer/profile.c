@@ -143,9 +143,7 @@ const char *profile__line_name(const struct profile *p, const struct prof_loc *l
 	if (ln && ln->function)
 		return ln->function;
 	if (l->map) {
-		const char *base = strrchr(l->map->path, '/');
-
-		snprintf(buf, len, "%s+0x%" PRIx64, base ? base + 1 : l->map->path,
+		snprintf(buf, len, "%s+0x%" PRIx64, basename(l->map->path),
 			 l->addr - l->map->start + l->map->offset);
 	} else {
 		snprintf(buf, len, "0x%" PRIx64, l->addr);

@@ -53,15 +53,6 @@ void *replay_grow(struct replay *r, void *p, uint64_t n, size_t elem)
 	return replay_realloc(r, p, (n ? 2 * n : 1) * elem);
 }
 
-uint64_t replay_name_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
-	return h;
-}
-
 static int fail(struct replay *r, int code, const char *fmt, ...)
 {
 	va_list ap;

@@ -12,7 +12,6 @@ char *replay_strdup(struct replay *r, const char *s);
 void *replay_realloc(struct replay *r, void *p, size_t n);
 /* Room for element N of an array grown one at a time (doubling at powers of two). */
 void *replay_grow(struct replay *r, void *p, uint64_t n, size_t elem);
-uint64_t replay_name_hash(const char *s);
 /* Whether --pid names PID; with no filter, every process is. */
 bool replay_pid_listed(const struct replay *r, uint32_t pid);
 /* PID's process, created on first sight. */

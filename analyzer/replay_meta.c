@@ -66,7 +66,7 @@ static const char *const lost_events[] = {"lost.ringbuf_full", "lost.live_map_fu
 
 uint64_t replay__counter(const struct replay *r, const char *name)
 {
-	struct hmap_slot *s = hmap_find(&r->counter_idx, replay_name_hash(name), strlen(name));
+	struct hmap_slot *s = hmap_find(&r->counter_idx, hmap_str_hash(name), strlen(name));
 
 	return s && !strcmp(r->counters[s->val - 1].name, name) ? r->counters[s->val - 1].value : 0;
 }
@@ -106,9 +106,9 @@ static void set_counters(struct replay *r, const struct hs_record *rec)
 				c->name = renamed[k][1];
 		/* By name through a hash: a file of many distinct names must not cost a scan each. A
 		 * recorder writes a few dozen; past HS_MAX_COUNTERS names, new ones are ignored. */
-		if (r->nr_counters >= HS_MAX_COUNTERS && !hmap_find(&r->counter_idx, replay_name_hash(c->name), strlen(c->name)))
+		if (r->nr_counters >= HS_MAX_COUNTERS && !hmap_find(&r->counter_idx, hmap_str_hash(c->name), strlen(c->name)))
 			continue;
-		slot = hmap_put(&r->counter_idx, replay_name_hash(c->name), strlen(c->name), &created);
+		slot = hmap_put(&r->counter_idx, hmap_str_hash(c->name), strlen(c->name), &created);
 		if (!slot)
 			replay_nomem(r);
 		if (created) {

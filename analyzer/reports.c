@@ -335,10 +335,9 @@ int report_leaks(const struct profile *p, const struct report_opts *o, FILE *out
 			row->pid, row->oldest);
 		for (uint32_t k = 0; k < row->nr_frames; k++) {
 			const struct frame_row *f = &row->frames[k];
-			const char *base = f->file ? strrchr(f->file, '/') : NULL;
 
 			if (f->file && f->line)
-				fprintf(out, "      %s (%s:%u)\n", f->name, base ? base + 1 : f->file, f->line);
+				fprintf(out, "      %s (%s:%u)\n", f->name, basename(f->file), f->line);
 			else
 				fprintf(out, "      %s\n", f->name);
 		}

@@ -9,18 +9,9 @@
 #include "hmap.h"
 #include "rows.h"
 
-static uint64_t fnv(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
-	return h;
-}
-
 int64_t names__intern(struct names *n, const char *name)
 {
-	uint64_t h = fnv(name);
+	uint64_t h = hmap_str_hash(name);
 
 	/* Names of one hash and length chain through the second key. */
 	for (uint64_t k2 = strlen(name);; k2 += 1ull << 32) {
@@ -412,14 +403,25 @@ int rows__temporary(const struct profile *p, struct temp_rows *out)
 	uint32_t n = 0;
 
 	memset(out, 0, sizeof(*out));
-	for (uint32_t i = 0; i < r->nr_aggs; i++) {
-		const struct agg *a = &r->aggs[i];
+	/* Every aggregate that allocated is a sample, its leaf already symbolized. */
+	for (uint32_t i = 0; i < p->nr_samples; i++) {
+		const struct prof_sample *s = &p->samples[i];
+		const struct agg *a = &r->aggs[s->agg];
 		char buf[ROWS_NAME_MAX];
+		const char *name;
 		double *row;
 
 		if (a->alloc_objects <= 0)
 			continue;
-		row = named_get(&t, stack_leaf(p, a->pid, a->stack_id, buf, sizeof(buf)));
+		if (s->nr_locs) {
+			const struct prof_loc *l = &p->locs[p->loc_refs[s->first_loc]];
+
+			name = profile__line_name(p, l, l->nr_lines ? &p->lines[l->first_line] : NULL, buf, sizeof(buf));
+		} else {
+			snprintf(buf, sizeof(buf), "(stack %" PRIu64 " not recorded)", a->stack_id);
+			name = buf;
+		}
+		row = named_get(&t, name);
 		if (!row) {
 			named_free(&t);
 			return -ENOMEM;
@@ -555,10 +557,7 @@ static char *stack_key(const struct profile *p, const struct prof_sample *s, boo
 			char buf[ROWS_NAME_MAX];
 
 			if (ln && ln->function && lines && ln->file) {
-				const char *base = strrchr(ln->file, '/');
-
-				fprintf(m, "%s%s (%s:%u)", i || k ? " <- " : "", ln->function, base ? base + 1 : ln->file,
-					ln->line);
+				fprintf(m, "%s%s (%s:%u)", i || k ? " <- " : "", ln->function, basename(ln->file), ln->line);
 			} else if (ln && ln->function) {
 				fprintf(m, "%s%s", i || k ? " <- " : "", ln->function);
 			} else {

@@ -27,6 +27,17 @@ static inline uint64_t hmap_hash(uint64_t a, uint64_t b)
 	return h ^ (h >> 32);
 }
 
+/* A string's key for the maps (FNV-1a): every table keyed by a name uses it, with the
+ * length as the second key. */
+static inline uint64_t hmap_str_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	return h;
+}
+
 static inline void hmap_free(struct hmap *m)
 {
 	free(m->s);

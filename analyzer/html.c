@@ -13,8 +13,9 @@
 
 /* What keeps a report small however long the recording: at most this many moments, this
  * many functions in the tree (the rest folded into their callers), and this many values
- * kept from the replay. Worst case the data is a few MB; a typical one is far smaller, as a
- * moment stores only what changed since the one before. */
+ * kept from the replay (40 bytes each) besides the end's, which are at most the replay's own
+ * aggregates. Worst case the data is a few MB; a typical one is far smaller, as a moment
+ * stores only what changed since the one before. */
 #define HTML_EVEN_MOMENTS 32
 #define HTML_MAX_SNAPSHOTS 14
 #define HTML_MAX_NODES 2500
@@ -36,8 +37,7 @@ struct moment {
 	uint64_t when; /* ticks, for ordering; UINT64_MAX at the end */
 	struct replay_checkpoint cp;
 	char label[96];
-	bool kept;     /* its values were captured (an even moment past the budget is not) */
-	uint64_t time; /* when the replay reached it */
+	bool kept;     /* its values were captured (not past the budget) */
 	struct capture *cap;
 	uint32_t nr_cap;
 };
@@ -130,8 +130,6 @@ void html__checkpoint(const struct replay *r, uint32_t i, void *ctx)
 	struct moment *m = &h->m[i];
 	uint32_t n = 0;
 
-	/* Named moments are where they were found; the end is where the replay ended. */
-	m->time = m->kind == M_END ? r->last_time : m->when;
 	if (h->err)
 		return;
 	if (r->nr_aggs > h->nr_last) {
@@ -151,8 +149,10 @@ void html__checkpoint(const struct replay *r, uint32_t i, void *ctx)
 		n += g->inuse_space != h->last[a][V_INUSE_SPACE] || g->inuse_objects != h->last[a][V_INUSE_OBJECTS] ||
 		     g->alloc_space != h->last[a][V_ALLOC_SPACE] || g->alloc_objects != h->last[a][V_ALLOC_OBJECTS];
 	}
-	/* Past the budget only the named moments are kept: the values are bounded either way. */
-	if (m->kind == M_EVEN && h->captures + n > HTML_MAX_CAPTURES)
+	/* Even moments may take half the budget, so that snapshots and the peak, met later, find
+	 * room in the rest; the end is always kept. A moment past its share is left out. */
+	if ((m->kind == M_EVEN && h->captures + n > HTML_MAX_CAPTURES / 2) ||
+	    (m->kind != M_END && h->captures + n > HTML_MAX_CAPTURES))
 		return;
 	m->cap = malloc(sizeof(*m->cap) * (n ? n : 1));
 	if (!m->cap) {
@@ -530,7 +530,8 @@ static int write_data(struct html *h, const struct tree *t, const uint32_t *map,
 			continue;
 		apply_moment(m, t, map, agg, self);
 		jsonw__obj_begin(&w, NULL);
-		jsonw__secs(&w, "time", replay__seconds(r, m->time));
+		/* Named moments are where they were found; the end is where the replay ended. */
+		jsonw__secs(&w, "time", replay__seconds(r, m->kind == M_END ? r->last_time : m->when));
 		jsonw__str(&w, "kind", moment_kind_name(m->kind));
 		jsonw__str(&w, "label", m->label);
 		/* The nodes whose own values changed since the moment before: node, then the four

@@ -46,7 +46,7 @@ class Dom(HTMLParser):
         if tag == "g" and "data-name" in a and "dim" not in a.get("class", ""):
             self.values[a["data-name"]] = self.values.get(a["data-name"], 0) + int(a["data-value"])
         if tag == "path" and a.get("class") == "live":
-            self.points = a.get("d", "").count("L") - 2
+            self.points = a.get("d", "").count("L") - 1  # a point each, then back to the axis
         if a.get("id") == "caption":
             self.in_caption = True
         if tag == "td" and a.get("class") == "fn":

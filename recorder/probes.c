@@ -273,6 +273,11 @@ void scan_object(struct session *s, struct object *o, const char *open_path)
 	if (o->scanned)
 		return;
 	o->scanned = true;
+	/* OPEN_PATH goes through the /proc/PID/root of the process that mapped it, gone if
+	 * that process has exited: then our own path, if it leads to that file. What is
+	 * scanned stays as scanned, for every process that maps the object later. */
+	if (access(open_path, R_OK) && strcmp(open_path, o->path) && same_file(o->path, o->dev, o->ino))
+		open_path = o->path;
 	ret = hs_read_build_id(open_path, o->build_id, sizeof(o->build_id));
 	o->build_id_len = ret > 0 ? ret : 0;
 	/* In-process, an object is only named and identified: nothing is probed. */

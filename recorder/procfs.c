@@ -233,3 +233,10 @@ int proc_open_mapped(pid_t pid, const struct proc_map *m)
 	}
 	return fd;
 }
+
+bool same_file(const char *path, uint64_t dev, uint64_t ino)
+{
+	struct stat st;
+
+	return !stat(path, &st) && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
+}

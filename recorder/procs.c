@@ -50,7 +50,7 @@ void rescan_maps(struct session *s, struct proc *p, bool attach, uint64_t when)
 {
 	struct proc_map *nm = NULL;
 	int nn = 0, i = 0, j = 0;
-	uint64_t now = when ? when : ticks(s, mono_ns());
+	uint64_t began = mono_ns(), now = when ? when : ticks(s, began);
 
 	if (proc_read_maps(p->pid, &nm, &nn))
 		return;
@@ -80,6 +80,7 @@ void rescan_maps(struct session *s, struct proc *p, bool attach, uint64_t when)
 	proc_maps_free(p->maps, p->nr_maps);
 	p->maps = nm;
 	p->nr_maps = nn;
+	p->maps_ns = began;
 	if (s->unw)
 		unw_tables__update(s, p);
 	if (!attach || !s->skel)
@@ -118,14 +119,6 @@ static char *event_args(const struct hs_proc_event *e)
 	return v;
 }
 
-/* Whether PATH still leads to the file an event named by device (user-space encoding) and inode. */
-static bool is_file(const char *path, uint64_t dev, uint64_t ino)
-{
-	struct stat st;
-
-	return !stat(path, &st) && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
-}
-
 /* The absolute path of an exec'd image no process showed before, if the name exec was given
  * still leads to that file (DEV, the inode). A relative name is looked up from the process's
  * working directory, or from its parent's, which it inherited and which usually outlives it,
@@ -147,7 +140,7 @@ static char *exec_path(const struct hs_proc_event *e, uint64_t dev)
 		snprintf(cand[n++], sizeof(cand[0]), "%s", name);
 	}
 	for (int i = 0; i < n; i++)
-		if (is_file(cand[i], dev, e->exe_ino))
+		if (same_file(cand[i], dev, e->exe_ino))
 			return realpath(cand[i], NULL);
 	return NULL;
 }
@@ -367,6 +360,10 @@ void on_proc_event(struct session *s, const struct hs_proc_event *e, uint64_t t)
 			break;
 		}
 		write_process(s, p->pid, HS_PROC_EXEC, 0, e);
+		/* Tracked at its first allocation, handled before this event from another CPU's
+		 * ring: the maps read then are already the new image's. */
+		if (p->nr_maps && e->h.ts < p->maps_ns)
+			break;
 		/* The old image's mappings end here, even if the new one is gone before its own
 		 * can be read: then the event's text mapping is all there is of it. */
 		for (int i = 0; s->header_written && i < p->nr_maps; i++) {
@@ -424,7 +421,7 @@ void on_mmap_event(struct session *s, const struct hs_mmap_event *e, uint64_t t)
 
 		memcpy(path, e->path, HS_EXEC_PATH_MAX);
 		path[HS_EXEC_PATH_MAX] = 0;
-		if (is_file(path, dev, e->ino))
+		if (same_file(path, dev, e->ino))
 			o = object_get(s, dev, e->ino, path);
 	}
 	if (o && !o->scanned)

@@ -78,6 +78,9 @@ struct proc {
 	bool alive;
 	struct proc_map *maps;
 	int nr_maps;
+	/* When MAPS began to be read (CLOCK_MONOTONIC ns): an exec event stamped before it
+	 * arrives late (its ring was merged after another CPU's), and MAPS are the new image's. */
+	uint64_t maps_ns;
 	/* As last written: what a fork child that is gone before /proc is read inherits. */
 	char *comm, *cmdline, *exe;
 };

@@ -19,9 +19,9 @@ int proc_read_file_maps(pid_t pid, struct proc_map **out, int *nr);
 void proc_maps_free(struct proc_map *m, int nr);
 /* The regular file mapped at M in PID, checked to be that file (device, inode); -errno. */
 int proc_open_mapped(pid_t pid, const struct proc_map *m);
-/* A /proc/PID file as a NUL-terminated string (cmdline's NULs become spaces). */
 /* Whether PATH leads to the file with device DEV (user-space encoding) and inode INO. */
 bool same_file(const char *path, uint64_t dev, uint64_t ino);
+/* A /proc/PID file as a NUL-terminated string (cmdline's NULs become spaces). */
 char *proc_read_string(pid_t pid, const char *file);
 char *proc_exe(pid_t pid);
 pid_t proc_ppid(pid_t pid);

@@ -117,6 +117,7 @@ TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/mutate $(OUTPUT)/tests
 	$(OUTPUT)/tests/alloc_cxx $(OUTPUT)/tests/libplugin.so $(OUTPUT)/tests/garbage_ok \
 	$(OUTPUT)/tests/nofp $(OUTPUT)/tests/alloc_cxx_nofp $(OUTPUT)/tests/static_once $(OUTPUT)/tests/handoff \
 	$(OUTPUT)/tests/quick $(OUTPUT)/tests/scribble $(OUTPUT)/tests/unwdump $(OUTPUT)/tests/phases $(OUTPUT)/tests/nofp_debugframe \
+	$(OUTPUT)/tests/recurse \
 	$(OUTPUT)/tests/growth_old $(OUTPUT)/tests/growth_new
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
@@ -153,6 +154,10 @@ $(OUTPUT)/tests/growth_new: tests/workloads/growth.c | $(OUTPUT)/tests
 	$(Q)$(CC) $(TEST_CFLAGS) -DMOVED $< -o $@
 
 $(OUTPUT)/tests/phases: tests/workloads/phases.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
+
+$(OUTPUT)/tests/recurse: tests/workloads/recurse.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 

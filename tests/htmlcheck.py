@@ -4,7 +4,8 @@
 
   htmlcheck.py dom REPORT FRAGMENT         prints JSON: the caption, each flame graph
                                            function's value (summed over its nodes), the
-                                           chart's point count, the tables' functions
+                                           chart's point count, the tables' functions, the
+                                           view table's [flat, cum] by function
   htmlcheck.py shot REPORT FRAGMENT PNG    takes a screenshot and prints JSON: how many
                                            pixels of the chart's live-heap fill and of the
                                            flame graph's colours it holds
@@ -36,7 +37,7 @@ class Dom(HTMLParser):
     def __init__(self):
         super().__init__()
         self.values, self.caption, self.points, self.rendered, self.body = {}, None, 0, False, {}
-        self.table_fns, self.in_caption, self.in_fn = [], False, False
+        self.table_fns, self.in_caption, self.in_fn, self.view = [], False, False, {}
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -47,6 +48,8 @@ class Dom(HTMLParser):
             self.values[a["data-name"]] = self.values.get(a["data-name"], 0) + int(a["data-value"])
         if tag == "path" and a.get("class") == "live":
             self.points = a.get("d", "").count("L") - 1  # a point each, then back to the axis
+        if tag == "tr" and "data-flat" in a:
+            self.view[a["data-name"]] = [int(a["data-flat"]), int(a["data-cum"])]
         if a.get("id") == "caption":
             self.in_caption = True
         if tag == "td" and a.get("class") == "fn":
@@ -138,7 +141,8 @@ def main():
         d = Dom()
         d.feed(chromium(["--dump-dom"], url))
         print(json.dumps({"rendered": d.rendered, "body": d.body, "caption": d.caption, "values": d.values,
-                          "points": d.points, "table_functions": d.table_fns}))
+                          "points": d.points, "table_functions": d.table_fns,
+                          "view": d.view}))
     else:
         chromium(["--window-size=1300,1300", "--screenshot=" + sys.argv[4]], url)
         live = flame = 0

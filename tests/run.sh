@@ -764,6 +764,9 @@ t_analyzer_html() {
 	python3 tests/htmlcheck.py dom "$TMP/h2.html" "moment=end" >"$TMP/d3.json" || die "chromium: end"
 	python3 tests/htmlcheck.py dom "$TMP/h2.html" "range=peak,end" >"$TMP/d4.json" || die "chromium: range"
 	python3 tests/htmlcheck.py dom "$TMP/h2.html" "range=peak,end&value=alloc_space" >"$TMP/d5.json" || die "chromium: alloc range"
+	"$R" --via preload -o "$TMP/h6.hsnap" -- "$T/recurse" >/dev/null 2>"$TMP/h.err" || { cat "$TMP/h.err"; die "recurse"; }
+	"$A" html -o "$TMP/h6.html" "$TMP/h6.hsnap" 2>"$TMP/h.err" || { cat "$TMP/h.err"; die "html recurse"; }
+	python3 tests/htmlcheck.py dom "$TMP/h6.html" "" >"$TMP/d6r.json" || die "chromium: recurse"
 	python3 - "$TMP" <<-'PY' || die "what rendered"
 	import json, sys
 	d = [json.load(open("%s/d%d.json" % (sys.argv[1], i))) for i in range(1, 6)]
@@ -783,6 +786,17 @@ t_analyzer_html() {
 	assert grew.get("phase_two") == 1000000 and "phase_one" not in grew, grew
 	assert alloc.get("phase_two") == 1000000 and "phase_one" not in alloc, alloc
 	assert "(peak)" in d[1]["caption"] and "Grew from" in d[3]["caption"], (d[1]["caption"], d[3]["caption"])
+	# The functions table follows the view: [flat, cum] at the end, the peak, over a range.
+	view = [x["view"] for x in d]
+	for fn, b in want.items():
+	    assert view[0].get(fn) == [b, b], (fn, view[0].get(fn), b)
+	assert view[1].get("phase_one") == [3000000, 3000000] and "phase_two" not in view[1], view[1]
+	assert view[2].get("phase_two") == [1000000, 1000000] and "phase_one" not in view[2], view[2]
+	for g in view[3:]:
+	    assert g.get("phase_two") == [1000000, 1000000] and "phase_one" not in g, g
+	# Recursion counts once in cum: nest keeps 6000 bytes over three levels of itself.
+	r = json.load(open("%s/d6r.json" % sys.argv[1]))["view"]
+	assert r.get("nest") == [6000, 6000] and r.get("outer") == [0, 6000], r
 	print("alloc_c", {k: v[k] for k in want}, "| phases peak", peak["phase_one"], "end", end["phase_two"])
 	PY
 	# The pictures: a filled chart and a flame graph, in pixels (kept for people to look at).

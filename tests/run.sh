@@ -1384,6 +1384,21 @@ t_bpf_all_short_lived() {
 	"$A" top -n 0 "$TMP/as.hsnap" 2>/dev/null | grep -q "^ *300000 .*quick_alloc$" || die "quick_alloc: 100 x 3000 under -a"
 }
 
+# 2000 dlopen/dlclose rounds of a plugin, each at a new address and named by a relative path
+# (dlopen keeps it as given): 2000 x 16 bytes from plugin_alloc, and the profiler in the
+# process keeps nothing of the modules gone (alloc_c prints how the address space grew).
+t_bpf_dlcycle() {
+	need_bpf
+	record --stack auto -o "$TMP/dl.hsnap" -- "$T/alloc_c" dlcycle 2000 || die "dlcycle"
+	"$A" top -n 0 "$TMP/dl.hsnap" >"$TMP/dl.top" 2>&1
+	grep -q "^ *32000 .*plugin_alloc$" "$TMP/dl.top" || { head -20 "$TMP/dl.top"; die "plugin_alloc: 2000 x 16"; }
+	eq "plugin_alloc's bytes under main;dlcycle" 32000 \
+		"$("$A" collapsed "$TMP/dl.hsnap" 2>/dev/null | awk '/;main;dlcycle;plugin_alloc / { n += $NF } END { print n + 0 }')"
+	local grew
+	grew=$(sed -n 's/^dlcycle grew \(-*[0-9]*\) KiB$/\1/p' "$TMP/record.out")
+	[ -n "$grew" ] && [ "$grew" -lt 1024 ] || die "the address space grew by ${grew:-?} KiB over 1900 rounds"
+}
+
 # A launched fork storm: 100 children, each exec'ing a short command, all named.
 t_bpf_fork_storm() {
 	need_bpf
@@ -1411,6 +1426,7 @@ t_preload_other_allocators() { VIA=preload t_bpf_other_allocators; }
 t_preload_snapshots_diff() { VIA=preload t_bpf_snapshots_diff; }
 t_preload_killed_recorder() { VIA=preload t_bpf_killed_recorder; }
 t_preload_fork_storm() { VIA=preload t_bpf_fork_storm; }
+t_preload_dlcycle() { VIA=preload t_bpf_dlcycle; }
 # Unwinding finds its files where symbolization does (one module cache): a binary whose call
 # frame information is only in a separate debug file, found through --debug-dir by build-id.
 t_preload_dwarf_debug_dir() {
@@ -1713,7 +1729,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
 	t_sanitizers t_bpf_handoff t_bpf_probe_links t_bpf_ring_wrap t_bpf_other_allocators t_bpf_static t_bpf_not_root t_bpf_dwarf_nofp t_bpf_dwarf_cxx_rust t_bpf_dwarf_debian t_bpf_killed_recorder \
 	t_bpf_symbolize_moved t_bpf_attach_busy t_bpf_signals_startup t_output_files t_analyzer_crafted t_losses t_bpf_all_short_lived \
-	t_bpf_fork_storm t_preload_c_exact t_preload_c_labels_inline t_preload_cxx_exact t_preload_rust_exact t_preload_sampled \
+	t_bpf_fork_storm t_bpf_dlcycle t_preload_dlcycle t_preload_c_exact t_preload_c_labels_inline t_preload_cxx_exact t_preload_rust_exact t_preload_sampled \
 	t_preload_handoff t_preload_other_allocators t_preload_snapshots_diff t_preload_killed_recorder t_preload_fork_storm \
 	t_preload_sampled_dense t_preload_scribbled_ring t_preload_dwarf_nofp t_preload_dwarf_cxx_rust t_preload_dwarf_debian t_preload_unprivileged \
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \

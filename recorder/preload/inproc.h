@@ -136,7 +136,7 @@ extern struct sampled_w {
 /* unwind.c */
 uint32_t unwind_walk(struct tstate *t, uint64_t fp, uint64_t *ips, uint32_t max);
 void unwind_before_fork(void);
-void unwind_after_fork(void);
+void unwind_after_fork(bool child);
 
 /* process.c */
 void emit_maps(void);

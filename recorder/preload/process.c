@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
@@ -69,13 +70,19 @@ static void emit_proc(uint8_t type, uint32_t ppid)
 static int map_cb(struct dl_phdr_info *info, size_t sz, void *ctx)
 {
 	struct tstate *t = ctx;
-	char path[HS_EXEC_PATH_MAX];
+	char path[HS_EXEC_PATH_MAX], abs[PATH_MAX];
 	struct stat st;
 
 	(void)sz;
-	if (info->dlpi_name && info->dlpi_name[0])
+	if (info->dlpi_name && info->dlpi_name[0] == '/')
 		snprintf(path, sizeof(path), "%s", info->dlpi_name);
-	else {
+	else if (info->dlpi_name && info->dlpi_name[0]) {
+		/* dlopen("dir/lib.so") keeps the name as given: from the working directory, which
+		 * right after the dlopen is the one it was opened from. */
+		if (!realpath(info->dlpi_name, abs) || strlen(abs) >= sizeof(path))
+			return 0;
+		memcpy(path, abs, strlen(abs) + 1);
+	} else {
 		ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
 
 		if (n <= 0)
@@ -177,14 +184,14 @@ static void before_fork(void)
 static void after_fork_parent(void)
 {
 	spin_unlock(&sampled_lock);
-	unwind_after_fork();
+	unwind_after_fork(false);
 }
 
 /* The child is a process of its own: new rings for its thread, and a FORK for the recorder. */
 static void after_fork_child(void)
 {
 	spin_unlock(&sampled_lock);
-	unwind_after_fork();
+	unwind_after_fork(true);
 	self_pid = (uint32_t)getpid();
 	if (tsp) {
 		tsp->tid = gettid_raw();

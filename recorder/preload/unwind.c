@@ -26,18 +26,29 @@ struct umod {
 	uint64_t eh, eh_len; /* .eh_frame, link-time; eh_len 0: none */
 	uint64_t hdr, hdr_len; /* .eh_frame_hdr, link-time; hdr_len 0: none */
 	const struct hs_unw_row *rows; /* atomic: set once built */
+	uint64_t rows_bytes; /* what was mapped for them */
 	uint32_t n;
 	int state;         /* atomic: 0 not built yet, 1 built, -1 none to be had */
 	int no_lookup;     /* atomic: .eh_frame_hdr's table is not searchable: build a table */
+	bool carried;      /* its table went on to the set that replaced this one */
 };
 
 struct modset {
 	uint32_t n;
+	uint64_t bytes;    /* what was mapped for it */
 	unsigned long long adds, subs; /* dl_iterate_phdr's counts when it was made */
+	struct modset *next_retired;
 	struct umod m[];   /* sorted by lo */
 };
 
-static struct modset *mods; /* atomic; replaced, never freed: a walk may still read it */
+/* The current set, replaced at a dlopen or dlclose. A replaced set is retired, and unmapped
+ * (with the tables of modules gone) once no walk can still hold it: a walk counts itself in
+ * `walkers` before it reads `mods`, so a count of zero seen after the replacement means every
+ * walk that read the old set is over. Sequentially consistent, both: the replacement and the
+ * count's read on one side, the count's increment and the read of `mods` on the other. */
+static struct modset *mods;
+static struct modset *retired; /* under unw_lock */
+static int walkers, retired_pending;
 static pthread_mutex_t unw_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A frame's rule in one word, so that threads read and write it without a lock: the return
@@ -56,7 +67,7 @@ static inline uint32_t cache_slot(uint64_t ra)
 
 struct scan {
 	struct modset *set;
-	uint32_t cap;
+	uint32_t cap, seen;
 	unsigned long long adds, subs;
 	bool counts_only;
 };
@@ -73,6 +84,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	if (s->counts_only)
 		return 1; /* the counts are the same in every call: one is enough */
+	s->seen++;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
 
@@ -125,14 +137,55 @@ static void counts(unsigned long long *adds, unsigned long long *subs)
 	*subs = s.subs;
 }
 
+static struct umod *find_module(struct modset *set, uint64_t pc);
+
+/* Whether SET is the loader's modules as they are: nothing unloaded since it was made. A
+ * module of it that is gone may cover an address of one loaded since, whose .eh_frame is
+ * elsewhere: reading the old one's would fault. */
+static bool set_current(const struct modset *set)
+{
+	unsigned long long a, b;
+
+	counts(&a, &b);
+	return set && b == set->subs;
+}
+
+/* Unmaps the retired sets, and the tables of their modules that no later set took, if no walk
+ * is under way: each one began after they were replaced, so none holds them. */
+static void reclaim(void)
+{
+	struct modset *list = NULL;
+
+	if (!__atomic_load_n(&retired_pending, __ATOMIC_SEQ_CST))
+		return;
+	pthread_mutex_lock(&unw_lock);
+	if (!__atomic_load_n(&walkers, __ATOMIC_SEQ_CST)) {
+		list = retired;
+		retired = NULL;
+		__atomic_store_n(&retired_pending, 0, __ATOMIC_SEQ_CST);
+	}
+	pthread_mutex_unlock(&unw_lock);
+	while (list) {
+		struct modset *next = list->next_retired;
+
+		for (uint32_t i = 0; i < list->n; i++)
+			if (!list->m[i].carried && list->m[i].state > 0 && list->m[i].rows)
+				munmap((void *)list->m[i].rows, list->m[i].rows_bytes);
+		munmap(list, list->bytes);
+		list = next;
+	}
+}
+
 /* The modules as the loader has them now; tables already built carry over. The loader's list
  * is read without unw_lock held: a thread inside dl_iterate_phdr holds the loader's lock, and
- * if its callback allocated, its walk would wait for unw_lock while we waited for the loader. */
+ * if its callback allocated, its walk would wait for unw_lock while we waited for the loader.
+ * The set is sized to the modules there are, with room for some loaded meanwhile; more than
+ * that, and it is made again. */
 static void rescan(void)
 {
-	uint64_t bytes = sizeof(struct modset) + MAX_MODULES * sizeof(struct umod);
-	struct modset *old = __atomic_load_n(&mods, __ATOMIC_ACQUIRE), *set;
-	struct scan s = {.cap = MAX_MODULES};
+	struct modset *old = __atomic_load_n(&mods, __ATOMIC_SEQ_CST), *set;
+	struct scan s = {0};
+	uint64_t bytes;
 
 	if (old) {
 		unsigned long long a, b;
@@ -141,11 +194,24 @@ static void rescan(void)
 		if (a == old->adds && b == old->subs)
 			return; /* nothing loaded or unloaded since */
 	}
-	set = map_anon(bytes);
-	if (!set)
-		return;
-	s.set = set;
-	dl_iterate_phdr(scan_one, &s);
+	for (uint32_t cap = 0;;) {
+		if (!cap) {
+			s = (struct scan){.counts_only = false, .cap = 0, .set = &(struct modset){0}};
+			dl_iterate_phdr(scan_one, &s); /* counts them: no room for any */
+			cap = s.seen + 16 < MAX_MODULES ? s.seen + 16 : MAX_MODULES;
+		}
+		bytes = (sizeof(struct modset) + cap * sizeof(struct umod) + 4095) & ~4095ull;
+		set = map_anon(bytes);
+		if (!set)
+			return;
+		set->bytes = bytes;
+		s = (struct scan){.set = set, .cap = cap};
+		dl_iterate_phdr(scan_one, &s);
+		if (s.seen <= cap || cap == MAX_MODULES)
+			break;
+		munmap(set, bytes);
+		cap = s.seen + 16 < MAX_MODULES ? s.seen + 16 : MAX_MODULES;
+	}
 	set->adds = s.adds;
 	set->subs = s.subs;
 	/* Insertion sort: a few hundred modules, once per dlopen. */
@@ -158,22 +224,27 @@ static void rescan(void)
 		set->m[j] = t;
 	}
 	pthread_mutex_lock(&unw_lock);
-	old = __atomic_load_n(&mods, __ATOMIC_ACQUIRE); /* another thread may have rescanned */
+	old = __atomic_load_n(&mods, __ATOMIC_SEQ_CST); /* another thread may have rescanned */
 	for (uint32_t i = 0; old && i < set->n; i++) {
-		for (uint32_t j = 0; j < old->n; j++) {
-			const struct umod *o = &old->m[j];
+		struct umod *o = find_module(old, set->m[i].lo);
 
-			if (o->lo == set->m[i].lo && o->hi == set->m[i].hi && o->bias == set->m[i].bias && o->state) {
-				set->m[i].rows = o->rows;
-				set->m[i].n = o->n;
-				set->m[i].state = o->state;
-			}
+		if (o && o->lo == set->m[i].lo && o->hi == set->m[i].hi && o->bias == set->m[i].bias && o->state) {
+			set->m[i].rows = o->rows;
+			set->m[i].rows_bytes = o->rows_bytes;
+			set->m[i].n = o->n;
+			set->m[i].state = o->state;
+			o->carried = true;
 		}
 	}
 	/* Something was unloaded: a rule cached for its addresses may not be the new module's. */
 	if (old && s.subs != old->subs)
 		memset(rule_cache, 0, sizeof(rule_cache));
-	__atomic_store_n(&mods, set, __ATOMIC_RELEASE);
+	__atomic_store_n(&mods, set, __ATOMIC_SEQ_CST);
+	if (old) {
+		old->next_retired = retired;
+		retired = old;
+		__atomic_store_n(&retired_pending, 1, __ATOMIC_SEQ_CST);
+	}
 	pthread_mutex_unlock(&unw_lock);
 }
 
@@ -194,6 +265,7 @@ static void build(struct umod *m)
 		return;
 	}
 	m->rows = rows;
+	m->rows_bytes = (uint64_t)bound * sizeof(*rows);
 	m->n = (uint32_t)n;
 	__atomic_store_n(&m->state, 1, __ATOMIC_RELEASE);
 }
@@ -252,18 +324,18 @@ static bool module_row(struct umod *m, uint64_t pc, struct hs_unw_row *row)
 
 #define FOUND (-1)
 
-/* rule_for() when the cache does not have it: out of line, so that the walk's loop keeps its
- * registers. FOUND, or the counter of why there is no rule. */
-static __attribute__((noinline)) int rule_slow(uint64_t ra, struct hs_unw_row *out)
+/* The rule for return address RA from its module's table. */
+static int rule_from_modules(uint64_t ra, struct hs_unw_row *out)
 {
 	uint64_t pc = ra - 1;
-	struct umod *m;
+	struct modset *set = __atomic_load_n(&mods, __ATOMIC_SEQ_CST);
+	struct umod *m = find_module(set, pc);
 	uint32_t packed;
 
-	m = find_module(__atomic_load_n(&mods, __ATOMIC_ACQUIRE), pc);
-	if (!m) {
+	/* Not in a module of the set, or in one that may be gone: the loader's list now. */
+	if (!m || !set_current(set)) {
 		rescan();
-		m = find_module(__atomic_load_n(&mods, __ATOMIC_ACQUIRE), pc);
+		m = find_module(__atomic_load_n(&mods, __ATOMIC_SEQ_CST), pc);
 		if (!m)
 			return HS_CNT_UNW_NO_MODULE;
 	}
@@ -277,6 +349,19 @@ static __attribute__((noinline)) int rule_slow(uint64_t ra, struct hs_unw_row *o
 		__atomic_store_n(&rule_cache[cache_slot(ra)], (ra >> CACHE_BITS) << HS_UNW_PACK_BITS | packed,
 				 __ATOMIC_RELAXED);
 	return FOUND;
+}
+
+/* rule_for() when the cache does not have it: out of line, so that the walk's loop keeps its
+ * registers. FOUND, or the counter of why there is no rule. */
+static __attribute__((noinline)) int rule_slow(uint64_t ra, struct hs_unw_row *out)
+{
+	int ret;
+
+	__atomic_add_fetch(&walkers, 1, __ATOMIC_SEQ_CST);
+	ret = rule_from_modules(ra, out);
+	if (!__atomic_sub_fetch(&walkers, 1, __ATOMIC_SEQ_CST))
+		reclaim();
+	return ret;
 }
 
 /* The rule for the frame whose return address is `ra`: FOUND, or why there is none. */
@@ -397,7 +482,11 @@ void unwind_before_fork(void)
 	pthread_mutex_lock(&unw_lock);
 }
 
-void unwind_after_fork(void)
+void unwind_after_fork(bool child)
 {
+	/* The child's only thread is the one that forked, in no walk: walks counted are the
+	 * parent's other threads', which the child does not have. */
+	if (child)
+		__atomic_store_n(&walkers, 0, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&unw_lock);
 }

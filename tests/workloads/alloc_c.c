@@ -31,6 +31,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <malloc.h>
@@ -159,6 +160,48 @@ static void run_plugin(const char *self)
 	fn = (void (*)(size_t))dlsym(h, "plugin_alloc");
 	for (int i = 0; i < 3; i++)
 		fn(4096);
+}
+
+/* VmSize in KiB, from /proc/self/status. */
+static long vm_size_kib(void)
+{
+	char line[256];
+	long kib = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmSize:", 7))
+			kib = atol(line + 7);
+	if (f)
+		fclose(f);
+	return kib;
+}
+
+/* dlopen, allocate from, dlclose the plugin N times, each time at a new address (a page kept
+ * mapped before each load moves the next one down), so that each load is a module no stack
+ * walk saw before. Prints how much the address space grew from the 100th round to the last,
+ * less the pages kept on purpose: what the profiler in the process kept of modules gone. */
+static int dlcycle(const char *self, int n)
+{
+	char path[4096];
+	const char *slash = strrchr(self, '/');
+	long at100 = 0;
+
+	snprintf(path, sizeof(path), "%.*s/libplugin.so", slash ? (int)(slash - self) : 1, slash ? self : ".");
+	for (int i = 1; i <= n; i++) {
+		void *h, *page = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (page == MAP_FAILED || !(h = dlopen(path, RTLD_NOW))) {
+			fprintf(stderr, "round %d: %s\n", i, page == MAP_FAILED ? "mmap failed" : dlerror());
+			return 3;
+		}
+		((void (*)(size_t))dlsym(h, "plugin_alloc"))(16);
+		dlclose(h);
+		if (i == 100)
+			at100 = vm_size_kib();
+	}
+	printf("dlcycle grew %ld KiB\n", vm_size_kib() - at100 - (long)(n - 100) * 4);
+	return 0;
 }
 
 static inline __attribute__((always_inline)) void *inline_helper(size_t n)
@@ -322,6 +365,8 @@ int main(int argc, char **argv)
 		bulk_churn();
 		return 0;
 	}
+	if (argc == 3 && !strcmp(argv[1], "dlcycle") && atoi(argv[2]) > 100)
+		return dlcycle(argv[0], atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "loop")) {
 		loop_work(atof(argv[2]));
 		return 0;

@@ -119,6 +119,25 @@ struct {
 	__type(value, struct dwarf_scratch_val);
 } dwarf_scratch SEC(".maps");
 
+/* A mapped file's path, put together from its dentries and mounts: the components found
+ * leaf first, then written root first, each at an offset the verifier sees below
+ * HS_EXEC_PATH_MAX in a buffer twice that. */
+#define PATH_DEPTH 32
+struct path_scratch_val {
+	struct dentry *parts[PATH_DEPTH];
+	/* The walk's state, in map memory: read back, each is a value the verifier does not
+	 * follow exactly, so every pass through a loop's body ends in one state. */
+	__u32 n, off;
+	char buf[2 * HS_EXEC_PATH_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct path_scratch_val);
+} path_scratch SEC(".maps");
+
 /* Exponential sampling thresholds with mean sample_rate, drawn by a random index. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -1110,6 +1129,73 @@ int on_mmap(struct trace_event_raw_sys_enter *ctx)
 	return 0;
 }
 
+/* F's path up to the root of its mount tree (the process's root, unless it is chrooted),
+ * into OUT (HS_EXEC_PATH_MAX bytes); empty if it is deeper or longer than that. User space
+ * uses it only if it leads to the file the event names by device and inode: a module
+ * dlopen'd and closed again before its maps are read still gets its name. */
+static __always_inline void file_path(struct file *f, char *out)
+{
+	__u32 zero = 0;
+	struct path_scratch_val *sv = bpf_map_lookup_elem(&path_scratch, &zero);
+	struct dentry *d = BPF_CORE_READ(f, f_path.dentry);
+	struct mount *m = container_of(BPF_CORE_READ(f, f_path.mnt), struct mount, mnt);
+	int i;
+
+	out[0] = 0;
+	if (!sv)
+		return;
+	sv->n = 0;
+	for (i = 0; i < PATH_DEPTH + 8; i++) {
+		struct dentry *up;
+		__u32 n;
+
+		if (d == BPF_CORE_READ(m, mnt.mnt_root)) {
+			struct mount *parent = BPF_CORE_READ(m, mnt_parent);
+
+			if (parent == m)
+				break; /* the top of the tree */
+			d = BPF_CORE_READ(m, mnt_mountpoint);
+			m = parent;
+			continue;
+		}
+		up = BPF_CORE_READ(d, d_parent);
+		if (up == d)
+			break;
+		n = *(volatile __u32 *)&sv->n;
+		if (n >= PATH_DEPTH)
+			return;
+		sv->parts[n & (PATH_DEPTH - 1)] = d;
+		sv->n = n + 1;
+		d = up;
+	}
+	if (i == PATH_DEPTH + 8 || !sv->n)
+		return;
+	sv->off = 0;
+	for (i = PATH_DEPTH - 1; i >= 0; i--) {
+		const unsigned char *name;
+		struct dentry *part;
+		__u32 off = *(volatile __u32 *)&sv->off;
+		long len;
+
+		if ((__u32)i >= *(volatile __u32 *)&sv->n)
+			continue;
+		part = sv->parts[i & (PATH_DEPTH - 1)]; /* a plain read: relocations are for the kernel's types */
+		name = BPF_CORE_READ(part, d_name.name);
+		sv->buf[off & (HS_EXEC_PATH_MAX - 1)] = '/';
+		if (++off >= HS_EXEC_PATH_MAX)
+			return;
+		len = bpf_probe_read_kernel_str(&sv->buf[off & (HS_EXEC_PATH_MAX - 1)], HS_EXEC_PATH_MAX, name);
+		if (len <= 1)
+			return;
+		off += (__u32)len - 1;
+		if (off >= HS_EXEC_PATH_MAX)
+			return;
+		sv->off = off;
+	}
+	sv->buf[*(volatile __u32 *)&sv->off & (HS_EXEC_PATH_MAX - 1)] = 0;
+	bpf_probe_read_kernel(out, HS_EXEC_PATH_MAX, sv->buf);
+}
+
 /* Sends where the code landed, with the file's identity, so the mapping is known even
  * when the process exits before user space can read its maps. */
 SEC("tracepoint/syscalls/sys_exit_mmap")
@@ -1150,7 +1236,7 @@ int on_mmap_exit(struct trace_event_raw_sys_exit *ctx)
 	e->ino = BPF_CORE_READ(f, f_inode, i_ino);
 	e->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
 	e->pad = 0;
-	e->path[0] = 0;
+	file_path(f, e->path);
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 out:
 	bpf_map_delete_elem(&mmaps, &tid);

@@ -194,12 +194,11 @@ static void rescan(void)
 		if (a == old->adds && b == old->subs)
 			return; /* nothing loaded or unloaded since */
 	}
-	for (uint32_t cap = 0;;) {
-		if (!cap) {
-			s = (struct scan){.counts_only = false, .cap = 0, .set = &(struct modset){0}};
-			dl_iterate_phdr(scan_one, &s); /* counts them: no room for any */
-			cap = s.seen + 16 < MAX_MODULES ? s.seen + 16 : MAX_MODULES;
-		}
+	/* A set with room for none: the scan only counts. */
+	s.set = &(struct modset){0};
+	dl_iterate_phdr(scan_one, &s);
+	for (uint32_t cap = s.seen;;) {
+		cap = cap + 16 < MAX_MODULES ? cap + 16 : MAX_MODULES;
 		bytes = (sizeof(struct modset) + cap * sizeof(struct umod) + 4095) & ~4095ull;
 		set = map_anon(bytes);
 		if (!set)
@@ -210,7 +209,7 @@ static void rescan(void)
 		if (s.seen <= cap || cap == MAX_MODULES)
 			break;
 		munmap(set, bytes);
-		cap = s.seen + 16 < MAX_MODULES ? s.seen + 16 : MAX_MODULES;
+		cap = s.seen;
 	}
 	set->adds = s.adds;
 	set->subs = s.subs;

@@ -220,6 +220,7 @@ struct out {
 	uint64_t cap, n;
 	uint64_t fde_first;      /* this FDE's first row, to replace a row at the same pc */
 	bool range;              /* an address beyond 32 bits */
+	bool debug_frame;        /* .debug_frame: a CIE's id is ~0, an FDE's the CIE's offset */
 	/* Probing one address instead: the last row at or below `want` (an FDE's rows come
 	 * in address order). */
 	bool probe, found;
@@ -438,18 +439,22 @@ static const uint8_t *entry(const uint8_t *eh, uint64_t len, uint64_t eh_addr, c
 	if (c.bad || length > (uint64_t)(c.end - c.p))
 		return NULL;
 	end = c.p + length;
+	/* 64-bit DWARF's .debug_frame has 8-byte ids: compilers for x86-64 do not write it. */
+	if (o->debug_frame && c.p - at > 4)
+		return end;
 	id_at = c.p;
 	id = rd(&c, 4);
-	if (!id || c.bad) /* a CIE: read with each of its FDEs */
+	if (c.bad || id == (o->debug_frame ? 0xffffffffu : 0)) /* a CIE: read with each of its FDEs */
 		return end;
-	/* An FDE: id is the distance back to its CIE. */
-	if (id > (uint64_t)(id_at - eh))
+	/* An FDE: id is the distance back to its CIE, or in .debug_frame its offset. */
+	if (o->debug_frame ? id >= len : id > (uint64_t)(id_at - eh))
 		return end;
-	cc = (struct cur){.p = id_at - id, .end = c.end, .base = eh, .base_addr = eh_addr};
+	cc = (struct cur){.p = o->debug_frame ? eh + id : id_at - id, .end = c.end, .base = eh, .base_addr = eh_addr};
 	{
 		uint64_t clen = rd(&cc, 4);
 
-		if (cc.bad || clen == 0xffffffffu || clen > (uint64_t)(cc.end - cc.p) || rd(&cc, 4) != 0)
+		if (cc.bad || clen == 0xffffffffu || clen > (uint64_t)(cc.end - cc.p) ||
+		    rd(&cc, 4) != (o->debug_frame ? 0xffffffffu : 0))
 			return end;
 		cc.end = cc.p - 4 + clen;
 		if (!parse_cie(&cc, cc.end, &ci))
@@ -488,17 +493,23 @@ static const uint8_t *entry(const uint8_t *eh, uint64_t len, uint64_t eh_addr, c
 	return end;
 }
 
-long unwtab__build(const uint8_t *eh, uint64_t len, uint64_t eh_addr, struct hs_unw_row *rows, uint64_t cap)
+static long build(const uint8_t *eh, uint64_t len, uint64_t eh_addr, const uint8_t *dbg, uint64_t dbg_len,
+		  struct hs_unw_row *rows, uint64_t cap)
 {
 	struct out o = {.rows = rows, .cap = cap};
-	const uint8_t *p = eh;
 	uint64_t fdes = 0;
 
-	while (p && p < eh + len) {
-		bool is_fde;
+	for (int pass = 0; pass < 2; pass++) {
+		const uint8_t *sec = pass ? dbg : eh, *p = sec;
+		uint64_t n = pass ? dbg_len : len;
 
-		p = entry(eh, len, eh_addr, p, &o, &is_fde);
-		fdes += is_fde;
+		o.debug_frame = pass;
+		while (sec && p && p < sec + n) {
+			bool is_fde;
+
+			p = entry(sec, n, pass ? 0 : eh_addr, p, &o, &is_fde);
+			fdes += is_fde;
+		}
 	}
 	if (o.range)
 		return -ERANGE;
@@ -541,6 +552,17 @@ long unwtab__build(const uint8_t *eh, uint64_t len, uint64_t eh_addr, struct hs_
 			return -ERANGE;
 		return (long)w;
 	}
+}
+
+long unwtab__build(const uint8_t *eh, uint64_t len, uint64_t eh_addr, struct hs_unw_row *rows, uint64_t cap)
+{
+	return build(eh, len, eh_addr, NULL, 0, rows, cap);
+}
+
+long unwtab__build_file(const uint8_t *eh, uint64_t len, uint64_t eh_addr, const uint8_t *dbg, uint64_t dbg_len,
+			struct hs_unw_row *rows, uint64_t cap)
+{
+	return build(eh, len, eh_addr, dbg, dbg_len, rows, cap);
 }
 
 int unwtab__lookup(const uint8_t *hdr, uint64_t hdr_len, uint64_t hdr_addr, const uint8_t *eh, uint64_t eh_len,

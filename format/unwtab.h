@@ -19,6 +19,12 @@
  * pc with consecutive equal rules merged, and returns how many. -ERANGE: an address beyond
  * 32 bits, or more than `cap` rows; -EINVAL: no parsable FDE. */
 long unwtab__build(const uint8_t *eh, uint64_t len, uint64_t eh_addr, struct hs_unw_row *rows, uint64_t cap);
+/* The same from a file's .eh_frame (EH may be NULL) and .debug_frame [dbg, dbg + dbg_len) (DBG
+ * may be NULL), one table: code built with -fno-asynchronous-unwind-tables -g has its own
+ * frames only in .debug_frame, which is not loaded, while its C runtime's are in .eh_frame.
+ * .debug_frame's addresses are absolute (DW_EH_PE_absptr), wherever the section is. */
+long unwtab__build_file(const uint8_t *eh, uint64_t len, uint64_t eh_addr, const uint8_t *dbg, uint64_t dbg_len,
+			struct hs_unw_row *rows, uint64_t cap);
 
 /* The row that covers `pc` (a link-time address), or NULL when it is below the first. */
 static inline const struct hs_unw_row *unwtab__find(const struct hs_unw_row *rows, uint32_t n, uint64_t pc)

@@ -99,14 +99,45 @@ static int find_eh_frame(Elf *elf, const uint8_t **data, uint64_t *len, uint64_t
 	return -ENOENT;
 }
 
+/* .debug_frame of ELF, which code built without .eh_frame may have instead (decompressed in
+ * memory if need be: the data lives as long as ELF). */
+static int find_debug_frame(Elf *elf, const uint8_t **data, uint64_t *len)
+{
+	size_t shstr;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(elf, &shstr))
+		return -ENOENT;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+			continue;
+		name = elf_strptr(elf, shstr, sh.sh_name);
+		if (!name || strcmp(name, ".debug_frame"))
+			continue;
+		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
+			return -EINVAL;
+		d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf || !d->d_size)
+			return -ENOENT;
+		*data = d->d_buf;
+		*len = d->d_size;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 /* Builds O's table from the file open at FD, or finds it built for the same build-id. */
 static void load_object(struct session *s, struct object *o, int fd)
 {
 	struct unw_tables *u = s->unw;
 	struct obj_unwind *t = &o->unw;
-	uint64_t k1 = 0, k2 = 0, len, addr;
+	uint64_t k1 = 0, k2 = 0, len, addr, dbg_len;
 	struct hmap_slot *slot = NULL;
-	const uint8_t *eh;
+	const uint8_t *eh, *dbg;
 	size_t phnum;
 	long bound, n;
 	bool created;
@@ -141,8 +172,10 @@ static void load_object(struct session *s, struct object *o, int fd)
 		}
 	}
 	if (find_eh_frame(elf, &eh, &len, &addr))
-		goto out;
-	bound = unwtab__build(eh, len, addr, NULL, 0);
+		eh = NULL, len = addr = 0;
+	if (find_debug_frame(elf, &dbg, &dbg_len))
+		dbg = NULL, dbg_len = 0;
+	bound = unwtab__build_file(eh, len, addr, dbg, dbg_len, NULL, 0);
 	if (bound <= 0)
 		goto out;
 	if ((uint64_t)u->used + (uint64_t)bound > u->cap) {
@@ -152,7 +185,7 @@ static void load_object(struct session *s, struct object *o, int fd)
 		u->warned_full = true;
 		goto out;
 	}
-	n = unwtab__build(eh, len, addr, u->rows + u->used, (uint64_t)bound);
+	n = unwtab__build_file(eh, len, addr, dbg, dbg_len, u->rows + u->used, (uint64_t)bound);
 	if (n <= 0)
 		goto out;
 	t->row_start = u->used;

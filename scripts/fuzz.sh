@@ -40,6 +40,12 @@ for bin in "$OUT/tests/nofp" /lib/x86_64-linux-gnu/libc.so.6; do
 	python3 -c 'import sys; h = open(sys.argv[1], "rb").read()[:65535]; sys.stdout.buffer.write(len(h).to_bytes(2, "little") + h + open(sys.argv[2], "rb").read())' \
 		"$F/hdr.bin" "$F/eh.bin" >"$F/corpus-unwtab/$(basename "$bin")"
 done
+# And a .debug_frame, after an empty search table (the target reads the section both ways).
+if [ -r "$OUT/tests/nofp_debugframe" ] &&
+	objcopy -O binary --only-section=.debug_frame --set-section-flags .debug_frame=alloc \
+		"$OUT/tests/nofp_debugframe" "$F/dbg.bin" 2>/dev/null && [ -s "$F/dbg.bin" ]; then
+	{ printf '\0\0'; cat "$F/dbg.bin"; } >"$F/corpus-unwtab/nofp_debugframe"
+fi
 # Inputs that once found a bug (an offset times the data alignment overflowing).
 "$F/fuzz_unwtab" "${LIMITS[@]}" testdata/fuzz-unwtab/* 2>"$F/unwtab.regress.log" || { tail -30 "$F/unwtab.regress.log"; exit 1; }
 echo "fuzz_unwtab: ${SECS}s"

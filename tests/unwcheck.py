@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-# unwcheck.py UNWDUMP FILE: every row readelf -wF (binutils) reads from FILE's .eh_frame,
-# compared with the rule heapsnap's table gives at that address and just before the next.
+# unwcheck.py UNWDUMP FILE: every row readelf -wF (binutils) reads from FILE's .eh_frame and
+# .debug_frame, compared with the rule heapsnap's table gives at that address and just before the next.
 # Independent of heapsnap: readelf interprets the CFA programs itself.
 import re
 import subprocess
@@ -31,17 +31,21 @@ def close():
         want[cur[1]] = cie_first[cur[4]]
 
 
+sec = 0  # each section's CIE offsets are its own
 for line in out.splitlines():
+    if line.startswith("Contents of the"):
+        sec += 1
+        continue
     line = re.sub(r"(r\d+) \(\w+\)", r"\1", line)
     m = head.match(line)
     if m:
         close()
         cols = None
         if m.group(2) == "CIE":
-            cur = ("CIE", int(m.group(1), 16), 0, [], None)
+            cur = ("CIE", (sec, int(m.group(1), 16)), 0, [], None)
         else:
             lo, hi = int(m.group(4), 16), int(m.group(5), 16)
-            cur = ("FDE", lo, hi, [], int(m.group(3), 16))
+            cur = ("FDE", lo, hi, [], (sec, int(m.group(3), 16)))
             ranges.append((lo, hi))
         continue
     if line.strip().startswith("LOC"):

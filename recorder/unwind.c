@@ -99,8 +99,10 @@ static int find_eh_frame(Elf *elf, const uint8_t **data, uint64_t *len, uint64_t
 	return -ENOENT;
 }
 
-/* .debug_frame of ELF, which code built without .eh_frame may have instead (decompressed in
- * memory if need be: the data lives as long as ELF). */
+/* .debug_frame of ELF, where code built without unwind tables describes its frames
+ * (decompressed in memory if need be, to at most DEBUG_FRAME_MAX: the size is the file's
+ * word; the data lives as long as ELF). */
+#define DEBUG_FRAME_MAX (64u << 20)
 static int find_debug_frame(Elf *elf, const uint8_t **data, uint64_t *len)
 {
 	size_t shstr;
@@ -118,8 +120,12 @@ static int find_debug_frame(Elf *elf, const uint8_t **data, uint64_t *len)
 		name = elf_strptr(elf, shstr, sh.sh_name);
 		if (!name || strcmp(name, ".debug_frame"))
 			continue;
-		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
-			return -EINVAL;
+		if (sh.sh_flags & SHF_COMPRESSED) {
+			GElf_Chdr ch;
+
+			if (!gelf_getchdr(scn, &ch) || ch.ch_size > DEBUG_FRAME_MAX || elf_compress(scn, 0, 0) < 0)
+				return -EINVAL;
+		}
 		d = elf_getdata(scn, NULL);
 		if (!d || !d->d_buf || !d->d_size)
 			return -ENOENT;

@@ -285,13 +285,16 @@ for _ in $(seq "$RUNS"); do
 		fi
 	done
 done
+# Every median first: each row is a ratio to native's and to heaptrack's, which comes last.
+for m in "${SQ_MODES[@]}"; do
+	mname=${m%%|*}
+	SQ[$mname]=$(median <"$TMP/sq-$mname.times")
+done
 for m in "${SQ_MODES[@]}"; do
 	mname=${m%%|*}; mopts=${m#*|}
-	cp "$TMP/sq-$mname.times" "$TMP/times"
 	: >"$TMP/bpe"
 	[ -f "$TMP/sq-$mname.bpe" ] && cp "$TMP/sq-$mname.bpe" "$TMP/bpe"
-	t=$(median <"$TMP/times")
-	SQ[$mname]=$t
+	t=${SQ[$mname]}
 	bpe=$([ -s "$TMP/bpe" ] && median <"$TMP/bpe" || echo 0)
 	printf '  %-12s %8.2f s  %5.2fx native  %5.2fx heaptrack  %6.2f bytes/event\n' "$mname" "$t" \
 		"$(awk -v a="$t" -v b="${SQ[native]}" 'BEGIN { print a / b }')" \

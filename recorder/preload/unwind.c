@@ -139,17 +139,6 @@ static void counts(unsigned long long *adds, unsigned long long *subs)
 
 static struct umod *find_module(struct modset *set, uint64_t pc);
 
-/* Whether SET is the loader's modules as they are: nothing unloaded since it was made. A
- * module of it that is gone may cover an address of one loaded since, whose .eh_frame is
- * elsewhere: reading the old one's would fault. */
-static bool set_current(const struct modset *set)
-{
-	unsigned long long a, b;
-
-	counts(&a, &b);
-	return set && b == set->subs;
-}
-
 /* Unmaps the retired sets, and the tables of their modules that no later set took, if no walk
  * is under way: each one began after they were replaced, so none holds them. */
 static void reclaim(void)
@@ -327,17 +316,16 @@ static bool module_row(struct umod *m, uint64_t pc, struct hs_unw_row *row)
 static int rule_from_modules(uint64_t ra, struct hs_unw_row *out)
 {
 	uint64_t pc = ra - 1;
-	struct modset *set = __atomic_load_n(&mods, __ATOMIC_SEQ_CST);
-	struct umod *m = find_module(set, pc);
+	struct umod *m;
 	uint32_t packed;
 
-	/* Not in a module of the set, or in one that may be gone: the loader's list now. */
-	if (!m || !set_current(set)) {
-		rescan();
-		m = find_module(__atomic_load_n(&mods, __ATOMIC_SEQ_CST), pc);
-		if (!m)
-			return HS_CNT_UNW_NO_MODULE;
-	}
+	/* The loader's list as it is now (rescan() only counts when nothing was loaded or
+	 * unloaded): a module of an older list may be gone and cover an address of one loaded
+	 * since, whose .eh_frame is elsewhere; reading the old one's would fault. */
+	rescan();
+	m = find_module(__atomic_load_n(&mods, __ATOMIC_SEQ_CST), pc);
+	if (!m)
+		return HS_CNT_UNW_NO_MODULE;
 	if (!module_row(m, pc - m->bias, out))
 		return HS_CNT_UNW_NO_TABLE;
 	if (out->cfa == HS_UNW_NONE)

@@ -204,13 +204,15 @@ uint64_t preload__owner(const struct preload *p, uint32_t i)
 	return __atomic_load_n(&p->hdr->rings[i].owner, __ATOMIC_ACQUIRE);
 }
 
-void preload__release(struct preload *p, uint32_t i, uint64_t pos)
+bool preload__release(struct preload *p, uint32_t i, uint64_t owner, uint64_t pos)
 {
 	struct hs_shm_ring *r = &p->hdr->rings[i];
 
 	/* Positions only grow: the next owner starts where this one ended. */
 	__atomic_store_n(&r->cons, pos, __ATOMIC_RELEASE);
-	__atomic_store_n(&r->owner, 0, __ATOMIC_RELEASE);
+	/* A new thread may have taken the ring itself since OWNER was read (libheapsnap.so's
+	 * take_ring): then it stays that thread's. */
+	return __atomic_compare_exchange_n(&r->owner, &owner, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
 void preload__counters(const struct preload *p, uint64_t *cnt)

@@ -475,7 +475,7 @@ static void reclaim_rings(struct session *s, bool check_pids)
 		if (r->pos != prod)
 			continue;
 		if ((owner & HS_SHM_CLOSING) || (check_pids && kill((pid_t)(owner >> 32), 0) && errno == ESRCH)) {
-			preload__release(s->pre, (uint32_t)i, r->pos);
+			preload__release(s->pre, (uint32_t)i, owner, r->pos);
 			r->published = r->end = r->pos;
 		}
 	}

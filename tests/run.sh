@@ -1736,6 +1736,60 @@ t_inject_killed_recorder() {
 	inject_check_c kil
 }
 
+# ---- the in-process recorder's shared memory: rings of exited threads reused, children that
+# close inherited descriptors still recorded (issue 23, items 5 and 6) ----
+
+# churn_check NAME FILE N: threadchurn's N threads each kept one 1234-byte block from
+# churn_keep (tests/workloads/threadchurn.c), every one recorded, no event lost.
+churn_check() {
+	local name=$1 f=$2 n=$3 p=$TMP/$1.pb.gz lost
+	"$A" pprof -o "$p" "$f" 2>/dev/null || die "$name: pprof"
+	"$A" stats --json "$f" >"$TMP/$name.stats" 2>/dev/null || die "$name: stats"
+	lost=$(grep -o '"lost\.[a-z_]*":[0-9]*' "$TMP/$name.stats" | awk -F: '{ s += $2 } END { print s + 0 }')
+	eq "$name: lost.* in all" 0 "$lost"
+	eq "$name: churn_keep inuse_objects (one per thread)" "$n" "$(pv "$p" inuse_objects churn_keep)"
+	eq "$name: churn_keep inuse_space" $((n * 1234)) "$(pv "$p" inuse_space churn_keep)"
+}
+
+# 10,000 threads made and joined one after another, then with 64 and 250 alive at once: far
+# more threads than rings (256), never more alive at once.
+t_preload_thread_churn() {
+	need_go
+	local w
+	for w in 1 64 250; do
+		"$R" --via preload -o "$TMP/ch$w.hsnap" -- "$T/threadchurn" 10000 $w >/dev/null 2>"$TMP/ch$w.err" ||
+			{ cat "$TMP/ch$w.err"; die "threadchurn 10000 $w"; }
+		grep -q "lost" "$TMP/ch$w.err" && { cat "$TMP/ch$w.err"; die "threadchurn 10000 $w: the recorder warned of losses"; }
+		churn_check "churn$w" "$TMP/ch$w.hsnap" 10000
+	done
+}
+
+# The same attached (injected): threads of a running process churn as much.
+t_inject_thread_churn() {
+	need_inject; need_go
+	local w
+	for w in 1 64; do
+		RARGS="--via inject -s 0" inject_start ich$w "$T/threadchurn" 10000 $w
+		inject_finish ich$w 0
+		churn_check "ich$w" "$TMP/ich$w.hsnap" 10000
+	done
+}
+
+# 300 threads alive together, past the 256 rings: those without a ring are counted and said,
+# and every thread is either recorded or counted.
+t_preload_threads_past_limit() {
+	need_go
+	local lost kept
+	"$R" --via preload -o "$TMP/pl.hsnap" -- "$T/threadchurn" 300 all >/dev/null 2>"$TMP/pl.err" ||
+		{ cat "$TMP/pl.err"; die "threadchurn 300 all"; }
+	contains "$TMP/pl.err" "more events lost (lost.thread_map_full"
+	"$A" pprof -o "$TMP/pl.pb.gz" "$TMP/pl.hsnap" 2>/dev/null || die "pprof"
+	lost=$("$A" stats --json "$TMP/pl.hsnap" | grep -o '"lost.thread_map_full":[0-9]*' | cut -d: -f2)
+	kept=$(pv "$TMP/pl.pb.gz" inuse_objects churn_keep)
+	[ "${lost:-0}" -gt 0 ] || die "no thread counted without a ring"
+	eq "threads recorded ($kept) + threads counted without a ring ($lost)" 300 $((kept + lost))
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -1747,6 +1801,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
+ALL="$ALL t_preload_thread_churn t_inject_thread_churn t_preload_threads_past_limit"
 for t in $ALL; do
 	run $t
 done

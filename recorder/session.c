@@ -509,6 +509,7 @@ static void run_poll(struct session *s, struct run *u)
 		if (s->pre)
 			preload__ack(s->pre);
 		horizon = drain(s, false, &held);
+		serve_children(s); /* after the drain: a child's fork is known by then */
 		now = mono_ns();
 		if (s->pre) {
 			preload__heartbeat(s->pre, now);

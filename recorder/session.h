@@ -146,6 +146,7 @@ struct session {
 	double live_est, peak_est;
 	uint64_t peak_time;
 	uint64_t n_alloc, n_free, stacks_written;
+	uint64_t procs_unrecorded; /* in-process: processes refused or found without the library */
 	double bytes_alloc;
 	uint64_t cnt[HS_CNT__MAX], cnt_warned[HS_CNT__MAX];
 	uint64_t maps_gen;
@@ -264,6 +265,8 @@ void ring_unmap(struct ring *r);
 uint64_t drain(struct session *s, bool all, bool *held);
 int create_rings(struct session *s, uint32_t ring_bytes);
 int rings_epoll(struct session *s, int wake_fd);
+/* In-process: hands the shared memory to the command's descendants that ask the socket. */
+void serve_children(struct session *s);
 int install_rings(struct session *s);
 int wait_rings(struct session *s, int timeout_ms);
 

@@ -14,7 +14,11 @@
 
 #define HS_SHM_MAGIC 0x4d485348u /* "HSHM" */
 #define HS_SHM_VERSION 3
-#define HS_SHM_ENV "HEAPSNAP_SHM"   /* "FD_SHM,FD_EVENT": inherited by the target */
+#define HS_SHM_ENV "HEAPSNAP_SHM"   /* "FD_SHM,FD_EVENT,INODE": inherited by the target */
+/* "NAME,PID,UID": the recorder's abstract unix socket, which hands the two descriptors
+ * (SCM_RIGHTS) to a descendant whose inherited ones were closed (close_fds), and who
+ * listens on it: the child checks the server is that process and user. */
+#define HS_SOCK_ENV "HEAPSNAP_SOCK"
 #define HS_SHM_MAX_RINGS 1024
 #define HS_SHM_RING_HDR 8            /* as BPF_RINGBUF_HDR_SZ */
 #define HS_SHM_DISCARD (1u << 30)    /* as BPF_RINGBUF_DISCARD_BIT: padding to the ring's end */

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Reading rings in place: the BPF per-CPU rings and the in-process per-thread rings share
  * one framing, so one reader handles both, merging them by time. */
-#include <limits.h>
-
 #include "session.h"
 
 /* ---- reading the per-CPU rings ---- */
@@ -284,81 +282,4 @@ int wait_rings(struct session *s, int timeout_ms)
 	struct epoll_event evs[16];
 
 	return epoll_wait(s->epfd, evs, 16, timeout_ms) < 0 && errno != EINTR ? -errno : 0;
-}
-
-/* ---- the shared memory for children that closed their inherited descriptors ---- */
-
-/* Whether PID descends from ROOT, walking parents in /proc (bounded: a chain of pids ends at
- * 1 or 0, and none is longer than there are processes). */
-static bool descends(pid_t pid, pid_t root)
-{
-	for (int depth = 0; pid > 1 && depth < 4096; depth++) {
-		if (pid == root)
-			return true;
-		pid = proc_ppid(pid);
-	}
-	return false;
-}
-
-/* Why PEER may not have the recording's memory, or NULL if it may: it must be the command or
- * descend from it (or be a process the recording follows, whose parent may have exited),
- * and still be the process that connected. The recorder runs as root: nothing else on the
- * host may read or write the recording through it. */
-static const char *peer_refused(struct session *s, const struct preload_peer *peer)
-{
-	if (!s->child)
-		return "the recorder launched no command";
-	/* A process the recording follows may have lost its parent (a daemon's double fork);
-	 * the table may still name a pid since recycled, so it counts only for the command's
-	 * own user. */
-	if (!descends(peer->pid, s->child) && !(peer->uid == geteuid() && proc_find(s, peer->pid)))
-		return "it is not the command or a process started by it";
-	/* The pid walked above is still the one that connected (its pidfd), or, on a kernel
-	 * without SO_PEERPIDFD, it still runs as the user that connected. */
-	if (!preload__peer_alive(peer))
-		return "it exited before it could be checked";
-	if (peer->pidfd < 0) {
-		char *st = proc_read_string(peer->pid, "status"), *uid = st ? strstr(st, "\nUid:") : NULL;
-		unsigned long r = ULONG_MAX;
-
-		if (uid)
-			r = strtoul(uid + 5, NULL, 10);
-		free(st);
-		if (r != (unsigned long)peer->uid)
-			return "its pid now names another process";
-	}
-	return NULL;
-}
-
-/* Hands the memory to the children that asked for it (a few per round: a flood of
- * connections cannot hold the loop), and says which were refused, and why. */
-void serve_children(struct session *s)
-{
-	struct preload_peer peer;
-
-	for (int n = 0; s->pre && n < 16; n++) {
-		const char *why;
-		char *comm;
-		int err = preload__accept(s->pre, &peer);
-
-		if (err <= 0) {
-			if (err < 0)
-				rec_warnx("warning: accepting a child's request for the shared memory failed: %s", strerror(-err));
-			return;
-		}
-		why = peer_refused(s, &peer);
-		if (!why && !(err = preload__grant(s->pre, &peer)))
-			continue;
-		comm = proc_read_string(peer.pid, "comm");
-		if (comm)
-			comm[strcspn(comm, "\n")] = 0;
-		/* Said for the first 20: anyone may connect, and must not flood the output. */
-		if (++s->procs_unrecorded <= 20)
-			rec_warnx("warning: process %d (%s, uid %u) is not recorded: %s%s", (int)peer.pid,
-				  comm ? comm : "gone", (unsigned)peer.uid, why ? why : strerror(-err),
-				  s->procs_unrecorded == 20 ? " (further ones are only counted, in lost.processes_unrecorded)"
-							    : "");
-		free(comm);
-		preload__peer_close(&peer);
-	}
 }

@@ -536,6 +536,7 @@ static void run_poll(struct session *s, struct run *u)
 			next_rss = now + (uint64_t)(o->rss_interval * 1e9);
 		}
 		if (now >= next_tick) {
+			scan_children(s);
 			read_counters(s);
 			warn_losses(s);
 			write_counters(s, HS_REC_COUNTERS);
@@ -630,6 +631,7 @@ static int run_cleanup(struct session *s, struct run *u, int err)
 		s->child_reaped = true;
 	}
 	preload__free(s->pre);
+	children_free(s);
 	free(s->lib);
 	record_writer__free(s->w);
 	for (int i = 0; i < s->nr_objs; i++) {

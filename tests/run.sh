@@ -1862,6 +1862,21 @@ print(len(msg), len(anc))' "$name")
 	"$A" stats --json "$TMP/sr.hsnap" | grep -q '"lost.processes_unrecorded":1' || die "the refusal is not counted in the file"
 }
 
+# A descendant that runs without the library (its environment lost LD_PRELOAD) is said not to
+# be recorded, and counted in the file, while it runs.
+t_preload_unrecorded_said() {
+	mkfifo "$TMP/us.fifo"
+	"$R" --via preload -o "$TMP/us.hsnap" -- /bin/sh -c "env -u LD_PRELOAD $T/threadchurn 1 1 $TMP/us.fifo" \
+		>"$TMP/us.out" 2>"$TMP/us.err" &
+	RPID=$!
+	waitfor "$TMP/us.out" ready || { cat "$TMP/us.err"; die "the command never said ready"; }
+	waitfor "$TMP/us.err" "is not recorded" || { echo go >"$TMP/us.fifo"; wait $RPID; cat "$TMP/us.err"; die "nothing said of the process run without the library"; }
+	echo go >"$TMP/us.fifo"
+	wait $RPID || { cat "$TMP/us.err"; die "the recorder failed"; }
+	contains "$TMP/us.err" "(threadchurn) is not recorded: libheapsnap.so is not loaded in it (its environment lost LD_PRELOAD"
+	"$A" stats --json "$TMP/us.hsnap" | grep -q '"lost.processes_unrecorded":1' || die "not counted in the file"
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -1873,7 +1888,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
-ALL="$ALL t_preload_thread_churn t_inject_thread_churn t_preload_threads_past_limit t_preload_closed_fds t_preload_python_workers t_preload_socket_refused"
+ALL="$ALL t_preload_thread_churn t_inject_thread_churn t_preload_threads_past_limit t_preload_closed_fds t_preload_python_workers t_preload_socket_refused t_preload_unrecorded_said"
 for t in $ALL; do
 	run $t
 done

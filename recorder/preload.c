@@ -312,6 +312,12 @@ uint64_t preload__owner(const struct preload *p, uint32_t i)
 	return __atomic_load_n(&p->hdr->rings[i].owner, __ATOMIC_ACQUIRE);
 }
 
+bool preload__close(struct preload *p, uint32_t i, uint64_t owner)
+{
+	return __atomic_compare_exchange_n(&p->hdr->rings[i].owner, &owner, owner | HS_SHM_CLOSING, false,
+					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
 bool preload__release(struct preload *p, uint32_t i, uint64_t owner, uint64_t pos)
 {
 	struct hs_shm_ring *r = &p->hdr->rings[i];
@@ -321,6 +327,16 @@ bool preload__release(struct preload *p, uint32_t i, uint64_t owner, uint64_t po
 	/* A new thread may have taken the ring itself since OWNER was read (libheapsnap.so's
 	 * take_ring): then it stays that thread's. */
 	return __atomic_compare_exchange_n(&r->owner, &owner, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+bool preload__starved(const struct preload *p)
+{
+	return __atomic_load_n(&p->hdr->starved, __ATOMIC_ACQUIRE) != 0;
+}
+
+void preload__fed(struct preload *p)
+{
+	__atomic_store_n(&p->hdr->starved, 0, __ATOMIC_RELEASE);
 }
 
 void preload__counters(const struct preload *p, uint64_t *cnt)

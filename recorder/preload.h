@@ -55,9 +55,15 @@ void preload__ack(const struct preload *p);
 void preload__heartbeat(struct preload *p, uint64_t now_ns);
 /* Ring I's owner, 0 for none. */
 uint64_t preload__owner(const struct preload *p, uint32_t i);
+/* Marks ring I closing if its owner word still holds OWNER (its process is gone). */
+bool preload__close(struct preload *p, uint32_t i, uint64_t owner);
 /* Gives ring I, read to POS, back to the pool if its owner word still holds OWNER: its
  * thread exited, or its process is gone. False if a new thread took it meanwhile. */
 bool preload__release(struct preload *p, uint32_t i, uint64_t owner, uint64_t pos);
+/* Whether a thread of a target found every ring held and waits for the recorder to look for
+ * rings of processes gone; preload__fed tells it the recorder has. */
+bool preload__starved(const struct preload *p);
+void preload__fed(struct preload *p);
 /* The targets' own counters (drops, threads without a ring, sampled). */
 void preload__counters(const struct preload *p, uint64_t *cnt);
 /* Every hook passes straight through from now on; the library stays loaded. */

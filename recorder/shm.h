@@ -41,7 +41,9 @@ struct hs_shm_hdr {
 	uint32_t nr_rings, ring_bytes;   /* rings' data follow the ring table, ring_bytes each */
 	uint64_t sample_rate;            /* 0: every event */
 	uint32_t stack_mode, max_stack;  /* HS_STACK_*, frames */
-	uint32_t dwarf_bytes, pad;       /* HS_STACK_DWARF: the stack window copied per sample */
+	uint32_t dwarf_bytes;            /* HS_STACK_DWARF: the stack window copied per sample */
+	uint32_t starved;                /* atomic: a thread found every ring held; the recorder
+					  * looks for rings of processes gone at once, then clears it */
 	uint64_t data_offset;            /* from the start of the mapping to ring 0's data */
 	uint64_t recorder_pid;
 	uint64_t dormant;                /* atomic: non-zero, every hook passes straight through */

@@ -1877,6 +1877,20 @@ t_preload_unrecorded_said() {
 	"$A" stats --json "$TMP/us.hsnap" | grep -q '"lost.processes_unrecorded":1' || die "not counted in the file"
 }
 
+# 2,000 short-lived processes, 8 at a time, each keeping 3 x 1000 bytes in quick_alloc and
+# ending with _exit (no destructor says so): the rings of processes gone are found and reused
+# as soon as they run short, and of a process's image before its exec at once.
+t_preload_process_churn() {
+	need_go
+	local lost
+	"$R" --via preload -o "$TMP/pc.hsnap" -- /bin/sh -c "seq 2000 | xargs -P 8 -n 1 $T/quick" >/dev/null 2>"$TMP/pc.err" ||
+		{ cat "$TMP/pc.err"; die "xargs -P 8 quick"; }
+	"$A" pprof -o "$TMP/pc.pb.gz" "$TMP/pc.hsnap" 2>/dev/null || die "pprof"
+	lost=$("$A" stats --json "$TMP/pc.hsnap" | grep -o '"lost\.[a-z_]*":[0-9]*' | awk -F: '{ s += $2 } END { print s + 0 }')
+	eq "lost.* in all" 0 "$lost"
+	eq "quick_alloc inuse_space (2,000 processes)" 6000000 "$(pv "$TMP/pc.pb.gz" inuse_space quick_alloc)"
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -1888,7 +1902,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
-ALL="$ALL t_preload_thread_churn t_inject_thread_churn t_preload_threads_past_limit t_preload_closed_fds t_preload_python_workers t_preload_socket_refused t_preload_unrecorded_said"
+ALL="$ALL t_preload_thread_churn t_inject_thread_churn t_preload_threads_past_limit t_preload_closed_fds t_preload_python_workers t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
 for t in $ALL; do
 	run $t
 done

@@ -189,12 +189,15 @@ static bool take_ring(struct tstate *t, uint32_t i, uint64_t me, bool *closing)
 /* Claims a ring for this thread. When none is free but some exited thread's ring waits to be
  * read, the thread wakes the recorder and waits for it, as a full ring does: the limit is on
  * threads alive at once, and a thread of a process that churns threads must not be dropped
- * because the recorder has not looked yet. Only when every ring belongs to a live thread (or
- * the recorder is gone) is the thread left without one, counted. */
+ * because the recorder has not looked yet. When every ring is held, some may be of processes
+ * that ended without a word (_exit, a signal): the recorder is asked to look for those at
+ * once (starved), and the thread waits until it has (it clears the flag). Only if that frees
+ * no ring either (or the recorder is gone) is the thread left without one, counted. */
 static bool claim_ring(struct tstate *t)
 {
 	uint32_t n = shm->nr_rings;
 	uint64_t me = (uint64_t)self_pid << 32 | t->tid;
+	bool asked = false;
 
 	for (unsigned spins = 0;; spins++) {
 		bool closing = false;
@@ -205,8 +208,15 @@ static bool claim_ring(struct tstate *t)
 				return true;
 			}
 		}
-		if (!closing || !__atomic_load_n(&active, __ATOMIC_ACQUIRE))
+		if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE))
 			break;
+		if (!closing) {
+			if (!asked)
+				__atomic_store_n(&shm->starved, 1, __ATOMIC_RELEASE);
+			else if (!__atomic_load_n(&shm->starved, __ATOMIC_ACQUIRE))
+				break; /* looked for since, and every ring is still held */
+			asked = true;
+		}
 		if (spins == 0)
 			wake_recorder();
 		if (spins < 64) {

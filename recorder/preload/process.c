@@ -206,10 +206,33 @@ static void after_fork_child(void)
 		emit_proc(HS_EV_FORK, fork_parent);
 }
 
+/* Ring I goes back to the pool once the recorder has read it (take_ring, reclaim_rings). */
+static void ring_closing(int i)
+{
+	__atomic_fetch_or(&shm->rings[i].owner, HS_SHM_CLOSING, __ATOMIC_RELEASE);
+}
+
 __attribute__((destructor)) static void hs_fini(void)
 {
-	if (__atomic_load_n(&active, __ATOMIC_RELAXED) && tsp && tsp->ring >= 0)
+	if (__atomic_load_n(&active, __ATOMIC_RELAXED) && tsp && tsp->ring >= 0) {
 		emit_proc(HS_EV_EXIT, 0); /* marked: no status known here */
+		/* The process is ending: its ring is free to the next process once read, rather
+		 * than after the recorder finds the pid gone. Anything later claims anew. */
+		ring_closing(tsp->ring);
+		tsp->ring = -1;
+	}
+}
+
+/* Rings this pid holds at start-up were its previous image's (exec ends every thread of
+ * it, and nothing of this image has claimed one yet): closing, as its threads are gone. */
+static void close_previous_image(void)
+{
+	for (uint32_t i = 0; i < shm->nr_rings; i++) {
+		uint64_t owner = __atomic_load_n(&shm->rings[i].owner, __ATOMIC_ACQUIRE);
+
+		if (owner && owner >> 32 == self_pid && !(owner & HS_SHM_CLOSING))
+			ring_closing((int)i);
+	}
 }
 
 /* Whether FD is an eventfd: a descriptor of the program's own at the number ours had must
@@ -271,6 +294,7 @@ static bool fds_from_recorder(uint64_t ino, int *fd, int *efd)
 	if (s < 0)
 		return false;
 	if (setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)) ||
+	    setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof(tmo)) || /* a full backlog */
 	    connect(s, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name))) ||
 	    getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &len) || cr.pid != pid || cr.uid != uid ||
 	    recvmsg(s, &m, 0) != 1 || (m.msg_flags & MSG_CTRUNC))
@@ -279,7 +303,8 @@ static bool fds_from_recorder(uint64_t ino, int *fd, int *efd)
 	if (!h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS || h->cmsg_len != CMSG_LEN(sizeof(got)))
 		goto out;
 	memcpy(got, CMSG_DATA(h), sizeof(got));
-	ok = !fstat(got[0], &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == ino && is_eventfd(got[1]);
+	/* From the recorder itself: the memory need only be the one the environment names. */
+	ok = !fstat(got[0], &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == ino;
 out:
 	close(s);
 	if (!ok) {
@@ -333,6 +358,7 @@ __attribute__((constructor)) static void hs_init(void)
 	}
 	shm_data = (uint8_t *)m + shm->data_offset;
 	wake_fd = efd;
+	close_previous_image();
 	process_attach();
 	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
 	fast_path(shm->sample_rate != 0);

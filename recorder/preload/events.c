@@ -208,7 +208,8 @@ static bool claim_ring(struct tstate *t)
 				return true;
 			}
 		}
-		if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE))
+		/* Detached (the recording ended): no recorder will read or give back a ring. */
+		if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE) || __atomic_load_n(&shm->dormant, __ATOMIC_ACQUIRE))
 			break;
 		if (!closing) {
 			if (!asked)

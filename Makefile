@@ -119,6 +119,7 @@ TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/mutate $(OUTPUT)/tests
 	$(OUTPUT)/tests/quick $(OUTPUT)/tests/scribble $(OUTPUT)/tests/unwdump $(OUTPUT)/tests/phases $(OUTPUT)/tests/nofp_debugframe \
 	$(OUTPUT)/tests/recurse \
 	$(OUTPUT)/tests/growth_old $(OUTPUT)/tests/growth_new
+TEST_PROGS += $(OUTPUT)/tests/threadchurn $(OUTPUT)/tests/closefds
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -168,6 +169,14 @@ $(OUTPUT)/tests/quick: tests/workloads/quick.c | $(OUTPUT)/tests
 $(OUTPUT)/tests/scribble: tests/workloads/scribble.c recorder/shm.h bpf/heapsnap.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -Irecorder -Ibpf $< -o $@
+
+$(OUTPUT)/tests/threadchurn: tests/workloads/threadchurn.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -lpthread -o $@
+
+$(OUTPUT)/tests/closefds: tests/workloads/closefds.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
 $(OUTPUT)/tests/handoff: tests/workloads/handoff.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)

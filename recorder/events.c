@@ -390,6 +390,8 @@ void write_counters(struct session *s, uint32_t type)
 	items[n++] = (struct hs_counter){"probes.attached", (uint64_t)s->nr_links};
 	items[n++] = (struct hs_counter){"probes.failed", (uint64_t)s->nr_probe_fail};
 	items[n++] = (struct hs_counter){"map.live_max", s->o->max_live};
+	if (s->pre)
+		items[n++] = (struct hs_counter){"lost.processes_unrecorded", s->procs_unrecorded};
 	r.counters.nr = n;
 	r.counters.items = items;
 	write_rec(s, &r);

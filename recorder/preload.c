@@ -2,24 +2,58 @@
 /* The recorder's half of the in-process way in: it owns the shared memory the targets'
  * libheapsnap.so writes into, and gives the rings of threads that are gone back to the pool. */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "preload.h"
 
 struct preload {
-	int fd, wake_fd;
+	int fd, wake_fd, listen_fd;
 	struct hs_shm_hdr *hdr;
-	uint64_t size;
+	uint64_t size, ino;
 	uint32_t nr_rings, ring_bytes; /* as checked: the header is the target's to scribble on */
+	char sock_name[64];            /* abstract: sock_name[0] is the NUL */
 };
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
+
+/* An abstract unix socket of a random name (nobody can take it first, or guess it to crowd
+ * it), close-on-exec: children find it by name in HS_SOCK_ENV. */
+static int listen_open(struct preload *p)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	uint8_t rnd[8];
+	socklen_t len;
+	int n;
+
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		return -EIO;
+	n = snprintf(p->sock_name, sizeof(p->sock_name), "heapsnap.%d.%02x%02x%02x%02x%02x%02x%02x%02x", (int)getpid(),
+		     rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	if (n < 0 || (size_t)n + 1 >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(a.sun_path + 1, p->sock_name, (size_t)n);
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+	p->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (p->listen_fd < 0 || bind(p->listen_fd, (struct sockaddr *)&a, len) || listen(p->listen_fd, 64))
+		return -errno;
+	return 0;
+}
 
 void sampling_thresholds(uint64_t rate, uint64_t *out)
 {
@@ -40,20 +74,24 @@ int preload__open(uint32_t nr_rings, uint32_t ring_bytes, uint64_t sample_rate, 
 		  uint32_t max_stack, uint32_t dwarf_bytes, struct preload **out)
 {
 	struct preload *p = calloc(1, sizeof(*p));
+	struct stat st;
 	void *m;
 	int err;
 
 	if (!p)
 		return -ENOMEM;
-	p->fd = p->wake_fd = -1;
+	p->fd = p->wake_fd = p->listen_fd = -1;
 	p->size = hs_shm_size(nr_rings, ring_bytes);
 	/* Not close-on-exec: the command inherits both and finds them through HS_SHM_ENV. */
 	p->fd = memfd_create("heapsnap", 0);
 	p->wake_fd = eventfd(0, EFD_NONBLOCK);
-	if (p->fd < 0 || p->wake_fd < 0 || ftruncate(p->fd, (off_t)p->size)) {
+	if (p->fd < 0 || p->wake_fd < 0 || ftruncate(p->fd, (off_t)p->size) || fstat(p->fd, &st)) {
 		err = -errno;
 		goto fail;
 	}
+	p->ino = (uint64_t)st.st_ino;
+	if ((err = listen_open(p)))
+		goto fail;
 	m = mmap(NULL, p->size, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
 	if (m == MAP_FAILED) {
 		err = -errno;
@@ -91,6 +129,7 @@ int preload__adopt(int shm_fd, int wake_fd, struct preload **out)
 
 	if (!p)
 		return -ENOMEM;
+	p->listen_fd = -1;
 	p->fd = dup(shm_fd);
 	p->wake_fd = dup(wake_fd);
 	if (p->fd < 0 || p->wake_fd < 0 || fstat(p->fd, &st)) {
@@ -151,18 +190,87 @@ char *preload__find_lib(void)
 int preload__setenv(const struct preload *p, const char *lib)
 {
 	const char *old = getenv("LD_PRELOAD");
-	char fds[32], *v;
+	char fds[64], sock[128], *v;
 
 	/* First, so that the hooks sit in front of any allocator the user preloads. */
 	if (asprintf(&v, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "") < 0)
 		return -ENOMEM;
-	snprintf(fds, sizeof(fds), "%d,%d", p->fd, p->wake_fd);
-	if (setenv("LD_PRELOAD", v, 1) || setenv(HS_SHM_ENV, fds, 1)) {
+	/* The inode tells the library its descriptor is still ours, not one a child that closed
+	 * it has since opened at the same number. */
+	snprintf(fds, sizeof(fds), "%d,%d,%" PRIu64, p->fd, p->wake_fd, p->ino);
+	snprintf(sock, sizeof(sock), "%s,%d,%u", p->sock_name, (int)p->hdr->recorder_pid, (unsigned)geteuid());
+	if (setenv("LD_PRELOAD", v, 1) || setenv(HS_SHM_ENV, fds, 1) ||
+	    (p->listen_fd >= 0 && setenv(HS_SOCK_ENV, sock, 1))) {
 		free(v);
 		return -errno;
 	}
 	free(v);
 	return 0;
+}
+
+int preload__listen_fd(const struct preload *p)
+{
+	return p->listen_fd;
+}
+
+int preload__accept(struct preload *p, struct preload_peer *peer)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	peer->fd = peer->pidfd = -1;
+	if (p->listen_fd < 0)
+		return 0;
+	peer->fd = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (peer->fd < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED ? 0 : -errno;
+	if (getsockopt(peer->fd, SOL_SOCKET, SO_PEERCRED, &cr, &len)) {
+		int err = -errno;
+
+		preload__peer_close(peer);
+		return err;
+	}
+	peer->pid = cr.pid;
+	peer->uid = cr.uid;
+	len = sizeof(peer->pidfd);
+	if (getsockopt(peer->fd, SOL_SOCKET, SO_PEERPIDFD, &peer->pidfd, &len))
+		peer->pidfd = -1; /* before Linux 6.5: the pid alone */
+	return 1;
+}
+
+bool preload__peer_alive(const struct preload_peer *peer)
+{
+	return peer->pidfd < 0 || !syscall(SYS_pidfd_send_signal, peer->pidfd, 0, NULL, 0);
+}
+
+int preload__grant(struct preload *p, struct preload_peer *peer)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+	} c = {0};
+	char one = 1;
+	struct iovec io = {&one, 1};
+	struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf)};
+	int fds[2] = {p->fd, p->wake_fd}, err = 0;
+
+	c.h.cmsg_level = SOL_SOCKET;
+	c.h.cmsg_type = SCM_RIGHTS;
+	c.h.cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(&c.h), fds, sizeof(fds));
+	if (sendmsg(peer->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT) != 1)
+		err = errno ? -errno : -EIO;
+	preload__peer_close(peer);
+	return err;
+}
+
+void preload__peer_close(struct preload_peer *peer)
+{
+	if (peer->fd >= 0)
+		close(peer->fd);
+	if (peer->pidfd >= 0)
+		close(peer->pidfd);
+	peer->fd = peer->pidfd = -1;
 }
 
 struct hs_shm_hdr *preload__hdr(const struct preload *p)
@@ -204,13 +312,31 @@ uint64_t preload__owner(const struct preload *p, uint32_t i)
 	return __atomic_load_n(&p->hdr->rings[i].owner, __ATOMIC_ACQUIRE);
 }
 
-void preload__release(struct preload *p, uint32_t i, uint64_t pos)
+bool preload__close(struct preload *p, uint32_t i, uint64_t owner)
+{
+	return __atomic_compare_exchange_n(&p->hdr->rings[i].owner, &owner, owner | HS_SHM_CLOSING, false,
+					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+bool preload__release(struct preload *p, uint32_t i, uint64_t owner, uint64_t pos)
 {
 	struct hs_shm_ring *r = &p->hdr->rings[i];
 
 	/* Positions only grow: the next owner starts where this one ended. */
 	__atomic_store_n(&r->cons, pos, __ATOMIC_RELEASE);
-	__atomic_store_n(&r->owner, 0, __ATOMIC_RELEASE);
+	/* A new thread may have taken the ring itself since OWNER was read (libheapsnap.so's
+	 * take_ring): then it stays that thread's. */
+	return __atomic_compare_exchange_n(&r->owner, &owner, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+bool preload__starved(const struct preload *p)
+{
+	return __atomic_load_n(&p->hdr->starved, __ATOMIC_ACQUIRE) != 0;
+}
+
+void preload__fed(struct preload *p)
+{
+	__atomic_store_n(&p->hdr->starved, 0, __ATOMIC_RELEASE);
 }
 
 void preload__counters(const struct preload *p, uint64_t *cnt)
@@ -235,5 +361,7 @@ void preload__free(struct preload *p)
 		close(p->fd);
 	if (p->wake_fd >= 0)
 		close(p->wake_fd);
+	if (p->listen_fd >= 0)
+		close(p->listen_fd);
 	free(p);
 }

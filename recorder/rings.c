@@ -236,10 +236,11 @@ int create_rings(struct session *s, uint32_t ring_bytes)
  * them all. Edge-triggered: events left in a ring for the merge must not wake the recorder
  * again and again, only the producers' wakeups. */
 /* The epoll set the loop sleeps on: the signalfd and, for in-process rings, the eventfd
- * producers write past a quarter of a ring; both level-triggered, read every time round. */
+ * producers write past a quarter of a ring and the socket children that closed their
+ * inherited descriptors ask for them on; all level-triggered, read every time round. */
 int rings_epoll(struct session *s, int wake_fd)
 {
-	int fds[] = {rec_signals__fd(), wake_fd};
+	int fds[] = {rec_signals__fd(), wake_fd, s->pre ? preload__listen_fd(s->pre) : -1};
 
 	if (s->epfd < 0)
 		s->epfd = epoll_create1(EPOLL_CLOEXEC);

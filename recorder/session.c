@@ -461,24 +461,47 @@ static void write_child_exit(struct session *s)
 	write_rec(s, &r);
 }
 
+/* Whether PID has ended: gone, or a zombie (its threads are all gone, its ring too). */
+static bool pid_ended(pid_t pid)
+{
+	char *st;
+	bool z;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	st = proc_read_string(pid, "stat");
+	z = st && strrchr(st, ')') && strrchr(st, ')')[1] == ' ' && strrchr(st, ')')[2] == 'Z';
+	free(st);
+	return z;
+}
+
 /* In-process rings whose thread has exited, or whose process is gone, go back to the pool
  * once read to the end. */
 static void reclaim_rings(struct session *s, bool check_pids)
 {
+	/* At once when a thread found every ring held: some may be of processes gone. */
+	bool starved = s->pre && preload__starved(s->pre);
+
+	check_pids |= starved;
 	for (int i = 0; s->pre && i < s->nr_rings; i++) {
 		uint64_t owner = preload__owner(s->pre, (uint32_t)i), prod;
 		struct ring *r = &s->rings[i];
 
 		if (!owner)
 			continue;
+		/* A process gone: its rings are closing, as an exited thread's, so that a thread
+		 * that needs one waits for them to be read rather than go without. */
+		if (!(owner & HS_SHM_CLOSING) && check_pids && pid_ended((pid_t)(owner >> 32)) &&
+		    preload__close(s->pre, (uint32_t)i, owner))
+			owner |= HS_SHM_CLOSING;
 		prod = __atomic_load_n(r->prod, __ATOMIC_ACQUIRE);
-		if (r->pos != prod)
+		if (r->pos != prod || !(owner & HS_SHM_CLOSING))
 			continue;
-		if ((owner & HS_SHM_CLOSING) || (check_pids && kill((pid_t)(owner >> 32), 0) && errno == ESRCH)) {
-			preload__release(s->pre, (uint32_t)i, r->pos);
-			r->published = r->end = r->pos;
-		}
+		preload__release(s->pre, (uint32_t)i, owner, r->pos);
+		r->published = r->end = r->pos;
 	}
+	if (starved)
+		preload__fed(s->pre);
 }
 
 static void run_poll(struct session *s, struct run *u)
@@ -509,6 +532,7 @@ static void run_poll(struct session *s, struct run *u)
 		if (s->pre)
 			preload__ack(s->pre);
 		horizon = drain(s, false, &held);
+		serve_children(s); /* after the drain: a child's fork is known by then */
 		now = mono_ns();
 		if (s->pre) {
 			preload__heartbeat(s->pre, now);
@@ -535,6 +559,7 @@ static void run_poll(struct session *s, struct run *u)
 			next_rss = now + (uint64_t)(o->rss_interval * 1e9);
 		}
 		if (now >= next_tick) {
+			scan_children(s);
 			read_counters(s);
 			warn_losses(s);
 			write_counters(s, HS_REC_COUNTERS);
@@ -629,6 +654,7 @@ static int run_cleanup(struct session *s, struct run *u, int err)
 		s->child_reaped = true;
 	}
 	preload__free(s->pre);
+	children_free(s);
 	free(s->lib);
 	record_writer__free(s->w);
 	for (int i = 0; i < s->nr_objs; i++) {

@@ -146,6 +146,9 @@ struct session {
 	double live_est, peak_est;
 	uint64_t peak_time;
 	uint64_t n_alloc, n_free, stacks_written;
+	uint64_t procs_unrecorded; /* in-process: processes refused or found without the library */
+	struct hmap seen_images;   /* (pid, image key) of the command's descendants: 1 seen, 2 checked */
+	bool seen_full;
 	double bytes_alloc;
 	uint64_t cnt[HS_CNT__MAX], cnt_warned[HS_CNT__MAX];
 	uint64_t maps_gen;
@@ -264,6 +267,11 @@ void ring_unmap(struct ring *r);
 uint64_t drain(struct session *s, bool all, bool *held);
 int create_rings(struct session *s, uint32_t ring_bytes);
 int rings_epoll(struct session *s, int wake_fd);
+/* In-process (children.c): hands the shared memory to the command's descendants that ask the
+ * socket; once a second, says which of them run without being recorded. */
+void serve_children(struct session *s);
+void scan_children(struct session *s);
+void children_free(struct session *s);
 int install_rings(struct session *s);
 int wait_rings(struct session *s, int timeout_ms);
 

@@ -14,7 +14,11 @@
 
 #define HS_SHM_MAGIC 0x4d485348u /* "HSHM" */
 #define HS_SHM_VERSION 3
-#define HS_SHM_ENV "HEAPSNAP_SHM"   /* "FD_SHM,FD_EVENT": inherited by the target */
+#define HS_SHM_ENV "HEAPSNAP_SHM"   /* "FD_SHM,FD_EVENT,INODE": inherited by the target */
+/* "NAME,PID,UID": the recorder's abstract unix socket, which hands the two descriptors
+ * (SCM_RIGHTS) to a descendant whose inherited ones were closed (close_fds), and who
+ * listens on it: the child checks the server is that process and user. */
+#define HS_SOCK_ENV "HEAPSNAP_SOCK"
 #define HS_SHM_MAX_RINGS 1024
 #define HS_SHM_RING_HDR 8            /* as BPF_RINGBUF_HDR_SZ */
 #define HS_SHM_DISCARD (1u << 30)    /* as BPF_RINGBUF_DISCARD_BIT: padding to the ring's end */
@@ -37,7 +41,9 @@ struct hs_shm_hdr {
 	uint32_t nr_rings, ring_bytes;   /* rings' data follow the ring table, ring_bytes each */
 	uint64_t sample_rate;            /* 0: every event */
 	uint32_t stack_mode, max_stack;  /* HS_STACK_*, frames */
-	uint32_t dwarf_bytes, pad;       /* HS_STACK_DWARF: the stack window copied per sample */
+	uint32_t dwarf_bytes;            /* HS_STACK_DWARF: the stack window copied per sample */
+	uint32_t starved;                /* atomic: a thread found every ring held; the recorder
+					  * looks for rings of processes gone at once, then clears it */
 	uint64_t data_offset;            /* from the start of the mapping to ring 0's data */
 	uint64_t recorder_pid;
 	uint64_t dormant;                /* atomic: non-zero, every hook passes straight through */

@@ -1736,6 +1736,161 @@ t_inject_killed_recorder() {
 	inject_check_c kil
 }
 
+# ---- the in-process recorder's shared memory: rings of exited threads reused, children that
+# close inherited descriptors still recorded (issue 23, items 5 and 6) ----
+
+# churn_check NAME FILE N: threadchurn's N threads each kept one 1234-byte block from
+# churn_keep (tests/workloads/threadchurn.c), every one recorded, no event lost.
+churn_check() {
+	local name=$1 f=$2 n=$3 p=$TMP/$1.pb.gz lost
+	"$A" pprof -o "$p" "$f" 2>/dev/null || die "$name: pprof"
+	"$A" stats --json "$f" >"$TMP/$name.stats" 2>/dev/null || die "$name: stats"
+	lost=$(grep -o '"lost\.[a-z_]*":[0-9]*' "$TMP/$name.stats" | awk -F: '{ s += $2 } END { print s + 0 }')
+	eq "$name: lost.* in all" 0 "$lost"
+	eq "$name: churn_keep inuse_objects (one per thread)" "$n" "$(pv "$p" inuse_objects churn_keep)"
+	eq "$name: churn_keep inuse_space" $((n * 1234)) "$(pv "$p" inuse_space churn_keep)"
+}
+
+# 10,000 threads made and joined one after another, then with 64 and 250 alive at once: far
+# more threads than rings (256), never more alive at once.
+t_preload_thread_churn() {
+	need_go
+	local w
+	for w in 1 64 250; do
+		"$R" --via preload -o "$TMP/ch$w.hsnap" -- "$T/threadchurn" 10000 $w >/dev/null 2>"$TMP/ch$w.err" ||
+			{ cat "$TMP/ch$w.err"; die "threadchurn 10000 $w"; }
+		grep -q "lost" "$TMP/ch$w.err" && { cat "$TMP/ch$w.err"; die "threadchurn 10000 $w: the recorder warned of losses"; }
+		churn_check "churn$w" "$TMP/ch$w.hsnap" 10000
+	done
+}
+
+# The same attached (injected): threads of a running process churn as much.
+t_inject_thread_churn() {
+	need_inject; need_go
+	local w
+	for w in 1 64; do
+		RARGS="--via inject -s 0" inject_start ich$w "$T/threadchurn" 10000 $w
+		inject_finish ich$w 0
+		churn_check "ich$w" "$TMP/ich$w.hsnap" 10000
+	done
+}
+
+# 300 threads alive together, past the 256 rings: those without a ring are counted and said,
+# and every thread is either recorded or counted.
+t_preload_threads_past_limit() {
+	need_go
+	local lost kept
+	"$R" --via preload -o "$TMP/pl.hsnap" -- "$T/threadchurn" 300 all >/dev/null 2>"$TMP/pl.err" ||
+		{ cat "$TMP/pl.err"; die "threadchurn 300 all"; }
+	contains "$TMP/pl.err" "more events lost (lost.thread_map_full"
+	"$A" pprof -o "$TMP/pl.pb.gz" "$TMP/pl.hsnap" 2>/dev/null || die "pprof"
+	lost=$("$A" stats --json "$TMP/pl.hsnap" | grep -o '"lost.thread_map_full":[0-9]*' | cut -d: -f2)
+	kept=$(pv "$TMP/pl.pb.gz" inuse_objects churn_keep)
+	[ "${lost:-0}" -gt 0 ] || die "no thread counted without a ring"
+	eq "threads recorded ($kept) + threads counted without a ring ($lost)" 300 $((kept + lost))
+}
+
+# closefds (tests/workloads/closefds.c): its child closes every inherited descriptor, then
+# runs the program again, which keeps 5 x 3000 bytes in closed_child_keep; the parent 2 x 1000
+# in parent_keep. With a file, the child opens it at every number from 3 to 31 first: the
+# library must take none of them for the recorder's, and write nothing to it.
+t_preload_closed_fds() {
+	need_go
+	local p=$TMP/cf.pb.gz
+	"$R" --via preload -o "$TMP/cf.hsnap" -- "$T/closefds" >/dev/null 2>"$TMP/cf.err" || { cat "$TMP/cf.err"; die "closefds"; }
+	"$A" pprof -o "$p" "$TMP/cf.hsnap" 2>/dev/null || die "pprof"
+	eq "parent_keep inuse_space" 2000 "$(pv $p inuse_space parent_keep)"
+	eq "closed_child_keep inuse_space (the child that closed its descriptors)" 15000 "$(pv $p inuse_space closed_child_keep)"
+	eq "closed_child_keep inuse_objects" 5 "$(pv $p inuse_objects closed_child_keep)"
+	head -c 8192 /dev/zero >"$TMP/cf.file"
+	"$R" --via preload -o "$TMP/cf2.hsnap" -- "$T/closefds" "$TMP/cf.file" >/dev/null 2>"$TMP/cf2.err" ||
+		{ cat "$TMP/cf2.err"; die "closefds with a file at the old numbers"; }
+	head -c 8192 /dev/zero | cmp -s - "$TMP/cf.file" || die "the file opened at the recorder's old descriptor numbers was changed"
+	"$A" pprof -o "$p" "$TMP/cf2.hsnap" 2>/dev/null || die "pprof"
+	eq "closed_child_keep inuse_space, another file at the old numbers" 15000 "$(pv $p inuse_space closed_child_keep)"
+	# Python's subprocess closes inherited descriptors by default (close_fds=True).
+	"$R" --via preload -o "$TMP/cf3.hsnap" -- /usr/bin/python3 -c \
+		"import subprocess; subprocess.run(['$T/closefds', '--child'], check=True)" >/dev/null 2>"$TMP/cf3.err" ||
+		{ cat "$TMP/cf3.err"; die "python3 subprocess"; }
+	"$A" pprof -o "$p" "$TMP/cf3.hsnap" 2>/dev/null || die "pprof"
+	eq "closed_child_keep inuse_space, run by python3's subprocess" 15000 "$(pv $p inuse_space closed_child_keep)"
+}
+
+# CPython's own test runner: its worker processes are started with close_fds=True, and each
+# must be recorded with what it allocates (before: the coordinating process alone).
+t_preload_python_workers() {
+	[ -d /usr/lib/python3.11/test/test_json ] || skip "no CPython test suite (libpython3.11-testsuite)"
+	local pids nw=0 pid total
+	"$R" --via preload -o "$TMP/pw.hsnap" -- /usr/bin/python3 -m test -j1 test_json >"$TMP/pw.out" 2>"$TMP/pw.err" ||
+		{ tail "$TMP/pw.out" "$TMP/pw.err"; die "python3 -m test -j1 test_json"; }
+	contains "$TMP/pw.out" "Tests result: SUCCESS"
+	"$A" info --json "$TMP/pw.hsnap" >"$TMP/pw.json" || die "info"
+	pids=$(/usr/bin/python3 -c 'import json, sys; print(" ".join(str(p["pid"]) for p in json.load(open(sys.argv[1]))["processes"] if p["origin"] != "started"))' "$TMP/pw.json")
+	for pid in $pids; do
+		total=$("$A" top -n 1 --value alloc_space --pid "$pid" "$TMP/pw.hsnap" 2>/dev/null | awk '/accounting for/ { print $(NF - 1) }')
+		[ "${total:-0}" -gt 1000000 ] && nw=$((nw + 1))
+	done
+	[ $nw -ge 1 ] || { head -c 300 "$TMP/pw.json"; die "no worker process recorded with its allocations (processes besides the command: ${pids:-none})"; }
+}
+
+# A process that is not the command's descendant asks the recorder's socket for the memory:
+# refused (it gets no descriptor), and said, in the recorder's output and the file.
+t_preload_socket_refused() {
+	need_go
+	[ "$(id -u)" = 0 ] || skip "not root: the asking process runs as another user"
+	command -v setpriv >/dev/null || skip "no setpriv to run the asking process as another user"
+	local cpid name got
+	mkfifo "$TMP/sr.fifo"
+	"$R" --via preload -o "$TMP/sr.hsnap" -- "$T/threadchurn" 1 1 "$TMP/sr.fifo" >"$TMP/sr.out" 2>"$TMP/sr.err" &
+	RPID=$!
+	waitfor "$TMP/sr.out" ready || { cat "$TMP/sr.err"; die "the command never said ready"; }
+	cpid=$(awk '/^ready/ { print $2 }' "$TMP/sr.out")
+	name=$(tr '\0' '\n' <"/proc/$cpid/environ" | sed -n 's/^HEAPSNAP_SOCK=\([^,]*\),.*/\1/p')
+	[ -n "$name" ] || die "no HEAPSNAP_SOCK in the command's environment"
+	got=$(setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(20)
+s.connect("\0" + sys.argv[1])
+msg, anc, flags, addr = s.recvmsg(1, socket.CMSG_SPACE(8))
+print(len(msg), len(anc))' "$name")
+	echo go >"$TMP/sr.fifo"
+	wait $RPID || { cat "$TMP/sr.err"; die "the recorder failed"; }
+	eq "bytes and descriptors a foreign process received" "0 0" "$got"
+	grep -q "warning: process [0-9]* (python3, uid 65534) is not recorded: it is not the command or a process started by it" "$TMP/sr.err" ||
+		{ cat "$TMP/sr.err"; die "the refusal was not said"; }
+	"$A" stats --json "$TMP/sr.hsnap" | grep -q '"lost.processes_unrecorded":1' || die "the refusal is not counted in the file"
+}
+
+# A descendant that runs without the library (its environment lost LD_PRELOAD) is said not to
+# be recorded, and counted in the file, while it runs.
+t_preload_unrecorded_said() {
+	mkfifo "$TMP/us.fifo"
+	"$R" --via preload -o "$TMP/us.hsnap" -- /bin/sh -c "env -u LD_PRELOAD $T/threadchurn 1 1 $TMP/us.fifo" \
+		>"$TMP/us.out" 2>"$TMP/us.err" &
+	RPID=$!
+	waitfor "$TMP/us.out" ready || { cat "$TMP/us.err"; die "the command never said ready"; }
+	waitfor "$TMP/us.err" "is not recorded" || { echo go >"$TMP/us.fifo"; wait $RPID; cat "$TMP/us.err"; die "nothing said of the process run without the library"; }
+	echo go >"$TMP/us.fifo"
+	wait $RPID || { cat "$TMP/us.err"; die "the recorder failed"; }
+	contains "$TMP/us.err" "(threadchurn) is not recorded: libheapsnap.so is not loaded in it (its environment lost LD_PRELOAD"
+	"$A" stats --json "$TMP/us.hsnap" | grep -q '"lost.processes_unrecorded":1' || die "not counted in the file"
+}
+
+# 2,000 short-lived processes, 8 at a time, each keeping 3 x 1000 bytes in quick_alloc and
+# ending with _exit (no destructor says so): the rings of processes gone are found and reused
+# as soon as they run short, and of a process's image before its exec at once.
+t_preload_process_churn() {
+	need_go
+	local lost
+	"$R" --via preload -o "$TMP/pc.hsnap" -- /bin/sh -c "seq 2000 | xargs -P 8 -n 1 $T/quick" >/dev/null 2>"$TMP/pc.err" ||
+		{ cat "$TMP/pc.err"; die "xargs -P 8 quick"; }
+	"$A" pprof -o "$TMP/pc.pb.gz" "$TMP/pc.hsnap" 2>/dev/null || die "pprof"
+	lost=$("$A" stats --json "$TMP/pc.hsnap" | grep -o '"lost\.[a-z_]*":[0-9]*' | awk -F: '{ s += $2 } END { print s + 0 }')
+	eq "lost.* in all" 0 "$lost"
+	eq "quick_alloc inuse_space (2,000 processes)" 6000000 "$(pv "$TMP/pc.pb.gz" inuse_space quick_alloc)"
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -1747,6 +1902,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
+ALL="$ALL t_preload_thread_churn t_inject_thread_churn t_preload_threads_past_limit t_preload_closed_fds t_preload_python_workers t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
 for t in $ALL; do
 	run $t
 done

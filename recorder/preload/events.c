@@ -159,24 +159,76 @@ struct tstate *thread_state_new(void)
 }
 
 
-/* Claims a free ring for this thread: a compare-and-swap on its owner word. */
+static void wake_recorder(void);
+static bool recorder_gone(void);
+
+/* Takes ring I if it is free, or if its thread has exited (CLOSING) and the recorder has
+ * read it to the end (cons == prod): positions only grow, so the recorder reads on from
+ * where the old owner stopped without knowing the owner changed. A compare-and-swap on the
+ * owner word decides between this thread, other claimers and the recorder's own release. */
+static bool take_ring(struct tstate *t, uint32_t i, uint64_t me, bool *closing)
+{
+	struct hs_shm_ring *r = &shm->rings[i];
+	uint64_t owner = __atomic_load_n(&r->owner, __ATOMIC_ACQUIRE);
+
+	if (owner & HS_SHM_CLOSING) {
+		*closing = true;
+		if (__atomic_load_n(&r->cons, __ATOMIC_ACQUIRE) != __atomic_load_n(&r->prod, __ATOMIC_ACQUIRE))
+			return false; /* still to be read: the recorder owns its contents */
+	} else if (owner) {
+		return false;
+	}
+	if (!__atomic_compare_exchange_n(&r->owner, &owner, me, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return false;
+	t->ring = (int)i;
+	t->prod = __atomic_load_n(&r->prod, __ATOMIC_ACQUIRE);
+	t->cons = __atomic_load_n(&r->cons, __ATOMIC_ACQUIRE);
+	return true;
+}
+
+/* Claims a ring for this thread. When none is free but some exited thread's ring waits to be
+ * read, the thread wakes the recorder and waits for it, as a full ring does: the limit is on
+ * threads alive at once, and a thread of a process that churns threads must not be dropped
+ * because the recorder has not looked yet. When every ring is held, some may be of processes
+ * that ended without a word (_exit, a signal): the recorder is asked to look for those at
+ * once (starved), and the thread waits until it has (it clears the flag). Only if that frees
+ * no ring either (or the recorder is gone) is the thread left without one, counted. */
 static bool claim_ring(struct tstate *t)
 {
 	uint32_t n = shm->nr_rings;
 	uint64_t me = (uint64_t)self_pid << 32 | t->tid;
+	bool asked = false;
 
-	for (uint32_t k = 0; k < n; k++) {
-		uint32_t i = (t->tid + k) % n;
-		uint64_t zero = 0;
+	for (unsigned spins = 0;; spins++) {
+		bool closing = false;
 
-		if (__atomic_compare_exchange_n(&shm->rings[i].owner, &zero, me, false, __ATOMIC_ACQ_REL,
-						__ATOMIC_RELAXED)) {
-			t->ring = (int)i;
-			t->prod = __atomic_load_n(&shm->rings[i].prod, __ATOMIC_RELAXED);
-			t->cons = __atomic_load_n(&shm->rings[i].cons, __ATOMIC_ACQUIRE);
-			emit_comm(t);
-			return true;
+		for (uint32_t k = 0; k < n; k++) {
+			if (take_ring(t, (t->tid + k) % n, me, &closing)) {
+				emit_comm(t);
+				return true;
+			}
 		}
+		/* Detached (the recording ended): no recorder will read or give back a ring. */
+		if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE) || __atomic_load_n(&shm->dormant, __ATOMIC_ACQUIRE))
+			break;
+		if (!closing) {
+			if (!asked)
+				__atomic_store_n(&shm->starved, 1, __ATOMIC_RELEASE);
+			else if (!__atomic_load_n(&shm->starved, __ATOMIC_ACQUIRE))
+				break; /* looked for since, and every ring is still held */
+			asked = true;
+		}
+		if (spins == 0)
+			wake_recorder();
+		if (spins < 64) {
+			sched_yield();
+			continue;
+		}
+		struct timespec ns = {0, 200000};
+
+		nanosleep(&ns, NULL);
+		if ((spins & 255) == 0 && recorder_gone())
+			break;
 	}
 	t->ring = -2;
 	count(HS_CNT_THREAD_FULL);

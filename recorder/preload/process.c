@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
@@ -17,9 +18,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -202,23 +206,144 @@ static void after_fork_child(void)
 		emit_proc(HS_EV_FORK, fork_parent);
 }
 
+/* Ring I goes back to the pool once the recorder has read it (take_ring, reclaim_rings). */
+static void ring_closing(int i)
+{
+	__atomic_fetch_or(&shm->rings[i].owner, HS_SHM_CLOSING, __ATOMIC_RELEASE);
+}
+
 __attribute__((destructor)) static void hs_fini(void)
 {
-	if (__atomic_load_n(&active, __ATOMIC_RELAXED) && tsp && tsp->ring >= 0)
+	if (__atomic_load_n(&active, __ATOMIC_RELAXED) && tsp && tsp->ring >= 0) {
 		emit_proc(HS_EV_EXIT, 0); /* marked: no status known here */
+		/* The process is ending: its ring is free to the next process once read, rather
+		 * than after the recorder finds the pid gone. Anything later claims anew. */
+		ring_closing(tsp->ring);
+		tsp->ring = -1;
+	}
+}
+
+/* Rings this pid holds at start-up were its previous image's (exec ends every thread of
+ * it, and nothing of this image has claimed one yet): closing, as its threads are gone. */
+static void close_previous_image(void)
+{
+	for (uint32_t i = 0; i < shm->nr_rings; i++) {
+		uint64_t owner = __atomic_load_n(&shm->rings[i].owner, __ATOMIC_ACQUIRE);
+
+		if (owner && owner >> 32 == self_pid && !(owner & HS_SHM_CLOSING))
+			ring_closing((int)i);
+	}
+}
+
+/* Whether FD is an eventfd: a descriptor of the program's own at the number ours had must
+ * never be written to. Without /proc, no: the socket gives the right one. */
+static bool is_eventfd(int fd)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return false;
+	link[n] = 0;
+	return !strcmp(link, "anon_inode:[eventfd]");
+}
+
+/* The descriptors named in ENV (HS_SHM_ENV), if they are still the recorder's: a child that
+ * closed them (close_fds) may have opened other files at the same numbers since. */
+static bool fds_inherited(const char *env, int *fd, int *efd, uint64_t *ino)
+{
+	unsigned long long i;
+	struct stat st;
+
+	if (!env || sscanf(env, "%d,%d,%llu", fd, efd, &i) != 3)
+		return false;
+	*ino = i;
+	return !fstat(*fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == i && is_eventfd(*efd);
+}
+
+/* The descriptors from the recorder's socket (HS_SOCK_ENV), for a child that closed the
+ * inherited ones: the server must be the recorder's process and user, and the memory the
+ * one the environment names. Waits at most 2 s for the answer. Not close-on-exec, as the
+ * inherited ones were not. */
+static bool fds_from_recorder(uint64_t ino, int *fd, int *efd)
+{
+	const char *env = getenv(HS_SOCK_ENV);
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	struct timeval tmo = {2, 0};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+	} c;
+	char name[64], byte;
+	struct iovec io = {&byte, 1};
+	struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf)};
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	struct cmsghdr *h;
+	struct stat st;
+	unsigned uid;
+	int pid, s, got[2] = {-1, -1};
+	bool ok = false;
+
+	if (!env || sscanf(env, "%63[^,],%d,%u", name, &pid, &uid) != 3)
+		return false;
+	memcpy(a.sun_path + 1, name, strlen(name));
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return false;
+	if (setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)) ||
+	    setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof(tmo)) || /* a full backlog */
+	    connect(s, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name))) ||
+	    getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &len) || cr.pid != pid || cr.uid != uid ||
+	    recvmsg(s, &m, 0) != 1 || (m.msg_flags & MSG_CTRUNC))
+		goto out;
+	h = CMSG_FIRSTHDR(&m);
+	if (!h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS || h->cmsg_len != CMSG_LEN(sizeof(got)))
+		goto out;
+	memcpy(got, CMSG_DATA(h), sizeof(got));
+	/* From the recorder itself: the memory need only be the one the environment names. */
+	ok = !fstat(got[0], &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == ino;
+out:
+	close(s);
+	if (!ok) {
+		for (int i = 0; i < 2; i++)
+			if (got[i] >= 0)
+				close(got[i]);
+		return false;
+	}
+	*fd = got[0];
+	*efd = got[1];
+	return true;
 }
 
 __attribute__((constructor)) static void hs_init(void)
 {
 	const char *env = getenv(HS_SHM_ENV);
+	uint64_t ino = 0;
 	struct stat st;
 	int fd, efd;
 	void *m;
 
 	resolve();
 	self_pid = (uint32_t)getpid();
-	if (!env || sscanf(env, "%d,%d", &fd, &efd) != 2 || fstat(fd, &st))
+	if (!env)
 		return; /* not started by heapsnap-record: hooks pass through */
+	if (!fds_inherited(env, &fd, &efd, &ino)) {
+		char fds[64];
+
+		/* Closed by a parent (close_fds): asked of the recorder, and named anew for this
+		 * process's own children. */
+		if (!ino || !fds_from_recorder(ino, &fd, &efd))
+			return;
+		snprintf(fds, sizeof(fds), "%d,%d,%" PRIu64, fd, efd, ino);
+		tdepth++;
+		setenv(HS_SHM_ENV, fds, 1);
+		tdepth--;
+	}
+	if (fstat(fd, &st))
+		return;
 	tdepth++;
 	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	tdepth--;
@@ -233,6 +358,7 @@ __attribute__((constructor)) static void hs_init(void)
 	}
 	shm_data = (uint8_t *)m + shm->data_offset;
 	wake_fd = efd;
+	close_previous_image();
 	process_attach();
 	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
 	fast_path(shm->sample_rate != 0);

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+/* The command's descendants, in-process: the shared memory handed to those that ask the
+ * recorder's socket for it (their inherited descriptors were closed), and those found
+ * running without recording, said. */
+#include <limits.h>
+
+#include "session.h"
+
+/* ---- the shared memory for children that closed their inherited descriptors ---- */
+
+/* Whether PID descends from ROOT, walking parents in /proc (bounded: a chain of pids ends at
+ * 1 or 0, and none is longer than there are processes). */
+static bool descends(pid_t pid, pid_t root)
+{
+	for (int depth = 0; pid > 1 && depth < 4096; depth++) {
+		if (pid == root)
+			return true;
+		pid = proc_ppid(pid);
+	}
+	return false;
+}
+
+/* Why PEER may not have the recording's memory, or NULL if it may: it must be the command or
+ * descend from it (or be a process the recording follows, whose parent may have exited),
+ * and still be the process that connected. The recorder runs as root: nothing else on the
+ * host may read or write the recording through it. */
+static const char *peer_refused(struct session *s, const struct preload_peer *peer)
+{
+	if (!s->child)
+		return "the recorder launched no command";
+	/* A process the recording follows may have lost its parent (a daemon's double fork);
+	 * the table may still name a pid since recycled, so it counts only for the command's
+	 * own user. */
+	if (!descends(peer->pid, s->child) && !(peer->uid == geteuid() && proc_find(s, peer->pid)))
+		return "it is not the command or a process started by it";
+	/* The pid walked above is still the one that connected (its pidfd), or, on a kernel
+	 * without SO_PEERPIDFD, it still runs as the user that connected. */
+	if (!preload__peer_alive(peer))
+		return "it exited before it could be checked";
+	if (peer->pidfd < 0) {
+		char *st = proc_read_string(peer->pid, "status"), *uid = st ? strstr(st, "\nUid:") : NULL;
+		unsigned long r = ULONG_MAX;
+
+		if (uid)
+			r = strtoul(uid + 5, NULL, 10);
+		free(st);
+		if (r != (unsigned long)peer->uid)
+			return "its pid now names another process";
+	}
+	return NULL;
+}
+
+/* Says that PID (of UID, if known: >= 0) is not recorded, and why, and counts it in the
+ * file: for the first 20 only, since anyone may connect and must not flood the output. */
+static void say_unrecorded(struct session *s, pid_t pid, int64_t uid, const char *why)
+{
+	char *comm = proc_read_string(pid, "comm"), who[32] = "";
+
+	if (uid >= 0)
+		snprintf(who, sizeof(who), ", uid %" PRId64, uid);
+	if (++s->procs_unrecorded <= 20)
+		rec_warnx("warning: process %d (%s%s) is not recorded: %s%s", (int)pid, comm ? comm : "gone", who, why,
+			  s->procs_unrecorded == 20 ? " (further ones are only counted, in lost.processes_unrecorded)" : "");
+	free(comm);
+}
+
+/* Hands the memory to the children that asked for it (a few per round: a flood of
+ * connections cannot hold the loop), and says which were refused, and why. */
+void serve_children(struct session *s)
+{
+	struct preload_peer peer;
+
+	for (int n = 0; s->pre && n < 16; n++) {
+		const char *why;
+		int err = preload__accept(s->pre, &peer);
+
+		if (err <= 0) {
+			if (err < 0)
+				rec_warnx("warning: accepting a child's request for the shared memory failed: %s", strerror(-err));
+			return;
+		}
+		why = peer_refused(s, &peer);
+		if (!why && !(err = preload__grant(s->pre, &peer)))
+			continue;
+		say_unrecorded(s, peer.pid, (int64_t)peer.uid, why ? why : strerror(-err));
+		preload__peer_close(&peer);
+	}
+}
+
+/* ---- descendants running without recording ---- */
+
+#define SCAN_MAX_PROCS 4096 /* looked at per scan */
+#define SEEN_MAX 65536      /* images remembered in all */
+
+/* An image of process PID: its start time and where its code starts, which an exec moves
+ * (the same pid then runs another program). 0 if it is gone. */
+static uint64_t image_key(pid_t pid)
+{
+	char *st = proc_read_string(pid, "stat"), *p;
+	unsigned long long start = 0, code = 0;
+
+	if (!st)
+		return 0;
+	p = strrchr(st, ')'); /* comm may hold spaces and parentheses */
+	if (p)
+		sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu %*u %*d %*u %llu",
+		       &start, &code);
+	free(st);
+	return hmap_hash(start, code) | 1;
+}
+
+/* Whether libheapsnap.so is mapped in PID (read up to 100,000 lines of its maps). */
+static bool has_library(pid_t pid)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	bool yes = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	for (int n = 0; !yes && n < 100000 && getline(&line, &cap, f) > 0; n++)
+		yes = strstr(line, "libheapsnap.so") != NULL;
+	free(line);
+	fclose(f);
+	return yes;
+}
+
+/* The first time an image is seen it may still be starting (its library's first event not
+ * read yet); the second time, a second later, it is recorded (libheapsnap.so mapped and the
+ * process known to the recording) or it is said not to be. Each image is looked at that
+ * once: a process that runs on costs one read of its stat per scan. */
+static void check_image(struct session *s, pid_t pid)
+{
+	uint64_t key = image_key(pid);
+	struct hmap_slot *slot;
+	bool created, lib;
+
+	if (!key)
+		return;
+	slot = hmap_find(&s->seen_images, (uint64_t)pid, key);
+	if (!slot) {
+		if (s->seen_images.nr >= SEEN_MAX) {
+			if (!s->seen_full)
+				rec_warnx("warning: over %d programs run under the command: those started from now on are "
+					  "not checked for being recorded", SEEN_MAX);
+			s->seen_full = true;
+			return;
+		}
+		slot = hmap_put(&s->seen_images, (uint64_t)pid, key, &created);
+		if (slot)
+			slot->val = 1;
+		return;
+	}
+	if (slot->val != 1)
+		return;
+	lib = has_library(pid);
+	slot->val = 2;
+	if (lib && proc_find(s, pid))
+		return;
+	say_unrecorded(s, pid, -1,
+		       lib ? "libheapsnap.so is loaded in it but sent nothing (it could not reach the recorder's memory)"
+			   : "libheapsnap.so is not loaded in it (its environment lost LD_PRELOAD, or it is a static or "
+			     "set-id program)");
+}
+
+struct tree_walk {
+	pid_t *q, pid;
+	int n;
+};
+
+static void add_children(pid_t tid, void *ctx)
+{
+	struct tree_walk *w = ctx;
+	char file[64], *c, *p, *end;
+
+	snprintf(file, sizeof(file), "task/%d/children", (int)tid);
+	c = proc_read_string(w->pid, file);
+	for (p = c; p && w->n < SCAN_MAX_PROCS; p = end) {
+		long v = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (v > 0 && v <= INT_MAX)
+			w->q[w->n++] = (pid_t)v;
+	}
+	free(c);
+}
+
+void scan_children(struct session *s)
+{
+	struct tree_walk w = {.n = 0};
+
+	if (!s->pre || !s->child || s->child_reaped)
+		return;
+	w.q = malloc(SCAN_MAX_PROCS * sizeof(*w.q));
+	if (!w.q)
+		return;
+	w.q[w.n++] = s->child;
+	for (int i = 0; i < w.n; i++) {
+		w.pid = w.q[i];
+		proc_for_each_thread(w.pid, add_children, &w);
+		check_image(s, w.pid);
+	}
+	free(w.q);
+}
+
+void children_free(struct session *s)
+{
+	hmap_free(&s->seen_images);
+}

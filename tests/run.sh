@@ -1736,6 +1736,116 @@ t_inject_killed_recorder() {
 	inject_check_c kil
 }
 
+# ---- injection into real programs (issue 23): interpreters and servers nobody here wrote ----
+
+# psize FILE.pb.gz SIZE: "ALLOC_OBJECTS INUSE_OBJECTS" of the blocks of exactly SIZE bytes, as
+# go tool pprof reads them (the bytes label of each sample).
+psize() {
+	go tool pprof -raw "$1" 2>/dev/null | awk -v sz="$2" '
+		/^Samples:/ { s = 1; next }
+		/^Locations/ { s = 0 }
+		s && /^ *[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+:/ { ao = $1; io = $3 }
+		s && index($0, "bytes:[" sz " bytes]") { a += ao; i += io }
+		END { print a + 0, i + 0 }'
+}
+
+# real_attach NAME PID ROUND [RECORDER OPTIONS...]: attaches (the default way in), waits until
+# attached; sets RPID.
+real_attach() {
+	local name=$1 pid=$2 i=$3
+	shift 3
+	"$R" -v -p "$pid" "$@" -o "$TMP/$name$i.hsnap" >/dev/null 2>"$TMP/$name$i.rerr" &
+	RPID=$!
+	waitfor "$TMP/$name$i.rerr" "attached to $pid" || { cat "$TMP/$name$i.rerr"; die "$name: attach $i never happened"; }
+	contains "$TMP/$name$i.rerr" "recording via inject"
+}
+
+# real_detach NAME PID ROUND: stops the recorder (Ctrl-C); the process lives on, with no GOT
+# entry of any module left pointing at the library or the stub, and the file is readable.
+real_detach() {
+	local name=$1 pid=$2 i=$3
+	kill -INT $RPID
+	wait $RPID || { cat "$TMP/$name$i.rerr"; die "$name: the recorder failed (attach $i)"; }
+	kill -0 "$pid" 2>/dev/null || die "$name: the target died during attach $i"
+	eq "$name: GOT entries after detach $i" clean "$(python3 tests/gotvalue.py "$pid" --all)"
+	"$A" info "$TMP/$name$i.hsnap" >/dev/null 2>&1 || die "$name: recording $i unreadable"
+}
+
+# real_interp NAME INTERPRETER SCRIPT EXECUTABLE SIZE: the script's (tests/workloads/real_alloc.*)
+# keep_blocks allocate SIZE bytes each; four attaches, every event then sampled in turn.
+real_interp() {
+	local name=$1 interp=$2 script=$3 exe=$4 size=$5 i n=0 len=$(($5 - ${6:-0}))
+	mkfifo "$TMP/$name.fifo"
+	"$interp" "$script" "$TMP/$name.fifo" >"$TMP/$name.out" 2>"$TMP/$name.terr" &
+	TJOB=$!
+	waitfor "$TMP/$name.out" ready || die "$name: the target never said ready"
+	TPID=$(awk '/^ready/ { print $2 }' "$TMP/$name.out")
+	for i in 1 2 3 4; do
+		if [ $((i % 2)) = 1 ]; then real_attach $name $TPID $i -s 0; else real_attach $name $TPID $i; fi
+		n=$((n + 10 * i))
+		echo "keep $((10 * i))" >"$TMP/$name.fifo"
+		waitfor "$TMP/$name.out" "kept $n $((n * len))" || { cat "$TMP/$name.out"; die "$name: no answer to keep, attach $i"; }
+		real_detach $name $TPID $i
+		eq "$name: GOT entry of malloc after detach $i" libc "$(python3 tests/gotvalue.py $TPID "$exe" malloc)"
+		if [ $((i % 2)) = 1 ]; then
+			"$A" pprof -o "$TMP/$name$i.pb.gz" "$TMP/$name$i.hsnap" 2>/dev/null || die "$name: pprof $i"
+			eq "$name: $size-byte blocks kept during attach $i (allocated, live)" "$((10 * i)) $((10 * i))" \
+				"$(psize "$TMP/$name$i.pb.gz" $size)"
+		fi
+	done
+	echo "exit 5" >"$TMP/$name.fifo"
+	wait $TJOB; eq "$name: the target's own exit status" 5 $?
+	[ -s "$TMP/$name.terr" ] && { cat "$TMP/$name.terr"; die "$name: the target wrote to stderr"; }
+	contains "$TMP/$name.out" "rounds ok"
+	grep -q bad "$TMP/$name.out" && die "$name: the target computed a wrong sum"
+	return 0
+}
+
+# Debian's python3.11: non-PIE, canonical PLT entries for malloc and free.
+t_inject_real_python() {
+	need_inject; need_go
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
+	real_interp rpy /usr/bin/python3 tests/workloads/real_alloc.py "$(realpath /usr/bin/python3)" 5000 33
+}
+
+# node: non-PIE, canonical PLT entries for malloc, calloc, realloc and free.
+t_inject_real_node() {
+	need_inject; need_go
+	[ -x /usr/bin/node ] || skip "no /usr/bin/node"
+	real_interp rnd /usr/bin/node tests/workloads/real_alloc.js "$(realpath /usr/bin/node)" 50000
+}
+
+# A program built so (tests/workloads/canon_plt.c): every figure exact, at each of three attaches.
+t_inject_real_canon_plt() {
+	need_inject; need_go
+	local i p
+	mkfifo "$TMP/cpl.fifo"
+	"$T/canon_plt" "$TMP/cpl.fifo" >"$TMP/cpl.out" 2>"$TMP/cpl.terr" &
+	TJOB=$!
+	waitfor "$TMP/cpl.out" ready || die "the target never said ready"
+	TPID=$(awk '/^ready/ { print $2 }' "$TMP/cpl.out")
+	for i in 1 2 3; do
+		real_attach cpl $TPID $i -s 0
+		echo keep >"$TMP/cpl.fifo"
+		waitfor "$TMP/cpl.out" "kept $i" || die "no answer to keep, attach $i"
+		real_detach cpl $TPID $i
+		eq "GOT entry of malloc after detach $i" libc "$(python3 tests/gotvalue.py $TPID "$T/canon_plt" malloc)"
+		p=$TMP/cpl$i.pb.gz
+		"$A" pprof -o "$p" "$TMP/cpl$i.hsnap" 2>/dev/null || die "pprof $i"
+		eq "canon_keep inuse_space, attach $i" 27027 "$(pv $p inuse_space canon_keep)"
+		eq "canon_keep inuse_objects, attach $i" 9 "$(pv $p inuse_objects canon_keep)"
+		eq "canon_calloc inuse_space, attach $i" 8008 "$(pv $p inuse_space canon_calloc)"
+		eq "canon_realloc inuse_space, attach $i" 5005 "$(pv $p inuse_space canon_realloc)"
+		eq "canon_realloc alloc_space, attach $i" 6006 "$(pv $p alloc_space canon_realloc)"
+		eq "canon_temp alloc_space, attach $i" 18018 "$(pv $p alloc_space canon_temp)"
+		eq "canon_temp inuse_space, attach $i" absent "$(pv $p inuse_space canon_temp)"
+	done
+	echo exit >"$TMP/cpl.fifo"
+	wait $TJOB; eq "the target's own exit status" 9 $?
+	[ -s "$TMP/cpl.terr" ] && { cat "$TMP/cpl.terr"; die "the target wrote to stderr"; }
+	eq "the target's stdout" "ready $TPID kept 1 kept 2 kept 3" "$(cat "$TMP/cpl.out" | tr '\n' ' ' | sed 's/ $//')"
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -1747,6 +1857,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
+ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt"
 for t in $ALL; do
 	run $t
 done

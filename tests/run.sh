@@ -1846,6 +1846,110 @@ t_inject_real_canon_plt() {
 	eq "the target's stdout" "ready $TPID kept 1 kept 2 kept 3" "$(cat "$TMP/cpl.out" | tr '\n' ' ' | sed 's/ $//')"
 }
 
+# free_port: a TCP port of 127.0.0.1 that nothing listens on now.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# redis_roundtrip PORT TAG: 200 SETs of known values, then their GETs, each answer checked.
+redis_roundtrip() {
+	local k
+	for k in $(seq 200); do echo "SET hs:$2:$k v-$2-$k-$(printf '%0300d' $k)"; done |
+		redis-cli -p $1 >"$TMP/rset.out" 2>&1 || die "redis-cli SET ($2)"
+	eq "redis: SET answers ($2)" 200 "$(grep -c '^OK$' "$TMP/rset.out")"
+	for k in $(seq 200); do echo "GET hs:$2:$k"; done | redis-cli -p $1 >"$TMP/rget.out" 2>&1 || die "redis-cli GET ($2)"
+	for k in $(seq 200); do echo "v-$2-$k-$(printf '%0300d' $k)"; done >"$TMP/rget.want"
+	cmp -s "$TMP/rget.out" "$TMP/rget.want" || { diff "$TMP/rget.want" "$TMP/rget.out" | head; die "redis: wrong GET answers ($2)"; }
+}
+
+# redis-server (PIE, its malloc jemalloc's, linked): four attaches under redis-benchmark's load,
+# every event then sampled in turn; values set and read back right during each and after.
+t_inject_real_redis() {
+	need_inject
+	local port i bench
+	command -v redis-server >/dev/null && command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null ||
+		skip "no redis-server, redis-cli or redis-benchmark (packages redis-server, redis-tools)"
+	port=$(free_port)
+	redis-server --port $port --bind 127.0.0.1 --save '' --appendonly no --daemonize no --dir "$TMP" \
+		--logfile "$TMP/redis.log" >/dev/null 2>&1 &
+	TJOB=$!
+	waitfor "$TMP/redis.log" "Ready to accept connections" || { cat "$TMP/redis.log"; die "redis-server never ready"; }
+	# Bounded: 120 s at most, stopped after the last attach.
+	timeout 120 redis-benchmark -h 127.0.0.1 -p $port -c 4 -n 100000 -l -r 10000 -d 200 -t set,get,lpush,lpop -q \
+		>"$TMP/rbench.out" 2>&1 &
+	bench=$!
+	redis_roundtrip $port before
+	for i in 1 2 3 4; do
+		if [ $((i % 2)) = 1 ]; then real_attach rds $TJOB $i -s 0; else real_attach rds $TJOB $i; fi
+		kill -0 $bench 2>/dev/null || { cat "$TMP/rbench.out"; die "redis: the load stopped before attach $i"; }
+		redis_roundtrip $port $i
+		real_detach rds $TJOB $i
+		[ $((i % 2)) = 1 ] && { "$A" stats --json "$TMP/rds$i.hsnap" | grep -q '"allocs":[1-9]' ||
+			die "redis: no allocation recorded under load (attach $i)"; }
+	done
+	redis_roundtrip $port after
+	kill $bench; wait $bench 2>/dev/null
+	redis-cli -p $port shutdown nosave >/dev/null 2>&1
+	wait $TJOB; eq "redis-server's exit status" 0 $?
+	grep -E "crashed|Segmentation|Assertion" "$TMP/redis.log" && die "redis-server's log reports a crash"
+	return 0
+}
+
+# nginx's worker (PIE), under a bounded HTTP load that checks every body: four attaches, every
+# event then sampled in turn; a known file served right during each and after; nginx quits cleanly.
+t_inject_real_nginx() {
+	need_inject
+	local d=$TMP/ngx port i worker load
+	command -v nginx >/dev/null || skip "no nginx (package nginx-light)"
+	mkdir -p "$d/www" "$d/tmp"
+	head -c 100000 /dev/urandom >"$d/www/blob.bin"
+	port=$(free_port)
+	cat >"$d/nginx.conf" <<EOC
+daemon off;
+master_process on;
+worker_processes 1;
+user root;
+pid $d/nginx.pid;
+error_log $d/error.log;
+events { worker_connections 64; }
+http {
+	access_log off;
+	client_body_temp_path $d/tmp/body;
+	proxy_temp_path $d/tmp/proxy;
+	fastcgi_temp_path $d/tmp/fastcgi;
+	uwsgi_temp_path $d/tmp/uwsgi;
+	scgi_temp_path $d/tmp/scgi;
+	server { listen 127.0.0.1:$port; root $d/www; }
+}
+EOC
+	nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$TMP/ngx.out" 2>&1 &
+	TJOB=$!
+	for i in $(seq 400); do
+		worker=$(pgrep -P $TJOB | head -1)
+		[ -n "$worker" ] && curl -sf -o /dev/null "http://127.0.0.1:$port/blob.bin" && break
+		sleep 0.05
+	done
+	[ -n "$worker" ] || { cat "$d/error.log"; die "nginx never served"; }
+	python3 tests/workloads/http_load.py $port /blob.bin "$d/www/blob.bin" "$TMP/ngx.stop" >"$TMP/hload.out" 2>&1 &
+	load=$!
+	waitfor "$TMP/hload.out" "n 100" || { cat "$TMP/hload.out"; die "nginx: the load never got going"; }
+	for i in 1 2 3 4; do
+		if [ $((i % 2)) = 1 ]; then real_attach ngx $worker $i -s 0; else real_attach ngx $worker $i; fi
+		curl -sf "http://127.0.0.1:$port/blob.bin" | cmp -s - "$d/www/blob.bin" || die "nginx: wrong answer during attach $i"
+		kill -0 $load 2>/dev/null || { cat "$TMP/hload.out"; die "nginx: the load ended during attach $i"; }
+		real_detach ngx $worker $i
+		[ $((i % 2)) = 1 ] && { "$A" stats --json "$TMP/ngx$i.hsnap" | grep -q '"allocs":[1-9]' ||
+			die "nginx: no allocation recorded under load (attach $i)"; }
+	done
+	curl -sf "http://127.0.0.1:$port/blob.bin" | cmp -s - "$d/www/blob.bin" || die "nginx: wrong answer after the attaches"
+	touch "$TMP/ngx.stop"
+	wait $load || { cat "$TMP/hload.out"; die "nginx: the load client saw a wrong answer"; }
+	contains "$TMP/hload.out" "ok "
+	eq "nginx: the same worker all along" "$worker" "$(pgrep -P $TJOB | head -1)"
+	kill -QUIT $TJOB
+	wait $TJOB; eq "nginx's exit status" 0 $?
+	grep -E "\[(alert|crit|emerg)\]|exited on signal" "$d/error.log" && die "nginx's log reports trouble"
+	return 0
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -1857,7 +1961,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
-ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt"
+ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inject_real_redis t_inject_real_nginx"
 for t in $ALL; do
 	run $t
 done

@@ -1846,6 +1846,37 @@ t_inject_real_canon_plt() {
 	eq "the target's stdout" "ready $TPID kept 1 kept 2 kept 3" "$(cat "$TMP/cpl.out" | tr '\n' ' ' | sed 's/ $//')"
 }
 
+# An allocator the program links (tests/workloads/countalloc.c, a SysV hash table only) still
+# gets the program's calls while attached: its own count of them, and exact figures.
+t_inject_real_linked_alloc() {
+	need_inject; need_go
+	local i p k=0
+	mkfifo "$TMP/lal.fifo"
+	"$T/linked_alloc" "$TMP/lal.fifo" >"$TMP/lal.out" 2>"$TMP/lal.terr" &
+	TJOB=$!
+	waitfor "$TMP/lal.out" ready || die "the target never said ready"
+	TPID=$(awk '/^ready/ { print $2 }' "$TMP/lal.out")
+	for i in 1 2 3; do
+		real_attach lal $TPID $i -s 0
+		# The first round of a thread may see the library's own first calls too; the second not.
+		echo keep >"$TMP/lal.fifo"
+		k=$((k + 1)); waitfor "$TMP/lal.out" "kept $k calls" || die "no answer to keep, attach $i"
+		echo keep >"$TMP/lal.fifo"
+		k=$((k + 1)); waitfor "$TMP/lal.out" "kept $k calls" || die "no answer to keep, attach $i"
+		eq "calls libcountalloc.so saw from linked_keep, attach $i" "kept $k calls 6" "$(grep "^kept $k calls" "$TMP/lal.out")"
+		real_detach lal $TPID $i
+		p=$TMP/lal$i.pb.gz
+		"$A" pprof -o "$p" "$TMP/lal$i.hsnap" 2>/dev/null || die "pprof $i"
+		eq "linked_keep inuse_space, attach $i" 17776 "$(pv $p inuse_space linked_keep)"
+		eq "linked_temp alloc_space, attach $i" 6666 "$(pv $p alloc_space linked_temp)"
+		eq "linked_temp inuse_space, attach $i" absent "$(pv $p inuse_space linked_temp)"
+	done
+	echo exit >"$TMP/lal.fifo"
+	wait $TJOB; eq "the target's own exit status" 6 $?
+	[ -s "$TMP/lal.terr" ] && { cat "$TMP/lal.terr"; die "the target wrote to stderr"; }
+	return 0
+}
+
 # free_port: a TCP port of 127.0.0.1 that nothing listens on now.
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
@@ -1961,7 +1992,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
-ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inject_real_redis t_inject_real_nginx"
+ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inject_real_linked_alloc t_inject_real_redis t_inject_real_nginx"
 for t in $ALL; do
 	run $t
 done

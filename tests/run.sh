@@ -1749,6 +1749,15 @@ psize() {
 		END { print a + 0, i + 0 }'
 }
 
+# A test that fails leaves none of its servers, loads or recorders behind: the EXIT trap of
+# the test's subshell ends those still running (REAL_PIDS, the recorder in RPID).
+REAL_PIDS=
+real_cleanup() {
+	local p
+	for p in ${RPID:-} $REAL_PIDS; do kill "$p" 2>/dev/null; done
+	return 0
+}
+
 # real_attach NAME PID ROUND [RECORDER OPTIONS...]: attaches (the default way in), waits until
 # attached; sets RPID.
 real_attach() {
@@ -1765,7 +1774,8 @@ real_attach() {
 real_detach() {
 	local name=$1 pid=$2 i=$3
 	kill -INT $RPID
-	wait $RPID || { cat "$TMP/$name$i.rerr"; die "$name: the recorder failed (attach $i)"; }
+	wait $RPID || { RPID=; cat "$TMP/$name$i.rerr"; die "$name: the recorder failed (attach $i)"; }
+	RPID=
 	kill -0 "$pid" 2>/dev/null || die "$name: the target died during attach $i"
 	eq "$name: GOT entries after detach $i" clean "$(python3 tests/gotvalue.py "$pid" --all)"
 	"$A" info "$TMP/$name$i.hsnap" >/dev/null 2>&1 || die "$name: recording $i unreadable"
@@ -1777,7 +1787,8 @@ real_interp() {
 	local name=$1 interp=$2 script=$3 exe=$4 size=$5 i n=0 len=$(($5 - ${6:-0}))
 	mkfifo "$TMP/$name.fifo"
 	"$interp" "$script" "$TMP/$name.fifo" >"$TMP/$name.out" 2>"$TMP/$name.terr" &
-	TJOB=$!
+	TJOB=$! REAL_PIDS=$!
+	trap real_cleanup EXIT
 	waitfor "$TMP/$name.out" ready || die "$name: the target never said ready"
 	TPID=$(awk '/^ready/ { print $2 }' "$TMP/$name.out")
 	for i in 1 2 3 4; do
@@ -1795,6 +1806,7 @@ real_interp() {
 	done
 	echo "exit 5" >"$TMP/$name.fifo"
 	wait $TJOB; eq "$name: the target's own exit status" 5 $?
+	REAL_PIDS=
 	[ -s "$TMP/$name.terr" ] && { cat "$TMP/$name.terr"; die "$name: the target wrote to stderr"; }
 	contains "$TMP/$name.out" "rounds ok"
 	grep -q bad "$TMP/$name.out" && die "$name: the target computed a wrong sum"
@@ -1821,7 +1833,8 @@ t_inject_real_canon_plt() {
 	local i p
 	mkfifo "$TMP/cpl.fifo"
 	"$T/canon_plt" "$TMP/cpl.fifo" >"$TMP/cpl.out" 2>"$TMP/cpl.terr" &
-	TJOB=$!
+	TJOB=$! REAL_PIDS=$!
+	trap real_cleanup EXIT
 	waitfor "$TMP/cpl.out" ready || die "the target never said ready"
 	TPID=$(awk '/^ready/ { print $2 }' "$TMP/cpl.out")
 	for i in 1 2 3; do
@@ -1842,6 +1855,7 @@ t_inject_real_canon_plt() {
 	done
 	echo exit >"$TMP/cpl.fifo"
 	wait $TJOB; eq "the target's own exit status" 9 $?
+	REAL_PIDS=
 	[ -s "$TMP/cpl.terr" ] && { cat "$TMP/cpl.terr"; die "the target wrote to stderr"; }
 	eq "the target's stdout" "ready $TPID kept 1 kept 2 kept 3" "$(cat "$TMP/cpl.out" | tr '\n' ' ' | sed 's/ $//')"
 }
@@ -1853,7 +1867,8 @@ t_inject_real_linked_alloc() {
 	local i p k=0
 	mkfifo "$TMP/lal.fifo"
 	"$T/linked_alloc" "$TMP/lal.fifo" >"$TMP/lal.out" 2>"$TMP/lal.terr" &
-	TJOB=$!
+	TJOB=$! REAL_PIDS=$!
+	trap real_cleanup EXIT
 	waitfor "$TMP/lal.out" ready || die "the target never said ready"
 	TPID=$(awk '/^ready/ { print $2 }' "$TMP/lal.out")
 	for i in 1 2 3; do
@@ -1873,6 +1888,7 @@ t_inject_real_linked_alloc() {
 	done
 	echo exit >"$TMP/lal.fifo"
 	wait $TJOB; eq "the target's own exit status" 6 $?
+	REAL_PIDS=
 	[ -s "$TMP/lal.terr" ] && { cat "$TMP/lal.terr"; die "the target wrote to stderr"; }
 	return 0
 }
@@ -1901,12 +1917,14 @@ t_inject_real_redis() {
 	port=$(free_port)
 	redis-server --port $port --bind 127.0.0.1 --save '' --appendonly no --daemonize no --dir "$TMP" \
 		--logfile "$TMP/redis.log" >/dev/null 2>&1 &
-	TJOB=$!
+	TJOB=$! REAL_PIDS=$!
+	trap real_cleanup EXIT
 	waitfor "$TMP/redis.log" "Ready to accept connections" || { cat "$TMP/redis.log"; die "redis-server never ready"; }
 	# Bounded: 120 s at most, stopped after the last attach.
 	timeout 120 redis-benchmark -h 127.0.0.1 -p $port -c 4 -n 100000 -l -r 10000 -d 200 -t set,get,lpush,lpop -q \
 		>"$TMP/rbench.out" 2>&1 &
 	bench=$!
+	REAL_PIDS="$REAL_PIDS $bench"
 	redis_roundtrip $port before
 	for i in 1 2 3 4; do
 		if [ $((i % 2)) = 1 ]; then real_attach rds $TJOB $i -s 0; else real_attach rds $TJOB $i; fi
@@ -1918,8 +1936,10 @@ t_inject_real_redis() {
 	done
 	redis_roundtrip $port after
 	kill $bench; wait $bench 2>/dev/null
+	REAL_PIDS=$TJOB
 	redis-cli -p $port shutdown nosave >/dev/null 2>&1
 	wait $TJOB; eq "redis-server's exit status" 0 $?
+	REAL_PIDS=
 	grep -E "crashed|Segmentation|Assertion" "$TMP/redis.log" && die "redis-server's log reports a crash"
 	return 0
 }
@@ -1952,7 +1972,8 @@ http {
 }
 EOC
 	nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$TMP/ngx.out" 2>&1 &
-	TJOB=$!
+	TJOB=$! REAL_PIDS=$!
+	trap real_cleanup EXIT
 	for i in $(seq 400); do
 		worker=$(pgrep -P $TJOB | head -1)
 		[ -n "$worker" ] && curl -sf -o /dev/null "http://127.0.0.1:$port/blob.bin" && break
@@ -1961,6 +1982,7 @@ EOC
 	[ -n "$worker" ] || { cat "$d/error.log"; die "nginx never served"; }
 	python3 tests/workloads/http_load.py $port /blob.bin "$d/www/blob.bin" "$TMP/ngx.stop" >"$TMP/hload.out" 2>&1 &
 	load=$!
+	REAL_PIDS="$REAL_PIDS $load"
 	waitfor "$TMP/hload.out" "n 100" || { cat "$TMP/hload.out"; die "nginx: the load never got going"; }
 	for i in 1 2 3 4; do
 		if [ $((i % 2)) = 1 ]; then real_attach ngx $worker $i -s 0; else real_attach ngx $worker $i; fi
@@ -1973,10 +1995,12 @@ EOC
 	curl -sf "http://127.0.0.1:$port/blob.bin" | cmp -s - "$d/www/blob.bin" || die "nginx: wrong answer after the attaches"
 	touch "$TMP/ngx.stop"
 	wait $load || { cat "$TMP/hload.out"; die "nginx: the load client saw a wrong answer"; }
+	REAL_PIDS=$TJOB
 	contains "$TMP/hload.out" "ok "
 	eq "nginx: the same worker all along" "$worker" "$(pgrep -P $TJOB | head -1)"
 	kill -QUIT $TJOB
 	wait $TJOB; eq "nginx's exit status" 0 $?
+	REAL_PIDS=
 	grep -E "\[(alert|crit|emerg)\]|exited on signal" "$d/error.log" && die "nginx's log reports trouble"
 	return 0
 }

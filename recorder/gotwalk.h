@@ -102,6 +102,7 @@ static inline int gw_walk(const struct gw_module *m, gw_read_fn rd, void *rctx, 
 		return gw_walk_table(m, rd, rctx, gw_ptr(m, rela), relasz, symtab, strtab, strsz, cb, cctx);
 	return 0;
 }
+
 /* ---- a module's own definition of a symbol, through its hash table ---- */
 
 #define GW_MAX_BUCKETS (1u << 24)

@@ -118,7 +118,8 @@ TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/mutate $(OUTPUT)/tests
 	$(OUTPUT)/tests/nofp $(OUTPUT)/tests/alloc_cxx_nofp $(OUTPUT)/tests/static_once $(OUTPUT)/tests/handoff \
 	$(OUTPUT)/tests/quick $(OUTPUT)/tests/scribble $(OUTPUT)/tests/unwdump $(OUTPUT)/tests/phases $(OUTPUT)/tests/nofp_debugframe \
 	$(OUTPUT)/tests/recurse \
-	$(OUTPUT)/tests/growth_old $(OUTPUT)/tests/growth_new
+	$(OUTPUT)/tests/growth_old $(OUTPUT)/tests/growth_new $(OUTPUT)/tests/canon_plt \
+	$(OUTPUT)/tests/libcountalloc.so $(OUTPUT)/tests/linked_alloc
 TEST_PROGS += $(OUTPUT)/tests/threadchurn $(OUTPUT)/tests/closefds
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
@@ -144,6 +145,20 @@ $(OUTPUT)/tests/mutate: tests/unit/mutate.c $(FORMAT_SRCS) format/*.h | $(OUTPUT
 $(OUTPUT)/tests/alloc_c: tests/workloads/alloc_c.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -ldl -lpthread -o $@
+
+# Non-PIE, with canonical PLT entries for the allocator (tests/workloads/canon_plt.c).
+$(OUTPUT)/tests/canon_plt: tests/workloads/canon_plt.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -no-pie -fno-pic $< -lpthread -o $@
+
+# An allocator a program links, with a SysV hash table only (tests/workloads/countalloc.c).
+$(OUTPUT)/tests/libcountalloc.so: tests/workloads/countalloc.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,--hash-style=sysv $< -o $@
+
+$(OUTPUT)/tests/linked_alloc: tests/workloads/linked_alloc.c $(OUTPUT)/tests/libcountalloc.so | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -L$(OUTPUT)/tests -lcountalloc -Wl,-rpath,'$$ORIGIN' -lpthread -o $@
 
 # One program built twice: the new build has every line moved (tests/workloads/growth.c).
 $(OUTPUT)/tests/growth_old: tests/workloads/growth.c | $(OUTPUT)/tests

@@ -53,6 +53,9 @@ if [ "${BENCH:-}" = analyzer ]; then
 	exit 0
 fi
 
+# BENCH=servers: real programs attached by injection (bench/attach_servers.sh) alone.
+[ "${BENCH:-}" = servers ] && exec bench/attach_servers.sh
+
 [ "$(id -u)" = 0 ] || { echo "bench: needs root for BPF" >&2; exit 1; }
 
 # name|extra modes|command (each prints "elapsed S ops N events E" for its timed part)

@@ -102,4 +102,128 @@ static inline int gw_walk(const struct gw_module *m, gw_read_fn rd, void *rctx, 
 		return gw_walk_table(m, rd, rctx, gw_ptr(m, rela), relasz, symtab, strtab, strsz, cb, cctx);
 	return 0;
 }
+
+/* ---- a module's own definition of a symbol, through its hash table ---- */
+
+#define GW_MAX_BUCKETS (1u << 24)
+#define GW_MAX_CHAIN (1u << 16) /* symbols looked at for one name in one module */
+
+struct gw_symtab {
+	uint64_t symtab, strtab, strsz, gnu_hash, hash, versym;
+};
+
+static inline int gw_symtab_of(const struct gw_module *m, gw_read_fn rd, void *rctx, struct gw_symtab *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (int i = 0; i < GW_MAX_DYN; i++) {
+		Elf64_Dyn d;
+
+		if (rd(rctx, m->dyn + (uint64_t)i * sizeof(d), &d, sizeof(d)))
+			return -1;
+		if (d.d_tag == DT_NULL)
+			break;
+		switch (d.d_tag) {
+		case DT_SYMTAB: t->symtab = gw_ptr(m, d.d_un.d_ptr); break;
+		case DT_STRTAB: t->strtab = gw_ptr(m, d.d_un.d_ptr); break;
+		case DT_STRSZ: t->strsz = d.d_un.d_val; break;
+		case DT_GNU_HASH: t->gnu_hash = gw_ptr(m, d.d_un.d_ptr); break;
+		case DT_HASH: t->hash = gw_ptr(m, d.d_un.d_ptr); break;
+		case DT_VERSYM: t->versym = gw_ptr(m, d.d_un.d_ptr); break;
+		}
+	}
+	return t->symtab && t->strtab && t->strsz && (t->gnu_hash || t->hash) ? 0 : -1;
+}
+
+/* Whether symbol SI is NAME as the loader would bind it: defined here (an executable's
+ * canonical PLT entry is undefined, with a value), a function, global or weak, and of the
+ * default version (a hidden one is only for binaries linked against it by name). */
+static inline int gw_sym_is(const struct gw_symtab *t, gw_read_fn rd, void *rctx, uint32_t si, const char *name,
+			    size_t len, Elf64_Sym *out)
+{
+	char buf[GW_NAME_MAX];
+	uint16_t ver;
+	Elf64_Sym s;
+
+	if (rd(rctx, t->symtab + (uint64_t)si * sizeof(s), &s, sizeof(s)) || s.st_name >= t->strsz ||
+	    t->strsz - s.st_name < len + 1 || rd(rctx, t->strtab + s.st_name, buf, len + 1) || memcmp(buf, name, len + 1))
+		return 0;
+	if (s.st_shndx == SHN_UNDEF || s.st_shndx >= SHN_LORESERVE || !s.st_value)
+		return 0;
+	if (ELF64_ST_TYPE(s.st_info) != STT_FUNC && ELF64_ST_TYPE(s.st_info) != STT_GNU_IFUNC)
+		return 0;
+	if (ELF64_ST_BIND(s.st_info) != STB_GLOBAL && ELF64_ST_BIND(s.st_info) != STB_WEAK)
+		return 0;
+	if (t->versym && (rd(rctx, t->versym + (uint64_t)si * 2, &ver, 2) || (ver & 0x8000) || ver == 0))
+		return 0;
+	*out = s;
+	return 1;
+}
+
+static inline uint32_t gw_gnu_hash(const char *s)
+{
+	uint32_t h = 5381;
+
+	for (; *s; s++)
+		h = h * 33 + (uint8_t)*s;
+	return h;
+}
+
+static inline uint32_t gw_sysv_hash(const char *s)
+{
+	uint32_t h = 0, g;
+
+	for (; *s; s++) {
+		h = (h << 4) + (uint8_t)*s;
+		g = h & 0xf0000000;
+		if (g)
+			h ^= g >> 24;
+		h &= ~g;
+	}
+	return h;
+}
+
+/* Module M's own definition of NAME (see gw_sym_is) in *OUT: 1 found, 0 none, -1 unreadable.
+ * Only its hash table's chain for NAME is read, each step bounded. */
+static inline int gw_find_def(const struct gw_module *m, gw_read_fn rd, void *rctx, const char *name, Elf64_Sym *out)
+{
+	size_t len = strlen(name);
+	struct gw_symtab t;
+
+	if (len >= GW_NAME_MAX || gw_symtab_of(m, rd, rctx, &t))
+		return -1;
+	if (t.gnu_hash) {
+		uint32_t hdr[4], h = gw_gnu_hash(name), i, c;
+
+		if (rd(rctx, t.gnu_hash, hdr, sizeof(hdr)) || !hdr[0] || hdr[0] > GW_MAX_BUCKETS || hdr[2] > GW_MAX_BUCKETS)
+			return -1;
+		uint64_t buckets = t.gnu_hash + sizeof(hdr) + (uint64_t)hdr[2] * 8, chain = buckets + (uint64_t)hdr[0] * 4;
+
+		if (rd(rctx, buckets + (uint64_t)(h % hdr[0]) * 4, &i, 4))
+			return -1;
+		if (!i || i < hdr[1])
+			return 0;
+		for (uint32_t n = 0; n < GW_MAX_CHAIN; n++, i++) {
+			if (rd(rctx, chain + (uint64_t)(i - hdr[1]) * 4, &c, 4))
+				return -1;
+			if ((c | 1) == (h | 1) && gw_sym_is(&t, rd, rctx, i, name, len, out))
+				return 1;
+			if (c & 1)
+				return 0;
+		}
+		return 0;
+	}
+	uint32_t hdr[2], i;
+
+	if (rd(rctx, t.hash, hdr, sizeof(hdr)) || !hdr[0] || hdr[0] > GW_MAX_BUCKETS || hdr[1] > GW_MAX_BUCKETS)
+		return -1;
+	if (rd(rctx, t.hash + 8 + (uint64_t)(gw_sysv_hash(name) % hdr[0]) * 4, &i, 4))
+		return -1;
+	for (uint32_t n = 0; i != STN_UNDEF && i < hdr[1] && n < GW_MAX_CHAIN; n++) {
+		if (gw_sym_is(&t, rd, rctx, i, name, len, out))
+			return 1;
+		if (rd(rctx, t.hash + 8 + (uint64_t)hdr[0] * 4 + (uint64_t)i * 4, &i, 4))
+			return -1;
+	}
+	return 0;
+}
 #endif

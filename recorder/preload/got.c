@@ -165,6 +165,75 @@ static bool module_of(const struct dl_phdr_info *info, struct gw_module *gm, str
 	return gm->dyn != 0;
 }
 
+/* ---- the real functions: each from the module that defines it ---- */
+
+struct def_ctx {
+	const struct dl_phdr_info *info;
+	const char *name;
+	uint64_t addr;
+};
+
+/* Reads within the module's loaded segments only: its tables are trusted no further. */
+static int read_module(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	const struct def_ctx *c = ctx;
+
+	if (!module_holds(c->info, addr, len))
+		return -1;
+	memcpy(buf, (const void *)(uintptr_t)addr, len);
+	return 0;
+}
+
+static bool module_exec_holds(const struct dl_phdr_info *info, uint64_t addr)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && addr >= info->dlpi_addr + ph->p_vaddr &&
+		    addr < info->dlpi_addr + ph->p_vaddr + ph->p_memsz)
+			return true;
+	}
+	return false;
+}
+
+static int def_cb(struct dl_phdr_info *info, size_t sz, void *ctx)
+{
+	struct def_ctx *c = ctx;
+	struct gw_module gm;
+	struct mod_ctx mc;
+	Elf64_Sym sym;
+	uint64_t addr;
+
+	(void)sz;
+	if (skip_module(info) || !module_of(info, &gm, &mc))
+		return 0;
+	c->info = info;
+	if (gw_find_def(&gm, read_module, c, c->name, &sym) != 1)
+		return 0;
+	addr = info->dlpi_addr + sym.st_value;
+	if (!module_exec_holds(info, addr))
+		return 0;
+	/* An IFUNC's resolver picks the implementation; the loader calls it with no argument on
+	 * x86-64, and so do we. */
+	if (ELF64_ST_TYPE(sym.st_info) == STT_GNU_IFUNC)
+		addr = ((uint64_t(*)(void))(uintptr_t)addr)();
+	c->addr = addr;
+	return 1;
+}
+
+/* NAME's definition that the program's own calls reach: the first module, in the loader's
+ * order, that defines it (an allocator the program links or preloads wins over glibc's),
+ * ourselves left out. Never through a symbol lookup, which in an executable with a canonical
+ * PLT entry for NAME (non-PIE, its address taken) gives that entry: a jump through the
+ * executable's GOT entry, which is ours once the hooks are in. */
+void *got_find_definition(const char *name)
+{
+	struct def_ctx c = {.name = name};
+
+	dl_iterate_phdr(def_cb, &c);
+	return (void *)(uintptr_t)c.addr;
+}
+
 static int patch_cb(struct dl_phdr_info *info, size_t sz, void *ctx)
 {
 	struct gw_module gm;

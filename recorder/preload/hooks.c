@@ -55,13 +55,20 @@ void resolve(void)
 	resolve_from(RTLD_NEXT);
 }
 
-/* Injected, the real functions are those the program's own lookups find (RTLD_DEFAULT: an
- * allocator it links wins over glibc's, as it did before we came); the library, loaded
- * RTLD_LOCAL, is not among them unless it was preloaded before. */
+/* Preloaded, the real functions are the next definitions after ours (RTLD_NEXT). Injected
+ * (RTLD_DEFAULT), they are those the program's own calls reached before we came: each from
+ * the first module that defines it (an allocator the program links wins over glibc's), never
+ * from a symbol lookup, which in a non-PIE executable with a canonical PLT entry for malloc
+ * gives that entry, a jump through a GOT entry that will be our hook. */
+static void *lookup(void *handle, const char *name)
+{
+	return handle == RTLD_DEFAULT ? got_find_definition(name) : dlsym(handle, name);
+}
+
 void resolve_from(void *handle)
 {
 	next_handle = handle;
-#define R(f, name) real.f = (__typeof__(real.f))dlsym(handle, name)
+#define R(f, name) real.f = (__typeof__(real.f))lookup(handle, name)
 	R(malloc, "malloc");
 	R(calloc, "calloc");
 	R(realloc, "realloc");
@@ -317,15 +324,16 @@ typedef void *(*new_nt_fn)(size_t, const void *);
 typedef void *(*new_ant_fn)(size_t, size_t, const void *);
 typedef void (*del_fn)(void *);
 
-/* The next definition of a C++ operator: libstdc++'s, or an allocator's preloaded after us.
- * Looked up on first use, after start-up: only a program that calls it gets here. */
+/* The next definition of a C++ operator: libstdc++'s, or an allocator's preloaded after us
+ * (injected: the first module's that defines it, as for malloc). Looked up on first use,
+ * after start-up: only a program that calls it gets here. */
 static void *next_sym(void **cache, const char *name)
 {
 	void *f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
 
 	if (!f) {
 		tdepth++;
-		f = dlsym(next_handle, name);
+		f = lookup(next_handle, name);
 		tdepth--;
 		if (!f)
 			abort(); /* a program that calls operator new has a C++ runtime */

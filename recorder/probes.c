@@ -529,6 +529,23 @@ int bpf_start(struct session *s, struct run *u)
 	s->skel->rodata->dwarf_bytes = o->dwarf_bytes;
 	s->skel->rodata->wakeup_bytes = u->ring_bytes / 4;
 	s->skel->rodata->self_tgid = (uint32_t)getpid();
+	{
+		uint64_t dev, ino;
+
+		err = proc_pid_ns(&dev, &ino);
+		if (err == -EXDEV) {
+			rec_warnx("/proc is another PID namespace's: /proc/self is not pid %d, which getpid() gives; BPF "
+				  "would record other processes than the ones named (mount this namespace's /proc, as "
+				  "unshare --pid --fork --mount-proc does)", (int)getpid());
+			return err;
+		}
+		if (err) {
+			rec_warnx("cannot read this process's PID namespace (/proc/self/ns/pid): %s", strerror(-err));
+			return err;
+		}
+		s->skel->rodata->ns_dev = dev;
+		s->skel->rodata->ns_ino = ino;
+	}
 	s->skel->rodata->noop = o->noop;
 	bpf_map__set_max_entries(s->skel->maps.live, o->max_live);
 	bpf_map__set_max_entries(s->skel->maps.stacks_seen, o->stack_cache);

@@ -1736,6 +1736,99 @@ t_inject_killed_recorder() {
 	inject_check_c kil
 }
 
+# ---- BPF recorder in a PID namespace; --max-stack's default; a full disk ----
+
+need_pidns() {
+	command -v unshare >/dev/null || skip "no unshare (util-linux)"
+	unshare -fpm --mount-proc true 2>/dev/null || skip "cannot make a PID and mount namespace here (unshare -fpm --mount-proc)"
+}
+
+# The recorder in a PID namespace: BPF sees the host's pids, the recorder its namespace's.
+# Launched, every figure of alloc_c exact (fork child and threads included).
+t_bpf_pidns_launched() {
+	need_bpf; need_go; need_pidns
+	unshare -fpm --mount-proc "$R" --via bpf -s 0 -o "$TMP/nsl.hsnap" -- "$T/alloc_c" >"$TMP/nsl.out" 2>"$TMP/nsl.err" ||
+		{ cat "$TMP/nsl.err"; die "recorder launching alloc_c in a PID namespace"; }
+	"$A" pprof -o "$TMP/nsl.pb.gz" "$TMP/nsl.hsnap" || die "pprof"
+	local p=$TMP/nsl.pb.gz
+	eq "leak_malloc inuse_space" 10000 "$(pv $p inuse_space leak_malloc)"
+	eq "thread_work inuse_space (threads)" 20000 "$(pv $p inuse_space thread_work)"
+	eq "thread_work inuse_objects" 100 "$(pv $p inuse_objects thread_work)"
+	eq "child_work inuse_space (fork child)" 15000 "$(pv $p inuse_space child_work)"
+	eq "plugin_alloc inuse_space (dlopen)" 12288 "$(pv $p inuse_space plugin_alloc)"
+	eq "make_calloc inuse_space" 4000 "$(pv $p inuse_space make_calloc)"
+	eq "realloc_chain alloc_space" 5600 "$(pv $p alloc_space realloc_chain)"
+	eq "churn_malloc alloc_objects" 100 "$(pv $p alloc_objects churn_malloc)"
+	eq "churn_malloc inuse_space" absent "$(pv $p inuse_space churn_malloc)"
+	# Without its own /proc, the namespace's pids would name the host's processes: refused.
+	local rc
+	unshare -fp "$R" --via bpf -o "$TMP/nsx.hsnap" -- "$T/alloc_c" >/dev/null 2>"$TMP/nsx.err"; rc=$?
+	eq "exit status with the host's /proc" 1 $rc
+	contains "$TMP/nsx.err" "/proc is another PID namespace's"
+	[ ! -e "$TMP/nsx.hsnap" ] || die "a refused start left a file"
+}
+
+# Attached (-p) to a process of the namespace, by the pid the namespace gives it.
+t_bpf_pidns_attach() {
+	need_bpf; need_go; need_pidns
+	export -f waitfor
+	# shellcheck disable=SC2016
+	unshare -fpm --mount-proc bash -c '
+		T=$1 R=$2 D=$3
+		mkfifo "$D/nsp.fifo"
+		"$T/alloc_c" wait "$D/nsp.fifo" >"$D/nsp.target" &
+		tpid=$!
+		echo $tpid >"$D/nsp.pid"
+		waitfor "$D/nsp.target" ready || exit 3
+		"$R" --via bpf -p $tpid -s 0 -o "$D/nsp.hsnap" >/dev/null 2>"$D/nsp.err" &
+		rpid=$!
+		waitfor "$D/nsp.err" "attached to $tpid" || exit 4
+		echo go >"$D/nsp.fifo"
+		wait $tpid || exit 5
+		wait $rpid || exit 6
+	' _ "$T" "$R" "$TMP"
+	local rc=$?
+	[ $rc = 0 ] || { cat "$TMP/nsp.err"; die "in the namespace: step $rc failed (3 target not ready, 4 no attach, 5 target, 6 recorder)"; }
+	[ "$(cat "$TMP/nsp.pid")" -lt 10 ] || die "the target's pid $(cat "$TMP/nsp.pid") is not the namespace's"
+	"$A" pprof -o "$TMP/nsp.pb.gz" "$TMP/nsp.hsnap" || die "pprof"
+	eq "after_attach inuse_space" 7777 "$(pv "$TMP/nsp.pb.gz" inuse_space after_attach)"
+	eq "after_attach inuse_objects" 7 "$(pv "$TMP/nsp.pb.gz" inuse_objects after_attach)"
+	eq "before_attach unseen" absent "$(pv "$TMP/nsp.pb.gz" alloc_space before_attach)"
+}
+
+# -a in a namespace records its processes, exactly, and nothing of the host's (demo, run
+# outside it meanwhile).
+t_bpf_pidns_all() {
+	need_bpf; need_go; need_pidns
+	export -f waitfor
+	# shellcheck disable=SC2016
+	unshare -fpm --mount-proc bash -c '
+		T=$1 R=$2 D=$3
+		"$R" --via bpf -a -s 0 --duration 120 -o "$D/nsa.hsnap" >/dev/null 2>"$D/nsa.err" &
+		rpid=$!
+		waitfor "$D/nsa.err" "recording every process" || { kill $rpid; exit 3; }
+		"$T/alloc_c" >/dev/null || { kill $rpid; exit 4; }
+		echo done >"$D/nsa.ns_done"
+		waitfor "$D/nsa.host_done" done || { kill $rpid; exit 5; }
+		kill -INT $rpid
+		wait $rpid || exit 6
+	' _ "$T" "$R" "$TMP" &
+	local job=$!
+	waitfor "$TMP/nsa.err" "recording every process" || { cat "$TMP/nsa.err"; die "-a never said it records"; }
+	"$T/demo" >/dev/null || die "demo on the host"
+	waitfor "$TMP/nsa.ns_done" done || die "alloc_c in the namespace never ended"
+	echo done >"$TMP/nsa.host_done"
+	wait $job || { cat "$TMP/nsa.err"; die "in the namespace: step $? failed (3 no start, 4 alloc_c, 5 wait, 6 recorder)"; }
+	"$A" pprof -o "$TMP/nsa.pb.gz" "$TMP/nsa.hsnap" || die "pprof"
+	local p=$TMP/nsa.pb.gz
+	eq "leak_malloc inuse_space" 10000 "$(pv $p inuse_space leak_malloc)"
+	eq "thread_work inuse_space (threads)" 20000 "$(pv $p inuse_space thread_work)"
+	eq "child_work inuse_space (fork child)" 15000 "$(pv $p inuse_space child_work)"
+	eq "plugin_alloc inuse_space (dlopen)" 12288 "$(pv $p inuse_space plugin_alloc)"
+	eq "churn_malloc alloc_objects" 100 "$(pv $p alloc_objects churn_malloc)"
+	eq "demo, outside the namespace, unseen" absent "$(pv $p alloc_space cache_insert)"
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -1747,6 +1840,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
+ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all"
 for t in $ALL; do
 	run $t
 done

@@ -1829,6 +1829,33 @@ t_bpf_pidns_all() {
 	eq "demo, outside the namespace, unseen" absent "$(pv $p alloc_space cache_insert)"
 }
 
+# A full disk: the closing message counts what the file holds, says the write failed, and
+# exits non-zero; the file reads whole up to its last complete frame.
+t_bpf_full_disk() {
+	need_bpf
+	[ "$(id -u)" = 0 ] || skip "not root: mounting a small tmpfs needs root"
+	local rc held_a held_f held_s
+	mkdir "$TMP/small"
+	mount -t tmpfs -o size=48k heapsnap-test "$TMP/small" 2>/dev/null || skip "cannot mount a tmpfs here"
+	# bulk: 420,001 events, about 100 KiB of file with frame-pointer stacks.
+	"$R" --via bpf --stack fp -s 0 -o "$TMP/small/f.hsnap" -- "$T/alloc_c" bulk >/dev/null 2>"$TMP/fd.err"; rc=$?
+	cp "$TMP/small/f.hsnap" "$TMP/fd.hsnap"; local cprc=$?
+	umount "$TMP/small"
+	[ $cprc = 0 ] || { cat "$TMP/fd.err"; die "no file left on the full disk"; }
+	[ $rc != 0 ] || { cat "$TMP/fd.err"; die "exit status 0 after the disk filled"; }
+	contains "$TMP/fd.err" "is INCOMPLETE: writing it failed (No space left on device); it holds "
+	held_a=$(sed -n 's/.* it holds \([0-9]*\) allocations, \([0-9]*\) frees, \([0-9]*\) stacks .*/\1/p' "$TMP/fd.err")
+	held_f=$(sed -n 's/.* it holds \([0-9]*\) allocations, \([0-9]*\) frees, \([0-9]*\) stacks .*/\2/p' "$TMP/fd.err")
+	held_s=$(sed -n 's/.* it holds \([0-9]*\) allocations, \([0-9]*\) frees, \([0-9]*\) stacks .*/\3/p' "$TMP/fd.err")
+	"$A" stats "$TMP/fd.hsnap" >"$TMP/fd.stats" 2>"$TMP/fd.aerr" || { cat "$TMP/fd.aerr"; die "stats of the cut file"; }
+	contains "$TMP/fd.aerr" "no footer"
+	eq "allocations the message says the file holds" "$(sed -n 's/^Events: [0-9]* (\([0-9]*\) allocations.*/\1/p' "$TMP/fd.stats")" "$held_a"
+	eq "frees the message says the file holds" "$(sed -n 's/^Events: .* allocations, \([0-9]*\) frees.*/\1/p' "$TMP/fd.stats")" "$held_f"
+	eq "stacks the message says the file holds" "$(sed -n 's/^Stacks: \([0-9]*\) interned.*/\1/p' "$TMP/fd.stats")" "$held_s"
+	[ "$held_a" -gt 0 ] && [ "$held_a" -lt 220001 ] || die "the file should hold some but not all of bulk's 220001 allocations, holds $held_a"
+	eq "summary's allocations" "$held_a" "$("$A" summary --json "$TMP/fd.hsnap" 2>/dev/null | grep -o '"allocated_count":[0-9]*' | head -1 | cut -d: -f2)"
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -1840,7 +1867,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
-ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all"
+ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk"
 for t in $ALL; do
 	run $t
 done

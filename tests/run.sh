@@ -1856,6 +1856,37 @@ t_bpf_full_disk() {
 	eq "summary's allocations" "$held_a" "$("$A" summary --json "$TMP/fd.hsnap" 2>/dev/null | grep -o '"allocated_count":[0-9]*' | head -1 | cut -d: -f2)"
 }
 
+# A stack cut at --max-stack must not cut the next ones: the in-process unwinder took the
+# frames of a shallower walk's callers from the last walk's, which lacked the frames past its
+# cut. 25 levels (114 frames, cut at 100), then, back at level 20 (94 frames), b'y' * 3000017.
+t_max_stack_after_cut() {
+	[ -x /usr/bin/python3.11 ] || skip "no /usr/bin/python3.11 (Debian's python3.11)"
+	cat >"$TMP/memo.py" <<'EOF'
+import functools
+kept = []
+def level(n):
+    if n:
+        r = functools.partial(level, n - 1)()
+        if n == 5:
+            kept.append(b'y' * 3000017)
+        return r
+    kept.append(b'x' * 4000037)
+level(25)
+EOF
+	local via line
+	for via in preload bpf; do
+		[ $via = bpf ] && { [ -z "$BPF_REASON" ] || continue; }
+		"$R" --via $via -s 0 --max-stack 100 -o "$TMP/memo-$via.hsnap" -- /usr/bin/python3.11 "$TMP/memo.py" >/dev/null 2>"$TMP/memo.err" ||
+			{ cat "$TMP/memo.err"; die "$via: recording python3"; }
+		eq "$via: stacks.cut_at_max_stack (the 114-frame one only)" 1 \
+			"$("$A" stats "$TMP/memo-$via.hsnap" 2>/dev/null | awk '$1 == "stacks.cut_at_max_stack" { print $2 }')"
+		line=$("$A" collapsed --value alloc_space "$TMP/memo-$via.hsnap" 2>/dev/null | awk '$NF == 3000050')
+		[ -n "$line" ] || die "$via: no stack with the 3000050-byte block"
+		eq "$via: the 94-frame stack's outermost frame" _start "$(echo "$line" | cut -d';' -f1)"
+		eq "$via: its interpreter frames (the module's, one per partial call: 20)" 21 "$(echo "${line% *}" | tr ';' '\n' | grep -c '^_PyEval_EvalFrameDefault$')"
+	done
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -1867,7 +1898,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
-ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk"
+ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_max_stack_after_cut"
 for t in $ALL; do
 	run $t
 done

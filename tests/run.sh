@@ -1856,6 +1856,36 @@ t_bpf_full_disk() {
 	eq "summary's allocations" "$held_a" "$("$A" summary --json "$TMP/fd.hsnap" 2>/dev/null | grep -o '"allocated_count":[0-9]*' | head -1 | cut -d: -f2)"
 }
 
+# --max-stack's default holds a deep interpreter stack whole: Debian's python3 recursing 25
+# levels through a C call (functools.partial: 4 native frames a level, 114 in all, where 3.11
+# runs a plain Python call in the same C frame), then b'x' * 4000037 (a 4000070-byte block).
+t_bpf_max_stack_default() {
+	[ -x /usr/bin/python3.11 ] || skip "no /usr/bin/python3.11 (Debian's python3.11)"
+	cat >"$TMP/deep.py" <<'EOF'
+import functools
+kept = []
+def level(n):
+    if n:
+        return functools.partial(level, n - 1)()
+    kept.append(b'x' * 4000037)
+level(25)
+EOF
+	local via line n
+	for via in preload bpf; do
+		[ $via = bpf ] && { [ -z "$BPF_REASON" ] || continue; }
+		"$R" --via $via -s 0 -o "$TMP/deep-$via.hsnap" -- /usr/bin/python3.11 "$TMP/deep.py" >/dev/null 2>"$TMP/deep.err" ||
+			{ cat "$TMP/deep.err"; die "$via: recording python3"; }
+		eq "$via: stacks.cut_at_max_stack" 0 "$("$A" stats "$TMP/deep-$via.hsnap" 2>/dev/null | awk '$1 == "stacks.cut_at_max_stack" { print $2 }')"
+		line=$("$A" collapsed --value alloc_space "$TMP/deep-$via.hsnap" 2>/dev/null | awk '$NF == 4000070')
+		[ -n "$line" ] || die "$via: no stack with the 4000070-byte block"
+		n=$(echo "${line% *}" | tr ';' '\n' | grep -c '^_PyEval_EvalFrameDefault$')
+		eq "$via: interpreter frames (the module's, one per partial call: 25)" 26 "$n"
+		eq "$via: the outermost frame" _start "$(echo "$line" | cut -d';' -f1)"
+		n=$(echo "${line% *}" | tr ';' '\n' | wc -l)
+		[ "$n" -gt 64 ] || die "$via: the stack has $n frames: it no longer tests a default above 64"
+	done
+}
+
 # A stack cut at --max-stack must not cut the next ones: the in-process unwinder took the
 # frames of a shallower walk's callers from the last walk's, which lacked the frames past its
 # cut. 25 levels (114 frames, cut at 100), then, back at level 20 (94 frames), b'y' * 3000017.
@@ -1898,7 +1928,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
-ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_max_stack_after_cut"
+ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_bpf_max_stack_default t_max_stack_after_cut"
 for t in $ALL; do
 	run $t
 done

@@ -1177,10 +1177,18 @@ struct {
 	__type(value, struct pending_mmap);
 } mmaps SEC(".maps");
 
+/* In a PID namespace, the recorder renames itself once and reads this back: its own ids as
+ * BPF numbers them, ~0 if the two ways of numbering (the helper's for the current task, the
+ * task's pid's) disagree. Zero, or not its getpid(), and it would record nothing: it stops. */
+__u64 self_seen = 0;
+
 SEC("tp_btf/task_rename")
 int BPF_PROG(on_rename, struct task_struct *task, const char *comm)
 {
 	__u64 id = task_ns_id(task);
+
+	if (ns_ino && (__u32)(id >> 32) == self_tgid)
+		self_seen = cur_id() == id ? id : ~0ull;
 
 	if (is_tracked(id >> 32))
 		emit_comm(id >> 32, (__u32)id, comm, true);

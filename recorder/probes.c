@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* The BPF way in: allocator objects and their probes, links of each kind, loading the
  * programs with their rodata and map sizes, and attaching them for a command, a pid or the host. */
+#include <sys/prctl.h>
+
 #include "session.h"
 
 /* ---- objects and probes ---- */
@@ -501,6 +503,34 @@ int check_privileges(void)
 	return 0;
 }
 
+/* In a PID namespace: whether BPF numbers this process as getpid() and gettid() do, seen
+ * through the rename tracepoint (renamed to its own name). If not, every event would name a
+ * process the recorder does not know, and the recording would be empty: said, and stopped. */
+static int check_pid_translation(struct session *s)
+{
+	char comm[16] = "";
+	uint64_t want = (uint64_t)getpid() << 32 | (uint64_t)gettid(), seen;
+
+	if (!s->skel->rodata->ns_ino)
+		return 0;
+	s->skel->bss->self_seen = 0;
+	if (prctl(PR_GET_NAME, comm) || prctl(PR_SET_NAME, comm)) {
+		int err = -errno;
+
+		rec_warnx("cannot check how BPF numbers processes in this PID namespace (prctl PR_SET_NAME): %s",
+			  strerror(-err));
+		return err;
+	}
+	seen = __atomic_load_n(&s->skel->bss->self_seen, __ATOMIC_ACQUIRE);
+	if (seen == want)
+		return 0;
+	rec_warnx("BPF does not number processes as this PID namespace does (it saw the recorder as %s%u/%u, "
+		  "getpid()/gettid() say %u/%u): it would record nothing; stopping",
+		  seen == ~0ull ? "inconsistently, " : "", (unsigned)(seen >> 32), (unsigned)seen, (unsigned)(want >> 32),
+		  (unsigned)want);
+	return -ESRCH;
+}
+
 /* BPF: open -> set rodata and map sizes -> load, with the rings in place before any probe. */
 int bpf_start(struct session *s, struct run *u)
 {
@@ -704,6 +734,9 @@ int bpf_attach(struct session *s, struct run *u)
 		}
 		add_link(s, -2, l, -1);
 	}
+	err = check_pid_translation(s);
+	if (err)
+		return err;
 	/* Syscall tracepoints need tracefs; mount it where the kernel expects it if absent. */
 	if (access("/sys/kernel/tracing/events", F_OK))
 		mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL);

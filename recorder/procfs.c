@@ -255,8 +255,6 @@ int proc_pid_ns(uint64_t *dev, uint64_t *ino)
 		return -errno;
 	*dev = (uint64_t)st.st_dev;
 	*ino = st.st_ino == PID_NS_INIT_INO ? 0 : (uint64_t)st.st_ino;
-	if (!*ino)
-		return 0;
 	/* /proc numbers processes as the namespace it was mounted in does: another one's (the
 	 * host's, after `unshare -p` without --mount-proc) would have the recorder read the maps
 	 * of whichever process has the pid there. */

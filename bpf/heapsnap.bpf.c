@@ -14,11 +14,16 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile bool filter_pids = true;
 const volatile bool follow_forks = true;
 const volatile __u64 sample_rate = 0; /* 0: every allocation */
-const volatile __u32 stack_depth = 64;
+const volatile __u32 stack_depth = HS_MAX_STACK;
 const volatile __u32 stack_mode = 1; /* 0 none (callsite only), 1 fp, 2 dwarf, 3 tables */
 const volatile __u32 dwarf_bytes = 8192;
 const volatile __u64 wakeup_bytes = 1 << 20;
 const volatile __u32 self_tgid = 0; /* -a: never record the recorder itself */
+/* The recorder's PID namespace (its /proc/self/ns/pid), when it is not the initial one: pids
+ * go to user space as that namespace numbers them, the numbers its getpid(), fork() and /proc
+ * use. A task with no pid there (outside the namespace) is not seen at all. */
+const volatile __u64 ns_dev = 0;
+const volatile __u64 ns_ino = 0; /* 0: the initial namespace, whose pids need no translation */
 /* Session probes: the entry half's return value decides whether the return half runs. */
 extern bool bpf_session_is_return(void) __ksym __weak;
 #define RUN_RETURN 0
@@ -216,8 +221,75 @@ static __always_inline void count(__u32 which)
 		*v += 1;
 }
 
+/* The deepest level a PID namespace nests at (MAX_PID_NS_LEVEL): bounds the search below. */
+#define NS_MAX_LEVEL 32
+
+/* PID's number in the recorder's namespace, 0 if it has none there (the task is outside it).
+ * The namespace is known by its inode; its level is found once, from the first task met in it,
+ * and is the same for every task after. */
+static __u32 ns_level_seen = ~0u;
+
+static __always_inline __u32 ns_upid_nr(struct pid *pid, __u32 l)
+{
+	struct upid up = {};
+	void *at = (void *)pid + bpf_core_field_offset(struct pid, numbers) + (__u64)l * sizeof(struct upid);
+
+	if (bpf_probe_read_kernel(&up, sizeof(up), at) || !up.ns || BPF_CORE_READ(up.ns, ns.inum) != ns_ino)
+		return 0;
+	return (__u32)up.nr;
+}
+
+static __always_inline __u32 ns_pid_nr(struct pid *pid)
+{
+	__u32 level, l = ns_level_seen, nr;
+
+	if (!pid)
+		return 0;
+	level = BPF_CORE_READ(pid, level);
+	if (l <= level)
+		return ns_upid_nr(pid, l);
+	if (l != ~0u)
+		return 0; /* a task above the namespace: outside it */
+	for (l = 0; l < NS_MAX_LEVEL && l <= level; l++) {
+		nr = ns_upid_nr(pid, l);
+		if (nr) {
+			ns_level_seen = l;
+			return nr;
+		}
+	}
+	return 0;
+}
+
+/* TASK's (tgid << 32 | pid) as the recorder's namespace numbers them: 0 if outside it. */
+static __always_inline __u64 task_ns_id(struct task_struct *t)
+{
+	__u32 pid, tgid;
+
+	if (!ns_ino)
+		return (__u64)BPF_CORE_READ(t, tgid) << 32 | BPF_CORE_READ(t, pid);
+	pid = ns_pid_nr(BPF_CORE_READ(t, thread_pid));
+	tgid = ns_pid_nr(BPF_CORE_READ(t, group_leader, thread_pid));
+	return pid && tgid ? (__u64)tgid << 32 | pid : 0;
+}
+
+/* bpf_get_current_pid_tgid() in the recorder's namespace: 0 for a task outside it. */
+static __always_inline __u64 cur_id(void)
+{
+	struct bpf_pidns_info ns;
+
+	if (!ns_ino)
+		return bpf_get_current_pid_tgid();
+	/* The helper answers for a task of the namespace itself; one in a namespace nested in it
+	 * (a container in the container) is found by its pid's numbers. */
+	if (!bpf_get_ns_current_pid_tgid(ns_dev, ns_ino, &ns, sizeof(ns)))
+		return (__u64)ns.tgid << 32 | ns.pid;
+	return task_ns_id(bpf_get_current_task_btf());
+}
+
 static __always_inline bool is_tracked(__u32 tgid)
 {
+	if (!tgid)
+		return false; /* outside the recorder's namespace */
 	if (!filter_pids)
 		return tgid != self_tgid;
 	return bpf_map_lookup_elem(&tracked, &tgid);
@@ -739,7 +811,7 @@ static __always_inline bool release(__u64 id, __u64 ptr, struct hs_live_val *out
 
 static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 size, __u64 aux, bool realloc, __u64 old)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = cur_id();
 	__u64 sp = PT_REGS_SP(ctx), ret = 0, cookie = bpf_get_attach_cookie(ctx);
 	struct thread_state *st;
 
@@ -795,7 +867,7 @@ static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 size, __u64 au
 
 static __always_inline int alloc_return(struct pt_regs *ctx, __u64 ptr)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = cur_id();
 	struct thread_state *st = find_state();
 	struct hs_live_key k = {.ptr = ptr, .tgid = id >> 32};
 	struct hs_live_val v = {};
@@ -938,7 +1010,7 @@ static __always_inline int free_enter(struct pt_regs *ctx, __u64 ptr)
 
 	if (noop)
 		return wrapper_ret;
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = cur_id();
 	__u64 sp = PT_REGS_SP(ctx);
 	struct thread_state *st;
 	struct hs_live_val old;
@@ -1040,11 +1112,14 @@ static __always_inline void bump_maps_gen(void)
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 ptgid = BPF_CORE_READ(parent, tgid);
-	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	__u32 ptgid, ctgid;
 	__u8 one = 1;
 
-	if (!follow_forks || ctgid != BPF_CORE_READ(child, pid) || !is_tracked(ptgid))
+	if (!follow_forks || BPF_CORE_READ(child, tgid) != BPF_CORE_READ(child, pid))
+		return 0;
+	ptgid = task_ns_id(parent) >> 32;
+	ctgid = task_ns_id(child) >> 32;
+	if (!ctgid || !is_tracked(ptgid))
 		return 0;
 	/* -a tracks every process but the recorder's own, with no set to keep. */
 	if (filter_pids)
@@ -1056,7 +1131,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u32 tgid = task_ns_id(p) >> 32;
 
 	if (!is_tracked(tgid))
 		return 0;
@@ -1071,16 +1146,19 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		if (st)
 			st->stack_end = 0;
 	}
-	emit_proc(HS_EV_EXEC, tgid, BPF_CORE_READ(p, real_parent, tgid), 0, p, bprm);
+	emit_proc(HS_EV_EXEC, tgid, task_ns_id(BPF_CORE_READ(p, real_parent)) >> 32, 0, p, bprm);
 	return 0;
 }
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u32 tgid;
 
-	if (tgid != BPF_CORE_READ(p, pid) || !is_tracked(tgid))
+	if (BPF_CORE_READ(p, tgid) != BPF_CORE_READ(p, pid))
+		return 0;
+	tgid = task_ns_id(p) >> 32;
+	if (!is_tracked(tgid))
 		return 0;
 	bpf_map_delete_elem(&unw_procs, &tgid);
 	emit_proc(HS_EV_EXIT, tgid, 0, BPF_CORE_READ(p, exit_code), NULL, NULL);
@@ -1099,20 +1177,28 @@ struct {
 	__type(value, struct pending_mmap);
 } mmaps SEC(".maps");
 
+/* In a PID namespace, the recorder renames itself once and reads this back: its own ids as
+ * BPF numbers them, ~0 if the two ways of numbering (the helper's for the current task, the
+ * task's pid's) disagree. Zero, or not its getpid(), and it would record nothing: it stops. */
+__u64 self_seen = 0;
+
 SEC("tp_btf/task_rename")
 int BPF_PROG(on_rename, struct task_struct *task, const char *comm)
 {
-	__u32 tgid = BPF_CORE_READ(task, tgid);
+	__u64 id = task_ns_id(task);
 
-	if (is_tracked(tgid))
-		emit_comm(tgid, BPF_CORE_READ(task, pid), comm, true);
+	if (ns_ino && (__u32)(id >> 32) == self_tgid)
+		self_seen = cur_id() == id ? id : ~0ull;
+
+	if (is_tracked(id >> 32))
+		emit_comm(id >> 32, (__u32)id, comm, true);
 	return 0;
 }
 
 SEC("tracepoint/syscalls/sys_enter_mmap")
 int on_mmap(struct trace_event_raw_sys_enter *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = cur_id();
 	__u32 tid = (__u32)id;
 	struct pending_mmap pm;
 
@@ -1201,7 +1287,7 @@ static __always_inline void file_path(struct file *f, char *out)
 SEC("tracepoint/syscalls/sys_exit_mmap")
 int on_mmap_exit(struct trace_event_raw_sys_exit *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = cur_id();
 	__u32 tid = (__u32)id;
 	struct pending_mmap *pm = bpf_map_lookup_elem(&mmaps, &tid);
 	struct task_struct *task;
@@ -1246,7 +1332,7 @@ out:
 SEC("tracepoint/syscalls/sys_enter_munmap")
 int on_munmap(struct trace_event_raw_sys_enter *ctx)
 {
-	if (filter_pids && is_tracked(bpf_get_current_pid_tgid() >> 32))
+	if (filter_pids && is_tracked(cur_id() >> 32))
 		bump_maps_gen();
 	return 0;
 }

@@ -238,6 +238,17 @@ int record_writer__close(struct record_writer *w);
 void record_writer__free(struct record_writer *w);
 uint64_t record_writer__bytes_written(const struct record_writer *w);
 uint64_t record_writer__raw_bytes(const struct record_writer *w);
+/* What the file holds: the records of the frames written whole. A frame whose write failed
+ * (a full disk) is cut off the file again and not counted, so the file reads to its last
+ * whole frame and these say what a reader finds there. */
+struct record_writer_counts {
+	uint64_t allocs; /* HS_REC_ALLOC and HS_REC_ALLOC_SAMPLED */
+	uint64_t frees;
+	uint64_t stacks; /* HS_REC_STACK and HS_REC_STACK_DWARF */
+};
+void record_writer__counts(const struct record_writer *w, struct record_writer_counts *out);
+/* The first write error, as -errno (0: none); every call after it fails with it. */
+int record_writer__error(const struct record_writer *w);
 
 /* ---- reader ---- */
 

@@ -46,6 +46,8 @@ struct record_writer {
 	size_t nr_index, cap_index;
 	struct snap_copy *snaps;
 	size_t nr_snaps, cap_snaps;
+	struct record_writer_counts pending; /* in the frame being filled */
+	struct record_writer_counts done;    /* in frames written whole */
 	int error; /* sticky: the first write error, as -errno */
 	const char *why;
 };
@@ -179,8 +181,13 @@ static int emit_frame(struct record_writer *w, uint32_t flags)
 	err = write_all(w, fh, sizeof(fh));
 	if (!err)
 		err = write_all(w, w->comp, clen);
-	if (err)
+	if (err) {
+		/* A torn frame would end the file in a frame no reader can decode: cut it off, so
+		 * the file reads whole up to the frames before it. A FIFO or device keeps it. */
+		if (!ftruncate(w->fd, (off_t)off))
+			w->file_off = off;
 		return w->error = err;
+	}
 	if (!(flags & HS_FRAME_FLAG_FOOTER)) {
 		err = grow((void **)&w->index, &w->cap_index, w->nr_index + 1, sizeof(*w->index));
 		if (err)
@@ -192,6 +199,10 @@ static int emit_frame(struct record_writer *w, uint32_t flags)
 		};
 	}
 	w->raw_total += w->raw_len;
+	w->done.allocs += w->pending.allocs;
+	w->done.frees += w->pending.frees;
+	w->done.stacks += w->pending.stacks;
+	w->pending = (struct record_writer_counts){0};
 	reset_frame_state(w);
 	return 0;
 }
@@ -473,6 +484,10 @@ int record_writer__write(struct record_writer *w, const struct hs_record *r)
 				w->have_site = true;
 			}
 		}
+		if (r->type == HS_REC_FREE)
+			w->pending.frees++;
+		else
+			w->pending.allocs++;
 		w->last_time = r->time;
 		w->last_slot = slot;
 		note_time(w, r->time);
@@ -493,6 +508,8 @@ int record_writer__write(struct record_writer *w, const struct hs_record *r)
 	memcpy(p, w->tmp, w->tmp_len);
 	p += w->tmp_len;
 	w->raw_len = (size_t)(p - w->raw);
+	if (r->type == HS_REC_STACK || r->type == HS_REC_STACK_DWARF)
+		w->pending.stacks++;
 	if (r->type == HS_REC_SNAPSHOT) {
 		err = remember_snapshot(w, r);
 		if (err)
@@ -545,8 +562,12 @@ int record_writer__close(struct record_writer *w)
 	put_le64(tr, footer_off);
 	memcpy(tr + 8, HS_TRAILER_MAGIC, 8);
 	err = write_all(w, tr, sizeof(tr));
-	if (err)
+	if (err) {
+		/* A footer without its trailer: the file is read as one cut short after its data. */
+		if (!ftruncate(w->fd, (off_t)footer_off))
+			w->file_off = footer_off;
 		return w->error = err;
+	}
 	if (fsync(w->fd) && errno != EINVAL)
 		return w->error = -errno;
 	return record_writer__publish(w);
@@ -565,6 +586,16 @@ int record_writer__publish(struct record_writer *w)
 uint64_t record_writer__bytes_written(const struct record_writer *w)
 {
 	return w->file_off;
+}
+
+void record_writer__counts(const struct record_writer *w, struct record_writer_counts *out)
+{
+	*out = w->done;
+}
+
+int record_writer__error(const struct record_writer *w)
+{
+	return w->error;
 }
 
 uint64_t record_writer__raw_bytes(const struct record_writer *w)

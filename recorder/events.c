@@ -426,7 +426,7 @@ static void warn_stacks(struct session *s)
 		int k;
 		const char *what;
 	} why[] = {
-		{HS_CNT_STACK_TRUNCATED, "cut at --max-stack; raise it (up to 127)"},
+		{HS_CNT_STACK_TRUNCATED, "cut at --max-stack; it goes up to 127, the default"},
 		{HS_CNT_STACK_ERROR, "ended at a frame pointer that was not one (code built without frame "
 				     "pointers); --stack auto walks such code with unwind tables"},
 		{HS_CNT_UNW_NO_MODULE, "reached code in no module (JIT code, or a module unloaded); "

@@ -50,7 +50,7 @@ static const char usage[] =
 	"                           dwarf[=BYTES]: copy the registers and up to BYTES of stack (default\n"
 	"                           8k, at most 32k) and unwind offline with DWARF CFI;\n"
 	"                           none: the call site only\n"
-	"      --max-stack N        deepest stack recorded, 1..127 (default 64)\n"
+	"      --max-stack N        deepest stack recorded, 1..127 (default 127)\n"
 	"\n"
 	"Snapshots:\n"
 	"      --interval SECONDS   mark a snapshot every SECONDS (SIGUSR1 marks one at any time)\n"
@@ -204,7 +204,7 @@ bad:
 int main(int argc, char **argv)
 {
 	struct rec_opts o = {
-		.max_stack = 64,
+		.max_stack = HS_MAX_STACK, /* 127: what a record file holds; see README, Stacks */
 		.stack_mode = HS_STACK_AUTO,
 		.follow_forks = true,
 		.rss_interval = 1,

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* The BPF way in: allocator objects and their probes, links of each kind, loading the
  * programs with their rodata and map sizes, and attaching them for a command, a pid or the host. */
+#include <sys/prctl.h>
+
 #include "session.h"
 
 /* ---- objects and probes ---- */
@@ -501,6 +503,34 @@ int check_privileges(void)
 	return 0;
 }
 
+/* In a PID namespace: whether BPF numbers this process as getpid() and gettid() do, seen
+ * through the rename tracepoint (renamed to its own name). If not, every event would name a
+ * process the recorder does not know, and the recording would be empty: said, and stopped. */
+static int check_pid_translation(struct session *s)
+{
+	char comm[16] = "";
+	uint64_t want = (uint64_t)getpid() << 32 | (uint64_t)gettid(), seen;
+
+	if (!s->skel->rodata->ns_ino)
+		return 0;
+	s->skel->bss->self_seen = 0;
+	if (prctl(PR_GET_NAME, comm) || prctl(PR_SET_NAME, comm)) {
+		int err = -errno;
+
+		rec_warnx("cannot check how BPF numbers processes in this PID namespace (prctl PR_SET_NAME): %s",
+			  strerror(-err));
+		return err;
+	}
+	seen = __atomic_load_n(&s->skel->bss->self_seen, __ATOMIC_ACQUIRE);
+	if (seen == want)
+		return 0;
+	rec_warnx("BPF does not number processes as this PID namespace does (it saw the recorder as %s%u/%u, "
+		  "getpid()/gettid() say %u/%u): it would record nothing; stopping",
+		  seen == ~0ull ? "inconsistently, " : "", (unsigned)(seen >> 32), (unsigned)seen, (unsigned)(want >> 32),
+		  (unsigned)want);
+	return -ESRCH;
+}
+
 /* BPF: open -> set rodata and map sizes -> load, with the rings in place before any probe. */
 int bpf_start(struct session *s, struct run *u)
 {
@@ -529,6 +559,23 @@ int bpf_start(struct session *s, struct run *u)
 	s->skel->rodata->dwarf_bytes = o->dwarf_bytes;
 	s->skel->rodata->wakeup_bytes = u->ring_bytes / 4;
 	s->skel->rodata->self_tgid = (uint32_t)getpid();
+	{
+		uint64_t dev, ino;
+
+		err = proc_pid_ns(&dev, &ino);
+		if (err == -EXDEV) {
+			rec_warnx("/proc is another PID namespace's: /proc/self is not pid %d, which getpid() gives; BPF "
+				  "would record other processes than the ones named (mount this namespace's /proc, as "
+				  "unshare --pid --fork --mount-proc does)", (int)getpid());
+			return err;
+		}
+		if (err) {
+			rec_warnx("cannot read this process's PID namespace (/proc/self/ns/pid): %s", strerror(-err));
+			return err;
+		}
+		s->skel->rodata->ns_dev = dev;
+		s->skel->rodata->ns_ino = ino;
+	}
 	s->skel->rodata->noop = o->noop;
 	bpf_map__set_max_entries(s->skel->maps.live, o->max_live);
 	bpf_map__set_max_entries(s->skel->maps.stacks_seen, o->stack_cache);
@@ -687,6 +734,9 @@ int bpf_attach(struct session *s, struct run *u)
 		}
 		add_link(s, -2, l, -1);
 	}
+	err = check_pid_translation(s);
+	if (err)
+		return err;
 	/* Syscall tracepoints need tracefs; mount it where the kernel expects it if absent. */
 	if (access("/sys/kernel/tracing/events", F_OK))
 		mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL);

@@ -240,3 +240,28 @@ bool same_file(const char *path, uint64_t dev, uint64_t ino)
 
 	return !stat(path, &st) && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
 }
+
+/* The initial PID namespace's inode, fixed by the kernel (PROC_PID_INIT_INO). */
+#define PID_NS_INIT_INO 0xEFFFFFFCu
+
+int proc_pid_ns(uint64_t *dev, uint64_t *ino)
+{
+	char buf[32];
+	struct stat st;
+	ssize_t n;
+	long self;
+
+	if (stat("/proc/self/ns/pid", &st))
+		return -errno;
+	*dev = (uint64_t)st.st_dev;
+	*ino = st.st_ino == PID_NS_INIT_INO ? 0 : (uint64_t)st.st_ino;
+	/* /proc numbers processes as the namespace it was mounted in does: another one's (the
+	 * host's, after `unshare -p` without --mount-proc) would have the recorder read the maps
+	 * of whichever process has the pid there. */
+	n = readlink("/proc/self", buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return n < 0 ? -errno : -EINVAL;
+	buf[n] = 0;
+	self = strtol(buf, NULL, 10);
+	return self == (long)getpid() ? 0 : -EXDEV;
+}

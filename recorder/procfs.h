@@ -27,6 +27,10 @@ char *proc_exe(pid_t pid);
 pid_t proc_ppid(pid_t pid);
 int proc_rss(pid_t pid, uint64_t *rss, uint64_t *vm);
 char *proc_thread_comm(pid_t pid, pid_t tid);
+/* The recorder's PID namespace, for BPF to number pids as getpid() and /proc do: its nsfs
+ * device and inode, *INO 0 for the initial namespace (no translation needed). -EXDEV when
+ * /proc is not this namespace's (its pids would name other processes). */
+int proc_pid_ns(uint64_t *dev, uint64_t *ino);
 /* Calls CB for each thread id of PID. */
 int proc_for_each_thread(pid_t pid, void (*cb)(pid_t tid, void *ctx), void *ctx);
 #endif

@@ -130,11 +130,25 @@ static int poll_timeout_ms(uint64_t now, const uint64_t *when, int n, int max_ms
 
 static void print_summary(struct session *s, double secs)
 {
-	uint64_t bytes = record_writer__bytes_written(s->w), ev = s->n_alloc + s->n_free;
+	struct record_writer_counts c;
+	uint64_t bytes = record_writer__bytes_written(s->w), ev;
+	int werr = record_writer__error(s->w);
 
-	rec_warnx("wrote %s: %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64 " stacks in %.1fs; %" PRIu64
-	      " bytes (%.2f bytes/event)",
-	      s->o->output, s->n_alloc, s->n_free, s->stacks_written, secs, bytes, ev ? (double)bytes / (double)ev : 0.0);
+	/* What the file holds, not what was handed to the writer: a failed write loses its frame
+	 * and everything after it. */
+	record_writer__counts(s->w, &c);
+	ev = c.allocs + c.frees;
+	if (werr)
+		rec_warnx("%s is INCOMPLETE: writing it failed (%s); it holds %" PRIu64 " allocations, %" PRIu64
+			  " frees, %" PRIu64 " stacks (%" PRIu64 " bytes), readable up to there; the %" PRIu64
+			  " allocations and %" PRIu64 " frees recorded after them in %.1fs are lost",
+			  s->o->output, strerror(-werr), c.allocs, c.frees, c.stacks, bytes,
+			  s->n_alloc > c.allocs ? s->n_alloc - c.allocs : 0, s->n_free > c.frees ? s->n_free - c.frees : 0,
+			  secs);
+	else
+		rec_warnx("wrote %s: %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64 " stacks in %.1fs; %" PRIu64
+			  " bytes (%.2f bytes/event)",
+			  s->o->output, c.allocs, c.frees, c.stacks, secs, bytes, ev ? (double)bytes / (double)ev : 0.0);
 	rec_warnx("live at the end: %.0f bytes%s; peak %.0f bytes", s->live_est > 0 ? s->live_est : 0,
 	      s->o->sample_rate ? " (estimated from samples)" : "", s->peak_est);
 	if (s->o->pid)

@@ -2160,6 +2160,187 @@ EOC
 	return 0
 }
 
+# ---- BPF recorder in a PID namespace; --max-stack's default; a full disk ----
+
+need_pidns() {
+	command -v unshare >/dev/null || skip "no unshare (util-linux)"
+	unshare -fpm --mount-proc true 2>/dev/null || skip "cannot make a PID and mount namespace here (unshare -fpm --mount-proc)"
+}
+
+# The recorder in a PID namespace: BPF sees the host's pids, the recorder its namespace's.
+# Launched, every figure of alloc_c exact (fork child and threads included).
+t_bpf_pidns_launched() {
+	need_bpf; need_go; need_pidns
+	unshare -fpm --mount-proc "$R" --via bpf -s 0 -o "$TMP/nsl.hsnap" -- "$T/alloc_c" >"$TMP/nsl.out" 2>"$TMP/nsl.err" ||
+		{ cat "$TMP/nsl.err"; die "recorder launching alloc_c in a PID namespace"; }
+	"$A" pprof -o "$TMP/nsl.pb.gz" "$TMP/nsl.hsnap" || die "pprof"
+	local p=$TMP/nsl.pb.gz
+	eq "leak_malloc inuse_space" 10000 "$(pv $p inuse_space leak_malloc)"
+	eq "thread_work inuse_space (threads)" 20000 "$(pv $p inuse_space thread_work)"
+	eq "thread_work inuse_objects" 100 "$(pv $p inuse_objects thread_work)"
+	eq "child_work inuse_space (fork child)" 15000 "$(pv $p inuse_space child_work)"
+	eq "plugin_alloc inuse_space (dlopen)" 12288 "$(pv $p inuse_space plugin_alloc)"
+	eq "make_calloc inuse_space" 4000 "$(pv $p inuse_space make_calloc)"
+	eq "realloc_chain alloc_space" 5600 "$(pv $p alloc_space realloc_chain)"
+	eq "churn_malloc alloc_objects" 100 "$(pv $p alloc_objects churn_malloc)"
+	eq "churn_malloc inuse_space" absent "$(pv $p inuse_space churn_malloc)"
+	# Without its own /proc, the namespace's pids would name the host's processes: refused.
+	local rc
+	unshare -fp "$R" --via bpf -o "$TMP/nsx.hsnap" -- "$T/alloc_c" >/dev/null 2>"$TMP/nsx.err"; rc=$?
+	eq "exit status with the host's /proc" 1 $rc
+	contains "$TMP/nsx.err" "/proc is another PID namespace's"
+	[ ! -e "$TMP/nsx.hsnap" ] || die "a refused start left a file"
+}
+
+# Attached (-p) to a process of the namespace, by the pid the namespace gives it.
+t_bpf_pidns_attach() {
+	need_bpf; need_go; need_pidns
+	export -f waitfor
+	# shellcheck disable=SC2016
+	unshare -fpm --mount-proc bash -c '
+		T=$1 R=$2 D=$3
+		mkfifo "$D/nsp.fifo"
+		"$T/alloc_c" wait "$D/nsp.fifo" >"$D/nsp.target" &
+		tpid=$!
+		echo $tpid >"$D/nsp.pid"
+		waitfor "$D/nsp.target" ready || exit 3
+		"$R" --via bpf -p $tpid -s 0 -o "$D/nsp.hsnap" >/dev/null 2>"$D/nsp.err" &
+		rpid=$!
+		waitfor "$D/nsp.err" "attached to $tpid" || exit 4
+		echo go >"$D/nsp.fifo"
+		wait $tpid || exit 5
+		wait $rpid || exit 6
+	' _ "$T" "$R" "$TMP"
+	local rc=$?
+	[ $rc = 0 ] || { cat "$TMP/nsp.err"; die "in the namespace: step $rc failed (3 target not ready, 4 no attach, 5 target, 6 recorder)"; }
+	[ "$(cat "$TMP/nsp.pid")" -lt 10 ] || die "the target's pid $(cat "$TMP/nsp.pid") is not the namespace's"
+	"$A" pprof -o "$TMP/nsp.pb.gz" "$TMP/nsp.hsnap" || die "pprof"
+	eq "after_attach inuse_space" 7777 "$(pv "$TMP/nsp.pb.gz" inuse_space after_attach)"
+	eq "after_attach inuse_objects" 7 "$(pv "$TMP/nsp.pb.gz" inuse_objects after_attach)"
+	eq "before_attach unseen" absent "$(pv "$TMP/nsp.pb.gz" alloc_space before_attach)"
+}
+
+# -a in a namespace records its processes, exactly, and nothing of the host's (demo, run
+# outside it meanwhile).
+t_bpf_pidns_all() {
+	need_bpf; need_go; need_pidns
+	export -f waitfor
+	# shellcheck disable=SC2016
+	unshare -fpm --mount-proc bash -c '
+		T=$1 R=$2 D=$3
+		"$R" --via bpf -a -s 0 --duration 120 -o "$D/nsa.hsnap" >/dev/null 2>"$D/nsa.err" &
+		rpid=$!
+		waitfor "$D/nsa.err" "recording every process" || { kill $rpid; exit 3; }
+		"$T/alloc_c" >/dev/null || { kill $rpid; exit 4; }
+		echo done >"$D/nsa.ns_done"
+		waitfor "$D/nsa.host_done" done || { kill $rpid; exit 5; }
+		kill -INT $rpid
+		wait $rpid || exit 6
+	' _ "$T" "$R" "$TMP" &
+	local job=$!
+	waitfor "$TMP/nsa.err" "recording every process" || { cat "$TMP/nsa.err"; die "-a never said it records"; }
+	"$T/demo" >/dev/null || die "demo on the host"
+	waitfor "$TMP/nsa.ns_done" done || die "alloc_c in the namespace never ended"
+	echo done >"$TMP/nsa.host_done"
+	wait $job || { cat "$TMP/nsa.err"; die "in the namespace: step $? failed (3 no start, 4 alloc_c, 5 wait, 6 recorder)"; }
+	"$A" pprof -o "$TMP/nsa.pb.gz" "$TMP/nsa.hsnap" || die "pprof"
+	local p=$TMP/nsa.pb.gz
+	eq "leak_malloc inuse_space" 10000 "$(pv $p inuse_space leak_malloc)"
+	eq "thread_work inuse_space (threads)" 20000 "$(pv $p inuse_space thread_work)"
+	eq "child_work inuse_space (fork child)" 15000 "$(pv $p inuse_space child_work)"
+	eq "plugin_alloc inuse_space (dlopen)" 12288 "$(pv $p inuse_space plugin_alloc)"
+	eq "churn_malloc alloc_objects" 100 "$(pv $p alloc_objects churn_malloc)"
+	eq "demo, outside the namespace, unseen" absent "$(pv $p alloc_space cache_insert)"
+}
+
+# A full disk: the closing message counts what the file holds, says the write failed, and
+# exits non-zero; the file reads whole up to its last complete frame.
+t_bpf_full_disk() {
+	need_bpf
+	[ "$(id -u)" = 0 ] || skip "not root: mounting a small tmpfs needs root"
+	local rc held_a held_f held_s
+	mkdir "$TMP/small"
+	mount -t tmpfs -o size=48k heapsnap-test "$TMP/small" 2>/dev/null || skip "cannot mount a tmpfs here"
+	# bulk: 420,001 events, about 100 KiB of file with frame-pointer stacks.
+	"$R" --via bpf --stack fp -s 0 -o "$TMP/small/f.hsnap" -- "$T/alloc_c" bulk >/dev/null 2>"$TMP/fd.err"; rc=$?
+	cp "$TMP/small/f.hsnap" "$TMP/fd.hsnap"; local cprc=$?
+	umount "$TMP/small"
+	[ $cprc = 0 ] || { cat "$TMP/fd.err"; die "no file left on the full disk"; }
+	[ $rc != 0 ] || { cat "$TMP/fd.err"; die "exit status 0 after the disk filled"; }
+	contains "$TMP/fd.err" "is INCOMPLETE: writing it failed (No space left on device); it holds "
+	held_a=$(sed -n 's/.* it holds \([0-9]*\) allocations, \([0-9]*\) frees, \([0-9]*\) stacks .*/\1/p' "$TMP/fd.err")
+	held_f=$(sed -n 's/.* it holds \([0-9]*\) allocations, \([0-9]*\) frees, \([0-9]*\) stacks .*/\2/p' "$TMP/fd.err")
+	held_s=$(sed -n 's/.* it holds \([0-9]*\) allocations, \([0-9]*\) frees, \([0-9]*\) stacks .*/\3/p' "$TMP/fd.err")
+	"$A" stats "$TMP/fd.hsnap" >"$TMP/fd.stats" 2>"$TMP/fd.aerr" || { cat "$TMP/fd.aerr"; die "stats of the cut file"; }
+	contains "$TMP/fd.aerr" "no footer"
+	eq "allocations the message says the file holds" "$(sed -n 's/^Events: [0-9]* (\([0-9]*\) allocations.*/\1/p' "$TMP/fd.stats")" "$held_a"
+	eq "frees the message says the file holds" "$(sed -n 's/^Events: .* allocations, \([0-9]*\) frees.*/\1/p' "$TMP/fd.stats")" "$held_f"
+	eq "stacks the message says the file holds" "$(sed -n 's/^Stacks: \([0-9]*\) interned.*/\1/p' "$TMP/fd.stats")" "$held_s"
+	[ "$held_a" -gt 0 ] && [ "$held_a" -lt 220001 ] || die "the file should hold some but not all of bulk's 220001 allocations, holds $held_a"
+	eq "summary's allocations" "$held_a" "$("$A" summary --json "$TMP/fd.hsnap" 2>/dev/null | grep -o '"allocated_count":[0-9]*' | head -1 | cut -d: -f2)"
+}
+
+# --max-stack's default holds a deep interpreter stack whole: Debian's python3 recursing 25
+# levels through a C call (functools.partial: 4 native frames a level, 114 in all, where 3.11
+# runs a plain Python call in the same C frame), then b'x' * 4000037 (a 4000070-byte block).
+t_bpf_max_stack_default() {
+	[ -x /usr/bin/python3.11 ] || skip "no /usr/bin/python3.11 (Debian's python3.11)"
+	cat >"$TMP/deep.py" <<'EOF'
+import functools
+kept = []
+def level(n):
+    if n:
+        return functools.partial(level, n - 1)()
+    kept.append(b'x' * 4000037)
+level(25)
+EOF
+	local via line n
+	for via in preload bpf; do
+		[ $via = bpf ] && { [ -z "$BPF_REASON" ] || continue; }
+		"$R" --via $via -s 0 -o "$TMP/deep-$via.hsnap" -- /usr/bin/python3.11 "$TMP/deep.py" >/dev/null 2>"$TMP/deep.err" ||
+			{ cat "$TMP/deep.err"; die "$via: recording python3"; }
+		eq "$via: stacks.cut_at_max_stack" 0 "$("$A" stats "$TMP/deep-$via.hsnap" 2>/dev/null | awk '$1 == "stacks.cut_at_max_stack" { print $2 }')"
+		line=$("$A" collapsed --value alloc_space "$TMP/deep-$via.hsnap" 2>/dev/null | awk '$NF == 4000070')
+		[ -n "$line" ] || die "$via: no stack with the 4000070-byte block"
+		n=$(echo "${line% *}" | tr ';' '\n' | grep -c '^_PyEval_EvalFrameDefault$')
+		eq "$via: interpreter frames (the module's, one per partial call: 25)" 26 "$n"
+		eq "$via: the outermost frame" _start "$(echo "$line" | cut -d';' -f1)"
+		n=$(echo "${line% *}" | tr ';' '\n' | wc -l)
+		[ "$n" -gt 64 ] || die "$via: the stack has $n frames: it no longer tests a default above 64"
+	done
+}
+
+# A stack cut at --max-stack must not cut the next ones: the in-process unwinder took the
+# frames of a shallower walk's callers from the last walk's, which lacked the frames past its
+# cut. 25 levels (114 frames, cut at 100), then, back at level 20 (94 frames), b'y' * 3000017.
+t_max_stack_after_cut() {
+	[ -x /usr/bin/python3.11 ] || skip "no /usr/bin/python3.11 (Debian's python3.11)"
+	cat >"$TMP/memo.py" <<'EOF'
+import functools
+kept = []
+def level(n):
+    if n:
+        r = functools.partial(level, n - 1)()
+        if n == 5:
+            kept.append(b'y' * 3000017)
+        return r
+    kept.append(b'x' * 4000037)
+level(25)
+EOF
+	local via line
+	for via in preload bpf; do
+		[ $via = bpf ] && { [ -z "$BPF_REASON" ] || continue; }
+		"$R" --via $via -s 0 --max-stack 100 -o "$TMP/memo-$via.hsnap" -- /usr/bin/python3.11 "$TMP/memo.py" >/dev/null 2>"$TMP/memo.err" ||
+			{ cat "$TMP/memo.err"; die "$via: recording python3"; }
+		eq "$via: stacks.cut_at_max_stack (the 114-frame one only)" 1 \
+			"$("$A" stats "$TMP/memo-$via.hsnap" 2>/dev/null | awk '$1 == "stacks.cut_at_max_stack" { print $2 }')"
+		line=$("$A" collapsed --value alloc_space "$TMP/memo-$via.hsnap" 2>/dev/null | awk '$NF == 3000050')
+		[ -n "$line" ] || die "$via: no stack with the 3000050-byte block"
+		eq "$via: the 94-frame stack's outermost frame" _start "$(echo "$line" | cut -d';' -f1)"
+		eq "$via: its interpreter frames (the module's, one per partial call: 20)" 21 "$(echo "${line% *}" | tr ';' '\n' | grep -c '^_PyEval_EvalFrameDefault$')"
+	done
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -2173,6 +2354,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
 ALL="$ALL t_preload_thread_churn t_inject_thread_churn t_preload_threads_past_limit t_preload_closed_fds t_preload_python_workers t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
 ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inject_real_linked_alloc t_inject_real_redis t_inject_real_nginx"
+ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_bpf_max_stack_default t_max_stack_after_cut"
 for t in $ALL; do
 	run $t
 done

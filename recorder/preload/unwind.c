@@ -419,8 +419,10 @@ uint32_t unwind_walk(struct tstate *t, uint64_t fp, uint64_t *ips, uint32_t max)
 		nw->rbp_at[n] = rbp_at;
 		nw->rbp_ok[n] = rbp_ok;
 		ips[n++] = pc;
-		if (j < old->n && old->sp[j] == sp && old->ip[j] == pc && old->rbp_ok[j] == rbp_ok &&
-		    (!rbp_ok || old->rbp[j] == rbp) && memo_suffix(old, j, nw, ips, &n, max)) {
+		/* A walk cut at MAX lacks the callers past its last frame: a shallower walk that took
+		 * its frames would lose them too, though they fit, and count itself cut. */
+		if (j < old->n && old->stop != HS_CNT_STACK_TRUNCATED && old->sp[j] == sp && old->ip[j] == pc &&
+		    old->rbp_ok[j] == rbp_ok && (!rbp_ok || old->rbp[j] == rbp) && memo_suffix(old, j, nw, ips, &n, max)) {
 			stop = old->stop;
 			break;
 		}

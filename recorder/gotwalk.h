@@ -65,56 +65,21 @@ static inline int gw_walk_table(const struct gw_module *m, gw_read_fn rd, void *
 	return 0;
 }
 
-/* Calls CB for each JUMP_SLOT and GLOB_DAT relocation of module M. */
-static inline int gw_walk(const struct gw_module *m, gw_read_fn rd, void *rctx, gw_slot_fn cb, void *cctx)
-{
-	uint64_t jmprel = 0, pltrelsz = 0, rela = 0, relasz = 0, symtab = 0, strtab = 0, strsz = 0, pltrel = DT_RELA;
-	int ret;
-
-	for (int i = 0; i < GW_MAX_DYN; i++) {
-		Elf64_Dyn d;
-
-		if (rd(rctx, m->dyn + (uint64_t)i * sizeof(d), &d, sizeof(d)))
-			return -1;
-		if (d.d_tag == DT_NULL)
-			break;
-		switch (d.d_tag) {
-		case DT_JMPREL: jmprel = d.d_un.d_ptr; break;
-		case DT_PLTRELSZ: pltrelsz = d.d_un.d_val; break;
-		case DT_PLTREL: pltrel = d.d_un.d_val; break;
-		case DT_RELA: rela = d.d_un.d_ptr; break;
-		case DT_RELASZ: relasz = d.d_un.d_val; break;
-		case DT_SYMTAB: symtab = d.d_un.d_ptr; break;
-		case DT_STRTAB: strtab = d.d_un.d_ptr; break;
-		case DT_STRSZ: strsz = d.d_un.d_val; break;
-		}
-	}
-	if (!symtab || !strtab || !strsz)
-		return 0;
-	symtab = gw_ptr(m, symtab);
-	strtab = gw_ptr(m, strtab);
-	if (jmprel && pltrel == DT_RELA) {
-		ret = gw_walk_table(m, rd, rctx, gw_ptr(m, jmprel), pltrelsz, symtab, strtab, strsz, cb, cctx);
-		if (ret)
-			return ret;
-	}
-	if (rela)
-		return gw_walk_table(m, rd, rctx, gw_ptr(m, rela), relasz, symtab, strtab, strsz, cb, cctx);
-	return 0;
-}
-
-/* ---- a module's own definition of a symbol, through its hash table ---- */
+/* ---- what the dynamic section says, read once for either use below ---- */
 
 #define GW_MAX_BUCKETS (1u << 24)
 #define GW_MAX_CHAIN (1u << 16) /* symbols looked at for one name in one module */
 
-struct gw_symtab {
+/* Addresses in memory (relocated by gw_ptr), sizes as they are. */
+struct gw_dynamic {
+	uint64_t jmprel, pltrelsz, pltrel, rela, relasz;
 	uint64_t symtab, strtab, strsz, gnu_hash, hash, versym;
 };
 
-static inline int gw_symtab_of(const struct gw_module *m, gw_read_fn rd, void *rctx, struct gw_symtab *t)
+static inline int gw_dynamic_of(const struct gw_module *m, gw_read_fn rd, void *rctx, struct gw_dynamic *t)
 {
 	memset(t, 0, sizeof(*t));
+	t->pltrel = DT_RELA;
 	for (int i = 0; i < GW_MAX_DYN; i++) {
 		Elf64_Dyn d;
 
@@ -123,6 +88,11 @@ static inline int gw_symtab_of(const struct gw_module *m, gw_read_fn rd, void *r
 		if (d.d_tag == DT_NULL)
 			break;
 		switch (d.d_tag) {
+		case DT_JMPREL: t->jmprel = gw_ptr(m, d.d_un.d_ptr); break;
+		case DT_PLTRELSZ: t->pltrelsz = d.d_un.d_val; break;
+		case DT_PLTREL: t->pltrel = d.d_un.d_val; break;
+		case DT_RELA: t->rela = gw_ptr(m, d.d_un.d_ptr); break;
+		case DT_RELASZ: t->relasz = d.d_un.d_val; break;
 		case DT_SYMTAB: t->symtab = gw_ptr(m, d.d_un.d_ptr); break;
 		case DT_STRTAB: t->strtab = gw_ptr(m, d.d_un.d_ptr); break;
 		case DT_STRSZ: t->strsz = d.d_un.d_val; break;
@@ -131,13 +101,35 @@ static inline int gw_symtab_of(const struct gw_module *m, gw_read_fn rd, void *r
 		case DT_VERSYM: t->versym = gw_ptr(m, d.d_un.d_ptr); break;
 		}
 	}
-	return t->symtab && t->strtab && t->strsz && (t->gnu_hash || t->hash) ? 0 : -1;
+	return 0;
 }
+
+/* Calls CB for each JUMP_SLOT and GLOB_DAT relocation of module M. */
+static inline int gw_walk(const struct gw_module *m, gw_read_fn rd, void *rctx, gw_slot_fn cb, void *cctx)
+{
+	struct gw_dynamic t;
+	int ret;
+
+	if (gw_dynamic_of(m, rd, rctx, &t))
+		return -1;
+	if (!t.symtab || !t.strtab || !t.strsz)
+		return 0;
+	if (t.jmprel && t.pltrel == DT_RELA) {
+		ret = gw_walk_table(m, rd, rctx, t.jmprel, t.pltrelsz, t.symtab, t.strtab, t.strsz, cb, cctx);
+		if (ret)
+			return ret;
+	}
+	if (t.rela)
+		return gw_walk_table(m, rd, rctx, t.rela, t.relasz, t.symtab, t.strtab, t.strsz, cb, cctx);
+	return 0;
+}
+
+/* ---- a module's own definition of a symbol, through its hash table ---- */
 
 /* Whether symbol SI is NAME as the loader would bind it: defined here (an executable's
  * canonical PLT entry is undefined, with a value), a function, global or weak, and of the
  * default version (a hidden one is only for binaries linked against it by name). */
-static inline int gw_sym_is(const struct gw_symtab *t, gw_read_fn rd, void *rctx, uint32_t si, const char *name,
+static inline int gw_sym_is(const struct gw_dynamic *t, gw_read_fn rd, void *rctx, uint32_t si, const char *name,
 			    size_t len, Elf64_Sym *out)
 {
 	char buf[GW_NAME_MAX];
@@ -187,9 +179,10 @@ static inline uint32_t gw_sysv_hash(const char *s)
 static inline int gw_find_def(const struct gw_module *m, gw_read_fn rd, void *rctx, const char *name, Elf64_Sym *out)
 {
 	size_t len = strlen(name);
-	struct gw_symtab t;
+	struct gw_dynamic t;
 
-	if (len >= GW_NAME_MAX || gw_symtab_of(m, rd, rctx, &t))
+	if (len >= GW_NAME_MAX || gw_dynamic_of(m, rd, rctx, &t) || !t.symtab || !t.strtab || !t.strsz ||
+	    !(t.gnu_hash || t.hash))
 		return -1;
 	if (t.gnu_hash) {
 		uint32_t hdr[4], h = gw_gnu_hash(name), i, c;

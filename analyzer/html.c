@@ -124,6 +124,14 @@ int html__plan(const struct replay *r, struct replay_target *t, struct html **ou
 	return 0;
 }
 
+static void agg_values(const struct agg *g, double v[V__COUNT])
+{
+	v[V_ALLOC_OBJECTS] = g->alloc_objects;
+	v[V_ALLOC_SPACE] = g->alloc_space;
+	v[V_INUSE_OBJECTS] = g->inuse_objects;
+	v[V_INUSE_SPACE] = g->inuse_space;
+}
+
 void html__checkpoint(const struct replay *r, uint32_t i, void *ctx)
 {
 	struct html *h = ctx;
@@ -143,11 +151,12 @@ void html__checkpoint(const struct replay *r, uint32_t i, void *ctx)
 		h->last = l;
 		h->nr_last = r->nr_aggs;
 	}
+	/* Counted by the very test the copy below makes, so the copy never passes the count. */
 	for (uint32_t a = 0; a < r->nr_aggs; a++) {
-		const struct agg *g = &r->aggs[a];
+		double v[V__COUNT];
 
-		n += g->inuse_space != h->last[a][V_INUSE_SPACE] || g->inuse_objects != h->last[a][V_INUSE_OBJECTS] ||
-		     g->alloc_space != h->last[a][V_ALLOC_SPACE] || g->alloc_objects != h->last[a][V_ALLOC_OBJECTS];
+		agg_values(&r->aggs[a], v);
+		n += memcmp(v, h->last[a], sizeof(v)) != 0;
 	}
 	/* Even moments may take half the budget, so that snapshots and the peak, met later, find
 	 * room in the rest; the end is always kept. A moment past its share is left out. */
@@ -159,11 +168,10 @@ void html__checkpoint(const struct replay *r, uint32_t i, void *ctx)
 		h->err = -ENOMEM;
 		return;
 	}
-	for (uint32_t a = 0; a < r->nr_aggs; a++) {
-		const struct agg *g = &r->aggs[a];
-		double v[V__COUNT] = {[V_ALLOC_OBJECTS] = g->alloc_objects, [V_ALLOC_SPACE] = g->alloc_space,
-				      [V_INUSE_OBJECTS] = g->inuse_objects, [V_INUSE_SPACE] = g->inuse_space};
+	for (uint32_t a = 0; a < r->nr_aggs && m->nr_cap < n; a++) {
+		double v[V__COUNT];
 
+		agg_values(&r->aggs[a], v);
 		if (!memcmp(v, h->last[a], sizeof(v)))
 			continue;
 		m->cap[m->nr_cap].agg = a;

@@ -244,12 +244,37 @@ static void on_alloc(struct replay *r, const struct replay_event *rec)
 	e->weight = (uint32_t)rec->weight;
 }
 
+/* Twice the stretch per point: points 2j and 2j + 1 become point j, the higher of the two
+ * live totals (the earlier on a tie) with the higher RSS. */
+static void timeline_coarsen(struct replay *r)
+{
+	for (uint32_t j = 0; j < TIMELINE_MAX / 2; j++) {
+		const struct timeline_point *a = &r->tl[2 * j], *b = &r->tl[2 * j + 1];
+		struct timeline_point q = !a->used || (b->used && b->live_bytes > a->live_bytes) ? *b : *a;
+
+		if (a->used && b->used)
+			q.rss_bytes = a->rss_bytes > b->rss_bytes ? a->rss_bytes : b->rss_bytes;
+		q.bucket = j;
+		r->tl[j] = q;
+	}
+	memset(&r->tl[TIMELINE_MAX / 2], 0, sizeof(*r->tl) * (TIMELINE_MAX / 2));
+	r->nr_tl = (r->nr_tl + 1) / 2;
+	r->tl_width *= 2;
+}
+
+/* The point of time T is found from T alone: bucket (T - t0) / width, an index into the
+ * TIMELINE_MAX points allocated at the first call. Events a few microseconds out of order
+ * (rings of several CPUs or threads) land in the buckets of their own times, so each bucket
+ * keeps the highest live total of its events whatever their order, and nothing trusts
+ * time to only go forward. A time before t0 counts in the first bucket. */
 void replay_timeline_note(struct replay *r, uint64_t t)
 {
-	struct timeline_point *last;
+	struct timeline_point *pt;
 	uint64_t b;
 
-	if (!r->nr_tl && !r->tl) {
+	if (r->tl_done)
+		return;
+	if (!r->tl) {
 		r->tl = calloc(TIMELINE_MAX, sizeof(*r->tl));
 		if (!r->tl)
 			replay_nomem(r);
@@ -257,43 +282,37 @@ void replay_timeline_note(struct replay *r, uint64_t t)
 		r->tl_width = 1;
 	}
 	if (t < r->tl_t0)
-		t = r->tl_t0; /* the few microseconds events can be out of order */
-	b = (t - r->tl_t0) / r->tl_width;
-	while (b >= TIMELINE_MAX) {
-		/* Twice the stretch: each pair of points becomes the higher of the two. */
-		uint32_t n = 0;
-
-		for (uint32_t i = 0; i < r->nr_tl; i++) {
-			struct timeline_point q = r->tl[i];
-
-			q.bucket /= 2;
-			if (n && r->tl[n - 1].bucket == q.bucket) {
-				uint64_t rss = r->tl[n - 1].rss_bytes > q.rss_bytes ? r->tl[n - 1].rss_bytes : q.rss_bytes;
-
-				if (q.live_bytes > r->tl[n - 1].live_bytes)
-					r->tl[n - 1] = q;
-				r->tl[n - 1].rss_bytes = rss;
-			} else {
-				r->tl[n++] = q;
-			}
-		}
-		r->nr_tl = n;
-		r->tl_width *= 2;
-		b = (t - r->tl_t0) / r->tl_width;
-	}
-	last = r->nr_tl ? &r->tl[r->nr_tl - 1] : NULL;
-	if (!last || last->bucket != b) {
-		r->tl[r->nr_tl++] = (struct timeline_point){.bucket = b, .time = t, .live_bytes = r->live_bytes,
-							    .live_blocks = r->live_count, .rss_bytes = r->rss_sum};
+		t = r->tl_t0;
+	/* At most 64 doublings: the width never passes 2^63 before the bucket is in range. */
+	while ((b = (t - r->tl_t0) / r->tl_width) >= TIMELINE_MAX)
+		timeline_coarsen(r);
+	pt = &r->tl[b];
+	if (!pt->used) {
+		*pt = (struct timeline_point){.bucket = b, .time = t, .live_bytes = r->live_bytes,
+					      .live_blocks = r->live_count, .rss_bytes = r->rss_sum, .used = true};
+		if (b >= r->nr_tl)
+			r->nr_tl = (uint32_t)b + 1;
 		return;
 	}
-	if (r->live_bytes > last->live_bytes) {
-		last->live_bytes = r->live_bytes;
-		last->live_blocks = r->live_count;
-		last->time = t;
+	if (r->live_bytes > pt->live_bytes) {
+		pt->live_bytes = r->live_bytes;
+		pt->live_blocks = r->live_count;
+		pt->time = t;
 	}
-	if (r->rss_sum > last->rss_bytes)
-		last->rss_bytes = r->rss_sum;
+	if (r->rss_sum > pt->rss_bytes)
+		pt->rss_bytes = r->rss_sum;
+}
+
+/* The points in time order without the empty buckets between them: what reports read. */
+static void timeline_finish(struct replay *r)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; r->tl && i < r->nr_tl && i < TIMELINE_MAX; i++)
+		if (r->tl[i].used)
+			r->tl[n++] = r->tl[i];
+	r->nr_tl = n;
+	r->tl_done = true;
 }
 
 static double now_s(void)
@@ -498,12 +517,14 @@ static int pass(struct replay *r, struct record_reader *rd, uint64_t stop_index,
 		/* From replay_nomem(): D and R are as they were (neither is changed in this frame). */
 		r->oom = NULL;
 		decoder__free(d);
+		timeline_finish(r);
 		return fail(r, EXIT_FAIL, "%s: out of memory after %" PRIu64 " records", r->path, r->records);
 	}
 	r->oom = &oom;
 	ret = pass_records(r, d, stop_index, stop_time, events, &stopped);
 	r->oom = NULL;
 	decoder__free(d);
+	timeline_finish(r);
 	if (!stopped)
 		r->stop_time = r->last_time;
 	r->status = record_reader__status(rd);

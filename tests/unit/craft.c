@@ -9,7 +9,12 @@
  *   counters    N COUNTERS records of 1024 distinct names each
  *   maps        N MAPPINGs of one process, then N UNMAPs, oldest first
  *   escape      a process, thread, mapping and snapshot named with terminal escapes
- *   lost        every-event recording whose counters say 40% of events were lost */
+ *   lost        every-event recording whose counters say 40% of events were lost
+ *   outoforder  N blocks of 100 bytes, then frees of the first N / 2, from two threads whose
+ *               events come in runs of 4, every other run 35 to 43 ticks (us) behind the other
+ *               thread's, as rings of several CPUs give them: times go back and forth.
+ *               Peak 100 N bytes, 100 (N - N / 2) live at the end; even runs' blocks from
+ *               stack 1 (ooo+0x100), odd runs' from stack 2 (ooo+0x200) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,6 +224,35 @@ int main(int argc, char **argv)
 		r.counters.nr = 2;
 		r.counters.items = items;
 		put(&r);
+	} else if (!strcmp(shape, "outoforder")) {
+		session(HS_STACK_FP, 64, "outoforder");
+		process(10, "ooo", "ooo");
+		mapping(10, 0x400000, "/nonexistent/ooo", 1);
+		for (uint64_t id = 1; id <= 2; id++) {
+			uint64_t ip = 0x400000 + 0x100 * id + 1;
+			struct hs_record st = {.type = HS_REC_STACK};
+
+			st.stack.id = id;
+			st.stack.nr = 1;
+			st.stack.ips = &ip;
+			put(&st);
+		}
+		for (uint64_t i = 0; i < n + n / 2; i++) {
+			/* Run k of 4 events is thread 10 + k % 2's; odd runs are behind by 35 + i % 9 ticks. */
+			uint64_t k = i / 4, t = 1000 + 10 * i - (k % 2 ? 35 + i % 9 : 0);
+			struct hs_record r = {.type = i < n ? HS_REC_ALLOC : HS_REC_FREE, .pid = 10,
+					      .tid = (uint32_t)(10 + k % 2), .time = t};
+
+			if (i < n) {
+				r.alloc.slot = i;
+				r.alloc.size = 100;
+				r.alloc.stack_id = 1 + k % 2;
+				r.alloc.weight = HS_WEIGHT_ONE;
+			} else {
+				r.free.slot = i - n;
+			}
+			put(&r);
+		}
 	} else {
 		fprintf(stderr, "craft: unknown shape '%s'\n", shape);
 		return 2;

@@ -26,6 +26,10 @@ mkdir -p "$REG" "$F/corpus-reader" "$F/corpus-replay"
 "$C" manystacks "$REG/manystacks.hsnap" 3000
 "$C" fifo "$REG/fifo-dev-zero.hsnap" 1 /dev/zero
 "$C" fifo "$REG/fifo-proc.hsnap" 1 /proc/self/environ
+# Times that go back and forth, as rings of several CPUs give them; and two recordings one
+# after the other, which fuzz_replay splits into the two files of a diff.
+"$C" outoforder "$REG/outoforder.hsnap" 3000
+cat testdata/alloc_c.hsnap "$REG/outoforder.hsnap" >"$REG/two-files.hsnap"
 [ -d testdata/fuzz ] && cp testdata/fuzz/* "$REG/"
 for t in reader replay; do
 	echo "fuzz_$t: $(ls "$REG" | wc -l) regression inputs"

@@ -29,6 +29,9 @@ struct process {
 	uint64_t rss_last; /* its last RSS sample */
 	int64_t exit_status;
 	double alloc_bytes, alloc_count, free_bytes, free_count, live_bytes, live_count, peak_bytes;
+	/* Of the frees: blocks whose slot an allocation took while they were live (their free
+	 * was not read before it), freed by implication. */
+	double implied_free_bytes, implied_free_count;
 	uint64_t peak_time, largest, rss_max, unknown_frees;
 };
 

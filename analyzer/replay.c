@@ -183,6 +183,7 @@ static bool release(struct replay *r, uint64_t slot, bool count_free)
 	a->var_inuse_space -= sample_variance(w) * (double)a->size * (double)a->size;
 	r->live_bytes -= bytes;
 	r->live_count -= w;
+	r->live_slots--;
 	/* The recorder names blocks per process, so the freeing process is the block's own. */
 	p = replay_get_process(r, a->pid);
 	p->live_bytes -= bytes;
@@ -204,8 +205,20 @@ static void on_alloc(struct replay *r, const struct replay_event *rec)
 	struct live_slot *e;
 	struct agg *a = &r->aggs[ai];
 
-	/* An occupied slot means the block's free was lost: drop the stale block. */
-	release(r, rec->slot, false);
+	/* An occupied slot: the recorder saw the block's address allocated again before it read
+	 * the block's free (lost, or still in another thread's ring). The old block is gone
+	 * either way: freed, by an implied free, counted so that allocated - freed = live. */
+	if (rec->slot < r->live.cap && r->live.s[rec->slot].agg != LIVE_EMPTY) {
+		const struct live_slot *old = &r->live.s[rec->slot];
+		double ow = old->weight / (double)HS_WEIGHT_ONE;
+		struct process *op = replay_get_process(r, r->aggs[old->agg].pid);
+
+		op->implied_free_count += ow;
+		op->implied_free_bytes += ow * (double)r->aggs[old->agg].size;
+		r->implied_frees++;
+		release(r, rec->slot, true);
+		p = replay_get_process(r, rec->pid); /* the table may have grown */
+	}
 	if (restored) {
 		p->free_bytes -= bytes;
 		p->free_count -= w;
@@ -227,6 +240,8 @@ static void on_alloc(struct replay *r, const struct replay_event *rec)
 	a->var_inuse_space += sample_variance(w) * (double)rec->size * (double)rec->size;
 	r->live_bytes += bytes;
 	r->live_count += w;
+	if (++r->live_slots > r->peak_live_slots)
+		r->peak_live_slots = r->live_slots;
 	p->live_bytes += bytes;
 	p->live_count += w;
 	if (p->live_bytes > p->peak_bytes) {
@@ -525,6 +540,7 @@ static int pass(struct replay *r, struct record_reader *rd, uint64_t stop_index,
 	r->oom = NULL;
 	decoder__free(d);
 	timeline_finish(r);
+	r->stopped_early = stopped;
 	if (!stopped)
 		r->stop_time = r->last_time;
 	r->status = record_reader__status(rd);
@@ -676,7 +692,9 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 			   path, why[0] ? "; " : "", why);
 		goto out;
 	}
-	if (target->kind == STOP_TIME && stop_time > r->last_time && r->status == HS_READ_END) {
+	/* Past the end only when no event came after the time: last_time is then the last
+	 * event's, not the last one replayed before the time (which is always before it). */
+	if (target->kind == STOP_TIME && !r->stopped_early && stop_time > r->last_time && r->status == HS_READ_END) {
 		ret = fail(r, EXIT_NODATA, "%s: --at %gs is past the end of the recording (%.3fs); omit --at for the end",
 			   path, target->at_seconds, replay__seconds(r, r->last_time));
 		goto out;

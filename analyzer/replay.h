@@ -117,10 +117,13 @@ struct replay {
 
 	/* totals */
 	uint64_t records, events, allocs, frees, unknown_frees, restored, skipped;
+	uint64_t implied_frees; /* live blocks whose slot an allocation took (counted in no other total) */
+	uint64_t live_slots, peak_live_slots; /* blocks live (each one, whatever its weight): now, at most */
 	double live_bytes, live_count, peak_bytes;
 	uint64_t peak_time, peak_event;
 	uint64_t first_time, last_time, stop_time;
 	bool have_time;
+	bool stopped_early; /* the pass met an event past its stop (so the stop is inside the recording) */
 	const char *stopped_at; /* description of where replay stopped */
 	char stop_desc[160];
 

@@ -597,6 +597,16 @@ static int footer_times(const struct hs_record *rec, void *ctx)
 	return 0;
 }
 
+/* SECONDS in ticks of TICK_NS, at most UINT64_MAX (converting a larger double is undefined). */
+static uint64_t seconds_to_ticks(double seconds, uint64_t tick_ns)
+{
+	double t = seconds * 1e9 / (double)tick_ns;
+
+	if (!(t > 0))
+		return 0;
+	return t >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)t;
+}
+
 int replay__run(struct replay *r, const char *path, const struct replay_target *target)
 {
 	bool events = true;
@@ -666,7 +676,7 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 	r->format_minor = record_reader__minor(rd);
 		record_reader__rewind(rd);
 	} else if (target->kind == STOP_TIME) {
-		stop_time = (uint64_t)(target->at_seconds * 1e9 / 1000.0); /* refined below once tick_ns is known */
+		stop_time = seconds_to_ticks(target->at_seconds, 1000); /* refined below once tick_ns is known */
 		snprintf(r->stop_desc, sizeof(r->stop_desc), "%.3fs", target->at_seconds);
 	} else {
 		/* Metadata only, when the footer gives the time range the events would. */
@@ -678,7 +688,7 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 		struct hs_record rec;
 
 		if (record_reader__next(rd, &rec) == 1 && rec.type == HS_REC_SESSION && rec.session.tick_ns)
-			stop_time = (uint64_t)(target->at_seconds * 1e9 / (double)rec.session.tick_ns);
+			stop_time = seconds_to_ticks(target->at_seconds, rec.session.tick_ns);
 		record_reader__rewind(rd);
 	}
 	ret = pass(r, rd, stop_index, stop_time, events);

@@ -1823,6 +1823,11 @@ assert s["events"] == s["allocs"] + s["frees"] + s["restored"] + s["unknown_free
 	contains "$TMP/at.json" '"live_bytes":990400,"live_count":9904'
 	"$A" summary --at 1 "$TMP/at.hsnap" >/dev/null 2>"$TMP/at.err"; eq "--at past the end exit" 4 $?
 	contains "$TMP/at.err" "--at 1s is past the end of the recording (0.301s)"
+	# Seconds no tick count holds are refused, not converted (a double past 2^64 has no integer).
+	for sub in nan inf 1e300; do
+		"$A" summary --at $sub "$TMP/at.hsnap" >/dev/null 2>"$TMP/at.err"; eq "--at $sub exit" 2 $?
+		contains "$TMP/at.err" "invalid --at '$sub'"
+	done
 }
 
 bpf_check

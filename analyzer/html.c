@@ -21,6 +21,8 @@
 #define HTML_MAX_NODES 2500
 #define HTML_MAX_CAPTURES (8u << 20)
 #define HTML_TABLE_ROWS 50
+/* Even moments (all but the first), snapshots, the peak and the end. */
+#define HTML_MAX_MOMENTS (HTML_EVEN_MOMENTS + HTML_MAX_SNAPSHOTS + 2)
 
 extern const char hs_html_page[], hs_html_page_end[];
 
@@ -64,8 +66,12 @@ static int cmp_moment(const void *a, const void *b)
 static void add_moment(struct html *h, enum moment_kind kind, uint64_t when, uint64_t record, uint64_t time,
 		       const char *label)
 {
-	struct moment *m = &h->m[h->nr];
+	struct moment *m;
 
+	/* The planner adds at most HTML_MAX_MOMENTS; one past them would have no room. */
+	if (h->nr >= HTML_MAX_MOMENTS)
+		return;
+	m = &h->m[h->nr];
 	*m = (struct moment){.kind = kind, .when = when, .cp = {.record = record, .time = time}};
 	snprintf(m->label, sizeof(m->label), "%s", label);
 	h->nr++;
@@ -73,7 +79,7 @@ static void add_moment(struct html *h, enum moment_kind kind, uint64_t when, uin
 
 int html__plan(const struct replay *r, struct replay_target *t, struct html **out)
 {
-	uint32_t cap = HTML_EVEN_MOMENTS + HTML_MAX_SNAPSHOTS + 2, n = 0;
+	uint32_t cap = HTML_MAX_MOMENTS, n = 0;
 	struct html *h = calloc(1, sizeof(*h));
 	uint64_t span = r->last_time - r->first_time;
 	char label[96];

@@ -164,8 +164,8 @@ static double sample_variance(double w)
 	return w > 1 ? w * (w - 1) : 0;
 }
 
-/* Removes a live block. Returns false when SLOT holds none. */
-static bool release(struct replay *r, uint64_t slot, bool count_free)
+/* Frees a live block. Returns false when SLOT holds none. */
+static bool release(struct replay *r, uint64_t slot)
 {
 	struct live_slot *e = slot < r->live.cap ? &r->live.s[slot] : NULL;
 	struct agg *a;
@@ -188,10 +188,8 @@ static bool release(struct replay *r, uint64_t slot, bool count_free)
 	p = replay_get_process(r, a->pid);
 	p->live_bytes -= bytes;
 	p->live_count -= w;
-	if (count_free) {
-		p->free_bytes += bytes;
-		p->free_count += w;
-	}
+	p->free_bytes += bytes;
+	p->free_count += w;
 	e->agg = LIVE_EMPTY;
 	return true;
 }
@@ -216,7 +214,7 @@ static void on_alloc(struct replay *r, const struct replay_event *rec)
 		op->implied_free_count += ow;
 		op->implied_free_bytes += ow * (double)r->aggs[old->agg].size;
 		r->implied_frees++;
-		release(r, rec->slot, true);
+		release(r, rec->slot);
 		p = replay_get_process(r, rec->pid); /* the table may have grown */
 	}
 	if (restored) {
@@ -402,7 +400,7 @@ static void apply_event(struct replay *r, const struct replay_event *rec)
 	note_time(r, rec->time);
 	if (rec->type != HS_REC_FREE) {
 		on_alloc(r, rec);
-	} else if (release(r, rec->slot, true)) {
+	} else if (release(r, rec->slot)) {
 		r->frees++;
 	} else {
 		r->unknown_frees++;

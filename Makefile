@@ -177,6 +177,12 @@ $(OUTPUT)/tests/recurse: tests/workloads/recurse.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
+# A free the in-process recorder does not see (t_analyzer_counters_agree).
+TEST_PROGS += $(OUTPUT)/tests/unseen_free
+$(OUTPUT)/tests/unseen_free: tests/workloads/unseen_free.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
+
 $(OUTPUT)/tests/quick: tests/workloads/quick.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@

@@ -21,6 +21,8 @@
 #define HTML_MAX_NODES 2500
 #define HTML_MAX_CAPTURES (8u << 20)
 #define HTML_TABLE_ROWS 50
+/* Even moments (all but the first), snapshots, the peak and the end. */
+#define HTML_MAX_MOMENTS (HTML_EVEN_MOMENTS + HTML_MAX_SNAPSHOTS + 2)
 
 extern const char hs_html_page[], hs_html_page_end[];
 
@@ -64,8 +66,12 @@ static int cmp_moment(const void *a, const void *b)
 static void add_moment(struct html *h, enum moment_kind kind, uint64_t when, uint64_t record, uint64_t time,
 		       const char *label)
 {
-	struct moment *m = &h->m[h->nr];
+	struct moment *m;
 
+	/* The planner adds at most HTML_MAX_MOMENTS; one past them would have no room. */
+	if (h->nr >= HTML_MAX_MOMENTS)
+		return;
+	m = &h->m[h->nr];
 	*m = (struct moment){.kind = kind, .when = when, .cp = {.record = record, .time = time}};
 	snprintf(m->label, sizeof(m->label), "%s", label);
 	h->nr++;
@@ -73,7 +79,7 @@ static void add_moment(struct html *h, enum moment_kind kind, uint64_t when, uin
 
 int html__plan(const struct replay *r, struct replay_target *t, struct html **out)
 {
-	uint32_t cap = HTML_EVEN_MOMENTS + HTML_MAX_SNAPSHOTS + 2, n = 0;
+	uint32_t cap = HTML_MAX_MOMENTS, n = 0;
 	struct html *h = calloc(1, sizeof(*h));
 	uint64_t span = r->last_time - r->first_time;
 	char label[96];
@@ -124,6 +130,14 @@ int html__plan(const struct replay *r, struct replay_target *t, struct html **ou
 	return 0;
 }
 
+static void agg_values(const struct agg *g, double v[V__COUNT])
+{
+	v[V_ALLOC_OBJECTS] = g->alloc_objects;
+	v[V_ALLOC_SPACE] = g->alloc_space;
+	v[V_INUSE_OBJECTS] = g->inuse_objects;
+	v[V_INUSE_SPACE] = g->inuse_space;
+}
+
 void html__checkpoint(const struct replay *r, uint32_t i, void *ctx)
 {
 	struct html *h = ctx;
@@ -143,11 +157,12 @@ void html__checkpoint(const struct replay *r, uint32_t i, void *ctx)
 		h->last = l;
 		h->nr_last = r->nr_aggs;
 	}
+	/* Counted by the very test the copy below makes, so the copy never passes the count. */
 	for (uint32_t a = 0; a < r->nr_aggs; a++) {
-		const struct agg *g = &r->aggs[a];
+		double v[V__COUNT];
 
-		n += g->inuse_space != h->last[a][V_INUSE_SPACE] || g->inuse_objects != h->last[a][V_INUSE_OBJECTS] ||
-		     g->alloc_space != h->last[a][V_ALLOC_SPACE] || g->alloc_objects != h->last[a][V_ALLOC_OBJECTS];
+		agg_values(&r->aggs[a], v);
+		n += memcmp(v, h->last[a], sizeof(v)) != 0;
 	}
 	/* Even moments may take half the budget, so that snapshots and the peak, met later, find
 	 * room in the rest; the end is always kept. A moment past its share is left out. */
@@ -159,11 +174,10 @@ void html__checkpoint(const struct replay *r, uint32_t i, void *ctx)
 		h->err = -ENOMEM;
 		return;
 	}
-	for (uint32_t a = 0; a < r->nr_aggs; a++) {
-		const struct agg *g = &r->aggs[a];
-		double v[V__COUNT] = {[V_ALLOC_OBJECTS] = g->alloc_objects, [V_ALLOC_SPACE] = g->alloc_space,
-				      [V_INUSE_OBJECTS] = g->inuse_objects, [V_INUSE_SPACE] = g->inuse_space};
+	for (uint32_t a = 0; a < r->nr_aggs && m->nr_cap < n; a++) {
+		double v[V__COUNT];
 
+		agg_values(&r->aggs[a], v);
 		if (!memcmp(v, h->last[a], sizeof(v)))
 			continue;
 		m->cap[m->nr_cap].agg = a;

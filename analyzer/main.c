@@ -149,7 +149,7 @@ static int parse_duration(const char *s, double *out)
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
+	if (errno || end == s || !(v >= 0) || v > 1e12) /* NaN, inf, and past 30,000 years */
 		return -1;
 	if (!strcmp(end, "ms"))
 		v /= 1000;

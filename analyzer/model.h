@@ -29,6 +29,9 @@ struct process {
 	uint64_t rss_last; /* its last RSS sample */
 	int64_t exit_status;
 	double alloc_bytes, alloc_count, free_bytes, free_count, live_bytes, live_count, peak_bytes;
+	/* Of the frees: blocks whose slot an allocation took while they were live (their free
+	 * was not read before it), freed by implication. */
+	double implied_free_bytes, implied_free_count;
 	uint64_t peak_time, largest, rss_max, unknown_frees;
 };
 
@@ -59,12 +62,14 @@ struct counter_val {
 /* The live heap over time in at most TIMELINE_MAX points, each the highest live total of an
  * equal stretch of time (so the series' maximum is the peak), with the RSS then. The
  * stretches double when the points would pass the limit: the series stays small however
- * long the recording. */
+ * long the recording. While a replay runs, point i is stretch i (empty ones unused); at its
+ * end the used ones are packed in order. */
 #define TIMELINE_MAX 1024
 struct timeline_point {
 	uint64_t bucket; /* stretch number: time - t0 over the width */
 	uint64_t time;   /* of the highest live total in it */
 	double live_bytes, live_blocks;
 	uint64_t rss_bytes;
+	bool used; /* while replaying: an event fell in this stretch */
 };
 #endif

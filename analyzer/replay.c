@@ -164,8 +164,8 @@ static double sample_variance(double w)
 	return w > 1 ? w * (w - 1) : 0;
 }
 
-/* Removes a live block. Returns false when SLOT holds none. */
-static bool release(struct replay *r, uint64_t slot, bool count_free)
+/* Frees a live block. Returns false when SLOT holds none. */
+static bool release(struct replay *r, uint64_t slot)
 {
 	struct live_slot *e = slot < r->live.cap ? &r->live.s[slot] : NULL;
 	struct agg *a;
@@ -183,14 +183,13 @@ static bool release(struct replay *r, uint64_t slot, bool count_free)
 	a->var_inuse_space -= sample_variance(w) * (double)a->size * (double)a->size;
 	r->live_bytes -= bytes;
 	r->live_count -= w;
+	r->live_slots--;
 	/* The recorder names blocks per process, so the freeing process is the block's own. */
 	p = replay_get_process(r, a->pid);
 	p->live_bytes -= bytes;
 	p->live_count -= w;
-	if (count_free) {
-		p->free_bytes += bytes;
-		p->free_count += w;
-	}
+	p->free_bytes += bytes;
+	p->free_count += w;
 	e->agg = LIVE_EMPTY;
 	return true;
 }
@@ -204,8 +203,20 @@ static void on_alloc(struct replay *r, const struct replay_event *rec)
 	struct live_slot *e;
 	struct agg *a = &r->aggs[ai];
 
-	/* An occupied slot means the block's free was lost: drop the stale block. */
-	release(r, rec->slot, false);
+	/* An occupied slot: the recorder saw the block's address allocated again before it read
+	 * the block's free (lost, or still in another thread's ring). The old block is gone
+	 * either way: freed, by an implied free, counted so that allocated - freed = live. */
+	if (rec->slot < r->live.cap && r->live.s[rec->slot].agg != LIVE_EMPTY) {
+		const struct live_slot *old = &r->live.s[rec->slot];
+		double ow = old->weight / (double)HS_WEIGHT_ONE;
+		struct process *op = replay_get_process(r, r->aggs[old->agg].pid);
+
+		op->implied_free_count += ow;
+		op->implied_free_bytes += ow * (double)r->aggs[old->agg].size;
+		r->implied_frees++;
+		release(r, rec->slot);
+		p = replay_get_process(r, rec->pid); /* the table may have grown */
+	}
 	if (restored) {
 		p->free_bytes -= bytes;
 		p->free_count -= w;
@@ -227,6 +238,8 @@ static void on_alloc(struct replay *r, const struct replay_event *rec)
 	a->var_inuse_space += sample_variance(w) * (double)rec->size * (double)rec->size;
 	r->live_bytes += bytes;
 	r->live_count += w;
+	if (++r->live_slots > r->peak_live_slots)
+		r->peak_live_slots = r->live_slots;
 	p->live_bytes += bytes;
 	p->live_count += w;
 	if (p->live_bytes > p->peak_bytes) {
@@ -244,12 +257,37 @@ static void on_alloc(struct replay *r, const struct replay_event *rec)
 	e->weight = (uint32_t)rec->weight;
 }
 
+/* Twice the stretch per point: points 2j and 2j + 1 become point j, the higher of the two
+ * live totals (the earlier on a tie) with the higher RSS. */
+static void timeline_coarsen(struct replay *r)
+{
+	for (uint32_t j = 0; j < TIMELINE_MAX / 2; j++) {
+		const struct timeline_point *a = &r->tl[2 * j], *b = &r->tl[2 * j + 1];
+		struct timeline_point q = !a->used || (b->used && b->live_bytes > a->live_bytes) ? *b : *a;
+
+		if (a->used && b->used)
+			q.rss_bytes = a->rss_bytes > b->rss_bytes ? a->rss_bytes : b->rss_bytes;
+		q.bucket = j;
+		r->tl[j] = q;
+	}
+	memset(&r->tl[TIMELINE_MAX / 2], 0, sizeof(*r->tl) * (TIMELINE_MAX / 2));
+	r->nr_tl = (r->nr_tl + 1) / 2;
+	r->tl_width *= 2;
+}
+
+/* The point of time T is found from T alone: bucket (T - t0) / width, an index into the
+ * TIMELINE_MAX points allocated at the first call. Events a few microseconds out of order
+ * (rings of several CPUs or threads) land in the buckets of their own times, so each bucket
+ * keeps the highest live total of its events whatever their order, and nothing trusts
+ * time to only go forward. A time before t0 counts in the first bucket. */
 void replay_timeline_note(struct replay *r, uint64_t t)
 {
-	struct timeline_point *last;
+	struct timeline_point *pt;
 	uint64_t b;
 
-	if (!r->nr_tl && !r->tl) {
+	if (r->tl_done)
+		return;
+	if (!r->tl) {
 		r->tl = calloc(TIMELINE_MAX, sizeof(*r->tl));
 		if (!r->tl)
 			replay_nomem(r);
@@ -257,43 +295,37 @@ void replay_timeline_note(struct replay *r, uint64_t t)
 		r->tl_width = 1;
 	}
 	if (t < r->tl_t0)
-		t = r->tl_t0; /* the few microseconds events can be out of order */
-	b = (t - r->tl_t0) / r->tl_width;
-	while (b >= TIMELINE_MAX) {
-		/* Twice the stretch: each pair of points becomes the higher of the two. */
-		uint32_t n = 0;
-
-		for (uint32_t i = 0; i < r->nr_tl; i++) {
-			struct timeline_point q = r->tl[i];
-
-			q.bucket /= 2;
-			if (n && r->tl[n - 1].bucket == q.bucket) {
-				uint64_t rss = r->tl[n - 1].rss_bytes > q.rss_bytes ? r->tl[n - 1].rss_bytes : q.rss_bytes;
-
-				if (q.live_bytes > r->tl[n - 1].live_bytes)
-					r->tl[n - 1] = q;
-				r->tl[n - 1].rss_bytes = rss;
-			} else {
-				r->tl[n++] = q;
-			}
-		}
-		r->nr_tl = n;
-		r->tl_width *= 2;
-		b = (t - r->tl_t0) / r->tl_width;
-	}
-	last = r->nr_tl ? &r->tl[r->nr_tl - 1] : NULL;
-	if (!last || last->bucket != b) {
-		r->tl[r->nr_tl++] = (struct timeline_point){.bucket = b, .time = t, .live_bytes = r->live_bytes,
-							    .live_blocks = r->live_count, .rss_bytes = r->rss_sum};
+		t = r->tl_t0;
+	/* At most 64 doublings: the width never passes 2^63 before the bucket is in range. */
+	while ((b = (t - r->tl_t0) / r->tl_width) >= TIMELINE_MAX)
+		timeline_coarsen(r);
+	pt = &r->tl[b];
+	if (!pt->used) {
+		*pt = (struct timeline_point){.bucket = b, .time = t, .live_bytes = r->live_bytes,
+					      .live_blocks = r->live_count, .rss_bytes = r->rss_sum, .used = true};
+		if (b >= r->nr_tl)
+			r->nr_tl = (uint32_t)b + 1;
 		return;
 	}
-	if (r->live_bytes > last->live_bytes) {
-		last->live_bytes = r->live_bytes;
-		last->live_blocks = r->live_count;
-		last->time = t;
+	if (r->live_bytes > pt->live_bytes) {
+		pt->live_bytes = r->live_bytes;
+		pt->live_blocks = r->live_count;
+		pt->time = t;
 	}
-	if (r->rss_sum > last->rss_bytes)
-		last->rss_bytes = r->rss_sum;
+	if (r->rss_sum > pt->rss_bytes)
+		pt->rss_bytes = r->rss_sum;
+}
+
+/* The points in time order without the empty buckets between them: what reports read. */
+static void timeline_finish(struct replay *r)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; r->tl && i < r->nr_tl && i < TIMELINE_MAX; i++)
+		if (r->tl[i].used)
+			r->tl[n++] = r->tl[i];
+	r->nr_tl = n;
+	r->tl_done = true;
 }
 
 static double now_s(void)
@@ -368,7 +400,7 @@ static void apply_event(struct replay *r, const struct replay_event *rec)
 	note_time(r, rec->time);
 	if (rec->type != HS_REC_FREE) {
 		on_alloc(r, rec);
-	} else if (release(r, rec->slot, true)) {
+	} else if (release(r, rec->slot)) {
 		r->frees++;
 	} else {
 		r->unknown_frees++;
@@ -498,12 +530,15 @@ static int pass(struct replay *r, struct record_reader *rd, uint64_t stop_index,
 		/* From replay_nomem(): D and R are as they were (neither is changed in this frame). */
 		r->oom = NULL;
 		decoder__free(d);
+		timeline_finish(r);
 		return fail(r, EXIT_FAIL, "%s: out of memory after %" PRIu64 " records", r->path, r->records);
 	}
 	r->oom = &oom;
 	ret = pass_records(r, d, stop_index, stop_time, events, &stopped);
 	r->oom = NULL;
 	decoder__free(d);
+	timeline_finish(r);
+	r->stopped_early = stopped;
 	if (!stopped)
 		r->stop_time = r->last_time;
 	r->status = record_reader__status(rd);
@@ -558,6 +593,16 @@ static int footer_times(const struct hs_record *rec, void *ctx)
 		note_time(r, e->last_time);
 	}
 	return 0;
+}
+
+/* SECONDS in ticks of TICK_NS, at most UINT64_MAX (converting a larger double is undefined). */
+static uint64_t seconds_to_ticks(double seconds, uint64_t tick_ns)
+{
+	double t = seconds * 1e9 / (double)tick_ns;
+
+	if (!(t > 0))
+		return 0;
+	return t >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)t;
 }
 
 int replay__run(struct replay *r, const char *path, const struct replay_target *target)
@@ -629,7 +674,7 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 	r->format_minor = record_reader__minor(rd);
 		record_reader__rewind(rd);
 	} else if (target->kind == STOP_TIME) {
-		stop_time = (uint64_t)(target->at_seconds * 1e9 / 1000.0); /* refined below once tick_ns is known */
+		stop_time = seconds_to_ticks(target->at_seconds, 1000); /* refined below once tick_ns is known */
 		snprintf(r->stop_desc, sizeof(r->stop_desc), "%.3fs", target->at_seconds);
 	} else {
 		/* Metadata only, when the footer gives the time range the events would. */
@@ -641,7 +686,7 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 		struct hs_record rec;
 
 		if (record_reader__next(rd, &rec) == 1 && rec.type == HS_REC_SESSION && rec.session.tick_ns)
-			stop_time = (uint64_t)(target->at_seconds * 1e9 / (double)rec.session.tick_ns);
+			stop_time = seconds_to_ticks(target->at_seconds, rec.session.tick_ns);
 		record_reader__rewind(rd);
 	}
 	ret = pass(r, rd, stop_index, stop_time, events);
@@ -655,7 +700,9 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 			   path, why[0] ? "; " : "", why);
 		goto out;
 	}
-	if (target->kind == STOP_TIME && stop_time > r->last_time && r->status == HS_READ_END) {
+	/* Past the end only when no event came after the time: last_time is then the last
+	 * event's, not the last one replayed before the time (which is always before it). */
+	if (target->kind == STOP_TIME && !r->stopped_early && stop_time > r->last_time && r->status == HS_READ_END) {
 		ret = fail(r, EXIT_NODATA, "%s: --at %gs is past the end of the recording (%.3fs); omit --at for the end",
 			   path, target->at_seconds, replay__seconds(r, r->last_time));
 		goto out;

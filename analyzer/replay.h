@@ -75,8 +75,9 @@ struct replay {
 	bool temp_on;
 	uint32_t next_cp; /* the next of target->checkpoints */
 	struct hmap temp_last; /* (pid, tid) -> agg << 32 | slot + 1 of its last allocation, if still its last event */
-	struct timeline_point *tl;
-	uint32_t nr_tl;
+	struct timeline_point *tl; /* TIMELINE_MAX points, indexed by stretch until packed */
+	uint32_t nr_tl;            /* one past the last stretch used; once packed, the points */
+	bool tl_done;              /* packed at the end of the pass: no more points */
 	uint64_t tl_t0, tl_width;
 	uint64_t rss_sum; /* the selected processes' last RSS samples */
 	/* session */
@@ -116,10 +117,13 @@ struct replay {
 
 	/* totals */
 	uint64_t records, events, allocs, frees, unknown_frees, restored, skipped;
+	uint64_t implied_frees; /* live blocks whose slot an allocation took (counted in no other total) */
+	uint64_t live_slots, peak_live_slots; /* blocks live (each one, whatever its weight): now, at most */
 	double live_bytes, live_count, peak_bytes;
 	uint64_t peak_time, peak_event;
 	uint64_t first_time, last_time, stop_time;
 	bool have_time;
+	bool stopped_early; /* the pass met an event past its stop (so the stop is inside the recording) */
 	const char *stopped_at; /* description of where replay stopped */
 	char stop_desc[160];
 

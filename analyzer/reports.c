@@ -224,6 +224,10 @@ static void summary_json(struct jsonw *w, const struct replay *r, const struct p
 	jsonw__count(w, "allocated_count", pr->alloc_count);
 	jsonw__count(w, "freed_bytes", pr->free_bytes);
 	jsonw__count(w, "freed_count", pr->free_count);
+	if (pr->implied_free_count > 0) { /* of the freed: blocks whose slot an allocation took */
+		jsonw__count(w, "implied_freed_bytes", pr->implied_free_bytes);
+		jsonw__count(w, "implied_freed_count", pr->implied_free_count);
+	}
 	jsonw__count(w, "live_bytes", pr->live_bytes);
 	jsonw__count(w, "live_count", pr->live_count);
 	jsonw__count(w, "peak_bytes", pr->peak_bytes);
@@ -248,6 +252,10 @@ static void summary_text(FILE *out, const struct replay *r, const struct proc_ro
 	fprintf(out, "\nprocess %u (%s) parent %u: %s\n", pr->pid, pr->comm, pr->ppid, pr->cmdline);
 	fprintf(out, "  allocated      %12.0f bytes in %10.0f blocks\n", pr->alloc_bytes, pr->alloc_count);
 	fprintf(out, "  freed          %12.0f bytes in %10.0f blocks\n", pr->free_bytes, pr->free_count);
+	if (pr->implied_free_count > 0)
+		fprintf(out, "    of which     %12.0f bytes in %10.0f blocks implied (their slot allocated again "
+			     "before their free was read)\n",
+			pr->implied_free_bytes, pr->implied_free_count);
 	fprintf(out, "  live           %12.0f bytes in %10.0f blocks\n", pr->live_bytes, pr->live_count);
 	fprintf(out, "  peak live      %12.0f bytes at %.3fs\n", pr->peak_bytes, replay__seconds(r, pr->peak_time));
 	fprintf(out, "  largest request %11" PRIu64 " bytes\n", pr->largest);

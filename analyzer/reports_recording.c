@@ -11,6 +11,43 @@
 
 /* ---- stats ---- */
 
+/* The events as the file holds them, and the frees it does not hold: every figure named by
+ * where it comes from, the replay's count or the recorder's counter. */
+static void stats_events_text(const struct replay *r, FILE *out)
+{
+	uint64_t unwritten = replay__counter(r, "frees.unknown");
+
+	fprintf(out, "Events: %" PRIu64 " (%" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
+		     " restored by a failed realloc, %" PRIu64 " frees of no live block)\n",
+		r->events, r->allocs, r->frees, r->restored, r->unknown_frees);
+	if (r->implied_frees)
+		fprintf(out, "Implied frees: %" PRIu64 " blocks whose slot an allocation took while they were live "
+			     "(their free was not read before it); counted as freed\n",
+			r->implied_frees);
+	fprintf(out, "Frees of unknown pointers: %" PRIu64 " (%" PRIu64 " counted by the recorder and not written "
+		     "(frees.unknown): blocks allocated before recording began; %" PRIu64 " in the file)\n",
+		unwritten + r->unknown_frees, unwritten,
+		r->unknown_frees);
+}
+
+static void stats_sampler_text(const struct profile *p, FILE *out)
+{
+	const struct replay *r = p->r;
+	uint64_t sampled = replay__counter(r, "sampler.sampled"), calls = replay__counter(r, "calls.alloc");
+
+	if (!r->sample_rate) {
+		fprintf(out, "Sampler: off (every allocation recorded)\n");
+		return;
+	}
+	fprintf(out, "Sampler: Poisson, mean %" PRIu64 " bytes; %" PRIu64 " allocations sampled", r->sample_rate, sampled);
+	/* The in-process recorder counts no calls: a ratio to 0 would be no figure at all. */
+	if (calls)
+		fprintf(out, " of %" PRIu64 " allocation calls (%.3f%%)", calls, 100.0 * (double)sampled / (double)calls);
+	else
+		fprintf(out, " (the recorder did not count allocation calls)");
+	fprintf(out, "; %" PRIu64 " in the file; estimated %.0f bytes allocated\n", r->allocs, p->total[V_ALLOC_SPACE]);
+}
+
 int report_stats(const struct profile *p, const struct report_opts *o, FILE *out)
 {
 	const struct replay *r = p->r;
@@ -27,6 +64,8 @@ int report_stats(const struct profile *p, const struct report_opts *o, FILE *out
 		jsonw__u64(&w, "allocs", r->allocs);
 		jsonw__u64(&w, "frees", r->frees);
 		jsonw__u64(&w, "unknown_frees", r->unknown_frees);
+		jsonw__u64(&w, "implied_frees", r->implied_frees);
+		jsonw__u64(&w, "peak_live_blocks", r->peak_live_slots);
 		jsonw__u64(&w, "restored", r->restored);
 		jsonw__u64(&w, "stacks", stacks);
 		jsonw__u64(&w, "mappings", r->nr_maps);
@@ -43,25 +82,14 @@ int report_stats(const struct profile *p, const struct report_opts *o, FILE *out
 		return report_finish(out, 0);
 	}
 	fprintf(out, "File: %s (%" PRIu64 " bytes, %" PRIu64 " frames)\n", o->file_label, r->file_size, r->frames);
-	fprintf(out, "Events: %" PRIu64 " (%" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
-		     " frees of unknown pointers, %" PRIu64 " restored by a failed realloc)\n",
-		r->events, r->allocs, r->frees, r->unknown_frees, r->restored);
+	stats_events_text(r, out);
 	fprintf(out, "Record file: %.2f bytes per event\n", r->events ? (double)r->file_size / (double)r->events : 0.0);
 	fprintf(out, "Stacks: %" PRIu64 " interned; mappings: %u; records skipped (unknown types): %" PRIu64 "\n",
 		stacks, r->nr_maps, r->skipped);
 	fprintf(out, "Probes: %u\n", r->nr_probes);
 	for (uint32_t i = 0; i < r->nr_probes; i++)
 		fprintf(out, "  %-40s %s +0x%" PRIx64 "\n", r->probes[i].symbol, r->probes[i].path, r->probes[i].offset);
-	if (r->sample_rate) {
-		uint64_t sampled = replay__counter(r, "sampler.sampled"), calls = replay__counter(r, "calls.alloc");
-
-		fprintf(out, "Sampler: Poisson, mean %" PRIu64 " bytes; %" PRIu64 " of %" PRIu64
-			     " allocation calls sampled (%.3f%%); estimated %.0f bytes allocated\n",
-			r->sample_rate, sampled, calls, calls ? 100.0 * (double)sampled / (double)calls : 0.0,
-			p->total[V_ALLOC_SPACE]);
-	} else {
-		fprintf(out, "Sampler: off (every allocation recorded)\n");
-	}
+	stats_sampler_text(p, out);
 	if (r->dwarf_stacks) {
 		const struct unwind_stats *us = p->unw ? unwinder__stats(p->unw) : NULL;
 
@@ -75,8 +103,11 @@ int report_stats(const struct profile *p, const struct report_opts *o, FILE *out
 		}
 		fputc('\n', out);
 	}
-	fprintf(out, "Live map: peak %.0f live blocks of %" PRIu64 " slots\n", r->peak_bytes > 0 ? r->live_count : 0,
-		replay__counter(r, "map.live_max"));
+	/* The kernel's map holds sampled blocks (one entry each, whatever it stands for) of a
+	 * sampled BPF recording; other ways keep no such map, so there is nothing to compare. */
+	if (r->sample_rate && r->via && !strncmp(r->via, "bpf", 3) && replay__counter(r, "map.live_max"))
+		fprintf(out, "Live map: at most %" PRIu64 " sampled blocks live at once, of %" PRIu64 " entries\n",
+			r->peak_live_slots, replay__counter(r, "map.live_max"));
 	fprintf(out, "Counters:\n");
 	for (uint32_t i = 0; i < r->nr_counters; i++)
 		fprintf(out, "  %-24s %" PRIu64 "%s\n", r->counters[i].name, r->counters[i].value,

@@ -107,11 +107,15 @@ static bool ulive_alloc(struct session *s, struct hs_record *r, uint32_t tid)
 		return false;
 	}
 	if (!created) {
-		/* A live address handed out again: its free was lost. The new block takes the
-		 * old one's slot, which tells the analyzer to drop the stale block. */
+		/* A live address handed out again: its free was lost (or is still in another
+		 * thread's ring). The new block takes the old one's slot, which tells the analyzer
+		 * the old block is freed by implication; the live estimate drops it too, so that
+		 * "live at the end" is the analyzer's live total. */
 		if (i != UINT32_MAX)
 			pool_put(s, i);
 		i = (uint32_t)slot->val;
+		s->live_est -= (double)s->pool[i].size * (double)sample_weight(s->o->sample_rate, s->pool[i].size) /
+			       HS_WEIGHT_ONE;
 	} else if (i == UINT32_MAX) {
 		i = pool_get(s);
 		if (s->err) {

@@ -26,6 +26,14 @@ mkdir -p "$REG" "$F/corpus-reader" "$F/corpus-replay"
 "$C" manystacks "$REG/manystacks.hsnap" 3000
 "$C" fifo "$REG/fifo-dev-zero.hsnap" 1 /dev/zero
 "$C" fifo "$REG/fifo-proc.hsnap" 1 /proc/self/environ
+# Times that go back and forth, as rings of several CPUs give them; and two recordings one
+# after the other, which fuzz_replay splits into the two files of a diff.
+"$C" outoforder "$REG/outoforder.hsnap" 3000
+cat testdata/alloc_c.hsnap "$REG/outoforder.hsnap" >"$REG/two-files.hsnap"
+# Allocations into live slots (implied frees); sampled recordings' counters, in-process and BPF.
+"$C" reused "$REG/reused.hsnap"
+"$C" sampled "$REG/sampled.hsnap"
+"$C" sampledbpf "$REG/sampledbpf.hsnap"
 [ -d testdata/fuzz ] && cp testdata/fuzz/* "$REG/"
 for t in reader replay; do
 	echo "fuzz_$t: $(ls "$REG" | wc -l) regression inputs"

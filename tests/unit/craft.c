@@ -9,7 +9,22 @@
  *   counters    N COUNTERS records of 1024 distinct names each
  *   maps        N MAPPINGs of one process, then N UNMAPs, oldest first
  *   escape      a process, thread, mapping and snapshot named with terminal escapes
- *   lost        every-event recording whose counters say 40% of events were lost */
+ *   lost        every-event recording whose counters say 40% of events were lost
+ *   outoforder  N blocks of 100 bytes, then frees of the first N / 2, from two threads whose
+ *               events come in runs of 4, every other run 35 to 43 ticks (us) behind the other
+ *               thread's, as rings of several CPUs give them: times go back and forth.
+ *               Peak 100 N bytes, 100 (N - N / 2) live at the end; even runs' blocks from
+ *               stack 1 (ooo+0x100), odd runs' from stack 2 (ooo+0x200)
+ *   reused      blocks allocated into slots still live (their frees not read before): 100 in
+ *               slot 0, 200 in slot 1, 300 in slot 0, free slot 0, 50 in slot 0, 400 in slot 1;
+ *               1050 bytes in 5 allocated, 600 in 3 freed (300 in 2 implied), 450 in 2 live,
+ *               peak 500 at 3 us. A BPF recording's counters: 12 calls, 7 unknown frees,
+ *               a map of 1024 entries (unused: every event)
+ *   sampled     an injected recording sampled at 4096: blocks of 8192 (weight 1) and 1024
+ *               (weight 4), the first freed; counters: 2 sampled, 5 unknown frees, no calls
+ *               counted (the in-process recorder counts none)
+ *   sampledbpf  the same recorded by BPF: 40 calls counted, a kernel map of 65536 entries */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,6 +234,85 @@ int main(int argc, char **argv)
 		r.counters.nr = 2;
 		r.counters.items = items;
 		put(&r);
+	} else if (!strcmp(shape, "outoforder")) {
+		session(HS_STACK_FP, 64, "outoforder");
+		process(10, "ooo", "ooo");
+		mapping(10, 0x400000, "/nonexistent/ooo", 1);
+		for (uint64_t id = 1; id <= 2; id++) {
+			uint64_t ip = 0x400000 + 0x100 * id + 1;
+			struct hs_record st = {.type = HS_REC_STACK};
+
+			st.stack.id = id;
+			st.stack.nr = 1;
+			st.stack.ips = &ip;
+			put(&st);
+		}
+		for (uint64_t i = 0; i < n + n / 2; i++) {
+			/* Run k of 4 events is thread 10 + k % 2's; odd runs are behind by 35 + i % 9 ticks. */
+			uint64_t k = i / 4, t = 1000 + 10 * i - (k % 2 ? 35 + i % 9 : 0);
+			struct hs_record r = {.type = i < n ? HS_REC_ALLOC : HS_REC_FREE, .pid = 10,
+					      .tid = (uint32_t)(10 + k % 2), .time = t};
+
+			if (i < n) {
+				r.alloc.slot = i;
+				r.alloc.size = 100;
+				r.alloc.stack_id = 1 + k % 2;
+				r.alloc.weight = HS_WEIGHT_ONE;
+			} else {
+				r.free.slot = i - n;
+			}
+			put(&r);
+		}
+	} else if (!strcmp(shape, "reused") || !strcmp(shape, "sampled") || !strcmp(shape, "sampledbpf")) {
+		bool sampled = strcmp(shape, "reused") != 0, bpf = strcmp(shape, "sampled") != 0;
+		struct hs_record ss = {.type = HS_REC_SESSION}, end = {.type = HS_REC_END, .time = 10};
+		struct hs_counter bpf_items[] = {{"calls.alloc", 12}, {"frees.unknown", 7}, {"map.live_max", 1024},
+						 {"sampler.sampled", 0}};
+		struct hs_counter inj_items[] = {{"frees.unknown", 5}, {"map.live_max", 65536}, {"sampler.sampled", 2},
+						 {"calls.alloc", 40}};
+		static const uint64_t reuse[][3] = {{0, 100, 1}, {1, 200, 2}, {0, 300, 3}, {0, 0, 4}, {0, 50, 5}, {1, 400, 6}};
+
+		ss.session.tool_version = "craft";
+		ss.session.hostname = "host";
+		ss.session.kernel = "6.0";
+		ss.session.cmdline = shape;
+		ss.session.tick_ns = 1000;
+		ss.session.stack_mode = HS_STACK_FP;
+		ss.session.max_stack = 64;
+		ss.session.sample_rate = sampled ? 4096 : 0;
+		ss.session.via = bpf ? "bpf: asked for with --via bpf" : "inject: asked for with --via inject";
+		put(&ss);
+		process(10, shape, shape);
+		if (sampled) {
+			struct hs_record a = {.type = HS_REC_ALLOC_SAMPLED, .pid = 10, .tid = 10, .time = 1};
+			struct hs_record f = {.type = HS_REC_FREE, .pid = 10, .tid = 10, .time = 3};
+
+			a.alloc.slot = 0;
+			a.alloc.size = 8192;
+			a.alloc.stack_id = 1;
+			a.alloc.weight = HS_WEIGHT_ONE;
+			put(&a);
+			a.time = 2;
+			a.alloc.slot = 1;
+			a.alloc.size = 1024;
+			a.alloc.weight = 4 * HS_WEIGHT_ONE;
+			put(&a);
+			f.free.slot = 0;
+			put(&f);
+		}
+		for (size_t i = 0; !sampled && i < sizeof(reuse) / sizeof(reuse[0]); i++) {
+			struct hs_record f = {.type = HS_REC_FREE, .pid = 10, .tid = 10, .time = reuse[i][2]};
+
+			if (!reuse[i][1]) {
+				f.free.slot = reuse[i][0];
+				put(&f);
+			} else {
+				alloc(10, reuse[i][0], reuse[i][1], 1, reuse[i][2]);
+			}
+		}
+		end.counters.nr = !sampled ? 4 : bpf ? 4 : 3;
+		end.counters.items = sampled ? inj_items : bpf_items;
+		put(&end);
 	} else {
 		fprintf(stderr, "craft: unknown shape '%s'\n", shape);
 		return 2;

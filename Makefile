@@ -119,6 +119,7 @@ TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/mutate $(OUTPUT)/tests
 	$(OUTPUT)/tests/quick $(OUTPUT)/tests/scribble $(OUTPUT)/tests/unwdump $(OUTPUT)/tests/phases $(OUTPUT)/tests/nofp_debugframe \
 	$(OUTPUT)/tests/recurse \
 	$(OUTPUT)/tests/growth_old $(OUTPUT)/tests/growth_new
+TEST_PROGS += $(OUTPUT)/tests/wake
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -164,6 +165,11 @@ $(OUTPUT)/tests/recurse: tests/workloads/recurse.c | $(OUTPUT)/tests
 $(OUTPUT)/tests/quick: tests/workloads/quick.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
+
+# Attached while asleep, then allocating at once as it wakes (t_inject_wake).
+$(OUTPUT)/tests/wake: tests/workloads/wake.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -lpthread -o $@
 
 $(OUTPUT)/tests/scribble: tests/workloads/scribble.c recorder/shm.h bpf/heapsnap.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)

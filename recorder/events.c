@@ -390,6 +390,10 @@ void write_counters(struct session *s, uint32_t type)
 	items[n++] = (struct hs_counter){"probes.attached", (uint64_t)s->nr_links};
 	items[n++] = (struct hs_counter){"probes.failed", (uint64_t)s->nr_probe_fail};
 	items[n++] = (struct hs_counter){"map.live_max", s->o->max_live};
+	if (s->inj) {
+		items[n++] = (struct hs_counter){"lost.inject_unhooked_calls", s->inj_passed};
+		items[n++] = (struct hs_counter){"inject.calls_held", s->inj_held};
+	}
 	r.counters.nr = n;
 	r.counters.items = items;
 	write_rec(s, &r);

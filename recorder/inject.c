@@ -135,25 +135,35 @@ struct slot_ctx {
 	struct hs_inject_data *d;
 	const char *path;
 	bool verbose;
+	uint32_t cut; /* entries past HS_INJ_MAX_SLOTS */
 };
 
-/* The allocator entries the trampoline can sit in: called often, and only from code that
- * holds none of the locks pthread_create or dlopen take. */
+/* The allocator entries the trampoline sits in: every one the library hooks (got.c), so that
+ * no allocator call made while it loads goes by unseen: it waits there, or is counted. Only
+ * code that holds none of the locks pthread_create or dlopen take calls them. */
 static int pick_slot(void *ctx, uint64_t got, const char *name)
 {
-	static const char *const names[] = {"malloc", "free", "calloc", "realloc", "_Znwm", "_Znam",
-					    "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm"};
+	static const char *const names[] = {
+		"malloc", "calloc", "realloc", "reallocarray", "free", "aligned_alloc", "posix_memalign", "memalign",
+		"valloc", "pvalloc", "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
+		"_ZnwmSt11align_val_t", "_ZnamSt11align_val_t", "_ZnwmSt11align_val_tRKSt9nothrow_t",
+		"_ZnamSt11align_val_tRKSt9nothrow_t", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm", "_ZdlPvRKSt9nothrow_t",
+		"_ZdaPvRKSt9nothrow_t", "_ZdlPvSt11align_val_t", "_ZdaPvSt11align_val_t", "_ZdlPvmSt11align_val_t",
+		"_ZdaPvmSt11align_val_t", "_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+	};
 	struct slot_ctx *c = ctx;
 	struct hs_inject_data *d = c->d;
 	uint64_t cur;
 
-	if (d->lib.nr_slots >= HS_INJ_MAX_SLOTS)
-		return 1;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (strcmp(name, names[i]))
 			continue;
 		if ((got & 7) || remote_read(c->pid, got, &cur, sizeof(cur)) || !cur)
 			return 0;
+		if (d->lib.nr_slots >= HS_INJ_MAX_SLOTS) {
+			c->cut++;
+			return 0;
+		}
 		d->slots[d->lib.nr_slots++] = (struct hs_inject_slot){got, cur};
 		if (c->verbose) {
 			char *path = hs_strdup_printable(c->path);
@@ -169,12 +179,12 @@ static int pick_slot(void *ctx, uint64_t got, const char *name)
 
 /* The GOT entries of each module (its first mapping holds its ELF header) but libc's, the
  * loader's and ours. */
-static bool find_slots(pid_t pid, struct proc_map *v, int n, struct hs_inject_data *d, bool verbose)
+static bool find_slots(pid_t pid, struct proc_map *v, int n, struct hs_inject_data *d, bool verbose, uint32_t *cut)
 {
-	struct slot_ctx c = {pid, d, NULL, verbose};
+	struct slot_ctx c = {pid, d, NULL, verbose, 0};
 	struct remote_reader rr = {pid, 0};
 
-	for (int i = 0; i < n && d->lib.nr_slots < HS_INJ_MAX_SLOTS && rr.reads < MAX_REMOTE_READS; i++) {
+	for (int i = 0; i < n && rr.reads < MAX_REMOTE_READS; i++) {
 		const char *b = base_name(v[i].path);
 		Elf64_Ehdr eh;
 		Elf64_Phdr ph[64];
@@ -201,6 +211,7 @@ static bool find_slots(pid_t pid, struct proc_map *v, int n, struct hs_inject_da
 		if (gm.dyn)
 			gw_walk(&gm, read_remote, &rr, pick_slot, &c);
 	}
+	*cut = c.cut;
 	return rr.reads >= MAX_REMOTE_READS;
 }
 
@@ -321,7 +332,7 @@ static int check_seccomp(struct remote *r, uint64_t stub, char *why, size_t why_
 	int n = 0;
 
 	c[n++] = (struct sc_call){SYS_mmap, "mmap", {0, HS_STUB_BYTES, PROT_READ | PROT_WRITE,
-						     MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0}, true};
+						     MAP_SHARED | MAP_ANONYMOUS, (uint64_t)-1, 0}, true};
 	c[n++] = (struct sc_call){SYS_memfd_create, "memfd_create", {stub, MFD_CLOEXEC}, true};
 	c[n++] = (struct sc_call){SYS_pipe2, "pipe2", {stub, O_CLOEXEC}, true};
 	c[n++] = (struct sc_call){SYS_close, "close", {0}, true};
@@ -352,29 +363,45 @@ static int prot_of(const char *perms)
 }
 
 /* Stores VALUES[i] into the trampoline's GOT entries, each by a single mov in the stopped
- * thread, with the page made writable for it when it is not. */
+ * thread, with the page made writable for it when it is not: once for a run of entries on
+ * one page (a module's allocator entries are a few neighbours), which keeps the stop short
+ * with a few hundred entries. */
 static int store_slots(struct inject *j, struct remote *r, const uint64_t *values, char *why, size_t why_len)
 {
-	for (uint32_t i = 0; i < j->nr_slots; i++) {
-		uint64_t got = j->d->slots[i].got, page = got & ~4095ull;
-		int prot = (int)j->slot_prot[i], err;
-		int64_t ret;
+	uint64_t open_page = 0; /* made writable by us, to be put back */
+	int open_prot = 0, err = 0;
+	int64_t ret;
 
-		if (!(prot & PROT_WRITE) &&
-		    (err = rsys(r, SYS_mprotect, page, 4096, (uint64_t)(prot | PROT_WRITE), 0, 0, 0, &ret,
-				"mprotect of a GOT page", why, why_len)))
-			return err;
-		err = remote__store(r, j->stub + (uint64_t)(hs_stub_store - hs_stub_blob), got, values[i]);
-		if (err) {
-			snprintf(why, why_len, "writing a GOT entry of process %d: %s", j->pid, strerror(-err));
-			return err;
+	for (uint32_t i = 0; i < j->nr_slots && !err; i++) {
+		uint64_t got = j->d->slots[i].got, page = got & ~4095ull;
+		int prot = (int)j->slot_prot[i];
+
+		if (open_page && open_page != page) {
+			err = rsys(r, SYS_mprotect, open_page, 4096, (uint64_t)open_prot, 0, 0, 0, &ret,
+				   "mprotect of a GOT page", why, why_len);
+			open_page = 0;
+			if (err)
+				break;
 		}
-		if (!(prot & PROT_WRITE) &&
-		    (err = rsys(r, SYS_mprotect, page, 4096, (uint64_t)prot, 0, 0, 0, &ret, "mprotect of a GOT page",
-				why, why_len)))
-			return err;
+		if (!(prot & PROT_WRITE) && open_page != page) {
+			err = rsys(r, SYS_mprotect, page, 4096, (uint64_t)(prot | PROT_WRITE), 0, 0, 0, &ret,
+				   "mprotect of a GOT page", why, why_len);
+			if (err)
+				break;
+			open_page = page;
+			open_prot = prot;
+		}
+		err = remote__store(r, j->stub + (uint64_t)(hs_stub_store - hs_stub_blob), got, values[i]);
+		if (err)
+			snprintf(why, why_len, "writing a GOT entry of process %d: %s", j->pid, strerror(-err));
 	}
-	return 0;
+	if (open_page) {
+		int e = rsys(r, SYS_mprotect, open_page, 4096, (uint64_t)open_prot, 0, 0, 0, &ret,
+			     "mprotect of a GOT page", why, why_len);
+
+		err = err ? err : e;
+	}
+	return err;
 }
 
 /* A thread of the target to stop: the main one if it runs, else any other, never one in
@@ -436,10 +463,12 @@ static int stop_thread(struct inject *j, struct remote **r, uint64_t insn, char 
 /* The trampoline's entries back to their old values, if the loader never ran. */
 static void untrampoline(struct inject *j, uint64_t insn)
 {
-	uint64_t orig[HS_INJ_MAX_SLOTS];
+	uint64_t orig[HS_INJ_MAX_SLOTS], off = HS_FIRED_UNARMED;
 	struct remote *r;
 	char why[256];
 
+	/* Disarmed first: the trampoline then leaves the entries alone (inject_stub.S). */
+	remote_write(j->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_FIRED, &off, sizeof(off));
 	for (uint32_t i = 0; i < j->nr_slots; i++)
 		orig[i] = j->d->slots[i].orig;
 	if (!stop_thread(j, &r, insn, why, sizeof(why))) {
@@ -603,9 +632,14 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 		free(libc);
 		goto out;
 	}
-	bool cut = find_slots(pid, v, n, d, o->verbose);
+	uint32_t beyond = 0;
+	bool cut = find_slots(pid, v, n, d, o->verbose, &beyond);
 
 	j->nr_slots = d->lib.nr_slots;
+	if (beyond)
+		fprintf(stderr, "heapsnap-record: warning: process %d has %u allocator GOT entries beyond the %d the "
+				"trampoline takes: calls through them while the library loads are not counted\n",
+			pid, beyond, HS_INJ_MAX_SLOTS);
 	if (!j->nr_slots) {
 		snprintf(why, why_len, "no module of process %d calls malloc or free through its GOT%s", pid,
 			 cut ? " (gave up after a million reads of its relocation tables)" : "");
@@ -640,7 +674,8 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 		goto out;
 	if (seccomp && (err = check_seccomp(r, 0, why, why_len)))
 		goto out_release;
-	if ((err = rsys(r, SYS_mmap, 0, HS_STUB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+	/* Shared: a fork child's count of calls that went by (the data) is seen here too. */
+	if ((err = rsys(r, SYS_mmap, 0, HS_STUB_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 			(uint64_t)-1, 0, &ret, "mmap", why, why_len)))
 		goto out_release;
 	*touched = true;
@@ -683,7 +718,9 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 	d->version = HS_INJ_VERSION;
 	d->size = sizeof(*d);
 	d->target_pid = (uint64_t)pid;
-	d->fired = HS_FIRED_UNARMED;
+	d->fired = HS_FIRED_PREARM;
+	d->gate = HS_GATE_CLOSED;
+	d->hold_ns = (uint64_t)(o->hold * 1e9);
 	if (loaded) {
 		d->dlopen_flags = RTLD_NOW | RTLD_NOLOAD;
 		snprintf(d->lib_path, sizeof(d->lib_path), "%s", HS_LIB_SONAME);
@@ -727,8 +764,9 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 			snprintf(why, why_len, "arming the stub in process %d: %s", pid, strerror(-err));
 	}
 	if (err) {
-		uint64_t orig[HS_INJ_MAX_SLOTS];
+		uint64_t orig[HS_INJ_MAX_SLOTS], off = HS_FIRED_UNARMED;
 
+		remote_write(pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_FIRED, &off, sizeof(off));
 		for (uint32_t i = 0; i < j->nr_slots; i++)
 			orig[i] = d->slots[i].orig;
 		store_slots(j, r, orig, why + strlen(why), 0);
@@ -784,6 +822,25 @@ void inject__stats(const struct inject *j, uint64_t *stopped_ns, uint32_t *patch
 	*modules = j->modules;
 }
 
+int inject__counts(const struct inject *j, uint64_t *passed, uint64_t *held, uint64_t *timed_out)
+{
+	uint64_t v[3]; /* passed, held, timed_out: neighbours in the data */
+	int err;
+
+	_Static_assert(HS_INJ_OFF_HELD == HS_INJ_OFF_PASSED + 8 && HS_INJ_OFF_TIMED_OUT == HS_INJ_OFF_PASSED + 16,
+		       "the counts are read at once");
+	*passed = *held = *timed_out = 0;
+	if (!j || !j->stub)
+		return -ENOENT;
+	err = remote_read(j->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_PASSED, v, sizeof(v));
+	if (err)
+		return err;
+	*passed = v[0];
+	*held = v[1];
+	*timed_out = v[2];
+	return 0;
+}
+
 int inject__detach(struct inject *j)
 {
 	uint64_t deadline = mono() + 2000000000ull;
@@ -811,7 +868,7 @@ int inject__detach(struct inject *j)
 			uint64_t fired = 0;
 
 			remote_read(j->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_FIRED, &fired, sizeof(fired));
-			if (fired == HS_FIRED_ARMED || fired == HS_FIRED_UNARMED)
+			if (fired == HS_FIRED_ARMED || fired == HS_FIRED_UNARMED || fired == HS_FIRED_PREARM)
 				return 0; /* the loader never ran; when it does it finds the pipe closed */
 		}
 		nanosleep(&ms, NULL);

@@ -311,6 +311,31 @@ static int inject_interrupted(void *ctx)
 	return s->sig.stop != 0;
 }
 
+/* The calls the trampoline held until the hooks were in place, and those it let go on
+ * unrecorded (a wait that ran out, a fork child made meanwhile): a loss, said and counted. */
+static void inject_counts(struct session *s, bool final)
+{
+	uint64_t passed, held, timed_out;
+
+	/* Read at the start, every second and at the end: the process may be gone by then, and
+	 * its counts with it. They only grow. */
+	if (!inject__counts(s->inj, &passed, &held, &timed_out)) {
+		s->inj_passed = passed > s->inj_passed ? passed : s->inj_passed;
+		s->inj_held = held > s->inj_held ? held : s->inj_held;
+		s->inj_timed_out = timed_out > s->inj_timed_out ? timed_out : s->inj_timed_out;
+	}
+	if (!final)
+		return;
+	if (s->o->verbose)
+		rec_warnx("%" PRIu64 " allocator calls of process %d waited in the trampoline for the hooks", s->inj_held,
+			  s->o->pid);
+	if (s->inj_passed)
+		rec_warnx("warning: %" PRIu64 " allocator calls made while the library loaded went by unrecorded "
+			  "(lost.inject_unhooked_calls; %" PRIu64 " of them waited --attach-hold out, the rest were "
+			  "in fork children made meanwhile or in modules the library did not hook)",
+			  s->inj_passed, s->inj_timed_out);
+}
+
 /* Injected: the library loaded into the running process, its memory read as preload's. */
 static int inject_start(struct session *s, struct run *u, char *why, size_t why_len, bool *touched)
 {
@@ -319,7 +344,7 @@ static int inject_start(struct session *s, struct run *u, char *why, size_t why_
 	struct inject_opts io = {
 		.sample_rate = o->sample_rate, .stack_mode = (uint32_t)o->stack_mode, .max_stack = o->max_stack,
 		.dwarf_bytes = o->dwarf_bytes, .nr_rings = PRELOAD_RINGS, .ring_bytes = PRELOAD_RING_BYTES,
-		.thresholds = thresholds, .timeout = o->attach_timeout, .interrupted = inject_interrupted, .ctx = s,
+		.thresholds = thresholds, .timeout = o->attach_timeout, .hold = o->attach_hold, .interrupted = inject_interrupted, .ctx = s,
 		.verbose = o->verbose > 0,
 	};
 	uint64_t stopped;
@@ -340,6 +365,7 @@ static int inject_start(struct session *s, struct run *u, char *why, size_t why_
 	if (err)
 		return err;
 	inject__stats(s->inj, &stopped, &patched, &modules);
+	inject_counts(s, false);
 	if (o->verbose)
 		rec_warnx("injected into %d: stopped %.2f ms, %u GOT entries in %u modules point at the hooks", o->pid,
 			  (double)stopped / 1e6, patched, modules);
@@ -535,6 +561,8 @@ static void run_poll(struct session *s, struct run *u)
 			next_rss = now + (uint64_t)(o->rss_interval * 1e9);
 		}
 		if (now >= next_tick) {
+			if (s->inj)
+				inject_counts(s, false);
 			read_counters(s);
 			warn_losses(s);
 			write_counters(s, HS_REC_COUNTERS);
@@ -579,6 +607,8 @@ static int run_finish(struct session *s, struct run *u)
 	/* Injected: the library puts every GOT entry back, and says so. */
 	if (s->inj && inject__detach(s->inj))
 		rec_warnx("libheapsnap.so in process %d did not confirm its detach within 2 s", o->pid);
+	if (s->inj)
+		inject_counts(s, true);
 	read_counters(s);
 	warn_losses(s);
 	snapshot(s, exited ? HS_SNAP_EXIT : HS_SNAP_END, exited ? "exit" : "end", ticks(s, mono_ns()));

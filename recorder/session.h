@@ -163,6 +163,7 @@ struct session {
 	struct preload *pre;    /* in-process: the memory shared with the targets */
 	char *lib;              /* in-process: libheapsnap.so */
 	struct inject *inj;     /* injected: the library in the running process of -p */
+	uint64_t inj_passed, inj_held, inj_timed_out; /* injected: the stub's counts (inject__counts) */
 };
 
 /* In-process rings: one per thread of the targets at once, claimed at its first event.

@@ -1736,6 +1736,67 @@ t_inject_killed_recorder() {
 	inject_check_c kil
 }
 
+# ---- injection: the stub and the session (issue 23) ----
+
+# wake_run NAME [RECORDER OPTIONS]: wake (tests/workloads/wake.c) attached to while asleep in
+# read(), then woken; the recording stopped with the process still alive (it holds the stub's
+# counts), then the process let go. Sets W_MAIN, W_THR (blocks recorded from each function),
+# W_LOST (lost.inject_unhooked_calls) and W_HELD (inject.calls_held).
+wake_run() {
+	local name=$1 p rc
+	shift
+	mkfifo "$TMP/$name.fifo"
+	"$T/wake" "$TMP/$name.fifo" >"$TMP/$name.out" 2>"$TMP/$name.terr" &
+	TJOB=$!
+	waitfor "$TMP/$name.out" ready || die "$name: the target never said ready"
+	TPID=$(awk '/^ready/ { print $2 }' "$TMP/$name.out")
+	"$R" -v --via inject -p "$TPID" -s 0 "$@" -o "$TMP/$name.hsnap" >/dev/null 2>"$TMP/$name.rerr" &
+	RPID=$!
+	# Woken once the trampoline is in: its first allocator call loads the library.
+	waitfor "$TMP/$name.rerr" "waiting for an allocator call" || { cat "$TMP/$name.rerr"; die "$name: no trampoline"; }
+	echo go >"$TMP/$name.fifo"
+	waitfor "$TMP/$name.rerr" "attached to $TPID" || { cat "$TMP/$name.rerr"; die "$name: never attached"; }
+	waitfor "$TMP/$name.out" done || die "$name: the target never said done"
+	kill -INT $RPID
+	wait $RPID || { cat "$TMP/$name.rerr"; die "$name: the recorder failed"; }
+	echo go >"$TMP/$name.fifo"
+	wait $TJOB; rc=$?
+	eq "$name: the target's own exit status" 0 $rc
+	[ -s "$TMP/$name.terr" ] && { cat "$TMP/$name.terr"; die "$name: the target wrote to stderr"; }
+	p=$TMP/$name.pb.gz
+	"$A" pprof -o "$p" "$TMP/$name.hsnap" 2>/dev/null || die "$name: pprof"
+	W_MAIN=$(pv "$p" inuse_objects wake_main_keep); [ "$W_MAIN" = absent ] && W_MAIN=0
+	W_THR=$(pv "$p" inuse_objects wake_thread_keep); [ "$W_THR" = absent ] && W_THR=0
+	# Exact bytes of what was recorded: 4,000 and 3,000 a block.
+	[ "$W_MAIN" = 0 ] || eq "$name: wake_main_keep inuse_space" $((W_MAIN * 4000)) "$(pv "$p" inuse_space wake_main_keep)"
+	[ "$W_THR" = 0 ] || eq "$name: wake_thread_keep inuse_space" $((W_THR * 3000)) "$(pv "$p" inuse_space wake_thread_keep)"
+	"$A" stats --json "$TMP/$name.hsnap" >"$TMP/$name.stats" || die "$name: stats"
+	W_LOST=$(grep -o '"lost.inject_unhooked_calls":[0-9]*' "$TMP/$name.stats" | cut -d: -f2)
+	W_HELD=$(grep -o '"inject.calls_held":[0-9]*' "$TMP/$name.stats" | cut -d: -f2)
+	echo "$name: recorded $W_MAIN + $W_THR of 1000 + 1000, lost.inject_unhooked_calls ${W_LOST:-absent}, held ${W_HELD:-absent}"
+	W_LOST=${W_LOST:-0} W_HELD=${W_HELD:-0}
+}
+
+# Attached asleep, woken: every allocation made as it wakes is recorded (the calls wait in the
+# trampoline for the hooks), or counted. With no wait allowed (--attach-hold 0), those that
+# went by are counted, each one.
+t_inject_wake() {
+	need_inject; need_go
+	wake_run wk
+	eq "wk: every allocation recorded or counted" 2000 $((W_MAIN + W_THR + W_LOST))
+	[ "$W_MAIN" -le 1000 ] && [ "$W_THR" -le 1000 ] || die "wk: more recorded than made"
+	[ "$W_HELD" -ge 1 ] || die "wk: no call waited for the hooks"
+	"$A" info "$TMP/wk.hsnap" >"$TMP/wk.info" || die "wk: info"
+	"$A" stats "$TMP/wk.hsnap" >"$TMP/wk.stats.txt" || die "wk: stats"
+	contains "$TMP/wk.stats.txt" "lost.inject_unhooked_calls"
+	wake_run wk0 --attach-hold 0
+	eq "wk0: every allocation recorded or counted" 2000 $((W_MAIN + W_THR + W_LOST))
+	[ "$W_LOST" -ge 1 ] || die "wk0: nothing waited, yet nothing went by"
+	[ "$W_HELD" = 0 ] || die "wk0: $W_HELD calls waited with --attach-hold 0"
+	"$A" top "$TMP/wk0.hsnap" >/dev/null 2>"$TMP/wk0.top.err"
+	contains "$TMP/wk0.top.err" "lost.inject_unhooked_calls $W_LOST"
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -1747,6 +1808,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
+ALL="$ALL t_inject_wake"
 for t in $ALL; do
 	run $t
 done

@@ -16,8 +16,10 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <linux/futex.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -130,6 +132,14 @@ static void wait_for_detach(int pipe_fd)
 	}
 }
 
+/* The target's threads waiting in the trampoline go on (recorder/inject_stub.S): to the hooks
+ * once they are in place, to the allocator otherwise (counted there). */
+static void open_gate(struct hs_inject_data *d)
+{
+	__atomic_store_n(&d->gate, HS_GATE_OPEN, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &d->gate, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+}
+
 static int session(struct hs_inject_data *d);
 
 EXPORT int heapsnap_inject(struct hs_inject_data *d)
@@ -162,6 +172,7 @@ EXPORT int heapsnap_inject(struct hs_inject_data *d)
 		}
 		nanosleep(&ms, NULL);
 	}
+	open_gate(d);
 	close(l->pipe_fd); /* whatever the outcome: each attach brings a pipe of its own */
 	return err;
 }
@@ -191,6 +202,9 @@ static int session(struct hs_inject_data *d)
 	process_attach();
 	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
 	fast_path(shm->sample_rate != 0);
+	/* Before any entry is rewritten: the trampoline then leaves every entry as it finds it
+	 * (recorder/inject_stub.S, the lazy binder's). */
+	__atomic_store_n(&d->patching, 1, __ATOMIC_SEQ_CST);
 	l->nr_patched = got_patch_all(d->slots, l->nr_slots < HS_INJ_MAX_SLOTS ? l->nr_slots : HS_INJ_MAX_SLOTS,
 				      l->stub_lo, l->stub_hi, &modules);
 	l->nr_modules = modules;
@@ -202,6 +216,7 @@ static int session(struct hs_inject_data *d)
 	l->shm_fd = own_shm_fd;
 	l->wake_fd = wake_fd;
 	__atomic_store_n(&l->lib_state, HS_LIB_READY, __ATOMIC_RELEASE);
+	open_gate(d);
 
 	wait_for_detach(l->pipe_fd);
 

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+/* A server between requests, for attaching to: "wake FIFO" says "ready PID", then sleeps in
+ * read() on FIFO (opened read-write, so that the open does not wait for a writer). Once a
+ * line comes it keeps, at once:
+ *
+ *   function          live at exit
+ *   wake_main_keep    1,000 x 4,000 = 4,000,000   (the woken thread)
+ *   wake_thread_keep  1,000 x 3,000 = 3,000,000   (4 threads started then, 250 blocks each)
+ *
+ * says "done", and exits 0 at the next line. Nothing else calls the allocator after "ready". */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noinline))
+#define MAIN_BLOCKS 1000
+#define THREADS 4
+#define THREAD_BLOCKS 250
+
+static void *volatile keep[MAIN_BLOCKS + THREADS * THREAD_BLOCKS];
+
+NOINLINE void wake_main_keep(void)
+{
+	for (int i = 0; i < MAIN_BLOCKS; i++)
+		keep[i] = malloc(4000);
+}
+
+NOINLINE void *wake_thread_keep(void *arg)
+{
+	int base = MAIN_BLOCKS + (int)(long)arg * THREAD_BLOCKS;
+
+	for (int i = 0; i < THREAD_BLOCKS; i++)
+		keep[base + i] = malloc(3000);
+	return NULL;
+}
+
+/* A line from FD, or -1. */
+static int wait_line(int fd)
+{
+	char c;
+
+	for (;;) {
+		ssize_t n = read(fd, &c, 1);
+
+		if (n <= 0)
+			return -1;
+		if (c == '\n')
+			return 0;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t t[THREADS];
+	int fd;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: wake FIFO\n");
+		return 2;
+	}
+	fd = open(argv[1], O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		perror(argv[1]);
+		return 4;
+	}
+	printf("ready %d\n", getpid());
+	fflush(stdout);
+	if (wait_line(fd))
+		return 4;
+	wake_main_keep();
+	for (long i = 0; i < THREADS; i++)
+		if (pthread_create(&t[i], NULL, wake_thread_keep, (void *)i))
+			return 5;
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	printf("done\n");
+	fflush(stdout);
+	return wait_line(fd) ? 4 : 0;
+}

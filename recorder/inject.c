@@ -285,7 +285,24 @@ static int preflight(pid_t pid, char *why, size_t why_len, bool *seccomp)
 		snprintf(why, why_len, "process %d not found", pid);
 		return -ESRCH;
 	}
-	if (v[0] == 'T' || v[0] == 't' || v[0] == 'Z' || v[0] == 'X') {
+	if (v[0] == 'Z' || v[0] == 'X') {
+		char pp[32] = "?";
+
+		status_field(pid, "PPid", pp, sizeof(pp));
+		snprintf(why, why_len, "process %d is a zombie: it has exited and its parent (process %s) has not reaped "
+			 "it; nothing of it is left to record", pid, pp);
+		return -ESRCH;
+	}
+	/* A thread id of ours names us too. */
+	if (pid == getpid() || (!status_field(pid, "Tgid", v, sizeof(v)) && atoi(v) == getpid())) {
+		snprintf(why, why_len, "cannot attach to the recorder itself (process %d is this heapsnap-record)", pid);
+		return -EDEADLK;
+	}
+	if (status_field(pid, "State", v, sizeof(v))) {
+		snprintf(why, why_len, "process %d not found", pid);
+		return -ESRCH;
+	}
+	if (v[0] == 'T' || v[0] == 't') {
 		snprintf(why, why_len, "process %d is %s: it would not run the loader", pid, v);
 		return -EAGAIN;
 	}
@@ -311,6 +328,39 @@ static int preflight(pid_t pid, char *why, size_t why_len, bool *seccomp)
 	return 0;
 }
 
+/* Whether another heapsnap-record is recording PID now: a mapping of the shared memory
+ * ("heapsnap" memfd, made by a recorder for a command it launched or by the library when
+ * injected) whose header says attached (not dormant), with a recorder pid that lives and is
+ * not us. Two recorders would each take the GOT entries and the rings from the other. */
+static int already_recorded(pid_t pid, const struct proc_map *v, int n, char *why, size_t why_len)
+{
+	for (int i = 0; i < n; i++) {
+		struct hs_shm_hdr h;
+		char comm[64] = "?", p[64];
+		pid_t rec;
+		FILE *f;
+
+		if (strcmp(v[i].path, "/memfd:heapsnap (deleted)") || v[i].offset ||
+		    v[i].end - v[i].start < sizeof(h) || remote_read(pid, v[i].start, &h, sizeof(h)))
+			continue;
+		rec = (pid_t)h.recorder_pid;
+		if (h.magic != HS_SHM_MAGIC || h.version != HS_SHM_VERSION || __atomic_load_n(&h.dormant, __ATOMIC_RELAXED) ||
+		    (uint64_t)rec != h.recorder_pid || rec <= 0 || rec == getpid() || (kill(rec, 0) && errno == ESRCH))
+			continue;
+		snprintf(p, sizeof(p), "/proc/%d/comm", rec);
+		if ((f = fopen(p, "re"))) {
+			if (fgets(comm, sizeof(comm), f))
+				comm[strcspn(comm, "\n")] = 0;
+			fclose(f);
+			make_printable(comm, sizeof(comm));
+		}
+		snprintf(why, why_len, "process %d is already being recorded by %s (pid %d); one recorder at a time", pid,
+			 comm, rec);
+		return -EALREADY;
+	}
+	return 0;
+}
+
 /* The calls the injection makes in the stopped thread (exact arguments), then those the
  * loader and the library make in their own thread. */
 static int check_seccomp(struct remote *r, uint64_t stub, char *why, size_t why_len)
@@ -332,7 +382,9 @@ static int check_seccomp(struct remote *r, uint64_t stub, char *why, size_t why_
 	int n = 0;
 
 	c[n++] = (struct sc_call){SYS_mmap, "mmap", {0, HS_STUB_BYTES, PROT_READ | PROT_WRITE,
-						     MAP_SHARED | MAP_ANONYMOUS, (uint64_t)-1, 0}, true};
+						     MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0}, true};
+	c[n++] = (struct sc_call){SYS_mmap, "mmap", {stub + HS_STUB_CODE_BYTES, HS_STUB_DATA_BYTES, PROT_READ | PROT_WRITE,
+						     MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, (uint64_t)-1, 0}, true};
 	c[n++] = (struct sc_call){SYS_memfd_create, "memfd_create", {stub, MFD_CLOEXEC}, true};
 	c[n++] = (struct sc_call){SYS_pipe2, "pipe2", {stub, O_CLOEXEC}, true};
 	c[n++] = (struct sc_call){SYS_close, "close", {0}, true};
@@ -600,6 +652,8 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 		snprintf(why, why_len, "cannot read /proc/%d/maps: %s", pid, strerror(-err));
 		goto out;
 	}
+	if ((err = already_recorded(pid, v, n, why, why_len)))
+		goto out;
 	for (int i = 0; i < n; i++) {
 		if (is_libc(v[i].path) && libc_i < 0)
 			libc_i = i;
@@ -674,12 +728,16 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 		goto out;
 	if (seccomp && (err = check_seccomp(r, 0, why, why_len)))
 		goto out_release;
-	/* Shared: a fork child's count of calls that went by (the data) is seen here too. */
-	if ((err = rsys(r, SYS_mmap, 0, HS_STUB_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+	if ((err = rsys(r, SYS_mmap, 0, HS_STUB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 			(uint64_t)-1, 0, &ret, "mmap", why, why_len)))
 		goto out_release;
 	*touched = true;
 	j->stub = (uint64_t)ret;
+	/* The data shared: a fork child's count of calls that went by is seen here too. The code
+	 * stays a private anonymous mapping, which no one takes for a module's. */
+	if ((err = rsys(r, SYS_mmap, j->stub + HS_STUB_CODE_BYTES, HS_STUB_DATA_BYTES, PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, (uint64_t)-1, 0, &ret, "mmap", why, why_len)))
+		goto out_release;
 	if ((err = remote_write(pid, j->stub + HS_STUB_CODE_BYTES, HS_LIB_SONAME, sizeof(HS_LIB_SONAME))))
 		goto out_release;
 	if (!loaded && (err = rsys(r, SYS_memfd_create, j->stub + HS_STUB_CODE_BYTES, MFD_CLOEXEC, 0, 0, 0, 0,

@@ -23,7 +23,9 @@ struct inject_opts {
 };
 
 /* Loads the library into PID and starts recording there. On failure WHY says why, and
- * TOUCHED whether anything in the target was changed (it was put back if so). */
+ * TOUCHED whether anything in the target was changed (it was put back if so). -ESRCH: no
+ * such process, or a zombie; -EDEADLK: PID is the recorder; -EALREADY: another recorder
+ * records PID: no other way in can do better. */
 int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, char *why, size_t why_len,
 		   bool *touched);
 /* The library's shared memory and eventfd, duplicated into this process. */

@@ -395,7 +395,7 @@ static int attach_start(struct session *s, struct run *u)
 			rec_warnx("recording via %s", s->via_why);
 		return err;
 	}
-	if (s->o->via == VIA_INJECT) {
+	if (s->o->via == VIA_INJECT || err == -ESRCH || err == -EDEADLK || err == -EALREADY) {
 		rec_warnx("cannot inject into process %d: %s", s->o->pid, why);
 		return err;
 	}

@@ -1797,6 +1797,37 @@ t_inject_wake() {
 	contains "$TMP/wk0.top.err" "lost.inject_unhooked_calls $W_LOST"
 }
 
+# Refusals that say what is wrong: the recorder itself, a process another recorder records
+# (the target unharmed: the first recording stays exact), a zombie. Exit status 1, no file.
+t_inject_messages() {
+	need_inject; need_go
+	local z zp rc
+	sh -c 'exec "$1" -p $$ -o "$2"' sh "$R" "$TMP/self.hsnap" 2>"$TMP/self.err"; rc=$?
+	eq "-p of the recorder itself: exit" 1 $rc
+	contains "$TMP/self.err" "cannot attach to the recorder itself (process"
+	[ -e "$TMP/self.hsnap" ] && die "a refused attach left a file"
+	inject_start two "$T/alloc_c" inject
+	"$R" -p "$TPID" -o "$TMP/two2.hsnap" 2>"$TMP/two2.err"; rc=$?
+	eq "a second recorder: exit" 1 $rc
+	contains "$TMP/two2.err" "process $TPID is already being recorded by heapsnap-record (pid $RPID)"
+	[ -e "$TMP/two2.hsnap" ] && die "the refused second recorder left a file"
+	inject_finish two 7
+	inject_check_c two
+	# A zombie: sleep never reaps the child its shell left it.
+	sh -c 'sleep 0 & echo $!; exec sleep 60' >"$TMP/z.out" &
+	zp=$!
+	waitfor "$TMP/z.out" "" && z=$(head -1 "$TMP/z.out")
+	for i in $(seq 200); do [ -n "$z" ] && grep -q "^State:.*Z" /proc/$z/status 2>/dev/null && break; z=$(head -1 "$TMP/z.out"); sleep 0.05; done
+	grep -q "^State:.*Z" /proc/$z/status || die "no zombie to attach to"
+	"$R" -p "$z" -o "$TMP/z.hsnap" 2>"$TMP/z.err"; rc=$?
+	kill $zp; wait $zp 2>/dev/null
+	eq "-p of a zombie: exit" 1 $rc
+	contains "$TMP/z.err" "process $z is a zombie: it has exited and its parent (process $zp) has not reaped it"
+	grep -q "kernel thread" "$TMP/z.err" && die "a zombie called a kernel thread"
+	[ -e "$TMP/z.hsnap" ] && die "a refused attach left a file"
+	return 0
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -1808,7 +1839,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
-ALL="$ALL t_inject_wake"
+ALL="$ALL t_inject_wake t_inject_messages"
 for t in $ALL; do
 	run $t
 done

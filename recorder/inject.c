@@ -261,6 +261,19 @@ static int status_field(pid_t pid, const char *key, char *out, size_t len)
 	return -ENOENT;
 }
 
+/* PID as the process sees itself (getpid() there): the last field of NSpid, which differs
+ * from PID in another PID namespace. 0 if it cannot be read. */
+static pid_t ns_pid(pid_t pid)
+{
+	char v[128], *last;
+
+	if (status_field(pid, "NSpid", v, sizeof(v)))
+		return pid; /* a kernel before 4.1: no namespaces to tell apart here */
+	last = strrchr(v, '\t');
+	last = last ? last + 1 : v;
+	return (pid_t)atoi(last);
+}
+
 /* Yama's ptrace_scope, or -1 where there is no Yama. */
 static int yama_scope(void)
 {
@@ -529,6 +542,104 @@ static void untrampoline(struct inject *j, uint64_t insn)
 	}
 }
 
+/* Every thread of the target stopped, into R (up to MAX); returns how many, or -1 if one
+ * could not be (all released then). New threads are looked for until a pass finds none. */
+#define MAX_STOPPED 4096
+static int stop_all(struct inject *j, struct remote **r, int max)
+{
+	int n = 0;
+
+	for (int pass = 0; pass < 4; pass++) {
+		char path[64];
+		DIR *d;
+		struct dirent *e;
+		int before = n;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", j->pid);
+		if (!(d = opendir(path)))
+			goto fail;
+		while ((e = readdir(d))) {
+			pid_t tid = (pid_t)atoi(e->d_name);
+			char why[128];
+			bool have = false;
+
+			for (int i = 0; i < n && !have; i++)
+				have = remote__tid(r[i]) == tid;
+			if (tid <= 0 || have)
+				continue;
+			if (n == max || remote__stop(j->pid, tid, &r[n], why, sizeof(why))) {
+				closedir(d);
+				goto fail;
+			}
+			remote__set_syscall_insn(r[n], j->insn);
+			n++;
+		}
+		closedir(d);
+		if (n == before)
+			return n;
+	}
+fail:
+	for (int i = 0; i < n; i++)
+		j->stopped_ns += remote__release(r[i]);
+	return -1;
+}
+
+/* An injection that gave up before the loader ran leaves nothing: its descriptors closed and
+ * the stub unmapped, with every thread stopped and none in the stub or below a call it made
+ * (the entries were put back before: no thread enters it any more). Returns 0 when done. */
+static int unstub(struct inject *j)
+{
+	static struct remote *r[MAX_STOPPED];
+	uint64_t base = j->stub + HS_STUB_CODE_BYTES;
+
+	for (int tries = 0; tries < 20; tries++) {
+		struct timespec ms = {0, 10000000};
+		uint64_t inflight = 1, thread = 1;
+		int n = stop_all(j, r, MAX_STOPPED), err = 0;
+		bool inside = false;
+
+		if (n <= 0)
+			return -ESRCH;
+		for (int i = 0; i < n; i++)
+			inside |= remote__pc(r[i]) - j->stub < HS_STUB_BYTES;
+		if (remote_read(j->pid, base + HS_INJ_OFF_INFLIGHT, &inflight, sizeof(inflight)) ||
+		    remote_read(j->pid, base + HS_INJ_OFF_THREAD, &thread, sizeof(thread)))
+			err = -EFAULT;
+		if (!err && !inside && !inflight && !thread) {
+			uint64_t orig[HS_INJ_MAX_SLOTS];
+			char why[128];
+
+			/* Again, with no thread in the stub: one that was may have put the trampoline
+			 * back for the lazy binder (inject_stub.S) after the first time. */
+			for (uint32_t i = 0; i < j->nr_slots; i++)
+				orig[i] = j->d->slots[i].orig;
+			if (store_slots(j, r[0], orig, why, sizeof(why)))
+				err = -EAGAIN;
+		}
+		if (!err && !inside && !inflight && !thread) {
+			int64_t ret;
+			char why[128];
+
+			if (j->d->lib.lib_fd >= 0)
+				rsys(r[0], SYS_close, (uint64_t)j->d->lib.lib_fd, 0, 0, 0, 0, 0, &ret, "close", why, sizeof(why));
+			rsys(r[0], SYS_close, (uint64_t)j->d->lib.pipe_fd, 0, 0, 0, 0, 0, &ret, "close", why, sizeof(why));
+			err = rsys(r[0], SYS_munmap, j->stub, HS_STUB_BYTES, 0, 0, 0, 0, &ret, "munmap", why, sizeof(why));
+			if (!err)
+				j->stub = 0;
+		} else if (!err && thread) {
+			err = -EBUSY; /* a thread took it after all: the loader runs */
+		} else if (!err) {
+			err = -EAGAIN;
+		}
+		for (int i = 0; i < n; i++)
+			j->stopped_ns += remote__release(r[i]);
+		if (err != -EAGAIN)
+			return err;
+		nanosleep(&ms, NULL);
+	}
+	return -EAGAIN;
+}
+
 static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t insn, char *why, size_t why_len)
 {
 	uint64_t deadline = mono() + (uint64_t)(o->timeout * 1e9);
@@ -583,12 +694,22 @@ static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t in
 				/* Disarmed first; a thread that took it meanwhile is seen below. */
 				remote_write(j->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_FIRED, &off, sizeof(off));
 				untrampoline(j, insn);
+				j->tramp_in = false; /* put back: the stub may be unmapped below */
 				if (remote_read(j->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_THREAD, &d.thread, 8) ||
 				    !d.thread) {
+					int uerr = unstub(j);
+
+					if (uerr == -EBUSY) {
+						deadline = mono() + 10000000000ull; /* it went after all */
+						continue;
+					}
 					snprintf(why, why_len,
 						 "process %d made no allocator call in %g s, so the library could not be "
-						 "loaded at a safe point; nothing of it was changed",
-						 j->pid, o->timeout);
+						 "loaded at a safe point; %s",
+						 j->pid, o->timeout,
+						 uerr ? "its GOT entries are as they were, but the stub's pages stay mapped "
+							"(a thread was in them)"
+						      : "nothing of it was changed");
 					return -ETIMEDOUT;
 				}
 				deadline = mono() + 10000000000ull; /* it went after all: the loader runs */
@@ -775,7 +896,8 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 	d->magic = HS_INJ_MAGIC;
 	d->version = HS_INJ_VERSION;
 	d->size = sizeof(*d);
-	d->target_pid = (uint64_t)pid;
+	/* Compared with getpid() in the target: its own namespace's number. */
+	d->target_pid = (uint64_t)ns_pid(pid);
 	d->fired = HS_FIRED_PREARM;
 	d->gate = HS_GATE_CLOSED;
 	d->hold_ns = (uint64_t)(o->hold * 1e9);

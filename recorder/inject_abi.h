@@ -44,6 +44,7 @@
 #define HS_INJ_OFF_HELD 632        /* calls that waited and then went to the hooks (atomic) */
 #define HS_INJ_OFF_TIMED_OUT 640   /* calls whose wait ran out (atomic; also in passed) */
 #define HS_INJ_OFF_PATCHING 648    /* u32, set by the library before it rewrites any GOT entry */
+#define HS_INJ_OFF_INFLIGHT 656    /* calls inside the trampoline (or below it: a call it made) */
 #define HS_INJ_OFF_LIB 1536        /* struct hs_inject_lib: between recorder and library */
 #define HS_INJ_OFF_THRESHOLDS 4096 /* the sampler's thresholds, HS_NR_THRESHOLDS of them */
 #define HS_INJ_OFF_SLOTS 12288     /* trampoline slots: {GOT address, original value} */
@@ -123,7 +124,8 @@ struct hs_inject_data {
 	uint32_t gate, pad_gate;
 	uint64_t loader_tid, deadline, hold_ns, passed, held, timed_out;
 	uint32_t patching, pad_patching;
-	uint8_t pad0[HS_INJ_OFF_LIB - HS_INJ_OFF_PATCHING - 8];
+	uint64_t inflight;
+	uint8_t pad0[HS_INJ_OFF_LIB - HS_INJ_OFF_INFLIGHT - 8];
 	struct hs_inject_lib lib;
 	uint8_t pad1[HS_INJ_OFF_THRESHOLDS - HS_INJ_OFF_LIB - sizeof(struct hs_inject_lib)];
 	uint64_t thresholds[HS_NR_THRESHOLDS];
@@ -146,6 +148,7 @@ _Static_assert(offsetof(struct hs_inject_data, passed) == HS_INJ_OFF_PASSED, "ab
 _Static_assert(offsetof(struct hs_inject_data, held) == HS_INJ_OFF_HELD, "abi");
 _Static_assert(offsetof(struct hs_inject_data, timed_out) == HS_INJ_OFF_TIMED_OUT, "abi");
 _Static_assert(offsetof(struct hs_inject_data, patching) == HS_INJ_OFF_PATCHING, "abi");
+_Static_assert(offsetof(struct hs_inject_data, inflight) == HS_INJ_OFF_INFLIGHT, "abi");
 _Static_assert(offsetof(struct hs_inject_data, slots) == HS_INJ_OFF_SLOTS, "abi");
 _Static_assert(offsetof(struct hs_inject_data, lib) == HS_INJ_OFF_LIB, "abi");
 _Static_assert(offsetof(struct hs_inject_data, thresholds) == HS_INJ_OFF_THRESHOLDS, "abi");

@@ -59,6 +59,9 @@ common:
 	push %r9
 	push %rax
 	sub $24, %rsp
+	/* Counted until the thread is out (and whatever it called has returned): the recorder
+	 * unmaps the stub of an injection that gave up only when none is in it. */
+	lock incq data + HS_INJ_OFF_INFLIGHT(%rip)
 	/* Disarmed: the injection gave up; not armed yet: it has not begun. Nothing to count. */
 	cmpq $HS_FIRED_UNARMED, data + HS_INJ_OFF_FIRED(%rip)
 	je .Lorig
@@ -172,6 +175,7 @@ common:
 	mov 8(%rcx,%rax), %rdx
 	mov %rdx, SAVED_SLOT(%rsp)
 .Lgo:
+	lock decq data + HS_INJ_OFF_INFLIGHT(%rip)
 	add $24, %rsp
 	pop %rax
 	pop %r9
@@ -234,6 +238,7 @@ common:
 	add %r9, %r8 /* the slot's trampoline entry: 16 bytes each, as the slots */
 	lock cmpxchgq %r8, (%rdx)
 8:
+	lock decq data + HS_INJ_OFF_INFLIGHT(%rip)
 	mov 24(%rsp), %rax
 	add $SAVED_SLOT, %rsp
 	add $8, %rsp

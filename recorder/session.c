@@ -366,6 +366,13 @@ static int inject_start(struct session *s, struct run *u, char *why, size_t why_
 		return err;
 	inject__stats(s->inj, &stopped, &patched, &modules);
 	inject_counts(s, false);
+	err = nspid__open(o->pid, &s->nsx);
+	if (err) {
+		snprintf(why, why_len, "reading the PID namespace of process %d: %s", o->pid, strerror(-err));
+		return err;
+	}
+	if (s->nsx && o->verbose)
+		rec_warnx("process %d is in another PID namespace: its pids and tids are translated to this one's", o->pid);
 	if (o->verbose)
 		rec_warnx("injected into %d: stopped %.2f ms, %u GOT entries in %u modules point at the hooks", o->pid,
 			  (double)stopped / 1e6, patched, modules);
@@ -659,6 +666,7 @@ static int run_cleanup(struct session *s, struct run *u, int err)
 		s->child_reaped = true;
 	}
 	preload__free(s->pre);
+	nspid__free(s->nsx);
 	free(s->lib);
 	record_writer__free(s->w);
 	for (int i = 0; i < s->nr_objs; i++) {

@@ -1828,6 +1828,61 @@ t_inject_messages() {
 	return 0
 }
 
+# ns_start NAME MODE: alloc_c MODE as uid 65534 in a PID and mount namespace of its own
+# (unshare -fpm --mount-proc); sets TJOB (unshare), TPID (the target, as this namespace sees it).
+ns_start() {
+	local name=$1 i
+	mkfifo "$TMP/$name.fifo"; chmod 666 "$TMP/$name.fifo"
+	unshare -fpm --mount-proc setpriv --reuid=65534 --regid=65534 --clear-groups "$TMP/ub/alloc_c" "$2" "$TMP/$name.fifo" \
+		>"$TMP/$name.out" 2>"$TMP/$name.terr" &
+	TJOB=$!
+	waitfor "$TMP/$name.out" ready || die "$name: the target never said ready"
+	TPID=$(awk '{ print $1 }' /proc/$TJOB/task/$TJOB/children)
+	eq "$name: the target's pid in its namespace" "ready 1" "$(cat "$TMP/$name.out")"
+	eq "$name: the target's user" 65534 "$(awk '/^Uid:/ { print $2 }' /proc/$TPID/status)"
+}
+
+# A target in another PID and mount namespace, as another user: the injection fires (the stub
+# compares getpid() with the target's pid as it sees it), every figure exact, its fork child
+# and threads too (their pids made this namespace's). An idle one times out and keeps nothing
+# of the injection: its maps and descriptors as before, malloc's GOT entry libc's.
+t_inject_pid_ns() {
+	need_inject; need_go
+	command -v unshare >/dev/null && command -v setpriv >/dev/null || skip "no unshare or setpriv (util-linux)"
+	unshare -fpm --mount-proc true 2>/dev/null || skip "cannot make a PID namespace here"
+	local rc
+	unpriv_bin
+	ns_start pns inject
+	"$R" -v -p "$TPID" -s 0 -o "$TMP/pns.hsnap" >/dev/null 2>"$TMP/pns.rerr" &
+	RPID=$!
+	waitfor "$TMP/pns.rerr" "attached to $TPID" || { cat "$TMP/pns.rerr"; die "pns: never attached"; }
+	contains "$TMP/pns.rerr" "recording via inject"
+	contains "$TMP/pns.rerr" "process $TPID is in another PID namespace"
+	echo go >"$TMP/pns.fifo"
+	wait $TJOB; rc=$?
+	eq "pns: the target's own exit status" 7 $rc
+	wait $RPID || { cat "$TMP/pns.rerr"; die "pns: the recorder failed"; }
+	[ -s "$TMP/pns.terr" ] && { cat "$TMP/pns.terr"; die "pns: the target wrote to stderr"; }
+	inject_check_c pns
+	"$A" info "$TMP/pns.hsnap" >"$TMP/pns.info"
+	contains "$TMP/pns.info" "  $TPID (alloc_c, attached"
+	# Idle: no allocator call in 0.5 s.
+	ns_start pidle wait
+	ls -l /proc/$TPID/fd | awk '{ print $9, $10, $11 }' >"$TMP/pidle.fd0"
+	cat /proc/$TPID/maps >"$TMP/pidle.maps0"
+	"$R" --via inject -p "$TPID" --attach-timeout 0.5 -o "$TMP/pidle.hsnap" 2>"$TMP/pidle.err"; rc=$?
+	eq "pidle: --via inject, idle: exit" 1 $rc
+	contains "$TMP/pidle.err" "process $TPID made no allocator call in 0.5 s"
+	ls -l /proc/$TPID/fd | awk '{ print $9, $10, $11 }' >"$TMP/pidle.fd1"
+	diff "$TMP/pidle.maps0" /proc/$TPID/maps || die "pidle: the timed-out injection left mappings behind"
+	diff "$TMP/pidle.fd0" "$TMP/pidle.fd1" || die "pidle: the timed-out injection left descriptors behind"
+	eq "pidle: GOT entry of malloc" libc "$(python3 tests/gotvalue.py $TPID "$TMP/ub/alloc_c" malloc)"
+	echo go >"$TMP/pidle.fifo"
+	wait $TJOB; eq "pidle: the target's own exit status" 0 $?
+	[ -s "$TMP/pidle.terr" ] && { cat "$TMP/pidle.terr"; die "pidle: the target wrote to stderr"; }
+	return 0
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -1839,7 +1894,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
-ALL="$ALL t_inject_wake t_inject_messages"
+ALL="$ALL t_inject_wake t_inject_messages t_inject_pid_ns"
 for t in $ALL; do
 	run $t
 done

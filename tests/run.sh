@@ -1820,6 +1820,11 @@ t_inject_messages() {
 	for i in $(seq 200); do [ -n "$z" ] && grep -q "^State:.*Z" /proc/$z/status 2>/dev/null && break; z=$(head -1 "$TMP/z.out"); sleep 0.05; done
 	grep -q "^State:.*Z" /proc/$z/status || die "no zombie to attach to"
 	"$R" -p "$z" -o "$TMP/z.hsnap" 2>"$TMP/z.err"; rc=$?
+	if [ -z "$BPF_REASON" ]; then
+		"$R" --via bpf -p "$z" -o "$TMP/zb.hsnap" 2>"$TMP/zb.err"; eq "--via bpf -p of a zombie: exit" 1 $?
+		contains "$TMP/zb.err" "process $z is a zombie: it has exited and its parent (process $zp) has not reaped it"
+		grep -q "kernel thread" "$TMP/zb.err" && die "BPF called a zombie a kernel thread"
+	fi
 	kill $zp; wait $zp 2>/dev/null
 	eq "-p of a zombie: exit" 1 $rc
 	contains "$TMP/z.err" "process $z is a zombie: it has exited and its parent (process $zp) has not reaped it"

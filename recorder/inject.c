@@ -135,8 +135,10 @@ struct slot_ctx {
 	struct hs_inject_data *d;
 	const char *path;
 	bool verbose;
-	uint32_t cut; /* entries past HS_INJ_MAX_SLOTS */
+	uint32_t cut; /* allocator entries past HS_INJ_MAX_SLOTS */
+	uint32_t allocs, safe_points;
 };
+#define MAX_SAFE_POINTS 64
 
 /* The allocator entries the trampoline sits in: every one the library hooks (got.c), so that
  * no allocator call made while it loads goes by unseen: it waits there, or is counted. Only
@@ -151,25 +153,43 @@ static int pick_slot(void *ctx, uint64_t got, const char *name)
 		"_ZdaPvRKSt9nothrow_t", "_ZdlPvSt11align_val_t", "_ZdaPvSt11align_val_t", "_ZdlPvmSt11align_val_t",
 		"_ZdaPvmSt11align_val_t", "_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t",
 	};
+	/* Calls a process makes while it idles, where it holds none of those locks either: a
+	 * process that never calls its allocator through a GOT (between requests) is reached
+	 * there. At most MAX_SAFE_POINTS of them, so that allocator entries keep their room. */
+	static const char *const waits[] = {
+		"read", "recv", "recvfrom", "recvmsg", "accept", "accept4", "epoll_wait", "epoll_pwait",
+		"epoll_pwait2", "poll", "ppoll", "select", "pselect", "nanosleep", "clock_nanosleep", "usleep",
+		"sleep",
+	};
 	struct slot_ctx *c = ctx;
 	struct hs_inject_data *d = c->d;
+	uint8_t kind = HS_SLOT_ALLOC;
+	bool known = false;
 	uint64_t cur;
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (strcmp(name, names[i]))
-			continue;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !known; i++)
+		known = !strcmp(name, names[i]);
+	for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]) && !known; i++)
+		if (!strcmp(name, waits[i]))
+			known = true, kind = HS_SLOT_SAFE_POINT;
+	if (known) {
 		if ((got & 7) || remote_read(c->pid, got, &cur, sizeof(cur)) || !cur)
 			return 0;
+		if (kind == HS_SLOT_SAFE_POINT && c->safe_points >= MAX_SAFE_POINTS)
+			return 0;
 		if (d->lib.nr_slots >= HS_INJ_MAX_SLOTS) {
-			c->cut++;
+			c->cut += kind == HS_SLOT_ALLOC;
 			return 0;
 		}
+		c->safe_points += kind == HS_SLOT_SAFE_POINT;
+		c->allocs += kind == HS_SLOT_ALLOC;
+		d->slot_kind[d->lib.nr_slots] = kind;
 		d->slots[d->lib.nr_slots++] = (struct hs_inject_slot){got, cur};
 		if (c->verbose) {
 			char *path = hs_strdup_printable(c->path);
 
-			fprintf(stderr, "heapsnap-record: trampoline entry: %s in %s, GOT entry %#" PRIx64 " holding %#" PRIx64 "\n",
-				name, path ? path : "?", got, cur);
+			fprintf(stderr, "heapsnap-record: trampoline entry%s: %s in %s, GOT entry %#" PRIx64 " holding %#" PRIx64 "\n",
+				kind == HS_SLOT_SAFE_POINT ? " (safe point only)" : "", name, path ? path : "?", got, cur);
 			free(path);
 		}
 		return 0;
@@ -179,9 +199,10 @@ static int pick_slot(void *ctx, uint64_t got, const char *name)
 
 /* The GOT entries of each module (its first mapping holds its ELF header) but libc's, the
  * loader's and ours. */
-static bool find_slots(pid_t pid, struct proc_map *v, int n, struct hs_inject_data *d, bool verbose, uint32_t *cut)
+static bool find_slots(pid_t pid, struct proc_map *v, int n, struct hs_inject_data *d, bool verbose, uint32_t *cut,
+		       uint32_t *allocs)
 {
-	struct slot_ctx c = {pid, d, NULL, verbose, 0};
+	struct slot_ctx c = {pid, d, NULL, verbose, 0, 0, 0};
 	struct remote_reader rr = {pid, 0};
 
 	for (int i = 0; i < n && rr.reads < MAX_REMOTE_READS; i++) {
@@ -212,6 +233,7 @@ static bool find_slots(pid_t pid, struct proc_map *v, int n, struct hs_inject_da
 			gw_walk(&gm, read_remote, &rr, pick_slot, &c);
 	}
 	*cut = c.cut;
+	*allocs = c.allocs;
 	return rr.reads >= MAX_REMOTE_READS;
 }
 
@@ -704,8 +726,8 @@ static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t in
 						continue;
 					}
 					snprintf(why, why_len,
-						 "process %d made no allocator call in %g s, so the library could not be "
-						 "loaded at a safe point; %s",
+						 "process %d made no allocator call in %g s (nor a call such as read, poll or "
+						 "epoll_wait through a GOT), so the library could not be loaded at a safe point; %s",
 						 j->pid, o->timeout,
 						 uerr ? "its GOT entries are as they were, but the stub's pages stay mapped "
 							"(a thread was in them)"
@@ -807,15 +829,15 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 		free(libc);
 		goto out;
 	}
-	uint32_t beyond = 0;
-	bool cut = find_slots(pid, v, n, d, o->verbose, &beyond);
+	uint32_t beyond = 0, allocs = 0;
+	bool cut = find_slots(pid, v, n, d, o->verbose, &beyond, &allocs);
 
 	j->nr_slots = d->lib.nr_slots;
 	if (beyond)
 		fprintf(stderr, "heapsnap-record: warning: process %d has %u allocator GOT entries beyond the %d the "
 				"trampoline takes: calls through them while the library loads are not counted\n",
 			pid, beyond, HS_INJ_MAX_SLOTS);
-	if (!j->nr_slots) {
+	if (!allocs) {
 		snprintf(why, why_len, "no module of process %d calls malloc or free through its GOT%s", pid,
 			 cut ? " (gave up after a million reads of its relocation tables)" : "");
 		goto out;
@@ -956,8 +978,8 @@ out_release:
 	if (err)
 		goto out;
 	if (o->verbose)
-		fprintf(stderr, "heapsnap-record: process %d stopped %.2f ms; trampoline in %u GOT entries; waiting for an "
-				"allocator call\n", pid, (double)j->stopped_ns / 1e6, j->nr_slots);
+		fprintf(stderr, "heapsnap-record: process %d stopped %.2f ms; trampoline in %u GOT entries (%u of "
+				"allocators); waiting for an allocator call\n", pid, (double)j->stopped_ns / 1e6, j->nr_slots, allocs);
 
 	/* ---- the target's own threads from here ---- */
 	if ((err = wait_ready(j, o, insn, why, why_len)))

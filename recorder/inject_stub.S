@@ -62,6 +62,10 @@ common:
 	/* Counted until the thread is out (and whatever it called has returned): the recorder
 	 * unmaps the stub of an injection that gave up only when none is in it. */
 	lock incq data + HS_INJ_OFF_INFLIGHT(%rip)
+	mov SAVED_SLOT(%rsp), %rax
+	lea data + HS_INJ_OFF_SLOT_KIND(%rip), %rcx
+	cmpb $HS_SLOT_ALLOC, (%rcx,%rax)
+	jne .Lsafe_point
 	/* Disarmed: the injection gave up; not armed yet: it has not begun. Nothing to count. */
 	cmpq $HS_FIRED_UNARMED, data + HS_INJ_OFF_FIRED(%rip)
 	je .Lorig
@@ -78,29 +82,9 @@ common:
 	mov $HS_FIRED_TAKEN, %ecx
 	lock cmpxchgq %rcx, data + HS_INJ_OFF_FIRED(%rip)
 	jne .Lhold
-	/* The first: the deadline of every wait, then the loader. */
-	call now_ns
-	add data + HS_INJ_OFF_HOLD_NS(%rip), %rax
-	mov %rax, data + HS_INJ_OFF_DEADLINE(%rip)
-	lea data + HS_INJ_OFF_ATTR(%rip), %rdi
-	call *data + HS_INJ_OFF_FN_ATTR_INIT(%rip)
-	lea data + HS_INJ_OFF_ATTR(%rip), %rdi
-	mov $1, %esi /* PTHREAD_CREATE_DETACHED */
-	call *data + HS_INJ_OFF_FN_ATTR_DETACH(%rip)
-	lea data + HS_INJ_OFF_THREAD(%rip), %rdi
-	lea data + HS_INJ_OFF_ATTR(%rip), %rsi
-	lea loader(%rip), %rdx
-	lea data(%rip), %rcx
-	call *data + HS_INJ_OFF_FN_PTHREAD_CREATE(%rip)
-	cltq
-	mov %rax, data + HS_INJ_OFF_CREATE_RET(%rip)
-	movq $HS_FIRED_CREATED, data + HS_INJ_OFF_FIRED(%rip)
+	call fire
 	test %rax, %rax
-	jz .Lhold
-	/* No loader: nobody is to wait for it. */
-	lea data + HS_INJ_OFF_GATE(%rip), %rdi
-	call open_gate
-	jmp .Lcount
+	jnz .Lcount /* no loader */
 .Lhold:
 	/* The loader's own calls are not the target's. */
 	mov $SYS_gettid, %eax
@@ -241,6 +225,57 @@ common:
 	lock decq data + HS_INJ_OFF_INFLIGHT(%rip)
 	mov 24(%rsp), %rax
 	add $SAVED_SLOT, %rsp
+	add $8, %rsp
+	ret
+
+/* A safe point only (an entry of a call such as read or epoll_wait, which a process that
+ * never calls its allocator through a GOT still makes while it idles): the loader is started
+ * there as at an allocator call, but nothing waits and nothing is counted (it is no
+ * allocation); always on to the original, jumped to (the call may block for long: no frame of
+ * ours stays below it). An entry the lazy binder takes over meanwhile is only one chance
+ * fewer. The library puts these entries back once its hooks are in place. */
+.Lsafe_point:
+	cmpq $HS_FIRED_ARMED, data + HS_INJ_OFF_FIRED(%rip)
+	jne .Lorig
+	mov $SYS_getpid, %eax
+	syscall
+	cmp data + HS_INJ_OFF_TARGET_PID(%rip), %rax
+	jne .Lorig
+	xor %eax, %eax /* HS_FIRED_ARMED */
+	mov $HS_FIRED_TAKEN, %ecx
+	lock cmpxchgq %rcx, data + HS_INJ_OFF_FIRED(%rip)
+	jne .Lorig
+	call fire
+	jmp .Lorig
+
+/* The first thread: the deadline of every wait, then the loader thread. Returns
+ * pthread_create's result in rax; on failure the gate is opened (nobody is to wait). Called
+ * with the stack 16-aligned; clobbers the caller-saved registers. */
+fire:
+	sub $8, %rsp
+	call now_ns
+	add data + HS_INJ_OFF_HOLD_NS(%rip), %rax
+	mov %rax, data + HS_INJ_OFF_DEADLINE(%rip)
+	lea data + HS_INJ_OFF_ATTR(%rip), %rdi
+	call *data + HS_INJ_OFF_FN_ATTR_INIT(%rip)
+	lea data + HS_INJ_OFF_ATTR(%rip), %rdi
+	mov $1, %esi /* PTHREAD_CREATE_DETACHED */
+	call *data + HS_INJ_OFF_FN_ATTR_DETACH(%rip)
+	lea data + HS_INJ_OFF_THREAD(%rip), %rdi
+	lea data + HS_INJ_OFF_ATTR(%rip), %rsi
+	lea loader(%rip), %rdx
+	lea data(%rip), %rcx
+	call *data + HS_INJ_OFF_FN_PTHREAD_CREATE(%rip)
+	cltq
+	mov %rax, data + HS_INJ_OFF_CREATE_RET(%rip)
+	movq $HS_FIRED_CREATED, data + HS_INJ_OFF_FIRED(%rip)
+	test %rax, %rax
+	jz 1f
+	push %rax
+	lea data + HS_INJ_OFF_GATE(%rip), %rdi
+	call open_gate
+	pop %rax
+1:
 	add $8, %rsp
 	ret
 

@@ -1669,8 +1669,9 @@ print("seized", flush=True); time.sleep(60)' $TPID >"$TMP/tracer.out" &
 	grep -q heapsnap "/proc/$TPID/maps" && die "a refused injection mapped something into the target"
 	echo go >"$TMP/tr.fifo"; wait $TJOB; eq "traced target's exit status" 7 $?
 	[ -s "$TMP/tr.terr" ] && die "the refused target wrote to stderr"
-	# An idle process (blocked on its FIFO, no allocator call): no safe point to load at, so the
-	# trampoline is taken out again; auto then records with BPF.
+	# An idle process blocked in open() of its FIFO (no call through a GOT at all, allocator or
+	# other): no safe point to load at, so the trampoline is taken out again; auto then records
+	# with BPF. One that idles in calls such as poll is injected (t_inject_idle_safe_point).
 	mkfifo "$TMP/idle.fifo"
 	"$T/alloc_c" wait "$TMP/idle.fifo" >"$TMP/idle.out" 2>"$TMP/idle.terr" &
 	TJOB=$!
@@ -1888,6 +1889,80 @@ t_inject_pid_ns() {
 	return 0
 }
 
+# A process that calls no allocator while it idles (wake poll: poll() on a FIFO every 20 ms) is
+# injected at one of its other calls through the GOT, which only starts the loader and is put
+# back once the hooks are in; what it allocates when woken is then all recorded, exactly.
+t_inject_idle_safe_point() {
+	need_inject; need_go
+	local rc p=$TMP/sp.pb.gz lost
+	mkfifo "$TMP/sp.fifo"
+	"$T/wake" poll "$TMP/sp.fifo" >"$TMP/sp.out" 2>"$TMP/sp.terr" &
+	TJOB=$!
+	waitfor "$TMP/sp.out" ready || die "sp: the target never said ready"
+	TPID=$(awk '/^ready/ { print $2 }' "$TMP/sp.out")
+	"$R" -v --via inject -p "$TPID" -s 0 -o "$TMP/sp.hsnap" >/dev/null 2>"$TMP/sp.rerr" &
+	RPID=$!
+	waitfor "$TMP/sp.rerr" "attached to $TPID" || { cat "$TMP/sp.rerr"; die "sp: not injected while idle"; }
+	contains "$TMP/sp.rerr" "trampoline entry (safe point only): poll in"
+	eq "sp: GOT entry of poll while attached" libc "$(python3 tests/gotvalue.py $TPID "$T/wake" poll)"
+	eq "sp: GOT entry of malloc while attached" libheapsnap "$(python3 tests/gotvalue.py $TPID "$T/wake" malloc)"
+	echo go >"$TMP/sp.fifo"
+	waitfor "$TMP/sp.out" done || die "sp: the target never said done"
+	kill -INT $RPID
+	wait $RPID || { cat "$TMP/sp.rerr"; die "sp: the recorder failed"; }
+	eq "sp: GOT entry of poll after the detach" libc "$(python3 tests/gotvalue.py $TPID "$T/wake" poll)"
+	echo go >"$TMP/sp.fifo"
+	wait $TJOB; rc=$?
+	eq "sp: the target's own exit status" 0 $rc
+	[ -s "$TMP/sp.terr" ] && { cat "$TMP/sp.terr"; die "sp: the target wrote to stderr"; }
+	"$A" pprof -o "$p" "$TMP/sp.hsnap" 2>/dev/null || die "sp: pprof"
+	eq "sp: wake_main_keep inuse_objects" 1000 "$(pv "$p" inuse_objects wake_main_keep)"
+	eq "sp: wake_main_keep inuse_space" 4000000 "$(pv "$p" inuse_space wake_main_keep)"
+	eq "sp: wake_thread_keep inuse_objects" 1000 "$(pv "$p" inuse_objects wake_thread_keep)"
+	eq "sp: wake_thread_keep inuse_space" 3000000 "$(pv "$p" inuse_space wake_thread_keep)"
+	lost=$("$A" stats --json "$TMP/sp.hsnap" | grep -o '"lost.inject_unhooked_calls":[0-9]*' | cut -d: -f2)
+	eq "sp: lost.inject_unhooked_calls" 0 "${lost:-absent}"
+}
+
+# mc_ask PORT: one set and get through memcached's text protocol; prints its answer's lines.
+mc_ask() {
+	local reply
+	exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+	printf 'set hs 0 0 5\r\nhello\r\nget hs\r\nquit\r\n' >&3
+	reply=$(timeout 10 cat <&3 | tr -d '\r' | tr '\n' ' ')
+	exec 3<&-
+	echo "$reply"
+}
+
+# memcached idle (its threads wait in epoll_wait, no allocator call) is injected at those
+# calls, answers correctly while attached and after, and its first connection's allocations
+# are recorded; twice.
+t_inject_memcached_idle() {
+	need_inject
+	command -v memcached >/dev/null || skip "no memcached"
+	local port=$((20000 + RANDOM % 20000)) mpid i n
+	memcached -u nobody -l 127.0.0.1 -p $port -U 0 -t 2 >"$TMP/mc.out" 2>&1 &
+	mpid=$!
+	for i in $(seq 200); do mc_ask $port >/dev/null 2>&1 && break; sleep 0.05; done
+	eq "memcached answers" "STORED VALUE hs 0 5 hello END " "$(mc_ask $port)"
+	for i in 1 2; do
+		"$R" -v --via inject -p $mpid -s 0 -o "$TMP/mc$i.hsnap" >/dev/null 2>"$TMP/mc$i.rerr" &
+		RPID=$!
+		waitfor "$TMP/mc$i.rerr" "attached to $mpid" || { cat "$TMP/mc$i.rerr"; kill $mpid; die "memcached: not injected while idle ($i)"; }
+		contains "$TMP/mc$i.rerr" "(safe point only): epoll_wait"
+		eq "memcached answers while attached ($i)" "STORED VALUE hs 0 5 hello END " "$(mc_ask $port)"
+		kill -INT $RPID
+		wait $RPID || { cat "$TMP/mc$i.rerr"; kill $mpid; die "memcached: the recorder failed ($i)"; }
+		# The first connection's buffers are allocated; later ones reuse them (memcached keeps them).
+		n=$("$A" stats --json "$TMP/mc$i.hsnap" | grep -o '"events.alloc":[0-9]*' | cut -d: -f2)
+		[ $i = 2 ] || [ "${n:-0}" -gt 0 ] || { kill $mpid; die "memcached: nothing recorded of a connection"; }
+		"$A" info "$TMP/mc$i.hsnap" >/dev/null 2>&1 || { kill $mpid; die "memcached: recording $i unreadable"; }
+		eq "memcached answers after the detach ($i)" "STORED VALUE hs 0 5 hello END " "$(mc_ask $port)"
+	done
+	kill $mpid; wait $mpid 2>/dev/null
+	return 0
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -1899,7 +1974,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
-ALL="$ALL t_inject_wake t_inject_messages t_inject_pid_ns"
+ALL="$ALL t_inject_wake t_inject_messages t_inject_pid_ns t_inject_idle_safe_point t_inject_memcached_idle"
 for t in $ALL; do
 	run $t
 done

@@ -7,9 +7,14 @@
  *   wake_main_keep    1,000 x 4,000 = 4,000,000   (the woken thread)
  *   wake_thread_keep  1,000 x 3,000 = 3,000,000   (4 threads started then, 250 blocks each)
  *
- * says "done", and exits 0 at the next line. Nothing else calls the allocator after "ready". */
+ * says "done", and exits 0 at the next line. Nothing else calls the allocator after "ready".
+ * "wake poll FIFO" idles instead in a loop of poll() on FIFO with a 20 ms timeout: a process
+ * that calls no allocator while it idles, but other functions of libc through its GOT. */
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <string.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -54,19 +59,23 @@ static int wait_line(int fd)
 int main(int argc, char **argv)
 {
 	pthread_t t[THREADS];
+	bool idle_poll = argc == 3 && !strcmp(argv[1], "poll");
+	const char *fifo = argv[argc - 1];
 	int fd;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: wake FIFO\n");
+	if (argc != 2 && !idle_poll) {
+		fprintf(stderr, "usage: wake [poll] FIFO\n");
 		return 2;
 	}
-	fd = open(argv[1], O_RDWR | O_CLOEXEC);
+	fd = open(fifo, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
-		perror(argv[1]);
+		perror(fifo);
 		return 4;
 	}
 	printf("ready %d\n", getpid());
 	fflush(stdout);
+	for (struct pollfd p = {fd, POLLIN, 0}; idle_poll && poll(&p, 1, 20) == 0;)
+		;
 	if (wait_line(fd))
 		return 4;
 	wake_main_keep();

@@ -507,7 +507,12 @@ static void reclaim_rings(struct session *s, bool check_pids)
 		prod = __atomic_load_n(r->prod, __ATOMIC_ACQUIRE);
 		if (r->pos != prod)
 			continue;
-		if ((owner & HS_SHM_CLOSING) || (check_pids && kill((pid_t)(owner >> 32), 0) && errno == ESRCH)) {
+		/* The owner's pid is its namespace's: asked of this one's by its number here. */
+		pid_t opid = (pid_t)(owner >> 32 & 0x7fffffff);
+
+		if (s->nsx && check_pids && !(owner & HS_SHM_CLOSING))
+			opid = (pid_t)nspid__pid(s->nsx, (uint32_t)opid);
+		if ((owner & HS_SHM_CLOSING) || (check_pids && kill(opid, 0) && errno == ESRCH)) {
 			preload__release(s->pre, (uint32_t)i, r->pos);
 			r->published = r->end = r->pos;
 		}

@@ -684,6 +684,10 @@ static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t in
 		}
 		state = d.lib.lib_state;
 		if (state == HS_LIB_READY) {
+			if (o->verbose && d.deadline && d.ready_ns)
+				fprintf(stderr, "heapsnap-record: the hooks were in place %.2f ms after the first call through "
+						"the trampoline (allocator calls wait there meanwhile)\n",
+					(double)(d.ready_ns - (d.deadline - d.hold_ns)) / 1e6);
 			j->patched = d.lib.nr_patched;
 			j->modules = d.lib.nr_modules;
 			j->d->lib.shm_fd = d.lib.shm_fd;

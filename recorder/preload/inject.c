@@ -265,6 +265,7 @@ static int session(struct hs_inject_data *d)
 	safe_points_back(d);
 	l->shm_fd = own_shm_fd;
 	l->wake_fd = wake_fd;
+	d->ready_ns = now_ns();
 	__atomic_store_n(&l->lib_state, HS_LIB_READY, __ATOMIC_RELEASE);
 	open_gate(d);
 

@@ -119,7 +119,7 @@ TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/mutate $(OUTPUT)/tests
 	$(OUTPUT)/tests/quick $(OUTPUT)/tests/scribble $(OUTPUT)/tests/unwdump $(OUTPUT)/tests/phases $(OUTPUT)/tests/nofp_debugframe \
 	$(OUTPUT)/tests/recurse \
 	$(OUTPUT)/tests/growth_old $(OUTPUT)/tests/growth_new
-TEST_PROGS += $(OUTPUT)/tests/wake
+TEST_PROGS += $(OUTPUT)/tests/wake $(OUTPUT)/tests/libwake_plugin.so
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -169,7 +169,11 @@ $(OUTPUT)/tests/quick: tests/workloads/quick.c | $(OUTPUT)/tests
 # Attached while asleep, then allocating at once as it wakes (t_inject_wake).
 $(OUTPUT)/tests/wake: tests/workloads/wake.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(TEST_CFLAGS) $< -lpthread -o $@
+	$(Q)$(CC) $(TEST_CFLAGS) -rdynamic $< -ldl -lpthread -o $@
+
+$(OUTPUT)/tests/libwake_plugin.so: tests/workloads/wake_plugin.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
 
 $(OUTPUT)/tests/scribble: tests/workloads/scribble.c recorder/shm.h bpf/heapsnap.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)

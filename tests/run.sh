@@ -1741,13 +1741,14 @@ t_inject_killed_recorder() {
 
 # wake_run NAME [RECORDER OPTIONS]: wake (tests/workloads/wake.c) attached to while asleep in
 # read(), then woken; the recording stopped with the process still alive (it holds the stub's
-# counts), then the process let go. Sets W_MAIN, W_THR (blocks recorded from each function),
-# W_LOST (lost.inject_unhooked_calls) and W_HELD (inject.calls_held).
+# counts), then the process let go. WAKE_MODE, if set, is wake's mode (poll, dlopen). Sets
+# W_MAIN, W_THR, W_DL (blocks recorded from each function), W_LOST
+# (lost.inject_unhooked_calls) and W_HELD (inject.calls_held).
 wake_run() {
 	local name=$1 p rc
 	shift
 	mkfifo "$TMP/$name.fifo"
-	"$T/wake" "$TMP/$name.fifo" >"$TMP/$name.out" 2>"$TMP/$name.terr" &
+	"$T/wake" ${WAKE_MODE:+"$WAKE_MODE"} "$TMP/$name.fifo" >"$TMP/$name.out" 2>"$TMP/$name.terr" &
 	TJOB=$!
 	waitfor "$TMP/$name.out" ready || die "$name: the target never said ready"
 	TPID=$(awk '/^ready/ { print $2 }' "$TMP/$name.out")
@@ -1768,6 +1769,8 @@ wake_run() {
 	"$A" pprof -o "$p" "$TMP/$name.hsnap" 2>/dev/null || die "$name: pprof"
 	W_MAIN=$(pv "$p" inuse_objects wake_main_keep); [ "$W_MAIN" = absent ] && W_MAIN=0
 	W_THR=$(pv "$p" inuse_objects wake_thread_keep); [ "$W_THR" = absent ] && W_THR=0
+	W_DL=$(pv "$p" inuse_objects wake_in_dlopen); [ "$W_DL" = absent ] && W_DL=0
+	[ "$W_DL" = 0 ] || eq "$name: wake_in_dlopen inuse_space" $((W_DL * 5000)) "$(pv "$p" inuse_space wake_in_dlopen)"
 	# Exact bytes of what was recorded: 4,000 and 3,000 a block.
 	[ "$W_MAIN" = 0 ] || eq "$name: wake_main_keep inuse_space" $((W_MAIN * 4000)) "$(pv "$p" inuse_space wake_main_keep)"
 	[ "$W_THR" = 0 ] || eq "$name: wake_thread_keep inuse_space" $((W_THR * 3000)) "$(pv "$p" inuse_space wake_thread_keep)"
@@ -1796,6 +1799,18 @@ t_inject_wake() {
 	[ "$W_HELD" = 0 ] || die "wk0: $W_HELD calls waited with --attach-hold 0"
 	"$A" top "$TMP/wk0.hsnap" >/dev/null 2>"$TMP/wk0.top.err"
 	contains "$TMP/wk0.top.err" "lost.inject_unhooked_calls $W_LOST"
+}
+
+# The first allocator call made inside dlopen (a plugin's constructor), with the loader's lock
+# held: the loader thread's own dlopen waits for that lock, so that call cannot wait for the
+# hooks: it waits --attach-hold out, never for ever, and it and what follows before the hooks
+# are in are counted; every allocation is recorded or counted, exactly.
+t_inject_hold_in_dlopen() {
+	need_inject; need_go
+	WAKE_MODE=dlopen wake_run wkd
+	eq "wkd: every allocation recorded or counted" 2010 $((W_MAIN + W_THR + W_DL + W_LOST))
+	[ "$W_LOST" -ge 1 ] || die "wkd: the call made inside dlopen cannot have waited for the hooks, yet none went by"
+	contains "$TMP/wkd.rerr" "waited --attach-hold out"
 }
 
 # Refusals that say what is wrong: the recorder itself, a process another recorder records
@@ -1974,7 +1989,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
-ALL="$ALL t_inject_wake t_inject_messages t_inject_pid_ns t_inject_idle_safe_point t_inject_memcached_idle"
+ALL="$ALL t_inject_wake t_inject_hold_in_dlopen t_inject_messages t_inject_pid_ns t_inject_idle_safe_point t_inject_memcached_idle"
 for t in $ALL; do
 	run $t
 done

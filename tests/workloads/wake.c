@@ -9,7 +9,11 @@
  *
  * says "done", and exits 0 at the next line. Nothing else calls the allocator after "ready".
  * "wake poll FIFO" idles instead in a loop of poll() on FIFO with a 20 ms timeout: a process
- * that calls no allocator while it idles, but other functions of libc through its GOT. */
+ * that calls no allocator while it idles, but other functions of libc through its GOT.
+ * "wake dlopen FIFO", once woken, first dlopens libwake_plugin.so (next to it), whose
+ * constructor calls wake_in_dlopen, which keeps 10 x 5,000 = 50,000 bytes: its first
+ * allocator call is made with the loader's lock held. */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -41,6 +45,30 @@ NOINLINE void *wake_thread_keep(void *arg)
 	return NULL;
 }
 
+/* Called by libwake_plugin.so's constructor, inside dlopen. */
+static void *volatile dl_keep[10];
+
+NOINLINE void wake_in_dlopen(void)
+{
+	for (int i = 0; i < 10; i++)
+		dl_keep[i] = malloc(5000);
+}
+
+/* libwake_plugin.so next to this program, loaded. */
+static int load_plugin(const char *self)
+{
+	char path[4096];
+	const char *slash = strrchr(self, '/');
+	int n = slash ? (int)(slash - self) : 1;
+
+	snprintf(path, sizeof(path), "%.*s/libwake_plugin.so", n, slash ? self : ".");
+	if (!dlopen(path, RTLD_NOW)) {
+		fprintf(stderr, "%s\n", dlerror());
+		return -1;
+	}
+	return 0;
+}
+
 /* A line from FD, or -1. */
 static int wait_line(int fd)
 {
@@ -60,11 +88,12 @@ int main(int argc, char **argv)
 {
 	pthread_t t[THREADS];
 	bool idle_poll = argc == 3 && !strcmp(argv[1], "poll");
+	bool in_dlopen = argc == 3 && !strcmp(argv[1], "dlopen");
 	const char *fifo = argv[argc - 1];
 	int fd;
 
-	if (argc != 2 && !idle_poll) {
-		fprintf(stderr, "usage: wake [poll] FIFO\n");
+	if (argc != 2 && !idle_poll && !in_dlopen) {
+		fprintf(stderr, "usage: wake [poll|dlopen] FIFO\n");
 		return 2;
 	}
 	fd = open(fifo, O_RDWR | O_CLOEXEC);
@@ -78,6 +107,8 @@ int main(int argc, char **argv)
 		;
 	if (wait_line(fd))
 		return 4;
+	if (in_dlopen && load_plugin(argv[0]))
+		return 6;
 	wake_main_keep();
 	for (long i = 0; i < THREADS; i++)
 		if (pthread_create(&t[i], NULL, wake_thread_keep, (void *)i))

@@ -62,7 +62,7 @@ static const char *const renamed[][2] = {
 
 /* The counters that count events the recording does not hold. */
 static const char *const lost_events[] = {"lost.ringbuf_full", "lost.live_map_full", "lost.thread_map_full",
-					   "lost.missed_uretprobe"};
+					   "lost.missed_uretprobe", "lost.inject_unhooked_calls"};
 
 uint64_t replay__counter(const struct replay *r, const char *name)
 {

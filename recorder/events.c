@@ -240,6 +240,26 @@ static const size_t min_len[] = {
 	[HS_EV_DWARF] = offsetof(struct hs_dwarf_event, data),
 };
 
+/* A target in another PID namespace (injected): its events' pids and tids made the host's,
+ * in place, before anything reads them (the in-process rings are memory shared with the
+ * target, mapped writable here; the target never reads a record back). */
+static void nspid_event(struct session *s, struct hs_event_hdr *h, size_t len)
+{
+	uint32_t ns = h->pid;
+
+	if (h->type == HS_EV_FORK)
+		nspid__forget(s->nsx, ns);
+	h->pid = nspid__pid(s->nsx, ns);
+	h->tid = h->tid == ns ? h->pid : nspid__tid(s->nsx, h->pid, h->tid);
+	if ((h->type == HS_EV_FORK || h->type == HS_EV_EXEC || h->type == HS_EV_EXIT) &&
+	    len >= offsetof(struct hs_proc_event, exit_code)) {
+		struct hs_proc_event *e = (struct hs_proc_event *)h;
+
+		if (e->ppid)
+			e->ppid = nspid__pid(s->nsx, e->ppid);
+	}
+}
+
 int handle_event(struct session *s, const void *data, size_t len)
 {
 	const struct hs_event_hdr *h = data;
@@ -250,6 +270,8 @@ int handle_event(struct session *s, const void *data, size_t len)
 	 * target's, and a wild write there must not make the recorder read past a record. */
 	if (len < sizeof(*h) || (h->type < sizeof(min_len) / sizeof(min_len[0]) && len < min_len[h->type]))
 		return 0;
+	if (s->nsx)
+		nspid_event(s, (struct hs_event_hdr *)data, len);
 	t = ticks(s, h->ts);
 	switch (h->type) {
 	case HS_EV_ALLOC: {
@@ -396,6 +418,10 @@ void write_counters(struct session *s, uint32_t type)
 	items[n++] = (struct hs_counter){"map.live_max", s->o->max_live};
 	if (s->pre)
 		items[n++] = (struct hs_counter){"lost.processes_unrecorded", s->procs_unrecorded};
+	if (s->inj) {
+		items[n++] = (struct hs_counter){"lost.inject_unhooked_calls", s->inj_passed};
+		items[n++] = (struct hs_counter){"inject.calls_held", s->inj_held};
+	}
 	r.counters.nr = n;
 	r.counters.items = items;
 	write_rec(s, &r);

@@ -35,6 +35,7 @@
 #include "gotwalk.h"
 #include "inject.h"
 #include "inject_abi.h"
+#include "inject_look.h"
 #include "procfs.h"
 #include "record.h"
 #include "remote.h"
@@ -68,238 +69,6 @@ static uint64_t mono(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-/* What the target wrote (its messages, its file and thread names) is escaped as every string
- * from a file is (hs_strdup_printable) before it reaches a terminal, in place, cut to SIZE. */
-static void make_printable(char *s, size_t size)
-{
-	char *p = hs_strdup_printable(s);
-
-	snprintf(s, size, "%s", p ? p : "?");
-	free(p);
-}
-
-static const char *base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
-
-	return s ? s + 1 : p;
-}
-
-static bool is_libc(const char *p)
-{
-	const char *b = base_name(p);
-
-	return !strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5);
-}
-
-/* The addresses in PID of NR symbols of the file mapped at V[I] (through any mapping of it),
- * in one pass over its symbols; 0 for one not found or not mapped. */
-static void symbol_addrs(pid_t pid, struct proc_map *v, int n, int i, const char *const *symbols, int nr,
-			 uint64_t *addrs)
-{
-	uint64_t offs[8];
-	char mf[96];
-
-	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, v[i].start, v[i].end);
-	memset(addrs, 0, (size_t)nr * sizeof(*addrs));
-	if (nr > 8 || elf_find_symbols(mf, symbols, nr, offs) <= 0)
-		return;
-	for (int s = 0; s < nr; s++)
-		for (int k = 0; offs[s] && k < n && !addrs[s]; k++)
-			if (!strcmp(v[k].path, v[i].path) && offs[s] >= v[k].offset &&
-			    offs[s] < v[k].offset + (v[k].end - v[k].start))
-				addrs[s] = v[k].start + (offs[s] - v[k].offset);
-}
-
-/* The target's memory is the target's to shape: a million reads of its relocation tables, at
- * about a microsecond each, is all the walk may cost, however many modules or entries it shows. */
-#define MAX_REMOTE_READS 1000000
-
-struct remote_reader {
-	pid_t pid;
-	uint32_t reads;
-};
-
-static int read_remote(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	struct remote_reader *rr = ctx;
-
-	if (rr->reads >= MAX_REMOTE_READS)
-		return -1;
-	rr->reads++;
-	return remote_read(rr->pid, addr, buf, len);
-}
-
-struct slot_ctx {
-	pid_t pid;
-	struct hs_inject_data *d;
-	const char *path;
-	bool verbose;
-};
-
-/* The allocator entries the trampoline can sit in: called often, and only from code that
- * holds none of the locks pthread_create or dlopen take. */
-static int pick_slot(void *ctx, uint64_t got, const char *name)
-{
-	static const char *const names[] = {"malloc", "free", "calloc", "realloc", "_Znwm", "_Znam",
-					    "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm"};
-	struct slot_ctx *c = ctx;
-	struct hs_inject_data *d = c->d;
-	uint64_t cur;
-
-	if (d->lib.nr_slots >= HS_INJ_MAX_SLOTS)
-		return 1;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (strcmp(name, names[i]))
-			continue;
-		if ((got & 7) || remote_read(c->pid, got, &cur, sizeof(cur)) || !cur)
-			return 0;
-		d->slots[d->lib.nr_slots++] = (struct hs_inject_slot){got, cur};
-		if (c->verbose) {
-			char *path = hs_strdup_printable(c->path);
-
-			fprintf(stderr, "heapsnap-record: trampoline entry: %s in %s, GOT entry %#" PRIx64 " holding %#" PRIx64 "\n",
-				name, path ? path : "?", got, cur);
-			free(path);
-		}
-		return 0;
-	}
-	return 0;
-}
-
-/* The GOT entries of each module (its first mapping holds its ELF header) but libc's, the
- * loader's and ours. */
-static bool find_slots(pid_t pid, struct proc_map *v, int n, struct hs_inject_data *d, bool verbose)
-{
-	struct slot_ctx c = {pid, d, NULL, verbose};
-	struct remote_reader rr = {pid, 0};
-
-	for (int i = 0; i < n && d->lib.nr_slots < HS_INJ_MAX_SLOTS && rr.reads < MAX_REMOTE_READS; i++) {
-		const char *b = base_name(v[i].path);
-		Elf64_Ehdr eh;
-		Elf64_Phdr ph[64];
-		struct gw_module gm = {0};
-		uint64_t lo = UINT64_MAX;
-
-		if (v[i].offset || v[i].path[0] != '/' || is_libc(v[i].path) || strstr(b, "ld-linux") ||
-		    strstr(b, "libheapsnap"))
-			continue;
-		if (remote_read(pid, v[i].start, &eh, sizeof(eh)) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-		    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) || !eh.e_phnum ||
-		    eh.e_phnum > 64 || remote_read(pid, v[i].start + eh.e_phoff, ph, eh.e_phnum * sizeof(Elf64_Phdr)))
-			continue;
-		for (int k = 0; k < eh.e_phnum; k++)
-			if (ph[k].p_type == PT_LOAD && ph[k].p_vaddr < lo)
-				lo = ph[k].p_vaddr & ~4095ull;
-		if (lo == UINT64_MAX)
-			continue;
-		gm.bias = v[i].start - lo;
-		for (int k = 0; k < eh.e_phnum; k++)
-			if (ph[k].p_type == PT_DYNAMIC)
-				gm.dyn = gm.bias + ph[k].p_vaddr;
-		c.path = v[i].path;
-		if (gm.dyn)
-			gw_walk(&gm, read_remote, &rr, pick_slot, &c);
-	}
-	return rr.reads >= MAX_REMOTE_READS;
-}
-
-/* A `syscall` instruction (0f 05) in libc's code. */
-static uint64_t find_syscall(pid_t pid, struct proc_map *v, int n)
-{
-	static uint8_t buf[65536];
-
-	for (int i = 0; i < n; i++) {
-		if (!is_libc(v[i].path) || v[i].perms[2] != 'x')
-			continue;
-		for (uint64_t a = v[i].start; a < v[i].end; a += sizeof(buf) - 1) {
-			size_t len = v[i].end - a < sizeof(buf) ? v[i].end - a : sizeof(buf);
-
-			if (remote_read(pid, a, buf, len))
-				break;
-			for (size_t k = 0; k + 1 < len; k++)
-				if (buf[k] == 0x0f && buf[k + 1] == 0x05)
-					return a + k;
-		}
-	}
-	return 0;
-}
-
-static int status_field(pid_t pid, const char *key, char *out, size_t len)
-{
-	char path[64], line[256];
-	size_t kl = strlen(key);
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, key, kl) && line[kl] == ':') {
-			char *s = line + kl + 1;
-
-			s += strspn(s, " \t");
-			s[strcspn(s, "\n")] = 0;
-			snprintf(out, len, "%s", s);
-			fclose(f);
-			return 0;
-		}
-	}
-	fclose(f);
-	return -ENOENT;
-}
-
-/* Yama's ptrace_scope, or -1 where there is no Yama. */
-static int yama_scope(void)
-{
-	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
-	int scope = -1;
-
-	if (f) {
-		if (fscanf(f, "%d", &scope) != 1)
-			scope = -1;
-		fclose(f);
-	}
-	return scope;
-}
-
-/* Refusals that need nothing of the target but /proc. */
-static int preflight(pid_t pid, char *why, size_t why_len, bool *seccomp)
-{
-	char v[64];
-	FILE *f;
-
-	if (status_field(pid, "State", v, sizeof(v))) {
-		snprintf(why, why_len, "process %d not found", pid);
-		return -ESRCH;
-	}
-	if (v[0] == 'T' || v[0] == 't' || v[0] == 'Z' || v[0] == 'X') {
-		snprintf(why, why_len, "process %d is %s: it would not run the loader", pid, v);
-		return -EAGAIN;
-	}
-	if (!status_field(pid, "TracerPid", v, sizeof(v)) && atoi(v)) {
-		char comm[64] = "?", p[64];
-
-		snprintf(p, sizeof(p), "/proc/%d/comm", atoi(v));
-		if ((f = fopen(p, "re"))) {
-			if (fgets(comm, sizeof(comm), f))
-				comm[strcspn(comm, "\n")] = 0;
-			fclose(f);
-			make_printable(comm, sizeof(comm));
-		}
-		snprintf(why, why_len, "process %d is already traced by process %d (%s); ptrace allows one tracer",
-			 pid, atoi(v), comm);
-		return -EBUSY;
-	}
-	*seccomp = !status_field(pid, "Seccomp", v, sizeof(v)) && atoi(v) != 0;
-	if (yama_scope() >= 3) {
-		snprintf(why, why_len, "kernel.yama.ptrace_scope is %d: no process may be attached to", yama_scope());
-		return -EPERM;
-	}
-	return 0;
-}
-
 /* The calls the injection makes in the stopped thread (exact arguments), then those the
  * loader and the library make in their own thread. */
 static int check_seccomp(struct remote *r, uint64_t stub, char *why, size_t why_len)
@@ -322,6 +91,8 @@ static int check_seccomp(struct remote *r, uint64_t stub, char *why, size_t why_
 
 	c[n++] = (struct sc_call){SYS_mmap, "mmap", {0, HS_STUB_BYTES, PROT_READ | PROT_WRITE,
 						     MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0}, true};
+	c[n++] = (struct sc_call){SYS_mmap, "mmap", {stub + HS_STUB_CODE_BYTES, HS_STUB_DATA_BYTES, PROT_READ | PROT_WRITE,
+						     MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, (uint64_t)-1, 0}, true};
 	c[n++] = (struct sc_call){SYS_memfd_create, "memfd_create", {stub, MFD_CLOEXEC}, true};
 	c[n++] = (struct sc_call){SYS_pipe2, "pipe2", {stub, O_CLOEXEC}, true};
 	c[n++] = (struct sc_call){SYS_close, "close", {0}, true};
@@ -352,29 +123,45 @@ static int prot_of(const char *perms)
 }
 
 /* Stores VALUES[i] into the trampoline's GOT entries, each by a single mov in the stopped
- * thread, with the page made writable for it when it is not. */
+ * thread, with the page made writable for it when it is not: once for a run of entries on
+ * one page (a module's allocator entries are a few neighbours), which keeps the stop short
+ * with a few hundred entries. */
 static int store_slots(struct inject *j, struct remote *r, const uint64_t *values, char *why, size_t why_len)
 {
-	for (uint32_t i = 0; i < j->nr_slots; i++) {
-		uint64_t got = j->d->slots[i].got, page = got & ~4095ull;
-		int prot = (int)j->slot_prot[i], err;
-		int64_t ret;
+	uint64_t open_page = 0; /* made writable by us, to be put back */
+	int open_prot = 0, err = 0;
+	int64_t ret;
 
-		if (!(prot & PROT_WRITE) &&
-		    (err = rsys(r, SYS_mprotect, page, 4096, (uint64_t)(prot | PROT_WRITE), 0, 0, 0, &ret,
-				"mprotect of a GOT page", why, why_len)))
-			return err;
-		err = remote__store(r, j->stub + (uint64_t)(hs_stub_store - hs_stub_blob), got, values[i]);
-		if (err) {
-			snprintf(why, why_len, "writing a GOT entry of process %d: %s", j->pid, strerror(-err));
-			return err;
+	for (uint32_t i = 0; i < j->nr_slots && !err; i++) {
+		uint64_t got = j->d->slots[i].got, page = got & ~4095ull;
+		int prot = (int)j->slot_prot[i];
+
+		if (open_page && open_page != page) {
+			err = rsys(r, SYS_mprotect, open_page, 4096, (uint64_t)open_prot, 0, 0, 0, &ret,
+				   "mprotect of a GOT page", why, why_len);
+			open_page = 0;
+			if (err)
+				break;
 		}
-		if (!(prot & PROT_WRITE) &&
-		    (err = rsys(r, SYS_mprotect, page, 4096, (uint64_t)prot, 0, 0, 0, &ret, "mprotect of a GOT page",
-				why, why_len)))
-			return err;
+		if (!(prot & PROT_WRITE) && open_page != page) {
+			err = rsys(r, SYS_mprotect, page, 4096, (uint64_t)(prot | PROT_WRITE), 0, 0, 0, &ret,
+				   "mprotect of a GOT page", why, why_len);
+			if (err)
+				break;
+			open_page = page;
+			open_prot = prot;
+		}
+		err = remote__store(r, j->stub + (uint64_t)(hs_stub_store - hs_stub_blob), got, values[i]);
+		if (err)
+			snprintf(why, why_len, "writing a GOT entry of process %d: %s", j->pid, strerror(-err));
 	}
-	return 0;
+	if (open_page) {
+		int e = rsys(r, SYS_mprotect, open_page, 4096, (uint64_t)open_prot, 0, 0, 0, &ret,
+			     "mprotect of a GOT page", why, why_len);
+
+		err = err ? err : e;
+	}
+	return err;
 }
 
 /* A thread of the target to stop: the main one if it runs, else any other, never one in
@@ -420,7 +207,7 @@ static int stop_thread(struct inject *j, struct remote **r, uint64_t insn, char 
 	int err = remote__stop(j->pid, pick_thread(j->pid), r, why, why_len);
 
 	if (err == -EPERM) {
-		int scope = yama_scope();
+		int scope = look__yama_scope();
 		char yama[40] = "";
 
 		if (scope >= 0)
@@ -436,16 +223,116 @@ static int stop_thread(struct inject *j, struct remote **r, uint64_t insn, char 
 /* The trampoline's entries back to their old values, if the loader never ran. */
 static void untrampoline(struct inject *j, uint64_t insn)
 {
-	uint64_t orig[HS_INJ_MAX_SLOTS];
+	uint64_t orig[HS_INJ_MAX_SLOTS], off = HS_FIRED_UNARMED;
 	struct remote *r;
 	char why[256];
 
+	/* Disarmed first: the trampoline then leaves the entries alone (inject_stub.S). */
+	remote_write(j->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_FIRED, &off, sizeof(off));
 	for (uint32_t i = 0; i < j->nr_slots; i++)
 		orig[i] = j->d->slots[i].orig;
 	if (!stop_thread(j, &r, insn, why, sizeof(why))) {
 		store_slots(j, r, orig, why, sizeof(why));
 		j->stopped_ns += remote__release(r);
 	}
+}
+
+/* Every thread of the target stopped, into R (up to MAX); returns how many, or -1 if one
+ * could not be (all released then). New threads are looked for until a pass finds none. */
+#define MAX_STOPPED 4096
+static int stop_all(struct inject *j, struct remote **r, int max)
+{
+	int n = 0;
+
+	for (int pass = 0; pass < 4; pass++) {
+		char path[64];
+		DIR *d;
+		struct dirent *e;
+		int before = n;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", j->pid);
+		if (!(d = opendir(path)))
+			goto fail;
+		while ((e = readdir(d))) {
+			pid_t tid = (pid_t)atoi(e->d_name);
+			char why[128];
+			bool have = false;
+
+			for (int i = 0; i < n && !have; i++)
+				have = remote__tid(r[i]) == tid;
+			if (tid <= 0 || have)
+				continue;
+			if (n == max || remote__stop(j->pid, tid, &r[n], why, sizeof(why))) {
+				closedir(d);
+				goto fail;
+			}
+			remote__set_syscall_insn(r[n], j->insn);
+			n++;
+		}
+		closedir(d);
+		if (n == before)
+			return n;
+	}
+fail:
+	for (int i = 0; i < n; i++)
+		j->stopped_ns += remote__release(r[i]);
+	return -1;
+}
+
+/* An injection that gave up before the loader ran leaves nothing: its descriptors closed and
+ * the stub unmapped, with every thread stopped and none in the stub or below a call it made
+ * (the entries were put back before: no thread enters it any more). Returns 0 when done. */
+static int unstub(struct inject *j)
+{
+	static struct remote *r[MAX_STOPPED];
+	uint64_t base = j->stub + HS_STUB_CODE_BYTES;
+
+	for (int tries = 0; tries < 20; tries++) {
+		struct timespec ms = {0, 10000000};
+		uint64_t inflight = 1, thread = 1;
+		int n = stop_all(j, r, MAX_STOPPED), err = 0;
+		bool inside = false;
+
+		if (n <= 0)
+			return -ESRCH;
+		for (int i = 0; i < n; i++)
+			inside |= remote__pc(r[i]) - j->stub < HS_STUB_BYTES;
+		if (remote_read(j->pid, base + HS_INJ_OFF_INFLIGHT, &inflight, sizeof(inflight)) ||
+		    remote_read(j->pid, base + HS_INJ_OFF_THREAD, &thread, sizeof(thread)))
+			err = -EFAULT;
+		if (!err && !inside && !inflight && !thread) {
+			uint64_t orig[HS_INJ_MAX_SLOTS];
+			char why[128];
+
+			/* Again, with no thread in the stub: one that was may have put the trampoline
+			 * back for the lazy binder (inject_stub.S) after the first time. */
+			for (uint32_t i = 0; i < j->nr_slots; i++)
+				orig[i] = j->d->slots[i].orig;
+			if (store_slots(j, r[0], orig, why, sizeof(why)))
+				err = -EAGAIN;
+		}
+		if (!err && !inside && !inflight && !thread) {
+			int64_t ret;
+			char why[128];
+
+			if (j->d->lib.lib_fd >= 0)
+				rsys(r[0], SYS_close, (uint64_t)j->d->lib.lib_fd, 0, 0, 0, 0, 0, &ret, "close", why, sizeof(why));
+			rsys(r[0], SYS_close, (uint64_t)j->d->lib.pipe_fd, 0, 0, 0, 0, 0, &ret, "close", why, sizeof(why));
+			err = rsys(r[0], SYS_munmap, j->stub, HS_STUB_BYTES, 0, 0, 0, 0, &ret, "munmap", why, sizeof(why));
+			if (!err)
+				j->stub = 0;
+		} else if (!err && thread) {
+			err = -EBUSY; /* a thread took it after all: the loader runs */
+		} else if (!err) {
+			err = -EAGAIN;
+		}
+		for (int i = 0; i < n; i++)
+			j->stopped_ns += remote__release(r[i]);
+		if (err != -EAGAIN)
+			return err;
+		nanosleep(&ms, NULL);
+	}
+	return -EAGAIN;
 }
 
 static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t insn, char *why, size_t why_len)
@@ -470,6 +357,10 @@ static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t in
 		}
 		state = d.lib.lib_state;
 		if (state == HS_LIB_READY) {
+			if (o->verbose && d.deadline && d.ready_ns)
+				fprintf(stderr, "heapsnap-record: the hooks were in place %.2f ms after the first call through "
+						"the trampoline (allocator calls wait there meanwhile)\n",
+					(double)(d.ready_ns - (d.deadline - d.hold_ns)) / 1e6);
 			j->patched = d.lib.nr_patched;
 			j->modules = d.lib.nr_modules;
 			j->d->lib.shm_fd = d.lib.shm_fd;
@@ -477,8 +368,8 @@ static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t in
 			return 0;
 		}
 		d.lib.lib_msg[sizeof(d.lib.lib_msg) - 1] = d.dl_msg[sizeof(d.dl_msg) - 1] = 0;
-		make_printable(d.lib.lib_msg, sizeof(d.lib.lib_msg));
-		make_printable(d.dl_msg, sizeof(d.dl_msg));
+		look__printable(d.lib.lib_msg, sizeof(d.lib.lib_msg));
+		look__printable(d.dl_msg, sizeof(d.dl_msg));
 		if (state == HS_LIB_FAILED) {
 			snprintf(why, why_len, "libheapsnap.so in process %d: %s", j->pid, d.lib.lib_msg);
 			return -(d.lib.lib_err > 0 ? d.lib.lib_err : EIO);
@@ -502,12 +393,22 @@ static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t in
 				/* Disarmed first; a thread that took it meanwhile is seen below. */
 				remote_write(j->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_FIRED, &off, sizeof(off));
 				untrampoline(j, insn);
+				j->tramp_in = false; /* put back: the stub may be unmapped below */
 				if (remote_read(j->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_THREAD, &d.thread, 8) ||
 				    !d.thread) {
+					int uerr = unstub(j);
+
+					if (uerr == -EBUSY) {
+						deadline = mono() + 10000000000ull; /* it went after all */
+						continue;
+					}
 					snprintf(why, why_len,
-						 "process %d made no allocator call in %g s, so the library could not be "
-						 "loaded at a safe point; nothing of it was changed",
-						 j->pid, o->timeout);
+						 "process %d made no allocator call in %g s (nor a call such as read, poll or "
+						 "epoll_wait through a GOT), so the library could not be loaded at a safe point; %s",
+						 j->pid, o->timeout,
+						 uerr ? "its GOT entries are as they were, but the stub's pages stay mapped "
+							"(a thread was in them)"
+						      : "nothing of it was changed");
 					return -ETIMEDOUT;
 				}
 				deadline = mono() + 10000000000ull; /* it went after all: the loader runs */
@@ -565,16 +466,18 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 	j->pid = pid;
 	j->d = d;
 	j->pidfd = j->pipe_w = j->shm_fd = j->wake_fd = -1;
-	if ((err = preflight(pid, why, why_len, &seccomp)))
+	if ((err = look__preflight(pid, why, why_len, &seccomp)))
 		goto out;
 	if ((err = proc_read_file_maps(pid, &v, &n))) {
 		snprintf(why, why_len, "cannot read /proc/%d/maps: %s", pid, strerror(-err));
 		goto out;
 	}
+	if ((err = look__already_recorded(pid, v, n, why, why_len)))
+		goto out;
 	for (int i = 0; i < n; i++) {
-		if (is_libc(v[i].path) && libc_i < 0)
+		if (look__is_libc(v[i].path) && libc_i < 0)
 			libc_i = i;
-		if (strstr(base_name(v[i].path), "libheapsnap.so"))
+		if (strstr(look__base_name(v[i].path), "libheapsnap.so"))
 			loaded = 1;
 	}
 	err = -ENOENT;
@@ -587,7 +490,7 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 					      "dlopen", "dlsym", "dlerror"};
 	uint64_t fns[6];
 
-	symbol_addrs(pid, v, n, libc_i, libc_fns, 6, fns);
+	look__symbol_addrs(pid, v, n, libc_i, libc_fns, 6, fns);
 	d->fn_pthread_create = fns[0];
 	d->fn_attr_init = fns[1];
 	d->fn_attr_detach = fns[2];
@@ -603,10 +506,15 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 		free(libc);
 		goto out;
 	}
-	bool cut = find_slots(pid, v, n, d, o->verbose);
+	uint32_t beyond = 0, allocs = 0;
+	bool cut = look__find_slots(pid, v, n, d, o->verbose, &beyond, &allocs);
 
 	j->nr_slots = d->lib.nr_slots;
-	if (!j->nr_slots) {
+	if (beyond)
+		fprintf(stderr, "heapsnap-record: warning: process %d has %u allocator GOT entries beyond the %d the "
+				"trampoline takes: calls through them while the library loads are not counted\n",
+			pid, beyond, HS_INJ_MAX_SLOTS);
+	if (!allocs) {
 		snprintf(why, why_len, "no module of process %d calls malloc or free through its GOT%s", pid,
 			 cut ? " (gave up after a million reads of its relocation tables)" : "");
 		goto out;
@@ -617,7 +525,7 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 			if (d->slots[i].got >= v[k].start && d->slots[i].got < v[k].end)
 				j->slot_prot[i] = (uint64_t)prot_of(v[k].perms);
 	}
-	insn = j->insn = find_syscall(pid, v, n);
+	insn = j->insn = look__find_syscall(pid, v, n);
 	if (!insn) {
 		snprintf(why, why_len, "no syscall instruction in the libc of process %d", pid);
 		goto out;
@@ -645,6 +553,11 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 		goto out_release;
 	*touched = true;
 	j->stub = (uint64_t)ret;
+	/* The data shared: a fork child's count of calls that went by is seen here too. The code
+	 * stays a private anonymous mapping, which no one takes for a module's. */
+	if ((err = rsys(r, SYS_mmap, j->stub + HS_STUB_CODE_BYTES, HS_STUB_DATA_BYTES, PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, (uint64_t)-1, 0, &ret, "mmap", why, why_len)))
+		goto out_release;
 	if ((err = remote_write(pid, j->stub + HS_STUB_CODE_BYTES, HS_LIB_SONAME, sizeof(HS_LIB_SONAME))))
 		goto out_release;
 	if (!loaded && (err = rsys(r, SYS_memfd_create, j->stub + HS_STUB_CODE_BYTES, MFD_CLOEXEC, 0, 0, 0, 0,
@@ -682,8 +595,11 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 	d->magic = HS_INJ_MAGIC;
 	d->version = HS_INJ_VERSION;
 	d->size = sizeof(*d);
-	d->target_pid = (uint64_t)pid;
-	d->fired = HS_FIRED_UNARMED;
+	/* Compared with getpid() in the target: its own namespace's number. */
+	d->target_pid = (uint64_t)look__ns_pid(pid);
+	d->fired = HS_FIRED_PREARM;
+	d->gate = HS_GATE_CLOSED;
+	d->hold_ns = (uint64_t)(o->hold * 1e9);
 	if (loaded) {
 		d->dlopen_flags = RTLD_NOW | RTLD_NOLOAD;
 		snprintf(d->lib_path, sizeof(d->lib_path), "%s", HS_LIB_SONAME);
@@ -727,8 +643,9 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 			snprintf(why, why_len, "arming the stub in process %d: %s", pid, strerror(-err));
 	}
 	if (err) {
-		uint64_t orig[HS_INJ_MAX_SLOTS];
+		uint64_t orig[HS_INJ_MAX_SLOTS], off = HS_FIRED_UNARMED;
 
+		remote_write(pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_FIRED, &off, sizeof(off));
 		for (uint32_t i = 0; i < j->nr_slots; i++)
 			orig[i] = d->slots[i].orig;
 		store_slots(j, r, orig, why + strlen(why), 0);
@@ -738,8 +655,8 @@ out_release:
 	if (err)
 		goto out;
 	if (o->verbose)
-		fprintf(stderr, "heapsnap-record: process %d stopped %.2f ms; trampoline in %u GOT entries; waiting for an "
-				"allocator call\n", pid, (double)j->stopped_ns / 1e6, j->nr_slots);
+		fprintf(stderr, "heapsnap-record: process %d stopped %.2f ms; trampoline in %u GOT entries (%u of "
+				"allocators); waiting for an allocator call\n", pid, (double)j->stopped_ns / 1e6, j->nr_slots, allocs);
 
 	/* ---- the target's own threads from here ---- */
 	if ((err = wait_ready(j, o, insn, why, why_len)))
@@ -784,6 +701,25 @@ void inject__stats(const struct inject *j, uint64_t *stopped_ns, uint32_t *patch
 	*modules = j->modules;
 }
 
+int inject__counts(const struct inject *j, uint64_t *passed, uint64_t *held, uint64_t *timed_out)
+{
+	uint64_t v[3]; /* passed, held, timed_out: neighbours in the data */
+	int err;
+
+	_Static_assert(HS_INJ_OFF_HELD == HS_INJ_OFF_PASSED + 8 && HS_INJ_OFF_TIMED_OUT == HS_INJ_OFF_PASSED + 16,
+		       "the counts are read at once");
+	*passed = *held = *timed_out = 0;
+	if (!j || !j->stub)
+		return -ENOENT;
+	err = remote_read(j->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_PASSED, v, sizeof(v));
+	if (err)
+		return err;
+	*passed = v[0];
+	*held = v[1];
+	*timed_out = v[2];
+	return 0;
+}
+
 int inject__detach(struct inject *j)
 {
 	uint64_t deadline = mono() + 2000000000ull;
@@ -811,7 +747,7 @@ int inject__detach(struct inject *j)
 			uint64_t fired = 0;
 
 			remote_read(j->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_FIRED, &fired, sizeof(fired));
-			if (fired == HS_FIRED_ARMED || fired == HS_FIRED_UNARMED)
+			if (fired == HS_FIRED_ARMED || fired == HS_FIRED_UNARMED || fired == HS_FIRED_PREARM)
 				return 0; /* the loader never ran; when it does it finds the pipe closed */
 		}
 		nanosleep(&ms, NULL);

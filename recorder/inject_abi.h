@@ -9,11 +9,11 @@
 #define HEAPSNAP_INJECT_ABI_H
 
 #define HS_INJ_MAGIC 0x54434a4e49534855 /* "UHSINJCT", little-endian */
-#define HS_INJ_VERSION 1
+#define HS_INJ_VERSION 2
 
-/* The stub: one page of code, then the data. */
-#define HS_STUB_CODE_BYTES 4096
-#define HS_STUB_DATA_BYTES (3 * 4096)
+/* The stub: two pages of code (a page of trampoline entries, then the rest), then the data. */
+#define HS_STUB_CODE_BYTES (2 * 4096)
+#define HS_STUB_DATA_BYTES (4 * 4096)
 #define HS_STUB_BYTES (HS_STUB_CODE_BYTES + HS_STUB_DATA_BYTES)
 
 /* Offsets in the data. Filled by the recorder: */
@@ -35,10 +35,22 @@
 #define HS_INJ_OFF_LIB_PATH 176    /* 128 bytes */
 #define HS_INJ_OFF_ENTRY 304       /* 32 bytes */
 #define HS_INJ_OFF_DL_MSG 336      /* 256 bytes: dlerror()'s text, copied */
-#define HS_INJ_OFF_SLOTS 1024      /* trampoline slots: {GOT address, original value} */
-#define HS_INJ_MAX_SLOTS 32
+/* The hold (a target's thread that takes the trampoline waits there for the hooks): */
+#define HS_INJ_OFF_GATE 592        /* u32, 0 while loading; set (and futex-woken) once no thread need wait */
+#define HS_INJ_OFF_LOADER_TID 600  /* the loader thread's tid: it never waits */
+#define HS_INJ_OFF_DEADLINE 608    /* CLOCK_MONOTONIC ns past which no thread waits; 0: not set yet */
+#define HS_INJ_OFF_HOLD_NS 616     /* filled by the recorder: how long the first call may wait */
+#define HS_INJ_OFF_PASSED 624      /* calls that went on to the allocator unrecorded (atomic) */
+#define HS_INJ_OFF_HELD 632        /* calls that waited and then went to the hooks (atomic) */
+#define HS_INJ_OFF_TIMED_OUT 640   /* calls whose wait ran out (atomic; also in passed) */
+#define HS_INJ_OFF_PATCHING 648    /* u32, set by the library before it rewrites any GOT entry */
+#define HS_INJ_OFF_INFLIGHT 656    /* calls inside the trampoline (or below it: a call it made) */
+#define HS_INJ_OFF_READY_NS 664    /* CLOCK_MONOTONIC ns when the library opened the gate, hooks in */
+#define HS_INJ_OFF_SLOT_KIND 1024  /* u8 per slot: HS_SLOT_* */
 #define HS_INJ_OFF_LIB 1536        /* struct hs_inject_lib: between recorder and library */
 #define HS_INJ_OFF_THRESHOLDS 4096 /* the sampler's thresholds, HS_NR_THRESHOLDS of them */
+#define HS_INJ_OFF_SLOTS 12288     /* trampoline slots: {GOT address, original value} */
+#define HS_INJ_MAX_SLOTS 256       /* one page of 16-byte trampoline entries */
 
 /* fired: the trampoline starts the loader only from 0, which the recorder writes once every
  * entry is in place (a thread that took it sooner could load the library, which would find
@@ -46,7 +58,20 @@
 #define HS_FIRED_ARMED 0
 #define HS_FIRED_TAKEN 1
 #define HS_FIRED_CREATED 2   /* create_ret is valid */
-#define HS_FIRED_UNARMED 3
+#define HS_FIRED_UNARMED 3   /* disarmed: the injection gave up, the entries are put back */
+#define HS_FIRED_PREARM 4    /* written so at first: entries are still being taken over */
+
+/* lib_state's offset in struct hs_inject_lib, for the stub */
+#define HS_INJ_LIB_OFF_STATE 64
+#define HS_LIB_STATE_DETACHED 3 /* HS_LIB_DETACHED, for the stub */
+
+/* slot kinds */
+#define HS_SLOT_ALLOC 0      /* an allocator's entry: calls wait for the hooks, or are counted */
+#define HS_SLOT_SAFE_POINT 1 /* another call's: only starts the loader */
+
+/* gate */
+#define HS_GATE_CLOSED 0
+#define HS_GATE_OPEN 1
 
 /* loader_state */
 #define HS_LOADER_CALLING 1   /* the library is loaded; its entry runs */
@@ -102,11 +127,17 @@ struct hs_inject_data {
 	char lib_path[128];
 	char entry[32];
 	char dl_msg[256];
-	uint8_t pad0[HS_INJ_OFF_SLOTS - HS_INJ_OFF_DL_MSG - 256];
-	struct hs_inject_slot slots[HS_INJ_MAX_SLOTS];
+	uint32_t gate, pad_gate;
+	uint64_t loader_tid, deadline, hold_ns, passed, held, timed_out;
+	uint32_t patching, pad_patching;
+	uint64_t inflight, ready_ns;
+	uint8_t pad0[HS_INJ_OFF_SLOT_KIND - HS_INJ_OFF_READY_NS - 8];
+	uint8_t slot_kind[HS_INJ_MAX_SLOTS];
+	uint8_t pad1[HS_INJ_OFF_LIB - HS_INJ_OFF_SLOT_KIND - HS_INJ_MAX_SLOTS];
 	struct hs_inject_lib lib;
-	uint8_t pad1[HS_INJ_OFF_THRESHOLDS - HS_INJ_OFF_LIB - sizeof(struct hs_inject_lib)];
+	uint8_t pad2[HS_INJ_OFF_THRESHOLDS - HS_INJ_OFF_LIB - sizeof(struct hs_inject_lib)];
 	uint64_t thresholds[HS_NR_THRESHOLDS];
+	struct hs_inject_slot slots[HS_INJ_MAX_SLOTS];
 };
 
 _Static_assert(offsetof(struct hs_inject_data, fn_pthread_create) == HS_INJ_OFF_FN_PTHREAD_CREATE, "abi");
@@ -117,9 +148,22 @@ _Static_assert(offsetof(struct hs_inject_data, attr) == HS_INJ_OFF_ATTR, "abi");
 _Static_assert(offsetof(struct hs_inject_data, lib_path) == HS_INJ_OFF_LIB_PATH, "abi");
 _Static_assert(offsetof(struct hs_inject_data, entry) == HS_INJ_OFF_ENTRY, "abi");
 _Static_assert(offsetof(struct hs_inject_data, dl_msg) == HS_INJ_OFF_DL_MSG, "abi");
+_Static_assert(offsetof(struct hs_inject_data, gate) == HS_INJ_OFF_GATE, "abi");
+_Static_assert(offsetof(struct hs_inject_data, loader_tid) == HS_INJ_OFF_LOADER_TID, "abi");
+_Static_assert(offsetof(struct hs_inject_data, deadline) == HS_INJ_OFF_DEADLINE, "abi");
+_Static_assert(offsetof(struct hs_inject_data, hold_ns) == HS_INJ_OFF_HOLD_NS, "abi");
+_Static_assert(offsetof(struct hs_inject_data, passed) == HS_INJ_OFF_PASSED, "abi");
+_Static_assert(offsetof(struct hs_inject_data, held) == HS_INJ_OFF_HELD, "abi");
+_Static_assert(offsetof(struct hs_inject_data, timed_out) == HS_INJ_OFF_TIMED_OUT, "abi");
+_Static_assert(offsetof(struct hs_inject_data, patching) == HS_INJ_OFF_PATCHING, "abi");
+_Static_assert(offsetof(struct hs_inject_data, inflight) == HS_INJ_OFF_INFLIGHT, "abi");
+_Static_assert(offsetof(struct hs_inject_data, ready_ns) == HS_INJ_OFF_READY_NS, "abi");
+_Static_assert(offsetof(struct hs_inject_data, slot_kind) == HS_INJ_OFF_SLOT_KIND, "abi");
 _Static_assert(offsetof(struct hs_inject_data, slots) == HS_INJ_OFF_SLOTS, "abi");
 _Static_assert(offsetof(struct hs_inject_data, lib) == HS_INJ_OFF_LIB, "abi");
 _Static_assert(offsetof(struct hs_inject_data, thresholds) == HS_INJ_OFF_THRESHOLDS, "abi");
+_Static_assert(offsetof(struct hs_inject_lib, lib_state) == HS_INJ_LIB_OFF_STATE, "abi");
+_Static_assert(HS_LIB_DETACHED == HS_LIB_STATE_DETACHED, "abi");
 _Static_assert(sizeof(struct hs_inject_data) <= HS_STUB_DATA_BYTES, "abi");
 
 /* The library's entry, looked up by name by the stub. */

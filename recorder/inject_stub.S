@@ -2,11 +2,31 @@
 /* The injection stub: position-independent code the recorder copies into the target, with the
  * data page it reads (recorder/inject_abi.h). Nothing here runs in a thread the recorder
  * stopped. A GOT entry of one of the target's allocator calls is pointed at a trampoline
- * entry; the first thread of the target that calls through it is at a known safe point (in
+ * entry; the first thread of the target that calls through one is at a known safe point (in
  * its own code, about to call the allocator, holding no allocator or loader lock), and there
- * it starts a detached thread of ours, then goes on to the allocator it called. That thread
- * loads libheapsnap.so with dlopen and calls its entry, which does the rest. */
+ * it starts a detached thread of ours, which loads libheapsnap.so with dlopen and calls its
+ * entry, which does the rest.
+ *
+ * Every thread of the target that calls through the trampoline meanwhile (the first one too)
+ * waits there until the library opens the gate (its hooks are in place), then goes on to
+ * what its GOT entry holds NOW: the hook, so that the call is recorded. The wait is bounded
+ * (hold_ns after the first call, futex on the gate): a thread of the target may hold a lock
+ * the loader needs (it is inside dlopen, or a fork handler), and the loader must not wait on
+ * it for ever. The loader thread never waits, nor does a fork child (its pid is not the
+ * target's: the library is not loaded there). A call that goes on to the allocator
+ * unrecorded while the injection is under way is counted in `passed` (the data is mapped
+ * shared, so that a fork child's count is seen too), which the recorder reports. */
 #include "inject_abi.h"
+
+#define SYS_getpid 39
+#define SYS_gettid 186
+#define SYS_futex 202
+#define SYS_clock_gettime 228
+#define FUTEX_WAIT_PRIVATE 128
+#define FUTEX_WAKE_PRIVATE 129
+#define CLOCK_MONOTONIC 1
+/* Where the slot index (then the address to go on to) is on the stack, in common. */
+#define SAVED_SLOT 80
 
 	.section .rodata.hs_stub, "a"
 	.balign 4096
@@ -15,18 +35,21 @@
 	.globl hs_stub_tramp_end
 hs_stub_blob:
 hs_stub_tramp:
-	/* One 16-byte entry per GOT entry taken over: the original target in r11, which the
-	 * ABI lets a callee clobber. */
-	.irp i, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
+	/* One 16-byte entry per GOT entry taken over: its slot's index in r11, which the ABI
+	 * lets a callee clobber. */
+	.set slot, 0
+	.rept HS_INJ_MAX_SLOTS
 	.balign 16
-	movq data + HS_INJ_OFF_SLOTS + \i * 16 + 8(%rip), %r11
+	mov $slot, %r11d
 	jmp common
+	.set slot, slot + 1
 	.endr
 	.balign 16
 hs_stub_tramp_end:
 
 common:
-	/* The allocator's arguments survive; the stack is 16-aligned for the calls below. */
+	/* The allocator's arguments survive; the stack is 16-aligned for the calls below, with
+	 * 16 bytes at (%rsp) for a timespec and a flag at 16(%rsp). */
 	push %r11
 	push %rdi
 	push %rsi
@@ -35,19 +58,204 @@ common:
 	push %r8
 	push %r9
 	push %rax
-	sub $8, %rsp
-	/* Taken already, or not armed yet: one load, until the library's own entries replace ours. */
-	cmpq $0, data + HS_INJ_OFF_FIRED(%rip)
-	jne 1f
-	/* Only the target itself: a fork child has a copy of this page, not the recorder. */
-	mov $39, %eax /* getpid */
+	sub $24, %rsp
+	/* Counted until the thread is out (and whatever it called has returned): the recorder
+	 * unmaps the stub of an injection that gave up only when none is in it. */
+	lock incq data + HS_INJ_OFF_INFLIGHT(%rip)
+	mov SAVED_SLOT(%rsp), %rax
+	lea data + HS_INJ_OFF_SLOT_KIND(%rip), %rcx
+	cmpb $HS_SLOT_ALLOC, (%rcx,%rax)
+	jne .Lsafe_point
+	/* Disarmed: the injection gave up; not armed yet: it has not begun. Nothing to count. */
+	cmpq $HS_FIRED_UNARMED, data + HS_INJ_OFF_FIRED(%rip)
+	je .Lorig
+	cmpq $HS_FIRED_PREARM, data + HS_INJ_OFF_FIRED(%rip)
+	je .Lcall
+	/* Only the target itself: a fork child has the same page, not the library. */
+	mov $SYS_getpid, %eax
 	syscall
 	cmp data + HS_INJ_OFF_TARGET_PID(%rip), %rax
-	jne 1f
+	jne .Lcount
+	cmpq $HS_FIRED_ARMED, data + HS_INJ_OFF_FIRED(%rip)
+	jne .Lhold
 	xor %eax, %eax /* HS_FIRED_ARMED */
 	mov $HS_FIRED_TAKEN, %ecx
 	lock cmpxchgq %rcx, data + HS_INJ_OFF_FIRED(%rip)
-	jne 1f
+	jne .Lhold
+	call fire
+	test %rax, %rax
+	jnz .Lcount /* no loader */
+.Lhold:
+	/* The loader's own calls are not the target's. */
+	mov $SYS_gettid, %eax
+	syscall
+	cmp data + HS_INJ_OFF_LOADER_TID(%rip), %rax
+	je .Lorig
+	movq $0, 16(%rsp)
+.Lwait:
+	cmpl $HS_GATE_CLOSED, data + HS_INJ_OFF_GATE(%rip)
+	jne .Lopened
+	movq $1, 16(%rsp) /* it waited */
+	call now_ns
+	mov data + HS_INJ_OFF_DEADLINE(%rip), %rdx
+	test %rdx, %rdx
+	jz .Lshort /* the first thread has not set it yet */
+	cmp %rdx, %rax
+	jae .Ltimeout
+	sub %rax, %rdx
+	mov %rdx, %rax
+	xor %edx, %edx
+	mov $1000000000, %ecx
+	div %rcx
+	mov %rax, 0(%rsp)
+	mov %rdx, 8(%rsp)
+	jmp .Lfutex
+.Lshort:
+	movq $0, 0(%rsp)
+	movq $1000000, 8(%rsp)
+.Lfutex:
+	lea data + HS_INJ_OFF_GATE(%rip), %rdi
+	mov $FUTEX_WAIT_PRIVATE, %esi
+	mov $HS_GATE_CLOSED, %edx
+	mov %rsp, %r10
+	xor %r8d, %r8d
+	xor %r9d, %r9d
+	mov $SYS_futex, %eax
+	syscall /* woken, timed out, interrupted or not closed any more: looked at again */
+	jmp .Lwait
+.Lopened:
+	cmpq $0, 16(%rsp)
+	je .Lcurrent
+	lock incq data + HS_INJ_OFF_HELD(%rip)
+.Lcurrent:
+	/* The slot's GOT entry as it is now: the hook once the library is in; still the
+	 * trampoline if the library did not take it over (or failed). */
+	mov SAVED_SLOT(%rsp), %rax
+	shl $4, %rax
+	lea data + HS_INJ_OFF_SLOTS(%rip), %rcx
+	mov (%rcx,%rax), %rdx
+	mov (%rdx), %rdx
+	lea hs_stub_blob(%rip), %rcx
+	cmp %rcx, %rdx
+	jb 1f
+	lea data + HS_STUB_DATA_BYTES(%rip), %rcx
+	cmp %rcx, %rdx
+	jb .Lcount
+1:
+	mov %rdx, SAVED_SLOT(%rsp)
+	jmp .Lgo
+.Ltimeout:
+	lock incq data + HS_INJ_OFF_TIMED_OUT(%rip)
+.Lcount:
+	/* On to the allocator unrecorded: counted, unless the session is over. */
+	cmpl $HS_LIB_STATE_DETACHED, data + HS_INJ_OFF_LIB + HS_INJ_LIB_OFF_STATE(%rip)
+	je .Lorig
+	lock incq data + HS_INJ_OFF_PASSED(%rip)
+	jmp .Lcall
+.Lorig:
+	mov SAVED_SLOT(%rsp), %rax
+	shl $4, %rax
+	lea data + HS_INJ_OFF_SLOTS(%rip), %rcx
+	mov 8(%rcx,%rax), %rdx
+	mov %rdx, SAVED_SLOT(%rsp)
+.Lgo:
+	lock decq data + HS_INJ_OFF_INFLIGHT(%rip)
+	add $24, %rsp
+	pop %rax
+	pop %r9
+	pop %r8
+	pop %rcx
+	pop %rdx
+	pop %rsi
+	pop %rdi
+	pop %r11
+	jmp *%r11
+
+/* The original called (not jumped to), for what follows its return: an entry not bound yet
+ * (lazy binding) holds the address of the module's PLT code, which binds the symbol and
+ * writes the GOT entry, and the trampoline with it, over. While the injection is under way
+ * and the library has not begun to rewrite entries, what the binder wrote becomes the slot's
+ * original (the next call goes straight there: no binder again, whose write could race with
+ * the library's) and the trampoline goes back in; a library that has begun keeps what it
+ * finds (its hook, or what the binder wrote, as the original). A call made through the entry
+ * by another thread between the binder's write and ours goes by uncounted: once per entry
+ * bound lazily while the library loads.
+ * The allocators take their arguments in registers only; the caller's return address stays
+ * where it is, above our frame. */
+.Lcall:
+	mov SAVED_SLOT(%rsp), %rax
+	shl $4, %rax
+	lea data + HS_INJ_OFF_SLOTS(%rip), %rcx
+	add %rcx, %rax
+	mov %rax, 16(%rsp)
+	mov 8(%rax), %r11
+	mov 24(%rsp), %rax
+	mov 32(%rsp), %r9
+	mov 40(%rsp), %r8
+	mov 48(%rsp), %rcx
+	mov 56(%rsp), %rdx
+	mov 64(%rsp), %rsi
+	mov 72(%rsp), %rdi
+	call *%r11
+	mov %rax, 24(%rsp)
+	cmpq $HS_FIRED_UNARMED, data + HS_INJ_OFF_FIRED(%rip)
+	je 8f
+	cmpl $HS_LIB_STATE_DETACHED, data + HS_INJ_OFF_LIB + HS_INJ_LIB_OFF_STATE(%rip)
+	je 8f
+	mov 16(%rsp), %rcx /* the slot */
+	mov (%rcx), %rdx   /* its GOT entry */
+	mov (%rdx), %rax   /* what it holds now */
+	cmpl $0, data + HS_INJ_OFF_PATCHING(%rip) /* read after it: a hook there was seen */
+	jne 8f
+	lea hs_stub_blob(%rip), %r8
+	cmp %r8, %rax
+	jb 7f
+	lea data + HS_STUB_DATA_BYTES(%rip), %r8
+	cmp %r8, %rax
+	jb 8f /* ours still */
+7:
+	mov %rax, 8(%rcx) /* the bound address, the original from now on */
+	mov %rcx, %r8
+	lea data + HS_INJ_OFF_SLOTS(%rip), %r9
+	sub %r9, %r8
+	lea hs_stub_tramp(%rip), %r9
+	add %r9, %r8 /* the slot's trampoline entry: 16 bytes each, as the slots */
+	lock cmpxchgq %r8, (%rdx)
+8:
+	lock decq data + HS_INJ_OFF_INFLIGHT(%rip)
+	mov 24(%rsp), %rax
+	add $SAVED_SLOT, %rsp
+	add $8, %rsp
+	ret
+
+/* A safe point only (an entry of a call such as read or epoll_wait, which a process that
+ * never calls its allocator through a GOT still makes while it idles): the loader is started
+ * there as at an allocator call, but nothing waits and nothing is counted (it is no
+ * allocation); always on to the original, jumped to (the call may block for long: no frame of
+ * ours stays below it). An entry the lazy binder takes over meanwhile is only one chance
+ * fewer. The library puts these entries back once its hooks are in place. */
+.Lsafe_point:
+	cmpq $HS_FIRED_ARMED, data + HS_INJ_OFF_FIRED(%rip)
+	jne .Lorig
+	mov $SYS_getpid, %eax
+	syscall
+	cmp data + HS_INJ_OFF_TARGET_PID(%rip), %rax
+	jne .Lorig
+	xor %eax, %eax /* HS_FIRED_ARMED */
+	mov $HS_FIRED_TAKEN, %ecx
+	lock cmpxchgq %rcx, data + HS_INJ_OFF_FIRED(%rip)
+	jne .Lorig
+	call fire
+	jmp .Lorig
+
+/* The first thread: the deadline of every wait, then the loader thread. Returns
+ * pthread_create's result in rax; on failure the gate is opened (nobody is to wait). Called
+ * with the stack 16-aligned; clobbers the caller-saved registers. */
+fire:
+	sub $8, %rsp
+	call now_ns
+	add data + HS_INJ_OFF_HOLD_NS(%rip), %rax
+	mov %rax, data + HS_INJ_OFF_DEADLINE(%rip)
 	lea data + HS_INJ_OFF_ATTR(%rip), %rdi
 	call *data + HS_INJ_OFF_FN_ATTR_INIT(%rip)
 	lea data + HS_INJ_OFF_ATTR(%rip), %rdi
@@ -61,23 +269,47 @@ common:
 	cltq
 	mov %rax, data + HS_INJ_OFF_CREATE_RET(%rip)
 	movq $HS_FIRED_CREATED, data + HS_INJ_OFF_FIRED(%rip)
+	test %rax, %rax
+	jz 1f
+	push %rax
+	lea data + HS_INJ_OFF_GATE(%rip), %rdi
+	call open_gate
+	pop %rax
 1:
 	add $8, %rsp
-	pop %rax
-	pop %r9
-	pop %r8
-	pop %rcx
-	pop %rdx
-	pop %rsi
-	pop %rdi
-	pop %r11
-	jmp *%r11
+	ret
+
+/* CLOCK_MONOTONIC in ns, in rax; clobbers rcx, rdx, rsi, rdi, r11. */
+now_ns:
+	sub $24, %rsp
+	mov $SYS_clock_gettime, %eax
+	mov $CLOCK_MONOTONIC, %edi
+	mov %rsp, %rsi
+	syscall
+	mov (%rsp), %rax
+	imul $1000000000, %rax, %rax
+	add 8(%rsp), %rax
+	add $24, %rsp
+	ret
+
+/* The gate at rdi opened, and every thread waiting on it woken; clobbers rax, rcx, rdx, rsi,
+ * r11. */
+open_gate:
+	movl $HS_GATE_OPEN, (%rdi)
+	mov $FUTEX_WAKE_PRIVATE, %esi
+	mov $0x7fffffff, %edx
+	mov $SYS_futex, %eax
+	syscall
+	ret
 
 /* The thread of our own: dlopen, dlsym, the entry; on failure dlerror's text is copied to
  * the data page, since the thread and its dlerror buffer are gone when the recorder looks. */
 loader:
 	push %rbx
 	mov %rdi, %rbx
+	mov $SYS_gettid, %eax
+	syscall
+	mov %rax, HS_INJ_OFF_LOADER_TID(%rbx)
 	lea HS_INJ_OFF_LIB_PATH(%rbx), %rdi
 	mov HS_INJ_OFF_DLOPEN_FLAGS(%rbx), %rsi
 	call *HS_INJ_OFF_FN_DLOPEN(%rbx)
@@ -101,6 +333,10 @@ loader:
 	call errmsg
 	movq $HS_LOADER_NO_ENTRY, HS_INJ_OFF_LOADER_STATE(%rbx)
 5:
+	/* Whatever happened, nobody waits any longer (the library opened it already if it
+	 * got that far). */
+	lea HS_INJ_OFF_GATE(%rbx), %rdi
+	call open_gate
 	pop %rbx
 	xor %eax, %eax
 	ret

@@ -36,6 +36,10 @@ static const char usage[] =
 	"                           -p (BPF if it cannot be done), else bpf\n"
 	"      --attach-timeout SECONDS  inject: how long to wait for the process's next allocator\n"
 	"                           call, where the library is loaded (default 10)\n"
+	"      --attach-hold SECONDS  inject: how long the process's allocator calls may wait for\n"
+	"                           the hooks while the library loads (default 0.5, 0 to 1); a call\n"
+	"                           that waits no longer goes on unrecorded, counted in\n"
+	"                           lost.inject_unhooked_calls\n"
 	"\n"
 	"Output:\n"
 	"  -o, --output FILE        record file (default: heapsnap.<pid>.hsnap)\n"
@@ -111,6 +115,7 @@ enum {
 	OPT_PROBE_LINKS,
 	OPT_VIA,
 	OPT_ATTACH_TIMEOUT,
+	OPT_ATTACH_HOLD,
 	OPT_VERSION,
 };
 
@@ -137,6 +142,7 @@ static const struct option longopts[] = {
 	{"probe-links", required_argument, NULL, OPT_PROBE_LINKS},
 	{"via", required_argument, NULL, OPT_VIA},
 	{"attach-timeout", required_argument, NULL, OPT_ATTACH_TIMEOUT},
+	{"attach-hold", required_argument, NULL, OPT_ATTACH_HOLD},
 	{"stats", no_argument, NULL, OPT_STATS},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
@@ -215,6 +221,7 @@ int main(int argc, char **argv)
 		.probe_links = LINKS_AUTO,
 		.dwarf_bytes = 8192,
 		.attach_timeout = 10,
+		.attach_hold = 0.5,
 	};
 	bool rate_set = false;
 	char default_out[64];
@@ -319,6 +326,10 @@ int main(int argc, char **argv)
 		case OPT_ATTACH_TIMEOUT:
 			if (parse_secs(optarg, &o.attach_timeout) || o.attach_timeout < 0.1 || o.attach_timeout > 3600)
 				return bad_option("--attach-timeout", optarg, "expected seconds, 0.1 to 3600");
+			break;
+		case OPT_ATTACH_HOLD:
+			if (parse_secs(optarg, &o.attach_hold) || o.attach_hold < 0 || o.attach_hold > 1)
+				return bad_option("--attach-hold", optarg, "expected seconds, 0 to 1");
 			break;
 		case OPT_VIA:
 			if (!strcmp(optarg, "auto"))

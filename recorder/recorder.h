@@ -53,6 +53,7 @@ struct rec_opts {
 	enum probe_links probe_links; /* --probe-links */
 	enum rec_via via;             /* --via */
 	double attach_timeout;        /* --attach-timeout: injected, the wait for an allocator call */
+	double attach_hold;           /* --attach-hold: injected, how long a call may wait for the hooks */
 };
 
 /* Records until the target exits, the duration ends or a signal arrives. Returns the

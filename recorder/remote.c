@@ -123,6 +123,11 @@ pid_t remote__tid(const struct remote *r)
 	return r->tid;
 }
 
+uint64_t remote__pc(const struct remote *r)
+{
+	return r->saved.rip;
+}
+
 /* Runs from REGS until the thread stops at END_PC: with a single step over one syscall
  * instruction, or to an int3. A signal that stops it first is kept for later. */
 static int run_to(struct remote *r, struct user_regs_struct *regs, uint64_t end_pc, bool step)

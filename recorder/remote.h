@@ -21,6 +21,8 @@ int remote__syscall(struct remote *r, long nr, const uint64_t args[6], int64_t *
 /* Runs the stub's store (mov %rsi,(%rdi); int3) at STORE_PC: *ADDR = VALUE. */
 int remote__store(struct remote *r, uint64_t store_pc, uint64_t addr, uint64_t value);
 pid_t remote__tid(const struct remote *r);
+/* Where the stopped thread was when it stopped. */
+uint64_t remote__pc(const struct remote *r);
 /* Puts the registers back, lets the thread go; frees R. Returns how long it was stopped. */
 uint64_t remote__release(struct remote *r);
 

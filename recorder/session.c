@@ -325,6 +325,31 @@ static int inject_interrupted(void *ctx)
 	return s->sig.stop != 0;
 }
 
+/* The calls the trampoline held until the hooks were in place, and those it let go on
+ * unrecorded (a wait that ran out, a fork child made meanwhile): a loss, said and counted. */
+static void inject_counts(struct session *s, bool final)
+{
+	uint64_t passed, held, timed_out;
+
+	/* Read at the start, every second and at the end: the process may be gone by then, and
+	 * its counts with it. They only grow. */
+	if (!inject__counts(s->inj, &passed, &held, &timed_out)) {
+		s->inj_passed = passed > s->inj_passed ? passed : s->inj_passed;
+		s->inj_held = held > s->inj_held ? held : s->inj_held;
+		s->inj_timed_out = timed_out > s->inj_timed_out ? timed_out : s->inj_timed_out;
+	}
+	if (!final)
+		return;
+	if (s->o->verbose)
+		rec_warnx("%" PRIu64 " allocator calls of process %d waited in the trampoline for the hooks", s->inj_held,
+			  s->o->pid);
+	if (s->inj_passed)
+		rec_warnx("warning: %" PRIu64 " allocator calls made while the library loaded went by unrecorded "
+			  "(lost.inject_unhooked_calls; %" PRIu64 " of them waited --attach-hold out, the rest were "
+			  "in fork children made meanwhile or in modules the library did not hook)",
+			  s->inj_passed, s->inj_timed_out);
+}
+
 /* Injected: the library loaded into the running process, its memory read as preload's. */
 static int inject_start(struct session *s, struct run *u, char *why, size_t why_len, bool *touched)
 {
@@ -333,7 +358,7 @@ static int inject_start(struct session *s, struct run *u, char *why, size_t why_
 	struct inject_opts io = {
 		.sample_rate = o->sample_rate, .stack_mode = (uint32_t)o->stack_mode, .max_stack = o->max_stack,
 		.dwarf_bytes = o->dwarf_bytes, .nr_rings = PRELOAD_RINGS, .ring_bytes = PRELOAD_RING_BYTES,
-		.thresholds = thresholds, .timeout = o->attach_timeout, .interrupted = inject_interrupted, .ctx = s,
+		.thresholds = thresholds, .timeout = o->attach_timeout, .hold = o->attach_hold, .interrupted = inject_interrupted, .ctx = s,
 		.verbose = o->verbose > 0,
 	};
 	uint64_t stopped;
@@ -354,6 +379,14 @@ static int inject_start(struct session *s, struct run *u, char *why, size_t why_
 	if (err)
 		return err;
 	inject__stats(s->inj, &stopped, &patched, &modules);
+	inject_counts(s, false);
+	err = nspid__open(o->pid, &s->nsx);
+	if (err) {
+		snprintf(why, why_len, "reading the PID namespace of process %d: %s", o->pid, strerror(-err));
+		return err;
+	}
+	if (s->nsx && o->verbose)
+		rec_warnx("process %d is in another PID namespace: its pids and tids are translated to this one's", o->pid);
 	if (o->verbose)
 		rec_warnx("injected into %d: stopped %.2f ms, %u GOT entries in %u modules point at the hooks", o->pid,
 			  (double)stopped / 1e6, patched, modules);
@@ -383,7 +416,7 @@ static int attach_start(struct session *s, struct run *u)
 			rec_warnx("recording via %s", s->via_why);
 		return err;
 	}
-	if (s->o->via == VIA_INJECT) {
+	if (s->o->via == VIA_INJECT || err == -ESRCH || err == -EDEADLK || err == -EALREADY) {
 		rec_warnx("cannot inject into process %d: %s", s->o->pid, why);
 		return err;
 	}
@@ -505,9 +538,16 @@ static void reclaim_rings(struct session *s, bool check_pids)
 			continue;
 		/* A process gone: its rings are closing, as an exited thread's, so that a thread
 		 * that needs one waits for them to be read rather than go without. */
-		if (!(owner & HS_SHM_CLOSING) && check_pids && pid_ended((pid_t)(owner >> 32)) &&
-		    preload__close(s->pre, (uint32_t)i, owner))
-			owner |= HS_SHM_CLOSING;
+		if (!(owner & HS_SHM_CLOSING) && check_pids) {
+			/* The owner's pid is its namespace's (an injected target in another PID
+			 * namespace): asked of this one's by its number here. */
+			pid_t opid = (pid_t)(owner >> 32 & 0x7fffffff);
+
+			if (s->nsx)
+				opid = (pid_t)nspid__pid(s->nsx, (uint32_t)opid);
+			if (pid_ended(opid) && preload__close(s->pre, (uint32_t)i, owner))
+				owner |= HS_SHM_CLOSING;
+		}
 		prod = __atomic_load_n(r->prod, __ATOMIC_ACQUIRE);
 		if (r->pos != prod || !(owner & HS_SHM_CLOSING))
 			continue;
@@ -574,6 +614,8 @@ static void run_poll(struct session *s, struct run *u)
 		}
 		if (now >= next_tick) {
 			scan_children(s);
+			if (s->inj)
+				inject_counts(s, false);
 			read_counters(s);
 			warn_losses(s);
 			write_counters(s, HS_REC_COUNTERS);
@@ -618,6 +660,8 @@ static int run_finish(struct session *s, struct run *u)
 	/* Injected: the library puts every GOT entry back, and says so. */
 	if (s->inj && inject__detach(s->inj))
 		rec_warnx("libheapsnap.so in process %d did not confirm its detach within 2 s", o->pid);
+	if (s->inj)
+		inject_counts(s, true);
 	read_counters(s);
 	warn_losses(s);
 	snapshot(s, exited ? HS_SNAP_EXIT : HS_SNAP_END, exited ? "exit" : "end", ticks(s, mono_ns()));
@@ -669,6 +713,7 @@ static int run_cleanup(struct session *s, struct run *u, int err)
 	}
 	preload__free(s->pre);
 	children_free(s);
+	nspid__free(s->nsx);
 	free(s->lib);
 	record_writer__free(s->w);
 	for (int i = 0; i < s->nr_objs; i++) {

@@ -38,6 +38,7 @@
 #include "heapsnap.h"
 #include "heapsnap.skel.h"
 #include "hmap.h"
+#include "nspid.h"
 #include "procfs.h"
 #include "ptrmap.h"
 #include "record.h"
@@ -166,6 +167,8 @@ struct session {
 	struct preload *pre;    /* in-process: the memory shared with the targets */
 	char *lib;              /* in-process: libheapsnap.so */
 	struct inject *inj;     /* injected: the library in the running process of -p */
+	uint64_t inj_passed, inj_held, inj_timed_out; /* injected: the stub's counts (inject__counts) */
+	struct nspid *nsx;      /* injected into another PID namespace: its pids to the host's */
 };
 
 /* In-process rings: one per thread of the targets at once, claimed at its first event.

@@ -1669,8 +1669,9 @@ print("seized", flush=True); time.sleep(60)' $TPID >"$TMP/tracer.out" &
 	grep -q heapsnap "/proc/$TPID/maps" && die "a refused injection mapped something into the target"
 	echo go >"$TMP/tr.fifo"; wait $TJOB; eq "traced target's exit status" 7 $?
 	[ -s "$TMP/tr.terr" ] && die "the refused target wrote to stderr"
-	# An idle process (blocked on its FIFO, no allocator call): no safe point to load at, so the
-	# trampoline is taken out again; auto then records with BPF.
+	# An idle process blocked in open() of its FIFO (no call through a GOT at all, allocator or
+	# other): no safe point to load at, so the trampoline is taken out again; auto then records
+	# with BPF. One that idles in calls such as poll is injected (t_inject_idle_safe_point).
 	mkfifo "$TMP/idle.fifo"
 	"$T/alloc_c" wait "$TMP/idle.fifo" >"$TMP/idle.out" 2>"$TMP/idle.terr" &
 	TJOB=$!
@@ -2433,6 +2434,245 @@ assert s["events"] == s["allocs"] + s["frees"] + s["restored"] + s["unknown_free
 		"$A" summary --at $sub "$TMP/at.hsnap" >/dev/null 2>"$TMP/at.err"; eq "--at $sub exit" 2 $?
 		contains "$TMP/at.err" "invalid --at '$sub'"
 	done
+# ---- injection: the stub and the session (issue 23) ----
+
+# wake_run NAME [RECORDER OPTIONS]: wake (tests/workloads/wake.c) attached to while asleep in
+# read(), then woken; the recording stopped with the process still alive (it holds the stub's
+# counts), then the process let go. WAKE_MODE, if set, is wake's mode (poll, dlopen). Sets
+# W_MAIN, W_THR, W_DL (blocks recorded from each function), W_LOST
+# (lost.inject_unhooked_calls) and W_HELD (inject.calls_held).
+wake_run() {
+	local name=$1 p rc
+	shift
+	mkfifo "$TMP/$name.fifo"
+	"$T/wake" ${WAKE_MODE:+"$WAKE_MODE"} "$TMP/$name.fifo" >"$TMP/$name.out" 2>"$TMP/$name.terr" &
+	TJOB=$!
+	waitfor "$TMP/$name.out" ready || die "$name: the target never said ready"
+	TPID=$(awk '/^ready/ { print $2 }' "$TMP/$name.out")
+	"$R" -v --via inject -p "$TPID" -s 0 "$@" -o "$TMP/$name.hsnap" >/dev/null 2>"$TMP/$name.rerr" &
+	RPID=$!
+	# Woken once the trampoline is in: its first allocator call loads the library.
+	waitfor "$TMP/$name.rerr" "waiting for an allocator call" || { cat "$TMP/$name.rerr"; die "$name: no trampoline"; }
+	echo go >"$TMP/$name.fifo"
+	waitfor "$TMP/$name.rerr" "attached to $TPID" || { cat "$TMP/$name.rerr"; die "$name: never attached"; }
+	waitfor "$TMP/$name.out" done || die "$name: the target never said done"
+	kill -INT $RPID
+	wait $RPID || { cat "$TMP/$name.rerr"; die "$name: the recorder failed"; }
+	echo go >"$TMP/$name.fifo"
+	wait $TJOB; rc=$?
+	eq "$name: the target's own exit status" 0 $rc
+	[ -s "$TMP/$name.terr" ] && { cat "$TMP/$name.terr"; die "$name: the target wrote to stderr"; }
+	p=$TMP/$name.pb.gz
+	"$A" pprof -o "$p" "$TMP/$name.hsnap" 2>/dev/null || die "$name: pprof"
+	W_MAIN=$(pv "$p" inuse_objects wake_main_keep); [ "$W_MAIN" = absent ] && W_MAIN=0
+	W_THR=$(pv "$p" inuse_objects wake_thread_keep); [ "$W_THR" = absent ] && W_THR=0
+	W_DL=$(pv "$p" inuse_objects wake_in_dlopen); [ "$W_DL" = absent ] && W_DL=0
+	[ "$W_DL" = 0 ] || eq "$name: wake_in_dlopen inuse_space" $((W_DL * 5000)) "$(pv "$p" inuse_space wake_in_dlopen)"
+	# Exact bytes of what was recorded: 4,000 and 3,000 a block.
+	[ "$W_MAIN" = 0 ] || eq "$name: wake_main_keep inuse_space" $((W_MAIN * 4000)) "$(pv "$p" inuse_space wake_main_keep)"
+	[ "$W_THR" = 0 ] || eq "$name: wake_thread_keep inuse_space" $((W_THR * 3000)) "$(pv "$p" inuse_space wake_thread_keep)"
+	"$A" stats --json "$TMP/$name.hsnap" >"$TMP/$name.stats" || die "$name: stats"
+	W_LOST=$(grep -o '"lost.inject_unhooked_calls":[0-9]*' "$TMP/$name.stats" | cut -d: -f2)
+	W_HELD=$(grep -o '"inject.calls_held":[0-9]*' "$TMP/$name.stats" | cut -d: -f2)
+	echo "$name: recorded $W_MAIN + $W_THR of 1000 + 1000, lost.inject_unhooked_calls ${W_LOST:-absent}, held ${W_HELD:-absent}"
+	W_LOST=${W_LOST:-0} W_HELD=${W_HELD:-0}
+}
+
+# Attached asleep, woken: every allocation made as it wakes is recorded (the calls wait in the
+# trampoline for the hooks), or counted. With no wait allowed (--attach-hold 0), those that
+# went by are counted, each one.
+t_inject_wake() {
+	need_inject; need_go
+	wake_run wk
+	eq "wk: every allocation recorded or counted" 2000 $((W_MAIN + W_THR + W_LOST))
+	[ "$W_MAIN" -le 1000 ] && [ "$W_THR" -le 1000 ] || die "wk: more recorded than made"
+	[ "$W_HELD" -ge 1 ] || die "wk: no call waited for the hooks"
+	"$A" info "$TMP/wk.hsnap" >"$TMP/wk.info" || die "wk: info"
+	"$A" stats "$TMP/wk.hsnap" >"$TMP/wk.stats.txt" || die "wk: stats"
+	contains "$TMP/wk.stats.txt" "lost.inject_unhooked_calls"
+	wake_run wk0 --attach-hold 0
+	eq "wk0: every allocation recorded or counted" 2000 $((W_MAIN + W_THR + W_LOST))
+	[ "$W_LOST" -ge 1 ] || die "wk0: nothing waited, yet nothing went by"
+	[ "$W_HELD" = 0 ] || die "wk0: $W_HELD calls waited with --attach-hold 0"
+	"$A" top "$TMP/wk0.hsnap" >/dev/null 2>"$TMP/wk0.top.err"
+	contains "$TMP/wk0.top.err" "lost.inject_unhooked_calls $W_LOST"
+}
+
+# The first allocator call made inside dlopen (a plugin's constructor), with the loader's lock
+# held: the loader thread's own dlopen waits for that lock, so that call cannot wait for the
+# hooks: it waits --attach-hold out, never for ever, and it and what follows before the hooks
+# are in are counted; every allocation is recorded or counted, exactly.
+t_inject_hold_in_dlopen() {
+	need_inject; need_go
+	WAKE_MODE=dlopen wake_run wkd
+	eq "wkd: every allocation recorded or counted" 2010 $((W_MAIN + W_THR + W_DL + W_LOST))
+	[ "$W_LOST" -ge 1 ] || die "wkd: the call made inside dlopen cannot have waited for the hooks, yet none went by"
+	contains "$TMP/wkd.rerr" "waited --attach-hold out"
+}
+
+# Refusals that say what is wrong: the recorder itself, a process another recorder records
+# (the target unharmed: the first recording stays exact), a zombie. Exit status 1, no file.
+t_inject_messages() {
+	need_inject; need_go
+	local z zp rc
+	sh -c 'exec "$1" -p $$ -o "$2"' sh "$R" "$TMP/self.hsnap" 2>"$TMP/self.err"; rc=$?
+	eq "-p of the recorder itself: exit" 1 $rc
+	contains "$TMP/self.err" "cannot attach to the recorder itself (process"
+	[ -e "$TMP/self.hsnap" ] && die "a refused attach left a file"
+	inject_start two "$T/alloc_c" inject
+	"$R" -p "$TPID" -o "$TMP/two2.hsnap" 2>"$TMP/two2.err"; rc=$?
+	eq "a second recorder: exit" 1 $rc
+	contains "$TMP/two2.err" "process $TPID is already being recorded by heapsnap-record (pid $RPID)"
+	[ -e "$TMP/two2.hsnap" ] && die "the refused second recorder left a file"
+	inject_finish two 7
+	inject_check_c two
+	# A zombie: sleep never reaps the child its shell left it.
+	sh -c 'sleep 0 & echo $!; exec sleep 60' >"$TMP/z.out" &
+	zp=$!
+	waitfor "$TMP/z.out" "" && z=$(head -1 "$TMP/z.out")
+	for i in $(seq 200); do [ -n "$z" ] && grep -q "^State:.*Z" /proc/$z/status 2>/dev/null && break; z=$(head -1 "$TMP/z.out"); sleep 0.05; done
+	grep -q "^State:.*Z" /proc/$z/status || die "no zombie to attach to"
+	"$R" -p "$z" -o "$TMP/z.hsnap" 2>"$TMP/z.err"; rc=$?
+	if [ -z "$BPF_REASON" ]; then
+		"$R" --via bpf -p "$z" -o "$TMP/zb.hsnap" 2>"$TMP/zb.err"; eq "--via bpf -p of a zombie: exit" 1 $?
+		contains "$TMP/zb.err" "process $z is a zombie: it has exited and its parent (process $zp) has not reaped it"
+		grep -q "kernel thread" "$TMP/zb.err" && die "BPF called a zombie a kernel thread"
+	fi
+	kill $zp; wait $zp 2>/dev/null
+	eq "-p of a zombie: exit" 1 $rc
+	contains "$TMP/z.err" "process $z is a zombie: it has exited and its parent (process $zp) has not reaped it"
+	grep -q "kernel thread" "$TMP/z.err" && die "a zombie called a kernel thread"
+	[ -e "$TMP/z.hsnap" ] && die "a refused attach left a file"
+	return 0
+}
+
+# ns_start NAME MODE: alloc_c MODE as uid 65534 in a PID and mount namespace of its own
+# (unshare -fpm --mount-proc); sets TJOB (unshare), TPID (the target, as this namespace sees it).
+ns_start() {
+	local name=$1 i
+	mkfifo "$TMP/$name.fifo"; chmod 666 "$TMP/$name.fifo"
+	unshare -fpm --mount-proc setpriv --reuid=65534 --regid=65534 --clear-groups "$TMP/ub/alloc_c" "$2" "$TMP/$name.fifo" \
+		>"$TMP/$name.out" 2>"$TMP/$name.terr" &
+	TJOB=$!
+	waitfor "$TMP/$name.out" ready || die "$name: the target never said ready"
+	TPID=$(awk '{ print $1 }' /proc/$TJOB/task/$TJOB/children)
+	eq "$name: the target's pid in its namespace" "ready 1" "$(cat "$TMP/$name.out")"
+	eq "$name: the target's user" 65534 "$(awk '/^Uid:/ { print $2 }' /proc/$TPID/status)"
+}
+
+# A target in another PID and mount namespace, as another user: the injection fires (the stub
+# compares getpid() with the target's pid as it sees it), every figure exact, its fork child
+# and threads too (their pids made this namespace's). An idle one times out and keeps nothing
+# of the injection: its maps and descriptors as before, malloc's GOT entry libc's.
+t_inject_pid_ns() {
+	need_inject; need_go
+	command -v unshare >/dev/null && command -v setpriv >/dev/null || skip "no unshare or setpriv (util-linux)"
+	unshare -fpm --mount-proc true 2>/dev/null || skip "cannot make a PID namespace here"
+	local rc
+	unpriv_bin
+	ns_start pns inject
+	"$R" -v -p "$TPID" -s 0 -o "$TMP/pns.hsnap" >/dev/null 2>"$TMP/pns.rerr" &
+	RPID=$!
+	waitfor "$TMP/pns.rerr" "attached to $TPID" || { cat "$TMP/pns.rerr"; die "pns: never attached"; }
+	contains "$TMP/pns.rerr" "recording via inject"
+	contains "$TMP/pns.rerr" "process $TPID is in another PID namespace"
+	echo go >"$TMP/pns.fifo"
+	wait $TJOB; rc=$?
+	eq "pns: the target's own exit status" 7 $rc
+	wait $RPID || { cat "$TMP/pns.rerr"; die "pns: the recorder failed"; }
+	[ -s "$TMP/pns.terr" ] && { cat "$TMP/pns.terr"; die "pns: the target wrote to stderr"; }
+	inject_check_c pns
+	"$A" info "$TMP/pns.hsnap" >"$TMP/pns.info"
+	contains "$TMP/pns.info" "  $TPID (alloc_c, attached"
+	# Idle: no allocator call in 0.5 s.
+	ns_start pidle wait
+	ls -l /proc/$TPID/fd | awk '{ print $9, $10, $11 }' >"$TMP/pidle.fd0"
+	cat /proc/$TPID/maps >"$TMP/pidle.maps0"
+	"$R" --via inject -p "$TPID" --attach-timeout 0.5 -o "$TMP/pidle.hsnap" 2>"$TMP/pidle.err"; rc=$?
+	eq "pidle: --via inject, idle: exit" 1 $rc
+	contains "$TMP/pidle.err" "process $TPID made no allocator call in 0.5 s"
+	ls -l /proc/$TPID/fd | awk '{ print $9, $10, $11 }' >"$TMP/pidle.fd1"
+	diff "$TMP/pidle.maps0" /proc/$TPID/maps || die "pidle: the timed-out injection left mappings behind"
+	diff "$TMP/pidle.fd0" "$TMP/pidle.fd1" || die "pidle: the timed-out injection left descriptors behind"
+	eq "pidle: GOT entry of malloc" libc "$(python3 tests/gotvalue.py $TPID "$TMP/ub/alloc_c" malloc)"
+	echo go >"$TMP/pidle.fifo"
+	wait $TJOB; eq "pidle: the target's own exit status" 0 $?
+	[ -s "$TMP/pidle.terr" ] && { cat "$TMP/pidle.terr"; die "pidle: the target wrote to stderr"; }
+	return 0
+}
+
+# A process that calls no allocator while it idles (wake poll: poll() on a FIFO every 20 ms) is
+# injected at one of its other calls through the GOT, which only starts the loader and is put
+# back once the hooks are in; what it allocates when woken is then all recorded, exactly.
+t_inject_idle_safe_point() {
+	need_inject; need_go
+	local rc p=$TMP/sp.pb.gz lost
+	mkfifo "$TMP/sp.fifo"
+	"$T/wake" poll "$TMP/sp.fifo" >"$TMP/sp.out" 2>"$TMP/sp.terr" &
+	TJOB=$!
+	waitfor "$TMP/sp.out" ready || die "sp: the target never said ready"
+	TPID=$(awk '/^ready/ { print $2 }' "$TMP/sp.out")
+	"$R" -v --via inject -p "$TPID" -s 0 -o "$TMP/sp.hsnap" >/dev/null 2>"$TMP/sp.rerr" &
+	RPID=$!
+	waitfor "$TMP/sp.rerr" "attached to $TPID" || { cat "$TMP/sp.rerr"; die "sp: not injected while idle"; }
+	contains "$TMP/sp.rerr" "trampoline entry (safe point only): poll in"
+	eq "sp: GOT entry of poll while attached" libc "$(python3 tests/gotvalue.py $TPID "$T/wake" poll)"
+	eq "sp: GOT entry of malloc while attached" libheapsnap "$(python3 tests/gotvalue.py $TPID "$T/wake" malloc)"
+	echo go >"$TMP/sp.fifo"
+	waitfor "$TMP/sp.out" done || die "sp: the target never said done"
+	kill -INT $RPID
+	wait $RPID || { cat "$TMP/sp.rerr"; die "sp: the recorder failed"; }
+	eq "sp: GOT entry of poll after the detach" libc "$(python3 tests/gotvalue.py $TPID "$T/wake" poll)"
+	echo go >"$TMP/sp.fifo"
+	wait $TJOB; rc=$?
+	eq "sp: the target's own exit status" 0 $rc
+	[ -s "$TMP/sp.terr" ] && { cat "$TMP/sp.terr"; die "sp: the target wrote to stderr"; }
+	"$A" pprof -o "$p" "$TMP/sp.hsnap" 2>/dev/null || die "sp: pprof"
+	eq "sp: wake_main_keep inuse_objects" 1000 "$(pv "$p" inuse_objects wake_main_keep)"
+	eq "sp: wake_main_keep inuse_space" 4000000 "$(pv "$p" inuse_space wake_main_keep)"
+	eq "sp: wake_thread_keep inuse_objects" 1000 "$(pv "$p" inuse_objects wake_thread_keep)"
+	eq "sp: wake_thread_keep inuse_space" 3000000 "$(pv "$p" inuse_space wake_thread_keep)"
+	lost=$("$A" stats --json "$TMP/sp.hsnap" | grep -o '"lost.inject_unhooked_calls":[0-9]*' | cut -d: -f2)
+	eq "sp: lost.inject_unhooked_calls" 0 "${lost:-absent}"
+}
+
+# mc_ask PORT: one set and get through memcached's text protocol; prints its answer's lines.
+mc_ask() {
+	local reply
+	exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+	printf 'set hs 0 0 5\r\nhello\r\nget hs\r\nquit\r\n' >&3
+	reply=$(timeout 10 cat <&3 | tr -d '\r' | tr '\n' ' ')
+	exec 3<&-
+	echo "$reply"
+}
+
+# memcached idle (its threads wait in epoll_wait, no allocator call) is injected at those
+# calls, answers correctly while attached and after, and its first connection's allocations
+# are recorded; twice.
+t_inject_memcached_idle() {
+	need_inject
+	command -v memcached >/dev/null || skip "no memcached"
+	local port=$((20000 + RANDOM % 20000)) mpid i n
+	memcached -u nobody -l 127.0.0.1 -p $port -U 0 -t 2 >"$TMP/mc.out" 2>&1 &
+	mpid=$!
+	for i in $(seq 200); do mc_ask $port >/dev/null 2>&1 && break; sleep 0.05; done
+	eq "memcached answers" "STORED VALUE hs 0 5 hello END " "$(mc_ask $port)"
+	for i in 1 2; do
+		"$R" -v --via inject -p $mpid -s 0 -o "$TMP/mc$i.hsnap" >/dev/null 2>"$TMP/mc$i.rerr" &
+		RPID=$!
+		waitfor "$TMP/mc$i.rerr" "attached to $mpid" || { cat "$TMP/mc$i.rerr"; kill $mpid; die "memcached: not injected while idle ($i)"; }
+		contains "$TMP/mc$i.rerr" "(safe point only): epoll_wait"
+		eq "memcached answers while attached ($i)" "STORED VALUE hs 0 5 hello END " "$(mc_ask $port)"
+		kill -INT $RPID
+		wait $RPID || { cat "$TMP/mc$i.rerr"; kill $mpid; die "memcached: the recorder failed ($i)"; }
+		# The first connection's buffers are allocated; later ones reuse them (memcached keeps them).
+		n=$("$A" stats --json "$TMP/mc$i.hsnap" | grep -o '"events.alloc":[0-9]*' | cut -d: -f2)
+		[ $i = 2 ] || [ "${n:-0}" -gt 0 ] || { kill $mpid; die "memcached: nothing recorded of a connection"; }
+		"$A" info "$TMP/mc$i.hsnap" >/dev/null 2>&1 || { kill $mpid; die "memcached: recording $i unreadable"; }
+		eq "memcached answers after the detach ($i)" "STORED VALUE hs 0 5 hello END " "$(mc_ask $port)"
+	done
+	kill $mpid; wait $mpid 2>/dev/null
+	return 0
 }
 
 bpf_check
@@ -2450,6 +2690,7 @@ ALL="$ALL t_preload_thread_churn t_inject_thread_churn t_preload_threads_past_li
 ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inject_real_linked_alloc t_inject_real_redis t_inject_real_nginx"
 ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_bpf_max_stack_default t_max_stack_after_cut"
 ALL="$ALL t_analyzer_out_of_order t_analyzer_counters_agree"
+ALL="$ALL t_inject_wake t_inject_hold_in_dlopen t_inject_messages t_inject_pid_ns t_inject_idle_safe_point t_inject_memcached_idle"
 for t in $ALL; do
 	run $t
 done

@@ -7,6 +7,7 @@
  * gone quiet puts every entry back; the library stays loaded, dormant. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -16,8 +17,10 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <linux/futex.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -130,6 +133,62 @@ static void wait_for_detach(int pipe_fd)
 	}
 }
 
+/* The target's threads waiting in the trampoline go on (recorder/inject_stub.S): to the hooks
+ * once they are in place, to the allocator otherwise (counted there). */
+static void open_gate(struct hs_inject_data *d)
+{
+	__atomic_store_n(&d->gate, HS_GATE_OPEN, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &d->gate, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+}
+
+struct relro_q {
+	uint64_t addr;
+	bool ro;
+};
+
+static int relro_cb(struct dl_phdr_info *info, size_t sz, void *ctx)
+{
+	struct relro_q *q = ctx;
+
+	(void)sz;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uint64_t lo = (info->dlpi_addr + ph->p_vaddr) & ~4095ull;
+		uint64_t hi = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + 4095) & ~4095ull;
+
+		if (ph->p_type == PT_GNU_RELRO && q->addr >= lo && q->addr < hi)
+			q->ro = true;
+	}
+	return 0;
+}
+
+/* The trampoline's safe-point entries (read, epoll_wait...: no allocator, not hooked) back to
+ * what they held, now that the library is in: only an entry still holding the trampoline, by
+ * one compare-and-swap (the page made writable for it if it is read-only after relocation). */
+static void safe_points_back(const struct hs_inject_data *d)
+{
+	const struct hs_inject_lib *l = &d->lib;
+
+	for (uint32_t i = 0; i < l->nr_slots && i < HS_INJ_MAX_SLOTS; i++) {
+		const struct hs_inject_slot *s = &d->slots[i];
+		uint64_t *got = (uint64_t *)(uintptr_t)s->got, cur;
+		struct relro_q q = {s->got, false};
+		void *page = (void *)(uintptr_t)(s->got & ~4095ull);
+
+		if (d->slot_kind[i] != HS_SLOT_SAFE_POINT || (s->got & 7))
+			continue;
+		cur = __atomic_load_n(got, __ATOMIC_ACQUIRE);
+		if (cur < l->stub_lo || cur >= l->stub_hi)
+			continue; /* bound lazily since, or rewritten by the program: left as it is */
+		dl_iterate_phdr(relro_cb, &q);
+		if (q.ro && mprotect(page, 4096, PROT_READ | PROT_WRITE))
+			continue;
+		__atomic_compare_exchange_n(got, &cur, s->orig, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+		if (q.ro)
+			mprotect(page, 4096, PROT_READ);
+	}
+}
+
 static int session(struct hs_inject_data *d);
 
 EXPORT int heapsnap_inject(struct hs_inject_data *d)
@@ -162,6 +221,7 @@ EXPORT int heapsnap_inject(struct hs_inject_data *d)
 		}
 		nanosleep(&ms, NULL);
 	}
+	open_gate(d);
 	close(l->pipe_fd); /* whatever the outcome: each attach brings a pipe of its own */
 	return err;
 }
@@ -191,6 +251,9 @@ static int session(struct hs_inject_data *d)
 	process_attach();
 	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
 	fast_path(shm->sample_rate != 0);
+	/* Before any entry is rewritten: the trampoline then leaves every entry as it finds it
+	 * (recorder/inject_stub.S, the lazy binder's). */
+	__atomic_store_n(&d->patching, 1, __ATOMIC_SEQ_CST);
 	l->nr_patched = got_patch_all(d->slots, l->nr_slots < HS_INJ_MAX_SLOTS ? l->nr_slots : HS_INJ_MAX_SLOTS,
 				      l->stub_lo, l->stub_hi, &modules);
 	l->nr_modules = modules;
@@ -199,9 +262,12 @@ static int session(struct hs_inject_data *d)
 		return fail(l, ENOENT, "no module imports an allocator through its GOT");
 	}
 	emit_maps();
+	safe_points_back(d);
 	l->shm_fd = own_shm_fd;
 	l->wake_fd = wake_fd;
+	d->ready_ns = now_ns();
 	__atomic_store_n(&l->lib_state, HS_LIB_READY, __ATOMIC_RELEASE);
+	open_gate(d);
 
 	wait_for_detach(l->pipe_fd);
 

@@ -402,25 +402,38 @@ void read_counters(struct session *s)
 	free(vals);
 }
 
+/* The counters beside the BPF/shared ones: their number, so that the array is sized by it. */
+#define EXTRA_COUNTERS 9
+
+static void add_counter(struct hs_counter *items, uint32_t *n, const char *name, uint64_t v)
+{
+	/* A counter added here without raising EXTRA_COUNTERS would overflow: refused loudly. */
+	if (*n >= HS_CNT__MAX + EXTRA_COUNTERS) {
+		fprintf(stderr, "heapsnap-record: internal error: counter %s past EXTRA_COUNTERS, not written\n", name);
+		return;
+	}
+	items[(*n)++] = (struct hs_counter){name, v};
+}
+
 void write_counters(struct session *s, uint32_t type)
 {
-	struct hs_counter items[HS_CNT__MAX + 8];
+	struct hs_counter items[HS_CNT__MAX + EXTRA_COUNTERS];
 	struct hs_record r = {.type = type, .time = ticks(s, mono_ns())};
 	uint32_t n = 0;
 
 	for (int k = 0; k < HS_CNT__MAX; k++)
-		items[n++] = (struct hs_counter){counter_names[k], s->cnt[k]};
-	items[n++] = (struct hs_counter){"events.alloc", s->n_alloc};
-	items[n++] = (struct hs_counter){"events.free", s->n_free};
-	items[n++] = (struct hs_counter){"stacks.written", s->stacks_written};
-	items[n++] = (struct hs_counter){"probes.attached", (uint64_t)s->nr_links};
-	items[n++] = (struct hs_counter){"probes.failed", (uint64_t)s->nr_probe_fail};
-	items[n++] = (struct hs_counter){"map.live_max", s->o->max_live};
+		add_counter(items, &n, counter_names[k], s->cnt[k]);
+	add_counter(items, &n, "events.alloc", s->n_alloc);
+	add_counter(items, &n, "events.free", s->n_free);
+	add_counter(items, &n, "stacks.written", s->stacks_written);
+	add_counter(items, &n, "probes.attached", (uint64_t)s->nr_links);
+	add_counter(items, &n, "probes.failed", (uint64_t)s->nr_probe_fail);
+	add_counter(items, &n, "map.live_max", s->o->max_live);
 	if (s->pre)
-		items[n++] = (struct hs_counter){"lost.processes_unrecorded", s->procs_unrecorded};
+		add_counter(items, &n, "lost.processes_unrecorded", s->procs_unrecorded);
 	if (s->inj) {
-		items[n++] = (struct hs_counter){"lost.inject_unhooked_calls", s->inj_passed};
-		items[n++] = (struct hs_counter){"inject.calls_held", s->inj_held};
+		add_counter(items, &n, "lost.inject_unhooked_calls", s->inj_passed);
+		add_counter(items, &n, "inject.calls_held", s->inj_held);
 	}
 	r.counters.nr = n;
 	r.counters.items = items;

@@ -2434,6 +2434,8 @@ assert s["events"] == s["allocs"] + s["frees"] + s["restored"] + s["unknown_free
 		"$A" summary --at $sub "$TMP/at.hsnap" >/dev/null 2>"$TMP/at.err"; eq "--at $sub exit" 2 $?
 		contains "$TMP/at.err" "invalid --at '$sub'"
 	done
+}
+
 # ---- injection: the stub and the session (issue 23) ----
 
 # wake_run NAME [RECORDER OPTIONS]: wake (tests/workloads/wake.c) attached to while asleep in

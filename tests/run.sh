@@ -2424,6 +2424,46 @@ t_units_record_bpf() {
 	awk -v t="$last" 'BEGIN { exit !(t >= 0.2 && t < 10) }' || die "--duration 0.2 recorded ${last}s"
 }
 
+# The analyzer reads them as the recorder does: figures checked through what it reports back.
+t_units_analyzer() {
+	local f=testdata/alloc_c.hsnap val
+	"$A" summary --no-symbolize --at 5m $f >/dev/null 2>"$TMP/ua.err"; eq "--at 5m exit" 4 $?
+	contains "$TMP/ua.err" "--at 300s is past the end"
+	"$A" summary --no-symbolize --at 1.5h $f >/dev/null 2>"$TMP/ua.err"; eq "--at 1.5h exit" 4 $?
+	contains "$TMP/ua.err" "--at 5400s is past the end"
+	"$A" summary --no-symbolize --at 10ms $f >"$TMP/ua.ms" || die "--at 10ms"
+	"$A" summary --no-symbolize --at 0.01 $f >"$TMP/ua.s" || die "--at 0.01"
+	cmp -s "$TMP/ua.ms" "$TMP/ua.s" || die "--at 10ms and --at 0.01 differ"
+	"$A" leaks --no-symbolize --min-age 1.5m $f >/dev/null || die "--min-age 1.5m"
+	for val in 1.5m:1572864 1g:1073741824 512K:524288 1000:1000; do
+		"$A" diff --no-symbolize --max-growth ${val%:*} $f $f >/dev/null 2>"$TMP/ua.err" || { cat "$TMP/ua.err"; die "--max-growth ${val%:*}"; }
+		contains "$TMP/ua.err" "within the limit of ${val#*:}"
+	done
+	"$A" diff --no-symbolize --max-growth 2.5% $f $f >/dev/null 2>"$TMP/ua.err" || die "--max-growth 2.5%"
+	while read -r opt val why; do
+		"$A" diff --no-symbolize $opt "$val" $f $f >/dev/null 2>"$TMP/ua.err"; eq "$opt $val: exit" 2 $?
+		contains "$TMP/ua.err" "heapsnap-analyze: invalid $opt '$val': $why"
+	done <<-'EOF'
+	--max-growth 1000.5 not a whole number of bytes, or a percent of the old total
+	--max-growth 1t expected bytes, or a number with k, m or g
+	--max-growth -5% not a number
+	--max-growth nan% not a number
+	--max-growth 5%% expected a number followed by %
+	EOF
+	while read -r opt val why; do
+		"$A" leaks --no-symbolize $opt "$val" $f >/dev/null 2>"$TMP/ua.err"; eq "$opt $val: exit" 2 $?
+		contains "$TMP/ua.err" "heapsnap-analyze: invalid $opt '$val': $why"
+	done <<-'EOF'
+	--min-age nan not a number
+	--min-age inf not a number
+	--min-age -1s not a number
+	--min-age 1e300 expected seconds, or a number with ms, s, m or h
+	--min-age 5parsecs expected seconds, or a number with ms, s, m or h
+	--min-age 277777778h more than 1e12 seconds
+	--at 1000000000001 more than 1e12 seconds
+	EOF
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -2435,7 +2475,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
-ALL="$ALL t_units_unit t_units_record_parsed t_units_record_bpf"
+ALL="$ALL t_units_unit t_units_record_parsed t_units_record_bpf t_units_analyzer"
 ALL="$ALL t_preload_thread_churn t_inject_thread_churn t_preload_threads_past_limit t_preload_closed_fds t_preload_python_workers t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
 ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inject_real_linked_alloc t_inject_real_redis t_inject_real_nginx"
 ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_bpf_max_stack_default t_max_stack_after_cut"

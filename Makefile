@@ -128,7 +128,7 @@ TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/mutate $(OUTPUT)/tests
 	$(OUTPUT)/tests/growth_old $(OUTPUT)/tests/growth_new $(OUTPUT)/tests/canon_plt \
 	$(OUTPUT)/tests/libcountalloc.so $(OUTPUT)/tests/linked_alloc
 TEST_PROGS += $(OUTPUT)/tests/threadchurn $(OUTPUT)/tests/closefds
-TEST_PROGS += $(OUTPUT)/tests/test_units
+TEST_PROGS += $(OUTPUT)/tests/test_units $(OUTPUT)/tests/test_sampling
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -139,6 +139,12 @@ $(OUTPUT)/tests/test_units: tests/unit/test_units.c $(COMMON_SRCS) common/*.h | 
 	$(call msg,CC,$@)
 	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Icommon \
 		-fsanitize=address,undefined -fno-sanitize-recover=all $< $(COMMON_SRCS) -o $@
+
+$(OUTPUT)/tests/test_sampling: tests/unit/test_sampling.c recorder/sampling.c recorder/sampling.h bpf/heapsnap.h format/record.h \
+		| $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Irecorder -Iformat -Ibpf \
+		-fsanitize=address,undefined -fno-sanitize-recover=all $< recorder/sampling.c -lm -o $@
 
 $(OUTPUT)/tests/unwdump: tests/unit/unwdump.c format/unwtab.c format/unwtab.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)

@@ -2424,6 +2424,9 @@ t_units_record_bpf() {
 	awk -v t="$last" 'BEGIN { exit !(t >= 0.2 && t < 10) }' || die "--duration 0.2 recorded ${last}s"
 }
 
+# The sampling math, thresholds and weights, against figures worked out apart from it.
+t_sampling_unit() { "$T/test_sampling"; }
+
 # The analyzer reads them as the recorder does: figures checked through what it reports back.
 t_units_analyzer() {
 	local f=testdata/alloc_c.hsnap val
@@ -2475,7 +2478,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals t_inject_repeat \
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
-ALL="$ALL t_units_unit t_units_record_parsed t_units_record_bpf t_units_analyzer"
+ALL="$ALL t_units_unit t_units_record_parsed t_units_record_bpf t_units_analyzer t_sampling_unit"
 ALL="$ALL t_preload_thread_churn t_inject_thread_churn t_preload_threads_past_limit t_preload_closed_fds t_preload_python_workers t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
 ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inject_real_linked_alloc t_inject_real_redis t_inject_real_nginx"
 ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_bpf_max_stack_default t_max_stack_after_cut"

@@ -12,7 +12,7 @@ VERSION := 0.1.0
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE \
-	  -DHEAPSNAP_VERSION='"$(VERSION)"' -I$(OUTPUT) -Iformat -Ibpf
+	  -DHEAPSNAP_VERSION='"$(VERSION)"' -I$(OUTPUT) -Iformat -Ibpf -Icommon
 BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -Ibpf
 
 ifeq ($(V),1)
@@ -25,6 +25,9 @@ endif
 
 FORMAT_SRCS := format/common.c format/writer.c format/reader.c format/buildid.c format/outfile.c format/unwtab.c
 FORMAT_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(FORMAT_SRCS))
+# What both programs' command lines share (sizes and durations), not part of the file format.
+COMMON_SRCS := common/units.c
+COMMON_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(COMMON_SRCS))
 RECORD_SRCS := $(wildcard recorder/*.c)
 RECORD_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(RECORD_SRCS)) $(OUTPUT)/recorder/inject_stub.o
 ANALYZE_SRCS := $(wildcard analyzer/*.c)
@@ -56,7 +59,7 @@ $(LIB): $(LIB_SRCS) recorder/preload/inproc.h recorder/shm.h recorder/inject_abi
 deps:
 	$(Q)scripts/install-deps.sh
 
-$(OUTPUT)/format $(OUTPUT)/recorder $(OUTPUT)/analyzer $(OUTPUT)/tests:
+$(OUTPUT)/format $(OUTPUT)/common $(OUTPUT)/recorder $(OUTPUT)/analyzer $(OUTPUT)/tests:
 	$(Q)mkdir -p $@
 
 $(OUTPUT):
@@ -86,7 +89,11 @@ $(OUTPUT)/format/%.o: format/%.c format/*.h | $(OUTPUT)/format
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-$(OUTPUT)/recorder/%.o: recorder/%.c recorder/*.h format/*.h bpf/heapsnap.h $(OUTPUT)/heapsnap.skel.h | $(OUTPUT)/recorder
+$(OUTPUT)/common/%.o: common/%.c common/*.h | $(OUTPUT)/common
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUTPUT)/recorder/%.o: recorder/%.c recorder/*.h format/*.h common/*.h bpf/heapsnap.h $(OUTPUT)/heapsnap.skel.h | $(OUTPUT)/recorder
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -Irecorder -c $< -o $@
 
@@ -95,7 +102,7 @@ $(OUTPUT)/recorder/inject_stub.o: recorder/inject_stub.S recorder/inject_abi.h |
 	$(call msg,AS,$@)
 	$(Q)$(CC) -Irecorder -Ibpf -c $< -o $@
 
-$(OUTPUT)/analyzer/%.o: analyzer/%.c analyzer/*.h format/*.h $(OUTPUT)/profile.pb-c.h | $(OUTPUT)/analyzer
+$(OUTPUT)/analyzer/%.o: analyzer/%.c analyzer/*.h format/*.h common/*.h $(OUTPUT)/profile.pb-c.h | $(OUTPUT)/analyzer
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -Ianalyzer -c $< -o $@
 
@@ -103,11 +110,11 @@ $(OUTPUT)/analyzer/html_page.o: analyzer/html_page.S analyzer/report.html | $(OU
 	$(call msg,AS,$@)
 	$(Q)$(CC) -c $< -o $@
 
-$(OUTPUT)/heapsnap-record: $(RECORD_OBJS) $(FORMAT_OBJS)
+$(OUTPUT)/heapsnap-record: $(RECORD_OBJS) $(FORMAT_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(RECORD_LIBS) -o $@
 
-$(OUTPUT)/heapsnap-analyze: $(ANALYZE_OBJS) $(FORMAT_OBJS)
+$(OUTPUT)/heapsnap-analyze: $(ANALYZE_OBJS) $(FORMAT_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(ANALYZE_LIBS) -o $@
 
@@ -122,11 +129,23 @@ TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/mutate $(OUTPUT)/tests
 	$(OUTPUT)/tests/libcountalloc.so $(OUTPUT)/tests/linked_alloc
 TEST_PROGS += $(OUTPUT)/tests/threadchurn $(OUTPUT)/tests/closefds
 TEST_PROGS += $(OUTPUT)/tests/wake $(OUTPUT)/tests/libwake_plugin.so
+TEST_PROGS += $(OUTPUT)/tests/test_units $(OUTPUT)/tests/test_sampling
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -Iformat -Ibpf \
 		-fsanitize=address,undefined -fno-sanitize-recover=all $< $(FORMAT_SRCS) -lzstd -lelf -o $@
+
+$(OUTPUT)/tests/test_units: tests/unit/test_units.c $(COMMON_SRCS) common/*.h | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Icommon \
+		-fsanitize=address,undefined -fno-sanitize-recover=all $< $(COMMON_SRCS) -o $@
+
+$(OUTPUT)/tests/test_sampling: tests/unit/test_sampling.c recorder/sampling.c recorder/sampling.h bpf/heapsnap.h format/record.h \
+		| $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Irecorder -Iformat -Ibpf \
+		-fsanitize=address,undefined -fno-sanitize-recover=all $< recorder/sampling.c -lm -o $@
 
 $(OUTPUT)/tests/unwdump: tests/unit/unwdump.c format/unwtab.c format/unwtab.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -260,17 +279,20 @@ $(OUTPUT)/tests/alloc_rust_nofp: tests/workloads/alloc_rust.rs | $(OUTPUT)/tests
 
 # ASan/UBSan builds of both programs, for tests/run.sh's sanitizer test.
 SAN_FLAGS := -std=gnu11 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
-	-D_GNU_SOURCE -DHEAPSNAP_VERSION='"$(VERSION)-asan"' -I$(OUTPUT) -Iformat -Ibpf
+	-D_GNU_SOURCE -DHEAPSNAP_VERSION='"$(VERSION)-asan"' -I$(OUTPUT) -Iformat -Ibpf -Icommon
 
-$(OUTPUT)/asan/heapsnap-analyze: $(ANALYZE_SRCS) $(ANALYZE_ASSETS) analyzer/report.html $(FORMAT_SRCS) $(OUTPUT)/profile.pb-c.c analyzer/*.h format/*.h
+$(OUTPUT)/asan/heapsnap-analyze: $(ANALYZE_SRCS) $(ANALYZE_ASSETS) analyzer/report.html $(FORMAT_SRCS) $(COMMON_SRCS) \
+		$(OUTPUT)/profile.pb-c.c analyzer/*.h format/*.h common/*.h
 	$(call msg,CC-ASAN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(SAN_FLAGS) -Ianalyzer $(ANALYZE_SRCS) $(ANALYZE_ASSETS) $(FORMAT_SRCS) $(OUTPUT)/profile.pb-c.c $(ANALYZE_LIBS) -o $@
+	$(Q)$(CC) $(SAN_FLAGS) -Ianalyzer $(ANALYZE_SRCS) $(ANALYZE_ASSETS) $(FORMAT_SRCS) $(COMMON_SRCS) $(OUTPUT)/profile.pb-c.c \
+		$(ANALYZE_LIBS) -o $@
 
-$(OUTPUT)/asan/heapsnap-record: $(RECORD_SRCS) $(FORMAT_SRCS) $(OUTPUT)/heapsnap.skel.h recorder/*.h format/*.h
+$(OUTPUT)/asan/heapsnap-record: $(RECORD_SRCS) $(FORMAT_SRCS) $(COMMON_SRCS) $(OUTPUT)/heapsnap.skel.h recorder/*.h format/*.h \
+		common/*.h
 	$(call msg,CC-ASAN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(SAN_FLAGS) -Irecorder $(RECORD_SRCS) recorder/inject_stub.S $(FORMAT_SRCS) $(RECORD_LIBS) -o $@
+	$(Q)$(CC) $(SAN_FLAGS) -Irecorder $(RECORD_SRCS) recorder/inject_stub.S $(FORMAT_SRCS) $(COMMON_SRCS) $(RECORD_LIBS) -o $@
 
 # libFuzzer targets (clang's -fsanitize=fuzzer): the reader alone, and replay with every report.
 FUZZ_CC ?= clang

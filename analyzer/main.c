@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "units.h"
 
 static const char usage[] =
 	"Usage: heapsnap-analyze SUBCOMMAND [OPTIONS] FILE...\n"
@@ -16,6 +17,9 @@ static const char usage[] =
 	"\n"
 	"Reads a heapsnap record file, replays it to the live heap at a chosen point, and reports.\n"
 	"Runs anywhere: no BPF, no root. Binaries are found by build-id for symbolization.\n"
+	"\n"
+	"SIZE is bytes, or a number with k, m or g for KiB, MiB, GiB (1000, 512k, 1.5m, 2g); DURATION is\n"
+	"seconds, or a number with ms, s, m or h (12.5, 500ms, 90s, 5m, 1h), as heapsnap-record reads them.\n"
 	"\n"
 	"Subcommands:\n"
 	"  pprof       gzip'd pprof profile (alloc/inuse objects and space) for `go tool pprof`\n"
@@ -42,7 +46,7 @@ static const char usage[] =
 	"Where to look (default: the end of the recording):\n"
 	"      --snapshot N|LABEL   the Nth snapshot (1-based), 'last', or the one with LABEL ('peak',\n"
 	"                           'exit', ...)\n"
-	"      --at SECONDS         the live heap SECONDS after recording started\n"
+	"      --at DURATION        the live heap DURATION after recording started\n"
 	"      --peak               the moment of the highest live total\n"
 	"      --from S, --to S     diff: snapshots of one file (default: first and last)\n"
 	"\n"
@@ -58,12 +62,13 @@ static const char usage[] =
 	"      --json               JSON instead of text (top, summary, leaks, stats, info, diff, timeline)\n"
 	"      --value TYPE         inuse_space (default), inuse_objects, alloc_space, alloc_objects\n"
 	"  -n, --nodecount N        rows to show in top, leaks, temporary and diff (default 20; 0 = all)\n"
-	"      --min-age DURATION   leaks: e.g. 500ms, 10s, 5m (default 0)\n"
+	"      --min-age DURATION   leaks: only blocks at least this old, e.g. 500ms, 10s, 5m (default 0)\n"
 	"      --pprof FILE         diff: also write the 'to' side as pprof for `pprof -diff_base`\n"
 	"      --max-growth AMOUNT  diff: exit 5 when the total of --value grew by more than AMOUNT:\n"
-	"                           a figure (1000, 512k, 10m; k, m, g are 1024, 1024^2, 1024^3) or a\n"
-	"                           percent of the 'from' total (5%); sampled recordings fail only when\n"
-	"                           the growth exceeds it with 95% confidence\n"
+	"                           a SIZE (1000, 512k, 10m; k, m, g are 1024, 1024^2, 1024^3; a count\n"
+	"                           for the _objects values) or a percent of the 'from' total (5%, 2.5%);\n"
+	"                           sampled recordings fail only when the growth exceeds it with 95%\n"
+	"                           confidence\n"
 	"      --lines              diff: a stack is its functions, files and lines (default: its\n"
 	"                           functions, inline ones included, so a rebuild that moves lines\n"
 	"                           changes no stack)\n"
@@ -142,49 +147,39 @@ static int usage_error(const char *fmt, const char *arg)
 	return EXIT_USAGE;
 }
 
-static int parse_duration(const char *s, double *out)
+/* "invalid --OPT 'ARG': WHY" */
+static int usage_error2(const char *opt, const char *arg, const char *why)
 {
-	char *end;
-	double v;
+	fprintf(stderr, "heapsnap-analyze: invalid %s '%s': %s\nTry 'heapsnap-analyze --help'.\n", opt, arg, why);
+	return EXIT_USAGE;
+}
 
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !(v >= 0) || v > 1e12) /* NaN, inf, and past 30,000 years */
-		return -1;
-	if (!strcmp(end, "ms"))
-		v /= 1000;
-	else if (!strcmp(end, "m") || !strcmp(end, "min"))
-		v *= 60;
-	else if (!strcmp(end, "h"))
-		v *= 3600;
-	else if (*end && strcmp(end, "s"))
-		return -1;
-	*out = v;
+/* Sizes and durations as heapsnap-record reads them (common/units.h). */
+static int duration_opt(const char *opt, const char *arg, double *out)
+{
+	const char *why;
+
+	if (units__duration(arg, out, &why))
+		return usage_error2(opt, arg, why);
 	return 0;
 }
 
-/* 1000, 512k, 10m, 2g (k, m, g: 1024, 1024^2, 1024^3) or 5% (of the from total). */
-static int parse_amount(const char *s, struct growth_gate *g)
+/* A size (1000, 512k, 10m, 2g) or a percent of the 'from' total (5%). */
+static int amount_opt(const char *opt, const char *arg, struct growth_gate *g)
 {
-	char *end;
-	double v;
+	size_t n = strlen(arg);
+	const char *why;
+	uint64_t bytes;
 
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v < 0 || v != v)
-		return -1;
-	g->percent = false;
-	if (!strcmp(end, "%"))
-		g->percent = true;
-	else if (!strcmp(end, "k") || !strcmp(end, "K"))
-		v *= 1024;
-	else if (!strcmp(end, "m") || !strcmp(end, "M"))
-		v *= 1024 * 1024;
-	else if (!strcmp(end, "g") || !strcmp(end, "G"))
-		v *= 1024.0 * 1024 * 1024;
-	else if (*end)
-		return -1;
-	g->amount = v;
+	g->percent = n && arg[n - 1] == '%';
+	if (g->percent)
+		return units__percent(arg, &g->amount, &why) ? usage_error2(opt, arg, why) : 0;
+	if (units__size(arg, 1, &bytes, &why)) {
+		fprintf(stderr, "heapsnap-analyze: invalid %s '%s': %s, or a percent of the old total (5%%)\n"
+				"Try 'heapsnap-analyze --help'.\n", opt, arg, why);
+		return EXIT_USAGE;
+	}
+	g->amount = (double)bytes;
 	return 0;
 }
 
@@ -259,8 +254,9 @@ int main(int argc, char **argv)
 			o.snapshot = optarg;
 			break;
 		case OPT_AT:
-			if (parse_duration(optarg, &o.at))
-				return usage_error("invalid --at '%s': expected seconds, e.g. 12.5 or 500ms", optarg);
+			ret = duration_opt("--at", optarg, &o.at);
+			if (ret)
+				return ret;
 			o.at_set = true;
 			break;
 		case OPT_PEAK:
@@ -283,8 +279,9 @@ int main(int argc, char **argv)
 			o.value_set = true;
 			break;
 		case OPT_MIN_AGE:
-			if (parse_duration(optarg, &o.min_age))
-				return usage_error("invalid --min-age '%s': expected a duration, e.g. 500ms, 10s, 5m", optarg);
+			ret = duration_opt("--min-age", optarg, &o.min_age);
+			if (ret)
+				return ret;
 			o.min_age_set = true;
 			break;
 		case OPT_PPROF:
@@ -332,9 +329,9 @@ int main(int argc, char **argv)
 			o.lines = true;
 			break;
 		case OPT_MAX_GROWTH:
-			if (parse_amount(optarg, &o.gate))
-				return usage_error("invalid --max-growth '%s': expected an amount (512k, 10m, 1000) or a "
-						   "percent of the old total (5%%)", optarg);
+			ret = amount_opt("--max-growth", optarg, &o.gate);
+			if (ret)
+				return ret;
 			o.gate_set = true;
 			break;
 		case 'h':

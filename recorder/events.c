@@ -25,18 +25,6 @@ static uint64_t stack_id(struct session *s, uint64_t hash)
 	return s->last_id;
 }
 
-/* Poisson sampling: an allocation of SIZE is picked with probability 1 - exp(-SIZE/R);
- * weighting it by the inverse keeps totals unbiased. */
-static uint64_t sample_weight(uint64_t rate, uint64_t size)
-{
-	double p;
-
-	if (!rate || !size)
-		return HS_WEIGHT_ONE;
-	p = -expm1(-(double)size / (double)rate);
-	return (uint64_t)llround((double)HS_WEIGHT_ONE / p);
-}
-
 static void update_peak(struct session *s, uint64_t t)
 {
 	if (s->live_est > s->peak_est) {
@@ -114,7 +102,7 @@ static bool ulive_alloc(struct session *s, struct hs_record *r, uint32_t tid)
 		if (i != UINT32_MAX)
 			pool_put(s, i);
 		i = (uint32_t)slot->val;
-		s->live_est -= (double)s->pool[i].size * (double)sample_weight(s->o->sample_rate, s->pool[i].size) /
+		s->live_est -= (double)s->pool[i].size * (double)sampling_weight(s->o->sample_rate, s->pool[i].size) /
 			       HS_WEIGHT_ONE;
 	} else if (i == UINT32_MAX) {
 		i = pool_get(s);
@@ -276,7 +264,7 @@ int handle_event(struct session *s, const void *data, size_t len)
 	switch (h->type) {
 	case HS_EV_ALLOC: {
 		const struct hs_alloc_event *e = data;
-		uint64_t w = sample_weight(s->o->sample_rate, e->size);
+		uint64_t w = sampling_weight(s->o->sample_rate, e->size);
 
 		/* Threads are named by HS_EV_COMM from BPF: no /proc read on this path. */
 		if (s->o->all && h->pid != s->last_pid) {
@@ -318,7 +306,7 @@ int handle_event(struct session *s, const void *data, size_t len)
 		r.free.ptr = e->ptr;
 		write_rec(s, &r);
 		s->n_free++;
-		s->live_est -= (double)size * (double)sample_weight(s->o->sample_rate, (uint64_t)size) / HS_WEIGHT_ONE;
+		s->live_est -= (double)size * (double)sampling_weight(s->o->sample_rate, (uint64_t)size) / HS_WEIGHT_ONE;
 		break;
 	}
 	case HS_EV_STACK: {

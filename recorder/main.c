@@ -2,6 +2,7 @@
 /* heapsnap-record: command line. Options, defaults and examples live here, in one place. */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "record.h"
 #include "recorder.h"
 #include "signals.h"
+#include "units.h"
 
 int hs_verbose;
 
@@ -23,6 +25,10 @@ static const char usage[] =
 	"Records heap allocations and frees of a process, for heapsnap-analyze: in-process for a\n"
 	"command it starts (libheapsnap.so, preloaded), or with eBPF uprobes.\n"
 	"\n"
+	"SIZE is bytes, or a number with k, m or g for KiB, MiB, GiB (4096, 512k, 1.5m, 1g); DURATION is\n"
+	"seconds, or a number with ms, s, m or h (0.2, 500ms, 90s, 5m, 1h). heapsnap-analyze reads both\n"
+	"the same way.\n"
+	"\n"
 	"Target:\n"
 	"  -p, --pid PID            attach to a running process and all its threads\n"
 	"  -a, --all                record every process on the host\n"
@@ -34,32 +40,33 @@ static const char usage[] =
 	"                           bpf: uprobes, nothing loaded into the target; auto (default):\n"
 	"                           preload for a launched, dynamically linked command, inject for\n"
 	"                           -p (BPF if it cannot be done), else bpf\n"
-	"      --attach-timeout SECONDS  inject: how long to wait for the process's next allocator\n"
-	"                           call, where the library is loaded (default 10)\n"
-	"      --attach-hold SECONDS  inject: how long the process's allocator calls may wait for\n"
-	"                           the hooks while the library loads (default 0.5, 0 to 1); a call\n"
-	"                           that waits no longer goes on unrecorded, counted in\n"
+	"      --attach-timeout DURATION  inject: how long to wait for the process's next allocator\n"
+	"                           call, where the library is loaded (default 10s, at most 1h)\n"
+	"      --attach-hold DURATION  inject: how long the process's allocator calls may wait for\n"
+	"                           the hooks while the library loads (default 0.5s, 0 to 1s); a\n"
+	"                           call that waits no longer goes on unrecorded, counted in\n"
 	"                           lost.inject_unhooked_calls\n"
 	"\n"
 	"Output:\n"
 	"  -o, --output FILE        record file (default: heapsnap.<pid>.hsnap)\n"
-	"  -d, --duration SECONDS   stop after this long (default: until the target exits or Ctrl-C)\n"
+	"  -d, --duration DURATION  stop after this long (default: until the target exits or Ctrl-C)\n"
 	"\n"
 	"Sampling and stacks:\n"
-	"  -s, --sample-rate BYTES  Poisson byte sampling, mean bytes between samples; 0 records every\n"
-	"                           allocation. Suffixes k, m. Default: 0 with -- COMMAND, 512k with -p/-a\n"
+	"  -s, --sample-rate SIZE   Poisson byte sampling, mean bytes between samples; 0 records every\n"
+	"                           allocation (at most 1024g). Default: 0 with -- COMMAND, 512k with -p/-a\n"
 	"      --stack MODE         auto (default): whole stacks, frame pointers or not: each module's\n"
 	"                           .eh_frame becomes an unwind table that the walk looks up per frame;\n"
 	"                           fp: frame-pointer walk plus the return address at [sp];\n"
-	"                           dwarf[=BYTES]: copy the registers and up to BYTES of stack (default\n"
+	"                           dwarf[=SIZE]: copy the registers and up to SIZE of stack (default\n"
 	"                           8k, at most 32k) and unwind offline with DWARF CFI;\n"
 	"                           none: the call site only\n"
 	"      --max-stack N        deepest stack recorded, 1..127 (default 127)\n"
 	"\n"
 	"Snapshots:\n"
-	"      --interval SECONDS   mark a snapshot every SECONDS (SIGUSR1 marks one at any time)\n"
+	"      --interval DURATION  mark a snapshot every DURATION, at least 10ms (SIGUSR1 marks one at\n"
+	"                           any time)\n"
 	"      --snapshot-at-peak   mark the moment of the highest live total\n"
-	"      --rss-interval SECS  sample the targets' RSS (default 1)\n"
+	"      --rss-interval DURATION  sample the targets' RSS this often, at least 100ms (default 1s)\n"
 	"\n"
 	"Probes:\n"
 	"      --libc PATH          the C library to probe (default: found in the target's maps)\n"
@@ -80,8 +87,8 @@ static const char usage[] =
 	"      --stack-cache N      stacks remembered in the kernel (default 65536)\n"
 	"      --unwind-rows N      BPF, --stack auto: rows of unwind tables held in the kernel, 16\n"
 	"                           bytes each (default 1m: libc takes 28k, python3 65k)\n"
-	"      --ringbuf-size MB    ring buffer space over all CPUs, a power of two (default 16);\n"
-	"                           one ring per CPU, each at least 256 KiB\n"
+	"      --ringbuf-size SIZE  ring buffer space over all CPUs, a power of two from 1m to 1g (default\n"
+	"                           16m; a plain figure is MiB); one ring per CPU, each at least 256 KiB\n"
 	"\n"
 	"  -v, --verbose            libbpf debug output and probe choices\n"
 	"      --stats              print the event and loss counters at the end\n"
@@ -92,7 +99,7 @@ static const char usage[] =
 	"\n"
 	"Examples:\n"
 	"  sudo heapsnap-record -o app.hsnap -- ./app --serve\n"
-	"  sudo heapsnap-record -p 1234 --duration 60 --interval 10\n"
+	"  sudo heapsnap-record -p 1234 --duration 5m --interval 30s\n"
 	"  sudo heapsnap-record -p 1234 -s 0 --stack none      # every event, call sites only\n"
 	"  heapsnap-analyze pprof -o app.pb.gz app.hsnap && go tool pprof -http=:8080 app.pb.gz\n";
 
@@ -156,32 +163,53 @@ static int bad_option(const char *opt, const char *arg, const char *why)
 	return 2;
 }
 
-static int parse_u64(const char *s, uint64_t *out, bool suffixes)
+/* A pid or a depth: digits only. */
+static int parse_count(const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
 
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-')
-		return -1;
-	if (suffixes && (*end == 'k' || *end == 'K'))
-		v <<= 10, end++;
-	else if (suffixes && (*end == 'm' || *end == 'M'))
-		v <<= 20, end++;
-	if (*end)
+	if (errno || end == s || *s == '-' || *end)
 		return -1;
 	*out = v;
 	return 0;
 }
 
-static int parse_secs(const char *s, double *out)
+/* Sizes and durations go through the parser heapsnap-analyze uses too (common/units.h); these
+ * say what is wrong with ARG of OPT and return false. A size without a suffix is PLAIN_UNIT bytes. */
+static bool size_ok(const char *opt, const char *arg, uint64_t plain_unit, uint64_t *v)
 {
-	char *end;
+	const char *why;
 
-	errno = 0;
-	*out = strtod(s, &end);
-	return errno || end == s || *end || *out < 0 ? -1 : 0;
+	if (!units__size(arg, plain_unit, v, &why))
+		return true;
+	bad_option(opt, arg, why);
+	return false;
+}
+
+static bool secs_ok(const char *opt, const char *arg, double *v)
+{
+	const char *why;
+
+	if (!units__duration(arg, v, &why))
+		return true;
+	bad_option(opt, arg, why);
+	return false;
+}
+
+/* The deadlines are nanoseconds in a uint64_t: 1e9 s (31 years) leaves them room. */
+#define MAX_SECS 1e9
+
+/* With -v, the figures the options came to, in the units the recorder uses. */
+static void print_opts(const struct rec_opts *o)
+{
+	fprintf(stderr,
+		"heapsnap-record: duration %gs, interval %gs, rss-interval %gs, attach-timeout %gs, sample-rate %" PRIu64
+		" bytes, ringbuf-size %" PRIu32 " MiB, stack window %" PRIu32 " bytes\n",
+		o->duration, o->interval, o->rss_interval, o->attach_timeout, o->sample_rate, o->ringbuf_mb,
+		o->dwarf_bytes);
 }
 
 static int parse_probe(const char *arg, struct custom_probe *p)
@@ -225,6 +253,7 @@ int main(int argc, char **argv)
 	};
 	bool rate_set = false;
 	char default_out[64];
+	const char *why;
 	uint64_t v;
 	int c, ret;
 
@@ -238,7 +267,7 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+p:ao:d:s:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (parse_u64(optarg, &v, false) || !v || v > 0x3fffffff)
+			if (parse_count(optarg, &v) || !v || v > 0x3fffffff)
 				return bad_option("--pid", optarg, "expected a process id");
 			o.pid = (pid_t)v;
 			break;
@@ -249,12 +278,17 @@ int main(int argc, char **argv)
 			o.output = optarg;
 			break;
 		case 'd':
-			if (parse_secs(optarg, &o.duration) || o.duration == 0)
-				return bad_option("--duration", optarg, "expected a positive number of seconds");
+			if (!secs_ok("--duration", optarg, &o.duration))
+				return 2;
+			if (o.duration == 0 || o.duration > MAX_SECS)
+				return bad_option("--duration", optarg, "expected more than 0 seconds, at most 1e9");
 			break;
 		case 's':
-			if (parse_u64(optarg, &o.sample_rate, true))
-				return bad_option("--sample-rate", optarg, "expected bytes, e.g. 0, 4096, 512k, 1m");
+			if (!size_ok("--sample-rate", optarg, 1, &o.sample_rate))
+				return 2;
+			/* Past 2^40 a byte's weight (2^16 / p) nears 2^64, and a threshold 2^63. */
+			if (o.sample_rate > (1ull << 40))
+				return bad_option("--sample-rate", optarg, "expected bytes from 0 to 1024g, e.g. 0, 4096, 512k, 1m");
 			rate_set = true;
 			break;
 		case OPT_STACK:
@@ -266,8 +300,8 @@ int main(int argc, char **argv)
 				o.stack_mode = HS_STACK_AUTO;
 			} else if (!strncmp(optarg, "dwarf", 5) && (!optarg[5] || optarg[5] == '=')) {
 				o.stack_mode = HS_STACK_DWARF;
-				if (optarg[5] && (parse_u64(optarg + 6, &v, true) || v < 256 || v > 32768))
-					return bad_option("--stack", optarg, "dwarf=BYTES takes 256 to 32768 (32k)");
+				if (optarg[5] && (units__size(optarg + 6, 1, &v, &why) || v < 256 || v > 32768))
+					return bad_option("--stack", optarg, "dwarf=SIZE takes 256 to 32768 (32k)");
 				if (optarg[5])
 					o.dwarf_bytes = (uint32_t)v;
 			} else {
@@ -275,20 +309,24 @@ int main(int argc, char **argv)
 			}
 			break;
 		case OPT_MAX_STACK:
-			if (parse_u64(optarg, &v, false) || v < 1 || v > 127)
+			if (parse_count(optarg, &v) || v < 1 || v > 127)
 				return bad_option("--max-stack", optarg, "expected 1..127");
 			o.max_stack = (uint32_t)v;
 			break;
 		case OPT_INTERVAL:
-			if (parse_secs(optarg, &o.interval) || o.interval < 0.01)
-				return bad_option("--interval", optarg, "expected seconds, at least 0.01");
+			if (!secs_ok("--interval", optarg, &o.interval))
+				return 2;
+			if (o.interval < 0.01 || o.interval > MAX_SECS)
+				return bad_option("--interval", optarg, "expected seconds, at least 0.01 (10ms), at most 1e9");
 			break;
 		case OPT_PEAK:
 			o.snapshot_at_peak = true;
 			break;
 		case OPT_RSS:
-			if (parse_secs(optarg, &o.rss_interval) || o.rss_interval < 0.1)
-				return bad_option("--rss-interval", optarg, "expected seconds, at least 0.1");
+			if (!secs_ok("--rss-interval", optarg, &o.rss_interval))
+				return 2;
+			if (o.rss_interval < 0.1 || o.rss_interval > MAX_SECS)
+				return bad_option("--rss-interval", optarg, "expected seconds, at least 0.1 (100ms), at most 1e9");
 			break;
 		case OPT_LIBC:
 			if (access(optarg, R_OK))
@@ -324,12 +362,16 @@ int main(int argc, char **argv)
 				return bad_option("--probe-links", optarg, "expected auto, session, multi or perf");
 			break;
 		case OPT_ATTACH_TIMEOUT:
-			if (parse_secs(optarg, &o.attach_timeout) || o.attach_timeout < 0.1 || o.attach_timeout > 3600)
-				return bad_option("--attach-timeout", optarg, "expected seconds, 0.1 to 3600");
+			if (!secs_ok("--attach-timeout", optarg, &o.attach_timeout))
+				return 2;
+			if (o.attach_timeout < 0.1 || o.attach_timeout > 3600)
+				return bad_option("--attach-timeout", optarg, "expected seconds, 0.1 to 3600 (100ms to 1h)");
 			break;
 		case OPT_ATTACH_HOLD:
-			if (parse_secs(optarg, &o.attach_hold) || o.attach_hold < 0 || o.attach_hold > 1)
-				return bad_option("--attach-hold", optarg, "expected seconds, 0 to 1");
+			if (!secs_ok("--attach-hold", optarg, &o.attach_hold))
+				return 2;
+			if (o.attach_hold < 0 || o.attach_hold > 1)
+				return bad_option("--attach-hold", optarg, "expected seconds, 0 to 1 (0 to 1s)");
 			break;
 		case OPT_VIA:
 			if (!strcmp(optarg, "auto"))
@@ -344,24 +386,27 @@ int main(int argc, char **argv)
 				return bad_option("--via", optarg, "expected auto, preload, inject or bpf");
 			break;
 		case OPT_MAX_LIVE:
-			if (parse_u64(optarg, &v, true) || v < 1024 || v > (1u << 28))
+			if (units__size(optarg, 1, &v, &why) || v < 1024 || v > (1u << 28))
 				return bad_option("--max-live", optarg, "expected 1024..268435456");
 			o.max_live = (uint32_t)v;
 			break;
 		case OPT_STACK_CACHE:
-			if (parse_u64(optarg, &v, true) || v < 1024 || v > (1u << 24))
+			if (units__size(optarg, 1, &v, &why) || v < 1024 || v > (1u << 24))
 				return bad_option("--stack-cache", optarg, "expected 1024..16777216");
 			o.stack_cache = (uint32_t)v;
 			break;
 		case OPT_UNWIND_ROWS:
-			if (parse_u64(optarg, &v, true) || v < 65536 || v > (1u << 28))
+			if (units__size(optarg, 1, &v, &why) || v < 65536 || v > (1u << 28))
 				return bad_option("--unwind-rows", optarg, "expected 64k..256m");
 			o.unwind_rows = (uint32_t)v;
 			break;
 		case OPT_RINGBUF:
-			if (parse_u64(optarg, &v, false) || v < 1 || v > 1024 || (v & (v - 1)))
-				return bad_option("--ringbuf-size", optarg, "expected a power of two from 1 to 1024 (MiB)");
-			o.ringbuf_mb = (uint32_t)v;
+			/* A plain figure is MiB, as it always was. */
+			if (!size_ok("--ringbuf-size", optarg, 1u << 20, &v))
+				return 2;
+			if (v < (1u << 20) || v > (1u << 30) || (v & (v - 1)))
+				return bad_option("--ringbuf-size", optarg, "expected a power of two from 1m to 1g (a plain figure is MiB)");
+			o.ringbuf_mb = (uint32_t)(v >> 20);
 			break;
 		case OPT_NO_FOLLOW:
 			o.follow_forks = false;
@@ -406,6 +451,8 @@ int main(int argc, char **argv)
 
 		o.max_live = (uint32_t)(!o.sample_rate ? 1024 : want < 65536 ? 65536 : want > (1u << 20) ? 1u << 20 : want);
 	}
+	if (o.verbose)
+		print_opts(&o);
 	if (!o.output) {
 		snprintf(default_out, sizeof(default_out), "heapsnap.%d.hsnap", o.pid ? o.pid : getpid());
 		o.output = default_out;

@@ -5,7 +5,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stddef.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include <unistd.h>
 
 #include "preload.h"
+#include "sampling.h"
 
 struct preload {
 	int fd, wake_fd, listen_fd;
@@ -53,21 +53,6 @@ static int listen_open(struct preload *p)
 	if (p->listen_fd < 0 || bind(p->listen_fd, (struct sockaddr *)&a, len) || listen(p->listen_fd, 64))
 		return -errno;
 	return 0;
-}
-
-void sampling_thresholds(uint64_t rate, uint64_t *out)
-{
-	double sum = 0, q[HS_NR_THRESHOLDS];
-
-	for (uint32_t i = 0; i < HS_NR_THRESHOLDS; i++) {
-		q[i] = -log1p(-((double)i + 0.5) / HS_NR_THRESHOLDS);
-		sum += q[i];
-	}
-	for (uint32_t i = 0; i < HS_NR_THRESHOLDS; i++) {
-		uint64_t v = (uint64_t)llround(q[i] / (sum / HS_NR_THRESHOLDS) * (double)rate);
-
-		out[i] = v ? v : 1;
-	}
 }
 
 int preload__open(uint32_t nr_rings, uint32_t ring_bytes, uint64_t sample_rate, uint32_t stack_mode,

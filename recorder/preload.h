@@ -11,10 +11,6 @@
 
 struct preload;
 
-/* Exponential quantiles with mean RATE, HS_NR_THRESHOLDS of them: the sampler of either way in
- * draws one at random per sample (BPF from a map, the in-process hooks from shared memory). */
-void sampling_thresholds(uint64_t rate, uint64_t *out);
-
 /* Creates the shared memory for NR_RINGS rings of RING_BYTES (a power of two), sampling at
  * SAMPLE_RATE bytes (0: every event), stacks as STACK_MODE up to MAX_STACK frames or, for
  * dwarf, windows of DWARF_BYTES. */

@@ -584,6 +584,8 @@ int bpf_start(struct session *s, struct run *u)
 		rec_warnx("failed to create the per-CPU ring buffers (%u KiB each): %s", u->ring_bytes >> 10, strerror(-err));
 		return err;
 	}
+	if (o->verbose)
+		rec_warnx("%d ring buffers of %u KiB, one per CPU", ncpu, u->ring_bytes >> 10);
 	bpf_map__set_max_entries(s->skel->maps.dwarf_scratch, (uint32_t)libbpf_num_possible_cpus());
 	{
 		uint32_t session_type, multi_type;

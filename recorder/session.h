@@ -44,6 +44,7 @@
 #include "record.h"
 #include "recorder.h"
 #include "preload.h"
+#include "sampling.h"
 #include "inject.h"
 #include "signals.h"
 

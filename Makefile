@@ -23,7 +23,7 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-FORMAT_SRCS := format/common.c format/writer.c format/reader.c format/buildid.c format/outfile.c format/unwtab.c
+FORMAT_SRCS := format/common.c format/schema.c format/writer.c format/reader.c format/buildid.c format/outfile.c format/unwtab.c
 FORMAT_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(FORMAT_SRCS))
 RECORD_SRCS := $(wildcard recorder/*.c)
 RECORD_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(RECORD_SRCS)) $(OUTPUT)/recorder/inject_stub.o

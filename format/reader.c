@@ -14,6 +14,7 @@
 
 #include "hmap.h"
 #include "record.h"
+#include "schema.h"
 
 struct record_reader {
 	int fd;
@@ -374,168 +375,111 @@ static uint64_t count(struct cur *c, uint64_t max, size_t min_item_bytes)
 	return n;
 }
 
-/* PROBE-BODY: shared by SESSION's probe list and PROBE records. */
-static void cprobe(struct cur *c, struct hs_probe *p)
+static void decode_array(struct cur *c, const struct hs_field *f, uint32_t *nr, void *items);
+
+/* Walks the table S over the struct at BASE (schema.h), each length and count against its
+ * limit. PREV carries a delta field's value from one array item to the next. */
+static void decode_fields(struct cur *c, const struct hs_schema *s, void *base, uint64_t *prev)
 {
-	p->symbol = cstr(c);
-	p->path = cstr(c);
-	p->offset = cu(c);
-	p->build_id = cbytes(c, HS_MAX_BUILD_ID);
-	p->kind = cu32(c);
+	uint8_t *b = base;
+
+	for (uint32_t i = 0; i < s->nr; i++) {
+		const struct hs_field *f = &s->fields[i];
+		void *v = b + f->off;
+
+		if ((f->flags & HS_FF_OPTIONAL) && !c->bad && c->p >= c->end) {
+			/* Older files end here; the caller zeroed the record. */
+			if (f->enc == HS_ENC_STR)
+				*(const char **)v = "";
+			continue;
+		}
+		switch (f->enc) {
+		case HS_ENC_U64:
+			*(uint64_t *)v = cu(c);
+			break;
+		case HS_ENC_U32:
+			*(uint32_t *)v = cu32(c);
+			break;
+		case HS_ENC_S64:
+			*(int64_t *)v = hs_unzigzag(cu(c));
+			break;
+		case HS_ENC_SPAN:
+			*(uint64_t *)v = *(const uint64_t *)(b + f->aux) + cu(c);
+			break;
+		case HS_ENC_DELTA:
+			*prev += cu(c);
+			*(uint64_t *)v = *prev;
+			break;
+		case HS_ENC_SDELTA:
+			*prev += (uint64_t)hs_unzigzag(cu(c));
+			*(uint64_t *)v = *prev;
+			break;
+		case HS_ENC_STR:
+			*(const char **)v = cstr(c);
+			break;
+		case HS_ENC_BYTES:
+			*(struct hs_bytes *)v = cbytes(c, f->limit);
+			break;
+		case HS_ENC_STRUCT:
+			decode_fields(c, f->sub, v, prev);
+			break;
+		case HS_ENC_ARRAY:
+			decode_array(c, f, v, b + f->aux);
+			break;
+		}
+	}
+}
+
+/* An array field F: its count at NR, its items (in the arena) at ITEMS. */
+static void decode_array(struct cur *c, const struct hs_field *f, uint32_t *nr, void *items)
+{
+	uint32_t n = (uint32_t)count(c, f->limit, hs_schema_min_bytes(f->sub));
+	uint64_t prev = 0;
+	uint8_t *a;
+
+	/* No stack may be deeper than the session said it records. */
+	if ((f->flags & HS_FF_MAX_STACK) && n > c->r->max_frames) {
+		c->bad = "stack deeper than the session's max_stack";
+		n = 0;
+	}
+	a = arena_alloc(c->r, (size_t)f->sub->size * n);
+	if (!a && n && !c->bad)
+		c->bad = "internal arena overflow";
+	*nr = n;
+	memcpy(items, &a, sizeof(a)); /* a pointer of the item's type, stored through its bytes */
+	for (uint32_t k = 0; k < n && !c->bad; k++)
+		decode_fields(c, f->sub, a + (size_t)k * f->sub->size, &prev);
+}
+
+/* What the tables cannot say: checks across fields, and what a record tells the reader. */
+static const char *check_extended(struct record_reader *r, const struct hs_record *rec)
+{
+	switch (rec->type) {
+	case HS_REC_SESSION:
+		if (rec->session.tick_ns == 0)
+			return "session tick_ns is zero";
+		if (rec->session.max_stack < 1 || rec->session.max_stack > HS_MAX_STACK_FRAMES)
+			return "session max_stack is outside 1..127";
+		r->max_frames = (uint32_t)rec->session.max_stack;
+		return NULL;
+	case HS_REC_MAPPING:
+		return rec->mapping.end < rec->mapping.start ? "mapping wraps around the address space" : NULL;
+	default:
+		return NULL;
+	}
 }
 
 static int decode_extended(struct record_reader *r, struct hs_record *rec, const uint8_t *p, size_t len)
 {
+	const struct hs_schema *s = hs_schema_of(rec->type);
 	struct cur c = {.p = p, .end = p + len, .r = r};
 	uint64_t prev = 0;
 
-	switch (rec->type) {
-	case HS_REC_SESSION: {
-		struct hs_probe *probes;
-
-		rec->session.tool_version = cstr(&c);
-		rec->session.hostname = cstr(&c);
-		rec->session.kernel = cstr(&c);
-		rec->session.cmdline = cstr(&c);
-		rec->session.tick_ns = cu(&c);
-		rec->session.monotonic_start_ns = cu(&c);
-		rec->session.realtime_start_ns = cu(&c);
-		rec->session.sample_rate = cu(&c);
-		rec->session.stack_mode = cu32(&c);
-		rec->session.max_stack = cu(&c);
-		rec->session.flags = cu(&c);
-		rec->session.nr_probes = (uint32_t)count(&c, HS_MAX_PROBES, 5);
-		probes = arena_alloc(r, sizeof(*probes) * rec->session.nr_probes);
-		rec->session.probes = probes;
-		for (uint32_t i = 0; i < rec->session.nr_probes && !c.bad; i++)
-			cprobe(&c, &probes[i]);
-		/* 2.1 appended it; older files end here. */
-		rec->session.via = !c.bad && c.p < c.end ? cstr(&c) : "";
-		if (!c.bad && rec->session.tick_ns == 0)
-			c.bad = "session tick_ns is zero";
-		if (!c.bad && (rec->session.max_stack < 1 || rec->session.max_stack > HS_MAX_STACK_FRAMES))
-			c.bad = "session max_stack is outside 1..127";
-		/* No stack may be deeper than the session said it records. */
-		if (!c.bad)
-			r->max_frames = (uint32_t)rec->session.max_stack;
-		break;
-	}
-	case HS_REC_PROCESS:
-		rec->time = cu(&c);
-		rec->pid = cu32(&c);
-		rec->process.ppid = cu32(&c);
-		rec->process.origin = cu32(&c);
-		rec->process.comm = cstr(&c);
-		rec->process.cmdline = cstr(&c);
-		rec->process.exe = cstr(&c);
-		rec->process.build_id = cbytes(&c, HS_MAX_BUILD_ID);
-		break;
-	case HS_REC_EXIT:
-		rec->time = cu(&c);
-		rec->pid = cu32(&c);
-		rec->exit.status = hs_unzigzag(cu(&c));
-		break;
-	case HS_REC_MAPPING:
-		rec->time = cu(&c);
-		rec->pid = cu32(&c);
-		rec->mapping.start = cu(&c);
-		rec->mapping.end = rec->mapping.start + cu(&c);
-		rec->mapping.offset = cu(&c);
-		rec->mapping.inode = cu(&c);
-		rec->mapping.path = cstr(&c);
-		rec->mapping.build_id = cbytes(&c, HS_MAX_BUILD_ID);
-		if (!c.bad && rec->mapping.end < rec->mapping.start)
-			c.bad = "mapping wraps around the address space";
-		break;
-	case HS_REC_UNMAP:
-		rec->time = cu(&c);
-		rec->pid = cu32(&c);
-		rec->unmap.start = cu(&c);
-		rec->unmap.end = rec->unmap.start + cu(&c);
-		break;
-	case HS_REC_STACK: {
-		uint64_t *ips;
-
-		rec->stack.id = cu(&c);
-		rec->stack.nr = (uint32_t)count(&c, HS_MAX_STACK_FRAMES, 1);
-		if (rec->stack.nr > r->max_frames) {
-			c.bad = "stack deeper than the session's max_stack";
-			rec->stack.nr = 0;
-		}
-		ips = arena_alloc(r, sizeof(*ips) * rec->stack.nr);
-		for (uint32_t i = 0; i < rec->stack.nr && !c.bad; i++) {
-			prev += (uint64_t)hs_unzigzag(cu(&c));
-			ips[i] = prev;
-		}
-		rec->stack.ips = ips;
-		break;
-	}
-	case HS_REC_SNAPSHOT:
-		rec->time = cu(&c);
-		rec->snapshot.label = cstr(&c);
-		rec->snapshot.origin = cu32(&c);
-		rec->snapshot.live_bytes = cu(&c);
-		break;
-	case HS_REC_RSS:
-		rec->time = cu(&c);
-		rec->pid = cu32(&c);
-		rec->rss.rss_bytes = cu(&c);
-		rec->rss.vm_bytes = cu(&c);
-		break;
-	case HS_REC_COUNTERS:
-	case HS_REC_END: {
-		struct hs_counter *items;
-
-		rec->time = cu(&c);
-		rec->counters.nr = (uint32_t)count(&c, HS_MAX_COUNTERS, 2);
-		items = arena_alloc(r, sizeof(*items) * rec->counters.nr);
-		for (uint32_t i = 0; i < rec->counters.nr && !c.bad; i++) {
-			items[i].name = cstr(&c);
-			items[i].value = cu(&c);
-		}
-		rec->counters.items = items;
-		break;
-	}
-	case HS_REC_THREAD_NAME:
-		rec->pid = cu32(&c);
-		rec->tid = cu32(&c);
-		rec->thread_name.comm = cstr(&c);
-		break;
-	case HS_REC_PROBE:
-		rec->time = cu(&c);
-		rec->pid = cu32(&c);
-		cprobe(&c, &rec->probe);
-		break;
-	case HS_REC_STACK_DWARF: {
-		uint64_t *regs;
-
-		rec->dwarf.id = cu(&c);
-		rec->dwarf.nregs = (uint32_t)count(&c, HS_MAX_DWARF_REGS, 1);
-		regs = arena_alloc(r, sizeof(*regs) * rec->dwarf.nregs);
-		for (uint32_t i = 0; i < rec->dwarf.nregs && !c.bad; i++)
-			regs[i] = cu(&c);
-		rec->dwarf.regs = regs;
-		rec->dwarf.used = cu(&c);
-		rec->dwarf.window = cbytes(&c, HS_MAX_DWARF_WINDOW);
-		break;
-	}
-	case HS_REC_FRAME_INDEX: {
-		struct hs_frame_index_entry *e;
-
-		rec->frame_index.nr = (uint32_t)count(&c, UINT32_MAX, 3);
-		e = arena_alloc(r, sizeof(*e) * rec->frame_index.nr);
-		for (uint32_t i = 0; i < rec->frame_index.nr && !c.bad; i++) {
-			prev += cu(&c);
-			e[i].offset = prev;
-			e[i].first_time = cu(&c);
-			e[i].last_time = e[i].first_time + cu(&c);
-		}
-		rec->frame_index.entries = e;
-		break;
-	}
-	default:
+	if (!s)
 		return 1; /* unknown: caller skips it */
-	}
+	decode_fields(&c, s, rec, &prev);
+	if (!c.bad)
+		c.bad = check_extended(r, rec);
 	/* Bytes left over are fields a newer minor version appended; they are ignored. */
 	if (c.bad) {
 		set_status(r, HS_READ_CORRUPT, "frame at offset %" PRIu64 ", byte %zu: %s record: %s", r->frame_off,

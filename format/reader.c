@@ -57,16 +57,6 @@ struct record_reader {
 	size_t arena_cap, arena_len;
 };
 
-static uint32_t get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
-}
-
 static int set_status(struct record_reader *r, enum hs_read_status st, const char *fmt, ...)
 {
 	va_list ap;
@@ -106,6 +96,7 @@ int record_reader__open(const char *path, struct record_reader **out, char *err,
 {
 	struct record_reader *r;
 	uint8_t hdr[HS_FILE_HEADER_SIZE];
+	struct hs_file_header fh = {0};
 	struct stat st;
 	size_t got;
 	int e;
@@ -139,22 +130,24 @@ int record_reader__open(const char *path, struct record_reader **out, char *err,
 		snprintf(err, errlen, "%s: read failed at offset 0: %s", path, strerror(-e));
 		goto fail;
 	}
-	if (got < sizeof(hdr) || memcmp(hdr, HS_FILE_MAGIC, 8)) {
+	if (got == sizeof(hdr))
+		hs_fixed_get(&hs_file_header_layout, hdr, &fh);
+	if (got < sizeof(hdr) || memcmp(fh.magic, HS_FILE_MAGIC, sizeof(fh.magic))) {
 		e = -EINVAL;
 		snprintf(err, errlen, "%s: offset 0: not a heapsnap record file (bad magic%s)", path,
 			 got < sizeof(hdr) ? ", file shorter than its 16-byte header" : "");
 		goto fail;
 	}
-	r->major = (uint32_t)(hdr[8] | hdr[9] << 8);
+	r->major = fh.major;
 	if (r->major < HS_FORMAT_MAJOR_OLDEST || r->major > HS_FORMAT_MAJOR) {
 		e = -EPROTONOSUPPORT;
 		snprintf(err, errlen,
 			 "%s: offset 8: format version %u.%u is not supported; this heapsnap reads %u.x to %u.x%s",
-			 path, r->major, hdr[10] | hdr[11] << 8, HS_FORMAT_MAJOR_OLDEST, HS_FORMAT_MAJOR,
+			 path, r->major, fh.minor, HS_FORMAT_MAJOR_OLDEST, HS_FORMAT_MAJOR,
 			 r->major > HS_FORMAT_MAJOR ? " (upgrade heapsnap-analyze)" : "");
 		goto fail;
 	}
-	r->minor = (uint32_t)(hdr[10] | hdr[11] << 8);
+	r->minor = fh.minor;
 	r->data_start = HS_FILE_HEADER_SIZE;
 	r->next_off = r->data_start;
 	r->dctx = ZSTD_createDCtx();
@@ -189,6 +182,7 @@ static int ensure(uint8_t **buf, size_t *cap, size_t need)
 static int load_frame(struct record_reader *r, uint64_t off, bool want_footer)
 {
 	uint8_t fh[HS_FRAME_HEADER_SIZE];
+	struct hs_frame_header h;
 	uint32_t clen, rlen, flags;
 	size_t got, n;
 	int e;
@@ -210,14 +204,15 @@ static int load_frame(struct record_reader *r, uint64_t off, bool want_footer)
 			   " complete frames", off, got, r->frames);
 		return 0;
 	}
-	if (get_le32(fh) != HS_FRAME_MAGIC) {
+	hs_fixed_get(&hs_frame_header_layout, fh, &h);
+	if (h.magic != HS_FRAME_MAGIC) {
 		set_status(r, HS_READ_CORRUPT, "offset %" PRIu64 ": bad frame magic 0x%08x (expected 0x%08x)", off,
-			   get_le32(fh), HS_FRAME_MAGIC);
+			   h.magic, HS_FRAME_MAGIC);
 		return 0;
 	}
-	clen = get_le32(fh + 4);
-	rlen = get_le32(fh + 8);
-	flags = get_le32(fh + 12);
+	clen = h.comp_size;
+	rlen = h.raw_size;
+	flags = h.flags;
 	if (rlen > HS_MAX_FRAME_RAW || clen > ZSTD_compressBound(HS_MAX_FRAME_RAW)) {
 		set_status(r, HS_READ_CORRUPT,
 			   "offset %" PRIu64 ": frame claims %u compressed / %u raw bytes, above the %u-byte limit", off,
@@ -235,9 +230,12 @@ static int load_frame(struct record_reader *r, uint64_t off, bool want_footer)
 		/* Complete only with the trailer right behind the footer, pointing back at it. */
 		uint64_t end = off + sizeof(fh) + clen;
 		uint8_t tr[HS_TRAILER_SIZE];
+		struct hs_trailer t = {0};
 
-		if (r->file_size - end != HS_TRAILER_SIZE || pread_all(r->fd, tr, sizeof(tr), end, &got) ||
-		    got != sizeof(tr) || memcmp(tr + 8, HS_TRAILER_MAGIC, 8) || get_le64(tr) != off) {
+		if (r->file_size - end == HS_TRAILER_SIZE && !pread_all(r->fd, tr, sizeof(tr), end, &got) &&
+		    got == sizeof(tr))
+			hs_fixed_get(&hs_trailer_layout, tr, &t);
+		if (memcmp(t.magic, HS_TRAILER_MAGIC, sizeof(t.magic)) || t.footer_offset != off) {
 			set_status(r, HS_READ_TRUNCATED,
 				   "no valid trailer: the footer frame at offset %" PRIu64 " is followed by %" PRIu64
 				   " bytes instead of the 16-byte trailer that points back at it; read %" PRIu64
@@ -694,6 +692,7 @@ int record_reader__rewind(struct record_reader *r)
 int record_reader__footer(struct record_reader *r, int (*cb)(const struct hs_record *rec, void *ctx), void *ctx)
 {
 	uint8_t tr[HS_TRAILER_SIZE];
+	struct hs_trailer t;
 	struct record_reader *f;
 	struct hs_record rec;
 	char err[64];
@@ -705,9 +704,10 @@ int record_reader__footer(struct record_reader *r, int (*cb)(const struct hs_rec
 		return 0;
 	if (pread_all(r->fd, tr, sizeof(tr), r->file_size - sizeof(tr), &got) || got != sizeof(tr))
 		return 0;
-	if (memcmp(tr + 8, HS_TRAILER_MAGIC, 8))
+	hs_fixed_get(&hs_trailer_layout, tr, &t);
+	if (memcmp(t.magic, HS_TRAILER_MAGIC, sizeof(t.magic)))
 		return 0;
-	off = get_le64(tr);
+	off = t.footer_offset;
 	if (off < HS_FILE_HEADER_SIZE || off >= r->file_size - sizeof(tr))
 		return -EINVAL;
 	/* A second reader keeps the caller's stream position untouched. */

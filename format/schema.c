@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* The extended records' field tables (schema.h): the one place their layout is written down
  * in code. Each line is one field, in file order; docs/FORMAT.md describes the same bytes. */
+#include <string.h>
+
 #include "schema.h"
 
 /* The offset of member M of S, which must be of type T: a table that says U64 of a uint32_t
@@ -30,6 +32,87 @@
 #define PROBE struct hs_probe
 #define COUNTER struct hs_counter
 #define INDEX struct hs_frame_index_entry
+
+/* ---- the fixed-size structures ---- */
+
+#define LE(S, AT, M, T) {.name = #M, .at = AT, .width = sizeof(T), .off = TYPED(S, M, T)}
+#define MAGIC(S, AT, M) \
+	{.name = #M, .at = AT, .width = sizeof(((S *)0)->M), .bytes = true, .off = TYPED(S, M, uint8_t *)}
+#define FIXED(VAR, S, SIZE, ...) \
+	static const struct hs_fixed_field VAR##_fields[] = {__VA_ARGS__}; \
+	const struct hs_fixed_layout VAR = {#VAR, SIZE, sizeof(VAR##_fields) / sizeof(VAR##_fields[0]), VAR##_fields}
+
+#define FILEH struct hs_file_header
+#define FRAMEH struct hs_frame_header
+#define TRAILER struct hs_trailer
+
+FIXED(hs_file_header_layout, FILEH, HS_FILE_HEADER_SIZE,
+      MAGIC(FILEH, 0, magic),
+      LE(FILEH, 8, major, uint16_t),
+      LE(FILEH, 10, minor, uint16_t)); /* 12..15 reserved */
+
+FIXED(hs_frame_header_layout, FRAMEH, HS_FRAME_HEADER_SIZE,
+      LE(FRAMEH, 0, magic, uint32_t),
+      LE(FRAMEH, 4, comp_size, uint32_t),
+      LE(FRAMEH, 8, raw_size, uint32_t),
+      LE(FRAMEH, 12, flags, uint32_t));
+
+FIXED(hs_trailer_layout, TRAILER, HS_TRAILER_SIZE,
+      LE(TRAILER, 0, footer_offset, uint64_t),
+      MAGIC(TRAILER, 8, magic));
+
+static uint64_t load(const void *v, uint32_t width)
+{
+	switch (width) {
+	case 2: return *(const uint16_t *)v;
+	case 4: return *(const uint32_t *)v;
+	default: return *(const uint64_t *)v;
+	}
+}
+
+static void store(void *v, uint32_t width, uint64_t x)
+{
+	switch (width) {
+	case 2: *(uint16_t *)v = (uint16_t)x; break;
+	case 4: *(uint32_t *)v = (uint32_t)x; break;
+	default: *(uint64_t *)v = x; break;
+	}
+}
+
+void hs_fixed_put(const struct hs_fixed_layout *l, const void *src, uint8_t *dst)
+{
+	memset(dst, 0, l->size);
+	for (uint32_t i = 0; i < l->nr; i++) {
+		const struct hs_fixed_field *f = &l->fields[i];
+		const uint8_t *v = (const uint8_t *)src + f->off;
+		uint64_t x;
+
+		if (f->bytes) {
+			memcpy(dst + f->at, v, f->width);
+			continue;
+		}
+		x = load(v, f->width);
+		for (uint32_t k = 0; k < f->width; k++)
+			dst[f->at + k] = (uint8_t)(x >> (8 * k));
+	}
+}
+
+void hs_fixed_get(const struct hs_fixed_layout *l, const uint8_t *src, void *dst)
+{
+	for (uint32_t i = 0; i < l->nr; i++) {
+		const struct hs_fixed_field *f = &l->fields[i];
+		uint8_t *v = (uint8_t *)dst + f->off;
+		uint64_t x = 0;
+
+		if (f->bytes) {
+			memcpy(v, src + f->at, f->width);
+			continue;
+		}
+		for (uint32_t k = 0; k < f->width; k++)
+			x |= (uint64_t)src[f->at + k] << (8 * k);
+		store(v, f->width, x);
+	}
+}
 
 /* ---- array items and embedded structs ---- */
 

@@ -8,6 +8,7 @@
 #ifndef HEAPSNAP_SCHEMA_H
 #define HEAPSNAP_SCHEMA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +56,52 @@ struct hs_schema {
 	uint32_t nr;
 	const struct hs_field *fields;
 };
+
+/* ---- the fixed-size structures around the records (docs/FORMAT.md, File layout) ---- */
+
+/* Each a struct of its fields, and a table of where each lies in the file's bytes:
+ * little-endian integers of 2, 4 or 8 bytes, or a byte string (a magic). Bytes no field
+ * names are reserved: written as zero, not read. */
+struct hs_file_header {
+	uint8_t magic[8]; /* HS_FILE_MAGIC */
+	uint16_t major, minor;
+};
+
+struct hs_frame_header {
+	uint32_t magic; /* HS_FRAME_MAGIC */
+	uint32_t comp_size, raw_size, flags;
+};
+
+struct hs_trailer {
+	uint64_t footer_offset; /* of the footer frame's header */
+	uint8_t magic[8];       /* HS_TRAILER_MAGIC */
+};
+
+struct hs_fixed_field {
+	const char *name;
+	uint8_t at;    /* offset in the file's bytes */
+	uint8_t width; /* bytes */
+	bool bytes;    /* a byte string, not an integer */
+	uint16_t off;  /* of the value in the struct */
+};
+
+struct hs_fixed_layout {
+	const char *name;
+	uint32_t size; /* bytes in the file */
+	uint32_t nr;
+	const struct hs_fixed_field *fields;
+};
+
+extern const struct hs_fixed_layout hs_file_header_layout; /* HS_FILE_HEADER_SIZE, struct hs_file_header */
+extern const struct hs_fixed_layout hs_frame_header_layout; /* HS_FRAME_HEADER_SIZE, struct hs_frame_header */
+extern const struct hs_fixed_layout hs_trailer_layout; /* HS_TRAILER_SIZE, struct hs_trailer */
+
+/* Writes the struct at SRC as L->size bytes at DST. */
+void hs_fixed_put(const struct hs_fixed_layout *l, const void *src, uint8_t *dst);
+/* Reads L->size bytes at SRC into the struct at DST. */
+void hs_fixed_get(const struct hs_fixed_layout *l, const uint8_t *src, void *dst);
+
+/* ---- the extended records ---- */
 
 /* The table of extended record type TYPE (struct hs_record), or NULL when TYPE has none:
  * a core type, or an extended one this version does not know (the reader skips those). */

@@ -89,22 +89,11 @@ static int write_all(struct record_writer *w, const void *buf, size_t len)
 	return 0;
 }
 
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
 int record_writer__open(const char *path, const struct record_writer_opts *opts, struct record_writer **out)
 {
 	struct record_writer *w;
-	uint8_t hdr[HS_FILE_HEADER_SIZE] = {0};
+	struct hs_file_header fh = {.major = HS_FORMAT_MAJOR, .minor = HS_FORMAT_MINOR};
+	uint8_t hdr[HS_FILE_HEADER_SIZE];
 	int err;
 
 	w = calloc(1, sizeof(*w));
@@ -135,9 +124,8 @@ int record_writer__open(const char *path, const struct record_writer_opts *opts,
 	}
 	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, w->level);
 	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
-	memcpy(hdr, HS_FILE_MAGIC, 8);
-	hdr[8] = HS_FORMAT_MAJOR;
-	hdr[10] = HS_FORMAT_MINOR;
+	memcpy(fh.magic, HS_FILE_MAGIC, sizeof(fh.magic));
+	hs_fixed_put(&hs_file_header_layout, &fh, hdr);
 	err = write_all(w, hdr, sizeof(hdr));
 	if (err) {
 		record_writer__free(w);
@@ -175,10 +163,8 @@ static int emit_frame(struct record_writer *w, uint32_t flags)
 	clen = ZSTD_compress2(w->cctx, w->comp, w->comp_cap, w->raw, w->raw_len);
 	if (ZSTD_isError(clen))
 		return w->error = -EIO;
-	put_le32(fh, HS_FRAME_MAGIC);
-	put_le32(fh + 4, (uint32_t)clen);
-	put_le32(fh + 8, (uint32_t)w->raw_len);
-	put_le32(fh + 12, flags);
+	hs_fixed_put(&hs_frame_header_layout,
+		     &(struct hs_frame_header){HS_FRAME_MAGIC, (uint32_t)clen, (uint32_t)w->raw_len, flags}, fh);
 	err = write_all(w, fh, sizeof(fh));
 	if (!err)
 		err = write_all(w, w->comp, clen);
@@ -493,8 +479,10 @@ int record_writer__close(struct record_writer *w)
 	err = emit_frame(w, HS_FRAME_FLAG_FOOTER);
 	if (err)
 		return err;
-	put_le64(tr, footer_off);
-	memcpy(tr + 8, HS_TRAILER_MAGIC, 8);
+	struct hs_trailer t = {.footer_offset = footer_off};
+
+	memcpy(t.magic, HS_TRAILER_MAGIC, sizeof(t.magic));
+	hs_fixed_put(&hs_trailer_layout, &t, tr);
 	err = write_all(w, tr, sizeof(tr));
 	if (err) {
 		/* A footer without its trailer: the file is read as one cut short after its data. */

@@ -121,6 +121,7 @@ TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/mutate $(OUTPUT)/tests
 	$(OUTPUT)/tests/growth_old $(OUTPUT)/tests/growth_new $(OUTPUT)/tests/canon_plt \
 	$(OUTPUT)/tests/libcountalloc.so $(OUTPUT)/tests/linked_alloc
 TEST_PROGS += $(OUTPUT)/tests/threadchurn $(OUTPUT)/tests/closefds
+TEST_PROGS += $(OUTPUT)/tests/schemagen
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -141,6 +142,12 @@ $(OUTPUT)/tests/mutate: tests/unit/mutate.c $(FORMAT_SRCS) format/*.h | $(OUTPUT
 	$(call msg,CC,$@)
 	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -Iformat -Ibpf \
 		$< $(FORMAT_SRCS) -lzstd -lelf -o $@
+
+# The schema's bytes pinned (t_format_schema); sanitized, as it feeds the reader damaged payloads.
+$(OUTPUT)/tests/schemagen: tests/unit/schemagen.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iformat -Ibpf \
+		-fsanitize=address,undefined -fno-sanitize-recover=all $< $(FORMAT_SRCS) -lzstd -lelf -o $@
 
 $(OUTPUT)/tests/alloc_c: tests/workloads/alloc_c.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)

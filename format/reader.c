@@ -538,6 +538,69 @@ static const char *v1_slot(struct record_reader *r, struct hs_record *rec, uint6
 	return NULL;
 }
 
+/* A core event at C: ALLOC, ALLOC_SAMPLED or FREE, or (version 2) a packed ALLOC or FREE
+ * whose type byte is *TYPEP, which becomes the record type. Sets c->bad when it is impossible. */
+static void decode_event(struct record_reader *r, struct hs_record *rec, struct cur *c, uint32_t *typep, bool packed)
+{
+	uint32_t type = *typep;
+	uint32_t bits = packed ? type : 0;
+	uint64_t td, t, key;
+
+	if (packed) {
+		*typep = type = bits & HS_PACKED_ALLOC ? HS_REC_ALLOC : HS_REC_FREE;
+		td = bits & HS_PACKED_TIME_ESC;
+		if (td == HS_PACKED_TIME_ESC)
+			td += cu(c);
+		if (type == HS_REC_FREE && (bits & (HS_PACKED_SAME_SLOT | HS_PACKED_SAME_SITE)))
+			c->bad = "packed FREE with ALLOC-only bits set";
+	} else {
+		td = cu(c);
+	}
+	t = r->last_time + (uint64_t)hs_unzigzag(td);
+	/* v2 frees name their slot outright; allocations (and v1 addresses) are deltas. */
+	if (bits & HS_PACKED_SAME_SLOT)
+		key = r->last_key;
+	else if (r->major >= 2 && type == HS_REC_FREE)
+		key = cu(c);
+	else
+		key = r->last_key + (uint64_t)hs_unzigzag(cu(c));
+	rec->type = type;
+	rec->time = t;
+	rec->pid = r->cur_pid;
+	rec->tid = r->cur_tid;
+	rec->alloc.size = rec->alloc.stack_id = 0;
+	rec->alloc.kind = 0;
+	rec->alloc.weight = HS_WEIGHT_ONE;
+	if (type != HS_REC_FREE) {
+		rec->alloc.size = cu(c);
+		if (bits & HS_PACKED_SAME_SITE) {
+			if (!r->have_site && !c->bad)
+				c->bad = "repeats the call site, but no allocation in this frame named one";
+			rec->alloc.stack_id = r->last_stack;
+			rec->alloc.kind = r->last_kind;
+		} else {
+			rec->alloc.stack_id = cu(c);
+			if (c->p >= c->end && !c->bad)
+				c->bad = "record ends inside a field";
+			else if (!c->bad)
+				rec->alloc.kind = *c->p++;
+			if (packed) {
+				r->last_stack = rec->alloc.stack_id;
+				r->last_kind = rec->alloc.kind;
+				r->have_site = true;
+			}
+		}
+		if (type == HS_REC_ALLOC_SAMPLED)
+			rec->alloc.weight = cu(c);
+	}
+	if (!c->bad)
+		c->bad = r->major == 1 ? v1_slot(r, rec, key) : check_slot(r, rec, key);
+	if (c->bad)
+		return;
+	r->last_time = t;
+	r->last_key = key;
+}
+
 static int decode_next(struct record_reader *r, struct hs_record *rec)
 {
 	while (r->pos < r->raw_len) {
@@ -548,62 +611,9 @@ static int decode_next(struct record_reader *r, struct hs_record *rec)
 		bool packed = (type & HS_PACKED_EVENT) && r->major >= 2;
 
 		if (packed || type == HS_REC_ALLOC || type == HS_REC_ALLOC_SAMPLED || type == HS_REC_FREE) {
-			uint32_t bits = packed ? type : 0;
-			uint64_t td, t, key;
-
-			if (packed) {
-				type = bits & HS_PACKED_ALLOC ? HS_REC_ALLOC : HS_REC_FREE;
-				td = bits & HS_PACKED_TIME_ESC;
-				if (td == HS_PACKED_TIME_ESC)
-					td += cu(&c);
-				if (type == HS_REC_FREE && (bits & (HS_PACKED_SAME_SLOT | HS_PACKED_SAME_SITE)))
-					c.bad = "packed FREE with ALLOC-only bits set";
-			} else {
-				td = cu(&c);
-			}
-			t = r->last_time + (uint64_t)hs_unzigzag(td);
-			/* v2 frees name their slot outright; allocations (and v1 addresses) are deltas. */
-			if (bits & HS_PACKED_SAME_SLOT)
-				key = r->last_key;
-			else if (r->major >= 2 && type == HS_REC_FREE)
-				key = cu(&c);
-			else
-				key = r->last_key + (uint64_t)hs_unzigzag(cu(&c));
-			rec->type = type;
-			rec->time = t;
-			rec->pid = r->cur_pid;
-			rec->tid = r->cur_tid;
-			rec->alloc.size = rec->alloc.stack_id = 0;
-			rec->alloc.kind = 0;
-			rec->alloc.weight = HS_WEIGHT_ONE;
-			if (type != HS_REC_FREE) {
-				rec->alloc.size = cu(&c);
-				if (bits & HS_PACKED_SAME_SITE) {
-					if (!r->have_site && !c.bad)
-						c.bad = "repeats the call site, but no allocation in this frame named one";
-					rec->alloc.stack_id = r->last_stack;
-					rec->alloc.kind = r->last_kind;
-				} else {
-					rec->alloc.stack_id = cu(&c);
-					if (c.p >= c.end && !c.bad)
-						c.bad = "record ends inside a field";
-					else if (!c.bad)
-						rec->alloc.kind = *c.p++;
-					if (packed) {
-						r->last_stack = rec->alloc.stack_id;
-						r->last_kind = rec->alloc.kind;
-						r->have_site = true;
-					}
-				}
-				if (type == HS_REC_ALLOC_SAMPLED)
-					rec->alloc.weight = cu(&c);
-			}
-			if (!c.bad)
-				c.bad = r->major == 1 ? v1_slot(r, rec, key) : check_slot(r, rec, key);
+			decode_event(r, rec, &c, &type, packed);
 			if (c.bad)
 				goto bad;
-			r->last_time = t;
-			r->last_key = key;
 			r->pos = (size_t)(c.p - r->raw);
 			return 1;
 		}

@@ -2351,6 +2351,7 @@ t_format_schema() {
 	local G seed bad
 	G=$(realpath "$T/schemagen") || die "no $T/schemagen"
 	cd "$TMP" || die "cd $TMP"
+	"$G" check >check.log || { cat check.log; die "schema tables break their rules"; }
 	for bad in 5 5000; do
 		for seed in $(seq 1 25); do
 			"$G" write s.hsnap 600 $seed $bad >>w.log || die "schemagen write $seed $bad"

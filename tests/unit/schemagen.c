@@ -5,6 +5,7 @@
  * before the tables existed (commit b13c7fc, hand-written encode_extended/decode_extended).
  * Usage: schemagen write OUT N SEED BAD   N random records of every type, edge values included;
  *                                         about one in BAD fields out of the reader's range
+ *        schemagen check                  every table keeps schema.h's rules
  *        schemagen raw IN                 the data frames' records, uncompressed
  *        schemagen dump IN                every field of every record read, status and error
  *        schemagen corrupt IN OUT SEED    IN with a few raw record bytes changed or cut in some
@@ -17,6 +18,7 @@
 #include <zstd.h>
 
 #include "record.h"
+#include "schema.h"
 
 static uint64_t st;
 static uint64_t rnd(void)
@@ -473,8 +475,71 @@ static int cmd_corrupt(char **argv)
 	return 0;
 }
 
+/* The rules schema.h states for a table, which a new line in schema.c could break. */
+static int check_table(const struct hs_schema *s, bool item, const char *type)
+{
+	bool optional = false;
+	int bad = 0;
+
+	for (uint32_t i = 0; i < s->nr; i++) {
+		const struct hs_field *f = &s->fields[i];
+		const char *why = NULL;
+
+		if (optional && !(f->flags & HS_FF_OPTIONAL))
+			why = "a required field after an optional one";
+		optional |= !!(f->flags & HS_FF_OPTIONAL);
+		if (f->enc == HS_ENC_SPAN) {
+			why = "a span whose base is not an earlier u64 field";
+			for (uint32_t k = 0; k < i; k++)
+				if (s->fields[k].off == f->aux && s->fields[k].enc != HS_ENC_STR)
+					why = NULL;
+		}
+		if ((f->enc == HS_ENC_DELTA || f->enc == HS_ENC_SDELTA) && !item)
+			why = "a delta field outside an array item";
+		if ((f->enc == HS_ENC_ARRAY || f->enc == HS_ENC_STRUCT) && (!f->sub || !f->sub->size))
+			why = "an array or struct without an item table";
+		if (f->enc == HS_ENC_BYTES && !f->limit)
+			why = "bytes without a limit";
+		if (f->enc == HS_ENC_ARRAY && (!f->limit || hs_schema_min_bytes(f->sub) < 1))
+			why = "an array without a limit, or items that may take no bytes";
+		if (f->enc > HS_ENC_ARRAY)
+			why = "an unknown encoding";
+		if (why) {
+			printf("%s record: %s: %s: %s\n", type, s->name, f->name, why);
+			bad++;
+		}
+		if (f->enc == HS_ENC_ARRAY)
+			bad += check_table(f->sub, true, type);
+		else if (f->enc == HS_ENC_STRUCT)
+			bad += check_table(f->sub, item, type);
+	}
+	return bad;
+}
+
+/* Every extended type this version writes has a table, and every table keeps the rules. */
+static int cmd_check(void)
+{
+	int bad = 0;
+
+	for (uint32_t t = 0; t <= HS_REC_EXT_MAX + 1; t++) {
+		const struct hs_schema *s = hs_schema_of(t);
+		bool want = t >= HS_REC_SESSION && t <= HS_REC_STACK_DWARF;
+
+		if (!s != !want) {
+			printf("type %u: %s\n", t, s ? "a table for a type this version does not write" : "no table");
+			bad++;
+		}
+		if (s)
+			bad += check_table(s, false, hs_rec_type_name(t));
+	}
+	printf("%d tables broken\n", bad);
+	return bad ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "check"))
+		return cmd_check();
 	if (argc == 6 && !strcmp(argv[1], "write"))
 		return cmd_write(argv + 1);
 	if (argc == 3 && !strcmp(argv[1], "dump"))
@@ -483,6 +548,6 @@ int main(int argc, char **argv)
 		return cmd_raw(argv + 1);
 	if (argc == 5 && !strcmp(argv[1], "corrupt"))
 		return cmd_corrupt(argv + 1);
-	fprintf(stderr, "usage: schemagen write OUT N SEED BAD | raw IN | dump IN | corrupt IN OUT SEED\n");
+	fprintf(stderr, "usage: schemagen check | write OUT N SEED BAD | raw IN | dump IN | corrupt IN OUT SEED\n");
 	return 2;
 }

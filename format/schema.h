@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The schema of the extended records (docs/FORMAT.md, Extended records): one field table per
  * record type, which the writer walks to encode a struct hs_record and the reader walks to
- * decode one, so the two cannot drift apart. A field added to a record is one line at the end
- * of its table in schema.c, marked HS_FF_OPTIONAL so that files written before it still read.
+ * decode one, so the two cannot drift apart. A field added to a record is its member in struct
+ * hs_record and one line at the end of its table in schema.c, marked HS_FF_OPTIONAL so that
+ * files written before it still read (and a line in docs/FORMAT.md). t_format_schema checks
+ * the tables keep the rules below, and that the bytes of the existing fields do not change.
  * The core records (ALLOC, FREE, THREAD and the packed events) are not here: their encoding
  * depends on the frame's delta state (docs/FORMAT.md, Core records). */
 #ifndef HEAPSNAP_SCHEMA_H

@@ -23,7 +23,7 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-FORMAT_SRCS := format/common.c format/writer.c format/reader.c format/buildid.c format/outfile.c format/unwtab.c
+FORMAT_SRCS := format/common.c format/schema.c format/writer.c format/reader.c format/buildid.c format/outfile.c format/unwtab.c
 FORMAT_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(FORMAT_SRCS))
 # What both programs' command lines share (sizes and durations), not part of the file format.
 COMMON_SRCS := common/units.c
@@ -130,6 +130,7 @@ TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/mutate $(OUTPUT)/tests
 TEST_PROGS += $(OUTPUT)/tests/threadchurn $(OUTPUT)/tests/closefds
 TEST_PROGS += $(OUTPUT)/tests/wake $(OUTPUT)/tests/libwake_plugin.so
 TEST_PROGS += $(OUTPUT)/tests/test_units $(OUTPUT)/tests/test_sampling
+TEST_PROGS += $(OUTPUT)/tests/schemagen
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -161,6 +162,12 @@ $(OUTPUT)/tests/mutate: tests/unit/mutate.c $(FORMAT_SRCS) format/*.h | $(OUTPUT
 	$(call msg,CC,$@)
 	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -Iformat -Ibpf \
 		$< $(FORMAT_SRCS) -lzstd -lelf -o $@
+
+# The schema's bytes pinned (t_format_schema); sanitized, as it feeds the reader damaged payloads.
+$(OUTPUT)/tests/schemagen: tests/unit/schemagen.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iformat -Ibpf \
+		-fsanitize=address,undefined -fno-sanitize-recover=all $< $(FORMAT_SRCS) -lzstd -lelf -o $@
 
 $(OUTPUT)/tests/alloc_c: tests/workloads/alloc_c.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)

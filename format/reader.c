@@ -14,6 +14,7 @@
 
 #include "hmap.h"
 #include "record.h"
+#include "schema.h"
 
 struct record_reader {
 	int fd;
@@ -56,16 +57,6 @@ struct record_reader {
 	size_t arena_cap, arena_len;
 };
 
-static uint32_t get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
-}
-
 static int set_status(struct record_reader *r, enum hs_read_status st, const char *fmt, ...)
 {
 	va_list ap;
@@ -105,6 +96,7 @@ int record_reader__open(const char *path, struct record_reader **out, char *err,
 {
 	struct record_reader *r;
 	uint8_t hdr[HS_FILE_HEADER_SIZE];
+	struct hs_file_header fh = {0};
 	struct stat st;
 	size_t got;
 	int e;
@@ -138,22 +130,24 @@ int record_reader__open(const char *path, struct record_reader **out, char *err,
 		snprintf(err, errlen, "%s: read failed at offset 0: %s", path, strerror(-e));
 		goto fail;
 	}
-	if (got < sizeof(hdr) || memcmp(hdr, HS_FILE_MAGIC, 8)) {
+	if (got == sizeof(hdr))
+		hs_fixed_get(&hs_file_header_layout, hdr, &fh);
+	if (got < sizeof(hdr) || memcmp(fh.magic, HS_FILE_MAGIC, sizeof(fh.magic))) {
 		e = -EINVAL;
 		snprintf(err, errlen, "%s: offset 0: not a heapsnap record file (bad magic%s)", path,
 			 got < sizeof(hdr) ? ", file shorter than its 16-byte header" : "");
 		goto fail;
 	}
-	r->major = (uint32_t)(hdr[8] | hdr[9] << 8);
+	r->major = fh.major;
 	if (r->major < HS_FORMAT_MAJOR_OLDEST || r->major > HS_FORMAT_MAJOR) {
 		e = -EPROTONOSUPPORT;
 		snprintf(err, errlen,
 			 "%s: offset 8: format version %u.%u is not supported; this heapsnap reads %u.x to %u.x%s",
-			 path, r->major, hdr[10] | hdr[11] << 8, HS_FORMAT_MAJOR_OLDEST, HS_FORMAT_MAJOR,
+			 path, r->major, fh.minor, HS_FORMAT_MAJOR_OLDEST, HS_FORMAT_MAJOR,
 			 r->major > HS_FORMAT_MAJOR ? " (upgrade heapsnap-analyze)" : "");
 		goto fail;
 	}
-	r->minor = (uint32_t)(hdr[10] | hdr[11] << 8);
+	r->minor = fh.minor;
 	r->data_start = HS_FILE_HEADER_SIZE;
 	r->next_off = r->data_start;
 	r->dctx = ZSTD_createDCtx();
@@ -188,6 +182,7 @@ static int ensure(uint8_t **buf, size_t *cap, size_t need)
 static int load_frame(struct record_reader *r, uint64_t off, bool want_footer)
 {
 	uint8_t fh[HS_FRAME_HEADER_SIZE];
+	struct hs_frame_header h;
 	uint32_t clen, rlen, flags;
 	size_t got, n;
 	int e;
@@ -209,14 +204,15 @@ static int load_frame(struct record_reader *r, uint64_t off, bool want_footer)
 			   " complete frames", off, got, r->frames);
 		return 0;
 	}
-	if (get_le32(fh) != HS_FRAME_MAGIC) {
+	hs_fixed_get(&hs_frame_header_layout, fh, &h);
+	if (h.magic != HS_FRAME_MAGIC) {
 		set_status(r, HS_READ_CORRUPT, "offset %" PRIu64 ": bad frame magic 0x%08x (expected 0x%08x)", off,
-			   get_le32(fh), HS_FRAME_MAGIC);
+			   h.magic, HS_FRAME_MAGIC);
 		return 0;
 	}
-	clen = get_le32(fh + 4);
-	rlen = get_le32(fh + 8);
-	flags = get_le32(fh + 12);
+	clen = h.comp_size;
+	rlen = h.raw_size;
+	flags = h.flags;
 	if (rlen > HS_MAX_FRAME_RAW || clen > ZSTD_compressBound(HS_MAX_FRAME_RAW)) {
 		set_status(r, HS_READ_CORRUPT,
 			   "offset %" PRIu64 ": frame claims %u compressed / %u raw bytes, above the %u-byte limit", off,
@@ -234,9 +230,12 @@ static int load_frame(struct record_reader *r, uint64_t off, bool want_footer)
 		/* Complete only with the trailer right behind the footer, pointing back at it. */
 		uint64_t end = off + sizeof(fh) + clen;
 		uint8_t tr[HS_TRAILER_SIZE];
+		struct hs_trailer t = {0};
 
-		if (r->file_size - end != HS_TRAILER_SIZE || pread_all(r->fd, tr, sizeof(tr), end, &got) ||
-		    got != sizeof(tr) || memcmp(tr + 8, HS_TRAILER_MAGIC, 8) || get_le64(tr) != off) {
+		if (r->file_size - end == HS_TRAILER_SIZE && !pread_all(r->fd, tr, sizeof(tr), end, &got) &&
+		    got == sizeof(tr))
+			hs_fixed_get(&hs_trailer_layout, tr, &t);
+		if (memcmp(t.magic, HS_TRAILER_MAGIC, sizeof(t.magic)) || t.footer_offset != off) {
 			set_status(r, HS_READ_TRUNCATED,
 				   "no valid trailer: the footer frame at offset %" PRIu64 " is followed by %" PRIu64
 				   " bytes instead of the 16-byte trailer that points back at it; read %" PRIu64
@@ -374,168 +373,111 @@ static uint64_t count(struct cur *c, uint64_t max, size_t min_item_bytes)
 	return n;
 }
 
-/* PROBE-BODY: shared by SESSION's probe list and PROBE records. */
-static void cprobe(struct cur *c, struct hs_probe *p)
+static void decode_array(struct cur *c, const struct hs_field *f, uint32_t *nr, void *items);
+
+/* Walks the table S over the struct at BASE (schema.h), each length and count against its
+ * limit. PREV carries a delta field's value from one array item to the next. */
+static void decode_fields(struct cur *c, const struct hs_schema *s, void *base, uint64_t *prev)
 {
-	p->symbol = cstr(c);
-	p->path = cstr(c);
-	p->offset = cu(c);
-	p->build_id = cbytes(c, HS_MAX_BUILD_ID);
-	p->kind = cu32(c);
+	uint8_t *b = base;
+
+	for (uint32_t i = 0; i < s->nr; i++) {
+		const struct hs_field *f = &s->fields[i];
+		void *v = b + f->off;
+
+		if ((f->flags & HS_FF_OPTIONAL) && !c->bad && c->p >= c->end) {
+			/* Older files end here; the caller zeroed the record. */
+			if (f->enc == HS_ENC_STR)
+				*(const char **)v = "";
+			continue;
+		}
+		switch (f->enc) {
+		case HS_ENC_U64:
+			*(uint64_t *)v = cu(c);
+			break;
+		case HS_ENC_U32:
+			*(uint32_t *)v = cu32(c);
+			break;
+		case HS_ENC_S64:
+			*(int64_t *)v = hs_unzigzag(cu(c));
+			break;
+		case HS_ENC_SPAN:
+			*(uint64_t *)v = *(const uint64_t *)(b + f->aux) + cu(c);
+			break;
+		case HS_ENC_DELTA:
+			*prev += cu(c);
+			*(uint64_t *)v = *prev;
+			break;
+		case HS_ENC_SDELTA:
+			*prev += (uint64_t)hs_unzigzag(cu(c));
+			*(uint64_t *)v = *prev;
+			break;
+		case HS_ENC_STR:
+			*(const char **)v = cstr(c);
+			break;
+		case HS_ENC_BYTES:
+			*(struct hs_bytes *)v = cbytes(c, f->limit);
+			break;
+		case HS_ENC_STRUCT:
+			decode_fields(c, f->sub, v, prev);
+			break;
+		case HS_ENC_ARRAY:
+			decode_array(c, f, v, b + f->aux);
+			break;
+		}
+	}
+}
+
+/* An array field F: its count at NR, its items (in the arena) at ITEMS. */
+static void decode_array(struct cur *c, const struct hs_field *f, uint32_t *nr, void *items)
+{
+	uint32_t n = (uint32_t)count(c, f->limit, hs_schema_min_bytes(f->sub));
+	uint64_t prev = 0;
+	uint8_t *a;
+
+	/* No stack may be deeper than the session said it records. */
+	if ((f->flags & HS_FF_MAX_STACK) && n > c->r->max_frames) {
+		c->bad = "stack deeper than the session's max_stack";
+		n = 0;
+	}
+	a = arena_alloc(c->r, (size_t)f->sub->size * n);
+	if (!a && n && !c->bad)
+		c->bad = "internal arena overflow";
+	*nr = n;
+	memcpy(items, &a, sizeof(a)); /* a pointer of the item's type, stored through its bytes */
+	for (uint32_t k = 0; k < n && !c->bad; k++)
+		decode_fields(c, f->sub, a + (size_t)k * f->sub->size, &prev);
+}
+
+/* What the tables cannot say: checks across fields, and what a record tells the reader. */
+static const char *check_extended(struct record_reader *r, const struct hs_record *rec)
+{
+	switch (rec->type) {
+	case HS_REC_SESSION:
+		if (rec->session.tick_ns == 0)
+			return "session tick_ns is zero";
+		if (rec->session.max_stack < 1 || rec->session.max_stack > HS_MAX_STACK_FRAMES)
+			return "session max_stack is outside 1..127";
+		r->max_frames = (uint32_t)rec->session.max_stack;
+		return NULL;
+	case HS_REC_MAPPING:
+		return rec->mapping.end < rec->mapping.start ? "mapping wraps around the address space" : NULL;
+	default:
+		return NULL;
+	}
 }
 
 static int decode_extended(struct record_reader *r, struct hs_record *rec, const uint8_t *p, size_t len)
 {
+	const struct hs_schema *s = hs_schema_of(rec->type);
 	struct cur c = {.p = p, .end = p + len, .r = r};
 	uint64_t prev = 0;
 
-	switch (rec->type) {
-	case HS_REC_SESSION: {
-		struct hs_probe *probes;
-
-		rec->session.tool_version = cstr(&c);
-		rec->session.hostname = cstr(&c);
-		rec->session.kernel = cstr(&c);
-		rec->session.cmdline = cstr(&c);
-		rec->session.tick_ns = cu(&c);
-		rec->session.monotonic_start_ns = cu(&c);
-		rec->session.realtime_start_ns = cu(&c);
-		rec->session.sample_rate = cu(&c);
-		rec->session.stack_mode = cu32(&c);
-		rec->session.max_stack = cu(&c);
-		rec->session.flags = cu(&c);
-		rec->session.nr_probes = (uint32_t)count(&c, HS_MAX_PROBES, 5);
-		probes = arena_alloc(r, sizeof(*probes) * rec->session.nr_probes);
-		rec->session.probes = probes;
-		for (uint32_t i = 0; i < rec->session.nr_probes && !c.bad; i++)
-			cprobe(&c, &probes[i]);
-		/* 2.1 appended it; older files end here. */
-		rec->session.via = !c.bad && c.p < c.end ? cstr(&c) : "";
-		if (!c.bad && rec->session.tick_ns == 0)
-			c.bad = "session tick_ns is zero";
-		if (!c.bad && (rec->session.max_stack < 1 || rec->session.max_stack > HS_MAX_STACK_FRAMES))
-			c.bad = "session max_stack is outside 1..127";
-		/* No stack may be deeper than the session said it records. */
-		if (!c.bad)
-			r->max_frames = (uint32_t)rec->session.max_stack;
-		break;
-	}
-	case HS_REC_PROCESS:
-		rec->time = cu(&c);
-		rec->pid = cu32(&c);
-		rec->process.ppid = cu32(&c);
-		rec->process.origin = cu32(&c);
-		rec->process.comm = cstr(&c);
-		rec->process.cmdline = cstr(&c);
-		rec->process.exe = cstr(&c);
-		rec->process.build_id = cbytes(&c, HS_MAX_BUILD_ID);
-		break;
-	case HS_REC_EXIT:
-		rec->time = cu(&c);
-		rec->pid = cu32(&c);
-		rec->exit.status = hs_unzigzag(cu(&c));
-		break;
-	case HS_REC_MAPPING:
-		rec->time = cu(&c);
-		rec->pid = cu32(&c);
-		rec->mapping.start = cu(&c);
-		rec->mapping.end = rec->mapping.start + cu(&c);
-		rec->mapping.offset = cu(&c);
-		rec->mapping.inode = cu(&c);
-		rec->mapping.path = cstr(&c);
-		rec->mapping.build_id = cbytes(&c, HS_MAX_BUILD_ID);
-		if (!c.bad && rec->mapping.end < rec->mapping.start)
-			c.bad = "mapping wraps around the address space";
-		break;
-	case HS_REC_UNMAP:
-		rec->time = cu(&c);
-		rec->pid = cu32(&c);
-		rec->unmap.start = cu(&c);
-		rec->unmap.end = rec->unmap.start + cu(&c);
-		break;
-	case HS_REC_STACK: {
-		uint64_t *ips;
-
-		rec->stack.id = cu(&c);
-		rec->stack.nr = (uint32_t)count(&c, HS_MAX_STACK_FRAMES, 1);
-		if (rec->stack.nr > r->max_frames) {
-			c.bad = "stack deeper than the session's max_stack";
-			rec->stack.nr = 0;
-		}
-		ips = arena_alloc(r, sizeof(*ips) * rec->stack.nr);
-		for (uint32_t i = 0; i < rec->stack.nr && !c.bad; i++) {
-			prev += (uint64_t)hs_unzigzag(cu(&c));
-			ips[i] = prev;
-		}
-		rec->stack.ips = ips;
-		break;
-	}
-	case HS_REC_SNAPSHOT:
-		rec->time = cu(&c);
-		rec->snapshot.label = cstr(&c);
-		rec->snapshot.origin = cu32(&c);
-		rec->snapshot.live_bytes = cu(&c);
-		break;
-	case HS_REC_RSS:
-		rec->time = cu(&c);
-		rec->pid = cu32(&c);
-		rec->rss.rss_bytes = cu(&c);
-		rec->rss.vm_bytes = cu(&c);
-		break;
-	case HS_REC_COUNTERS:
-	case HS_REC_END: {
-		struct hs_counter *items;
-
-		rec->time = cu(&c);
-		rec->counters.nr = (uint32_t)count(&c, HS_MAX_COUNTERS, 2);
-		items = arena_alloc(r, sizeof(*items) * rec->counters.nr);
-		for (uint32_t i = 0; i < rec->counters.nr && !c.bad; i++) {
-			items[i].name = cstr(&c);
-			items[i].value = cu(&c);
-		}
-		rec->counters.items = items;
-		break;
-	}
-	case HS_REC_THREAD_NAME:
-		rec->pid = cu32(&c);
-		rec->tid = cu32(&c);
-		rec->thread_name.comm = cstr(&c);
-		break;
-	case HS_REC_PROBE:
-		rec->time = cu(&c);
-		rec->pid = cu32(&c);
-		cprobe(&c, &rec->probe);
-		break;
-	case HS_REC_STACK_DWARF: {
-		uint64_t *regs;
-
-		rec->dwarf.id = cu(&c);
-		rec->dwarf.nregs = (uint32_t)count(&c, HS_MAX_DWARF_REGS, 1);
-		regs = arena_alloc(r, sizeof(*regs) * rec->dwarf.nregs);
-		for (uint32_t i = 0; i < rec->dwarf.nregs && !c.bad; i++)
-			regs[i] = cu(&c);
-		rec->dwarf.regs = regs;
-		rec->dwarf.used = cu(&c);
-		rec->dwarf.window = cbytes(&c, HS_MAX_DWARF_WINDOW);
-		break;
-	}
-	case HS_REC_FRAME_INDEX: {
-		struct hs_frame_index_entry *e;
-
-		rec->frame_index.nr = (uint32_t)count(&c, UINT32_MAX, 3);
-		e = arena_alloc(r, sizeof(*e) * rec->frame_index.nr);
-		for (uint32_t i = 0; i < rec->frame_index.nr && !c.bad; i++) {
-			prev += cu(&c);
-			e[i].offset = prev;
-			e[i].first_time = cu(&c);
-			e[i].last_time = e[i].first_time + cu(&c);
-		}
-		rec->frame_index.entries = e;
-		break;
-	}
-	default:
+	if (!s)
 		return 1; /* unknown: caller skips it */
-	}
+	decode_fields(&c, s, rec, &prev);
+	if (!c.bad)
+		c.bad = check_extended(r, rec);
 	/* Bytes left over are fields a newer minor version appended; they are ignored. */
 	if (c.bad) {
 		set_status(r, HS_READ_CORRUPT, "frame at offset %" PRIu64 ", byte %zu: %s record: %s", r->frame_off,
@@ -596,6 +538,69 @@ static const char *v1_slot(struct record_reader *r, struct hs_record *rec, uint6
 	return NULL;
 }
 
+/* A core event at C: ALLOC, ALLOC_SAMPLED or FREE, or (version 2) a packed ALLOC or FREE
+ * whose type byte is *TYPEP, which becomes the record type. Sets c->bad when it is impossible. */
+static void decode_event(struct record_reader *r, struct hs_record *rec, struct cur *c, uint32_t *typep, bool packed)
+{
+	uint32_t type = *typep;
+	uint32_t bits = packed ? type : 0;
+	uint64_t td, t, key;
+
+	if (packed) {
+		*typep = type = bits & HS_PACKED_ALLOC ? HS_REC_ALLOC : HS_REC_FREE;
+		td = bits & HS_PACKED_TIME_ESC;
+		if (td == HS_PACKED_TIME_ESC)
+			td += cu(c);
+		if (type == HS_REC_FREE && (bits & (HS_PACKED_SAME_SLOT | HS_PACKED_SAME_SITE)))
+			c->bad = "packed FREE with ALLOC-only bits set";
+	} else {
+		td = cu(c);
+	}
+	t = r->last_time + (uint64_t)hs_unzigzag(td);
+	/* v2 frees name their slot outright; allocations (and v1 addresses) are deltas. */
+	if (bits & HS_PACKED_SAME_SLOT)
+		key = r->last_key;
+	else if (r->major >= 2 && type == HS_REC_FREE)
+		key = cu(c);
+	else
+		key = r->last_key + (uint64_t)hs_unzigzag(cu(c));
+	rec->type = type;
+	rec->time = t;
+	rec->pid = r->cur_pid;
+	rec->tid = r->cur_tid;
+	rec->alloc.size = rec->alloc.stack_id = 0;
+	rec->alloc.kind = 0;
+	rec->alloc.weight = HS_WEIGHT_ONE;
+	if (type != HS_REC_FREE) {
+		rec->alloc.size = cu(c);
+		if (bits & HS_PACKED_SAME_SITE) {
+			if (!r->have_site && !c->bad)
+				c->bad = "repeats the call site, but no allocation in this frame named one";
+			rec->alloc.stack_id = r->last_stack;
+			rec->alloc.kind = r->last_kind;
+		} else {
+			rec->alloc.stack_id = cu(c);
+			if (c->p >= c->end && !c->bad)
+				c->bad = "record ends inside a field";
+			else if (!c->bad)
+				rec->alloc.kind = *c->p++;
+			if (packed) {
+				r->last_stack = rec->alloc.stack_id;
+				r->last_kind = rec->alloc.kind;
+				r->have_site = true;
+			}
+		}
+		if (type == HS_REC_ALLOC_SAMPLED)
+			rec->alloc.weight = cu(c);
+	}
+	if (!c->bad)
+		c->bad = r->major == 1 ? v1_slot(r, rec, key) : check_slot(r, rec, key);
+	if (c->bad)
+		return;
+	r->last_time = t;
+	r->last_key = key;
+}
+
 static int decode_next(struct record_reader *r, struct hs_record *rec)
 {
 	while (r->pos < r->raw_len) {
@@ -606,62 +611,9 @@ static int decode_next(struct record_reader *r, struct hs_record *rec)
 		bool packed = (type & HS_PACKED_EVENT) && r->major >= 2;
 
 		if (packed || type == HS_REC_ALLOC || type == HS_REC_ALLOC_SAMPLED || type == HS_REC_FREE) {
-			uint32_t bits = packed ? type : 0;
-			uint64_t td, t, key;
-
-			if (packed) {
-				type = bits & HS_PACKED_ALLOC ? HS_REC_ALLOC : HS_REC_FREE;
-				td = bits & HS_PACKED_TIME_ESC;
-				if (td == HS_PACKED_TIME_ESC)
-					td += cu(&c);
-				if (type == HS_REC_FREE && (bits & (HS_PACKED_SAME_SLOT | HS_PACKED_SAME_SITE)))
-					c.bad = "packed FREE with ALLOC-only bits set";
-			} else {
-				td = cu(&c);
-			}
-			t = r->last_time + (uint64_t)hs_unzigzag(td);
-			/* v2 frees name their slot outright; allocations (and v1 addresses) are deltas. */
-			if (bits & HS_PACKED_SAME_SLOT)
-				key = r->last_key;
-			else if (r->major >= 2 && type == HS_REC_FREE)
-				key = cu(&c);
-			else
-				key = r->last_key + (uint64_t)hs_unzigzag(cu(&c));
-			rec->type = type;
-			rec->time = t;
-			rec->pid = r->cur_pid;
-			rec->tid = r->cur_tid;
-			rec->alloc.size = rec->alloc.stack_id = 0;
-			rec->alloc.kind = 0;
-			rec->alloc.weight = HS_WEIGHT_ONE;
-			if (type != HS_REC_FREE) {
-				rec->alloc.size = cu(&c);
-				if (bits & HS_PACKED_SAME_SITE) {
-					if (!r->have_site && !c.bad)
-						c.bad = "repeats the call site, but no allocation in this frame named one";
-					rec->alloc.stack_id = r->last_stack;
-					rec->alloc.kind = r->last_kind;
-				} else {
-					rec->alloc.stack_id = cu(&c);
-					if (c.p >= c.end && !c.bad)
-						c.bad = "record ends inside a field";
-					else if (!c.bad)
-						rec->alloc.kind = *c.p++;
-					if (packed) {
-						r->last_stack = rec->alloc.stack_id;
-						r->last_kind = rec->alloc.kind;
-						r->have_site = true;
-					}
-				}
-				if (type == HS_REC_ALLOC_SAMPLED)
-					rec->alloc.weight = cu(&c);
-			}
-			if (!c.bad)
-				c.bad = r->major == 1 ? v1_slot(r, rec, key) : check_slot(r, rec, key);
+			decode_event(r, rec, &c, &type, packed);
 			if (c.bad)
 				goto bad;
-			r->last_time = t;
-			r->last_key = key;
 			r->pos = (size_t)(c.p - r->raw);
 			return 1;
 		}
@@ -750,6 +702,7 @@ int record_reader__rewind(struct record_reader *r)
 int record_reader__footer(struct record_reader *r, int (*cb)(const struct hs_record *rec, void *ctx), void *ctx)
 {
 	uint8_t tr[HS_TRAILER_SIZE];
+	struct hs_trailer t;
 	struct record_reader *f;
 	struct hs_record rec;
 	char err[64];
@@ -761,9 +714,10 @@ int record_reader__footer(struct record_reader *r, int (*cb)(const struct hs_rec
 		return 0;
 	if (pread_all(r->fd, tr, sizeof(tr), r->file_size - sizeof(tr), &got) || got != sizeof(tr))
 		return 0;
-	if (memcmp(tr + 8, HS_TRAILER_MAGIC, 8))
+	hs_fixed_get(&hs_trailer_layout, tr, &t);
+	if (memcmp(t.magic, HS_TRAILER_MAGIC, sizeof(t.magic)))
 		return 0;
-	off = get_le64(tr);
+	off = t.footer_offset;
 	if (off < HS_FILE_HEADER_SIZE || off >= r->file_size - sizeof(tr))
 		return -EINVAL;
 	/* A second reader keeps the caller's stream position untouched. */

@@ -10,6 +10,7 @@
 
 #include "outfile.h"
 #include "record.h"
+#include "schema.h"
 
 struct snap_copy {
 	uint64_t time;
@@ -88,22 +89,11 @@ static int write_all(struct record_writer *w, const void *buf, size_t len)
 	return 0;
 }
 
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
 int record_writer__open(const char *path, const struct record_writer_opts *opts, struct record_writer **out)
 {
 	struct record_writer *w;
-	uint8_t hdr[HS_FILE_HEADER_SIZE] = {0};
+	struct hs_file_header fh = {.major = HS_FORMAT_MAJOR, .minor = HS_FORMAT_MINOR};
+	uint8_t hdr[HS_FILE_HEADER_SIZE];
 	int err;
 
 	w = calloc(1, sizeof(*w));
@@ -134,9 +124,8 @@ int record_writer__open(const char *path, const struct record_writer_opts *opts,
 	}
 	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, w->level);
 	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
-	memcpy(hdr, HS_FILE_MAGIC, 8);
-	hdr[8] = HS_FORMAT_MAJOR;
-	hdr[10] = HS_FORMAT_MINOR;
+	memcpy(fh.magic, HS_FILE_MAGIC, sizeof(fh.magic));
+	hs_fixed_put(&hs_file_header_layout, &fh, hdr);
 	err = write_all(w, hdr, sizeof(hdr));
 	if (err) {
 		record_writer__free(w);
@@ -174,10 +163,8 @@ static int emit_frame(struct record_writer *w, uint32_t flags)
 	clen = ZSTD_compress2(w->cctx, w->comp, w->comp_cap, w->raw, w->raw_len);
 	if (ZSTD_isError(clen))
 		return w->error = -EIO;
-	put_le32(fh, HS_FRAME_MAGIC);
-	put_le32(fh + 4, (uint32_t)clen);
-	put_le32(fh + 8, (uint32_t)w->raw_len);
-	put_le32(fh + 12, flags);
+	hs_fixed_put(&hs_frame_header_layout,
+		     &(struct hs_frame_header){HS_FRAME_MAGIC, (uint32_t)clen, (uint32_t)w->raw_len, flags}, fh);
 	err = write_all(w, fh, sizeof(fh));
 	if (!err)
 		err = write_all(w, w->comp, clen);
@@ -257,140 +244,73 @@ static void tstr(struct record_writer *w, const char *s)
 	tbytes(w, s ? s : "", s ? strlen(s) : 0);
 }
 
-static void tbuildid(struct record_writer *w, struct hs_bytes b)
+/* Walks the table S over the struct at BASE (schema.h). PREV carries a delta field's value
+ * from one array item to the next. */
+static void encode_fields(struct record_writer *w, const struct hs_schema *s, const void *base, uint64_t *prev)
 {
-	tbytes(w, b.p, b.len > HS_MAX_BUILD_ID ? HS_MAX_BUILD_ID : b.len);
-}
+	const uint8_t *b = base;
 
-/* PROBE-BODY: shared by SESSION's probe list and PROBE records. */
-static void tprobe(struct record_writer *w, const struct hs_probe *p)
-{
-	tstr(w, p->symbol);
-	tstr(w, p->path);
-	tu(w, p->offset);
-	tbuildid(w, p->build_id);
-	tu(w, p->kind);
+	for (uint32_t i = 0; i < s->nr; i++) {
+		const struct hs_field *f = &s->fields[i];
+		const void *v = b + f->off;
+
+		switch (f->enc) {
+		case HS_ENC_U64:
+			tu(w, *(const uint64_t *)v);
+			break;
+		case HS_ENC_U32:
+			tu(w, *(const uint32_t *)v);
+			break;
+		case HS_ENC_S64:
+			tu(w, hs_zigzag(*(const int64_t *)v));
+			break;
+		case HS_ENC_SPAN:
+			tu(w, *(const uint64_t *)v - *(const uint64_t *)(b + f->aux));
+			break;
+		case HS_ENC_DELTA:
+			tu(w, *(const uint64_t *)v - *prev);
+			*prev = *(const uint64_t *)v;
+			break;
+		case HS_ENC_SDELTA:
+			tu(w, hs_zigzag((int64_t)(*(const uint64_t *)v - *prev)));
+			*prev = *(const uint64_t *)v;
+			break;
+		case HS_ENC_STR:
+			tstr(w, *(const char *const *)v);
+			break;
+		case HS_ENC_BYTES: {
+			const struct hs_bytes *by = v;
+
+			tbytes(w, by->p, (f->flags & HS_FF_CLIP) && by->len > f->limit ? f->limit : by->len);
+			break;
+		}
+		case HS_ENC_STRUCT:
+			encode_fields(w, f->sub, v, prev);
+			break;
+		case HS_ENC_ARRAY: {
+			const uint8_t *items;
+			uint32_t n = *(const uint32_t *)v;
+			uint64_t item_prev = 0;
+
+			memcpy(&items, b + f->aux, sizeof(items)); /* a pointer of the item's type */
+			tu(w, n);
+			for (uint32_t k = 0; k < n; k++)
+				encode_fields(w, f->sub, items + (size_t)k * f->sub->size, &item_prev);
+			break;
+		}
+		}
+	}
 }
 
 static int encode_extended(struct record_writer *w, const struct hs_record *r)
 {
-	w->tmp_len = 0;
-	switch (r->type) {
-	case HS_REC_SESSION:
-		tstr(w, r->session.tool_version);
-		tstr(w, r->session.hostname);
-		tstr(w, r->session.kernel);
-		tstr(w, r->session.cmdline);
-		tu(w, r->session.tick_ns);
-		tu(w, r->session.monotonic_start_ns);
-		tu(w, r->session.realtime_start_ns);
-		tu(w, r->session.sample_rate);
-		tu(w, r->session.stack_mode);
-		tu(w, r->session.max_stack);
-		tu(w, r->session.flags);
-		tu(w, r->session.nr_probes);
-		for (uint32_t i = 0; i < r->session.nr_probes; i++)
-			tprobe(w, &r->session.probes[i]);
-		tstr(w, r->session.via ? r->session.via : "");
-		break;
-	case HS_REC_PROCESS:
-		tu(w, r->time);
-		tu(w, r->pid);
-		tu(w, r->process.ppid);
-		tu(w, r->process.origin);
-		tstr(w, r->process.comm);
-		tstr(w, r->process.cmdline);
-		tstr(w, r->process.exe);
-		tbuildid(w, r->process.build_id);
-		break;
-	case HS_REC_EXIT:
-		tu(w, r->time);
-		tu(w, r->pid);
-		tu(w, hs_zigzag(r->exit.status));
-		break;
-	case HS_REC_MAPPING:
-		tu(w, r->time);
-		tu(w, r->pid);
-		tu(w, r->mapping.start);
-		tu(w, r->mapping.end - r->mapping.start);
-		tu(w, r->mapping.offset);
-		tu(w, r->mapping.inode);
-		tstr(w, r->mapping.path);
-		tbuildid(w, r->mapping.build_id);
-		break;
-	case HS_REC_UNMAP:
-		tu(w, r->time);
-		tu(w, r->pid);
-		tu(w, r->unmap.start);
-		tu(w, r->unmap.end - r->unmap.start);
-		break;
-	case HS_REC_STACK: {
-		uint64_t prev = 0;
+	const struct hs_schema *s = hs_schema_of(r->type);
+	uint64_t prev = 0;
 
-		tu(w, r->stack.id);
-		tu(w, r->stack.nr);
-		for (uint32_t i = 0; i < r->stack.nr; i++) {
-			tu(w, hs_zigzag((int64_t)(r->stack.ips[i] - prev)));
-			prev = r->stack.ips[i];
-		}
-		break;
-	}
-	case HS_REC_SNAPSHOT:
-		tu(w, r->time);
-		tstr(w, r->snapshot.label);
-		tu(w, r->snapshot.origin);
-		tu(w, r->snapshot.live_bytes);
-		break;
-	case HS_REC_RSS:
-		tu(w, r->time);
-		tu(w, r->pid);
-		tu(w, r->rss.rss_bytes);
-		tu(w, r->rss.vm_bytes);
-		break;
-	case HS_REC_COUNTERS:
-	case HS_REC_END:
-		tu(w, r->time);
-		tu(w, r->counters.nr);
-		for (uint32_t i = 0; i < r->counters.nr; i++) {
-			tstr(w, r->counters.items[i].name);
-			tu(w, r->counters.items[i].value);
-		}
-		break;
-	case HS_REC_THREAD_NAME:
-		tu(w, r->pid);
-		tu(w, r->tid);
-		tstr(w, r->thread_name.comm);
-		break;
-	case HS_REC_PROBE:
-		tu(w, r->time);
-		tu(w, r->pid);
-		tprobe(w, &r->probe);
-		break;
-	case HS_REC_STACK_DWARF:
-		tu(w, r->dwarf.id);
-		tu(w, r->dwarf.nregs);
-		for (uint32_t i = 0; i < r->dwarf.nregs; i++)
-			tu(w, r->dwarf.regs[i]);
-		tu(w, r->dwarf.used);
-		tbytes(w, r->dwarf.window.p, r->dwarf.window.len);
-		break;
-	case HS_REC_FRAME_INDEX: {
-		uint64_t prev = 0;
-
-		tu(w, r->frame_index.nr);
-		for (uint32_t i = 0; i < r->frame_index.nr; i++) {
-			const struct hs_frame_index_entry *e = &r->frame_index.entries[i];
-
-			tu(w, e->offset - prev);
-			tu(w, e->first_time);
-			tu(w, e->last_time - e->first_time);
-			prev = e->offset;
-		}
-		break;
-	}
-	default:
+	if (!s)
 		return -EINVAL;
-	}
+	w->tmp_len = 0;
+	encode_fields(w, s, r, &prev);
 	return w->error;
 }
 
@@ -559,8 +479,10 @@ int record_writer__close(struct record_writer *w)
 	err = emit_frame(w, HS_FRAME_FLAG_FOOTER);
 	if (err)
 		return err;
-	put_le64(tr, footer_off);
-	memcpy(tr + 8, HS_TRAILER_MAGIC, 8);
+	struct hs_trailer t = {.footer_offset = footer_off};
+
+	memcpy(t.magic, HS_TRAILER_MAGIC, sizeof(t.magic));
+	hs_fixed_put(&hs_trailer_layout, &t, tr);
 	err = write_all(w, tr, sizeof(tr));
 	if (err) {
 		/* A footer without its trailer: the file is read as one cut short after its data. */

@@ -2803,6 +2803,34 @@ t_units_analyzer() {
 	EOF
 }
 
+# ---- format: the schema tables (format/schema.c) ----
+# The writer's bytes and the reader's records and errors for every record type, random values
+# at the edges, and damaged payloads: digests of what the hand-written encode_extended and
+# decode_extended gave (commit b13c7fc, tests/unit/schemagen.c built against it), so the
+# tables cannot change the file format unseen. File offsets are left out: they depend on the
+# zstd library's compression, not on the schema.
+t_format_schema() {
+	local G seed bad
+	G=$(realpath "$T/schemagen") || die "no $T/schemagen"
+	cd "$TMP" || die "cd $TMP"
+	"$G" check >check.log || { cat check.log; die "schema tables break their rules"; }
+	for bad in 5 5000; do
+		for seed in $(seq 1 25); do
+			"$G" write s.hsnap 600 $seed $bad >>w.log || die "schemagen write $seed $bad"
+			"$G" raw s.hsnap >>raw.bin || die "schemagen raw $seed $bad"
+			"$G" dump s.hsnap >>read.log || die "schemagen dump $seed $bad"
+			"$G" corrupt s.hsnap c.hsnap $seed || die "schemagen corrupt $seed $bad"
+			"$G" dump c.hsnap >>read.log || die "schemagen dump of the damaged $seed $bad"
+		done
+	done
+	sed -E 's/offset [0-9]+/offset N/g; s/followed by [0-9]+ bytes/followed by N bytes/g; s/ [0-9]+,([0-9]+,[0-9]+)/ \1/g' \
+		read.log >read.norm
+	eq "writer's bytes" 5e46fef87bdd2fd8f48a23d7e45c63aee2b6667d3137a2890e622c6bd1900927 \
+		"$(cat w.log raw.bin | sha256sum | cut -c1-64)"
+	eq "reader's records and errors" 294a9b360efc5d159aaf24f0ae1417112eb4192577b73e47797fc5c203a3e022 \
+		"$(sha256sum <read.norm | cut -c1-64)"
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -2815,6 +2843,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_inject_killed_recorder t_unwind_tables t_bpf_auto_nofp t_bpf_auto_attached t_bpf_auto_debian t_preload_auto_nofp \
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
 ALL="$ALL t_units_unit t_units_record_parsed t_units_record_bpf t_units_analyzer t_sampling_unit"
+ALL="$ALL t_format_schema"
 ALL="$ALL t_preload_thread_churn t_inject_thread_churn t_preload_threads_past_limit t_preload_closed_fds t_preload_python_workers t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
 ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inject_real_linked_alloc t_inject_real_redis t_inject_real_nginx"
 ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_bpf_max_stack_default t_max_stack_after_cut"

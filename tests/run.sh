@@ -2700,7 +2700,7 @@ t_units_record_parsed() {
 	contains "$TMP/up.err" "sample-rate 1073741824 bytes, ringbuf-size 1024 MiB"
 	# Refused before anything starts: exit 2, one line naming the option, the value and why.
 	while read -r opt val why; do
-		"$R" --via preload -o "$TMP/bad.hsnap" $opt "$val" -- /bin/true >/dev/null 2>"$TMP/bad.err"
+		"$R" --via preload -o "$TMP/refused.hsnap" $opt "$val" -- /bin/true >/dev/null 2>"$TMP/bad.err"
 		eq "$opt $val: exit" 2 $?
 		contains "$TMP/bad.err" "heapsnap-record: invalid value '$val' for $opt: $why"
 		eq "$opt $val: lines" 1 "$(grep -c . "$TMP/bad.err")"
@@ -2728,7 +2728,7 @@ t_units_record_parsed() {
 	--stack dwarf=64k dwarf=SIZE takes 256 to 32768
 	--stack dwarf=1.5 dwarf=SIZE takes 256 to 32768
 	EOF
-	[ ! -e "$TMP/bad.hsnap" ] || die "a refused option left a file"
+	[ ! -e "$TMP/refused.hsnap" ] || die "a refused option left a file"
 }
 
 # --duration 5m and --ringbuf-size 1g with BPF: a command that ends first ends the recording,

@@ -1867,7 +1867,7 @@ print(len(msg), len(anc))' "$name")
 # be recorded, and counted in the file, while it runs.
 t_preload_unrecorded_said() {
 	mkfifo "$TMP/us.fifo"
-	"$R" --via preload -o "$TMP/us.hsnap" -- /bin/sh -c "env -u LD_PRELOAD $T/threadchurn 1 1 $TMP/us.fifo" \
+	"$R" --via preload -o "$TMP/unrec.hsnap" -- /bin/sh -c "env -u LD_PRELOAD $T/threadchurn 1 1 $TMP/us.fifo" \
 		>"$TMP/us.out" 2>"$TMP/us.err" &
 	RPID=$!
 	waitfor "$TMP/us.out" ready || { cat "$TMP/us.err"; die "the command never said ready"; }
@@ -1875,7 +1875,7 @@ t_preload_unrecorded_said() {
 	echo go >"$TMP/us.fifo"
 	wait $RPID || { cat "$TMP/us.err"; die "the recorder failed"; }
 	contains "$TMP/us.err" "(threadchurn) is not recorded: libheapsnap.so is not loaded in it (its environment lost LD_PRELOAD"
-	"$A" stats --json "$TMP/us.hsnap" | grep -q '"lost.processes_unrecorded":1' || die "not counted in the file"
+	"$A" stats --json "$TMP/unrec.hsnap" | grep -q '"lost.processes_unrecorded":1' || die "not counted in the file"
 }
 
 # 2,000 short-lived processes, 8 at a time, each keeping 3 x 1000 bytes in quick_alloc and

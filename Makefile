@@ -137,12 +137,12 @@ $(OUTPUT)/tests/test_format: tests/unit/test_format.c $(FORMAT_SRCS) format/*.h 
 	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -Iformat -Ibpf \
 		-fsanitize=address,undefined -fno-sanitize-recover=all $< $(FORMAT_SRCS) -lzstd -lelf -o $@
 
-$(OUTPUT)/tests/test_units: tests/unit/test_units.c $(COMMON_SRCS) common/*.h | $(OUTPUT)/tests
+$(OUTPUT)/tests/test_units: tests/unit/test_units.c tests/unit/check.h $(COMMON_SRCS) common/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Icommon \
 		-fsanitize=address,undefined -fno-sanitize-recover=all $< $(COMMON_SRCS) -o $@
 
-$(OUTPUT)/tests/test_sampling: tests/unit/test_sampling.c recorder/sampling.c recorder/sampling.h bpf/heapsnap.h format/record.h \
+$(OUTPUT)/tests/test_sampling: tests/unit/test_sampling.c tests/unit/check.h recorder/sampling.c recorder/sampling.h bpf/heapsnap.h format/record.h \
 		| $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Irecorder -Iformat -Ibpf \

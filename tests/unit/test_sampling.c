@@ -9,17 +9,7 @@
 #include "record.h"
 #include "sampling.h"
 
-static int failures, checks;
-#define CHECK(cond, ...)                                                                                     \
-	do {                                                                                                 \
-		checks++;                                                                                    \
-		if (!(cond)) {                                                                               \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                      \
-			fprintf(stderr, __VA_ARGS__);                                                        \
-			fputc('\n', stderr);                                                                 \
-			failures++;                                                                          \
-		}                                                                                            \
-	} while (0)
+#include "check.h"
 
 /* p = 1 - exp(-s/R) by another road than the code's expm1: the alternating series where s/R is
  * small (1 - exp loses digits there), 1 - exp elsewhere. */

@@ -8,17 +8,7 @@
 
 #include "units.h"
 
-static int failures, checks;
-#define CHECK(cond, ...)                                                                                     \
-	do {                                                                                                 \
-		checks++;                                                                                    \
-		if (!(cond)) {                                                                               \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                      \
-			fprintf(stderr, __VA_ARGS__);                                                        \
-			fputc('\n', stderr);                                                                 \
-			failures++;                                                                          \
-		}                                                                                            \
-	} while (0)
+#include "check.h"
 
 static void size_is(const char *s, uint64_t plain_unit, uint64_t want)
 {

@@ -615,8 +615,9 @@ static int footer_check_cb(const struct hs_record *rec, void *ctx)
 
 /* Writes PATH with frame_size 4096: a session, NR events over NR_SNAPS snapshots evenly
  * spread, a flush every FLUSH_EVERY events (0: none), times out of order across frames when
- * JITTER (events of one frame a few ticks before the last ones of the frame before, as CPUs
- * give them), labels of LABEL_PAD bytes. */
+ * JITTER (every other frame's first event before every event of the frame before: a merged
+ * entry must take the earliest first_time of its frames, not its first frame's), labels of
+ * LABEL_PAD bytes. */
 struct big_opts {
 	uint64_t events, snaps, flush_every, time_base, time_step;
 	uint32_t footer_max;
@@ -644,8 +645,8 @@ static void write_big(const char *path, const struct big_opts *b, struct record_
 	for (uint64_t i = 0; i < b->events; i++) {
 		uint64_t t = b->time_base + i * b->time_step, slot = (i / 2) % 64;
 
-		if (b->jitter && b->flush_every && i % b->flush_every == 0)
-			t -= 8; /* before the frame before's last event */
+		if (b->jitter && b->flush_every && i % (2 * b->flush_every) == b->flush_every)
+			t -= 20 * b->time_step; /* before the frame before's first event */
 		if (i % 2 == 0)
 			r = (struct hs_record){.type = HS_REC_ALLOC, .time = t, .pid = 7, .tid = 7,
 					       .alloc = {.slot = slot, .size = 16 + i % 1000, .stack_id = 1}};

@@ -220,6 +220,7 @@ struct record_writer_opts {
 	uint32_t frame_size; /* raw bytes per frame before it is compressed; 0 = 1 MiB */
 	int zstd_level;      /* 0 = 2 */
 	const char **why;    /* set to a sentence when open fails for a reason errno does not name */
+	uint32_t footer_max; /* raw bytes the footer frame may hold; 0 = HS_MAX_FRAME_RAW (tests set less) */
 };
 
 /* Starts a file for PATH and writes the file header. The file gets its name only when
@@ -247,6 +248,17 @@ struct record_writer_counts {
 	uint64_t stacks; /* HS_REC_STACK and HS_REC_STACK_DWARF */
 };
 void record_writer__counts(const struct record_writer *w, struct record_writer_counts *out);
+/* What close put in the footer frame. Its records are kept whole in that one frame, up to
+ * footer_max: a frame index too large for it has adjacent entries merged (the time range it
+ * gives is unchanged), and only the first snapshot copies that fit are kept (every snapshot
+ * is still in the data frames, where the analyzer reads it). */
+struct record_writer_footer {
+	uint64_t frames;          /* data frames in the file */
+	uint64_t index_entries;   /* frame index entries: fewer than frames when merged */
+	uint64_t snapshots;       /* SNAPSHOT records in the data frames */
+	uint64_t snapshot_copies; /* of them, copied into the footer */
+};
+void record_writer__footer(const struct record_writer *w, struct record_writer_footer *out);
 /* The first write error, as -errno (0: none); every call after it fails with it. */
 int record_writer__error(const struct record_writer *w);
 

@@ -49,6 +49,8 @@ struct record_writer {
 	size_t nr_snaps, cap_snaps;
 	struct record_writer_counts pending; /* in the frame being filled */
 	struct record_writer_counts done;    /* in frames written whole */
+	size_t footer_max; /* raw bytes the footer frame may hold */
+	struct record_writer_footer foot;
 	int error; /* sticky: the first write error, as -errno */
 	const char *why;
 };
@@ -102,6 +104,11 @@ int record_writer__open(const char *path, const struct record_writer_opts *opts,
 	w->frame_size = opts && opts->frame_size ? opts->frame_size : (1u << 20);
 	if (w->frame_size > HS_MAX_FRAME_RAW / 2)
 		w->frame_size = HS_MAX_FRAME_RAW / 2;
+	w->footer_max = opts && opts->footer_max ? opts->footer_max : HS_MAX_FRAME_RAW;
+	if (w->footer_max > HS_MAX_FRAME_RAW)
+		w->footer_max = HS_MAX_FRAME_RAW;
+	if (w->footer_max < 4096)
+		w->footer_max = 4096;
 	/* Level 2: on the benchmark's churn, 3 costs the recorder ~15% more CPU for 3% smaller
 	 * files, and 1 makes them 12% larger (docs/FORMAT.md, Size). */
 	w->level = opts && opts->zstd_level ? opts->zstd_level : 2;
@@ -314,6 +321,14 @@ static int encode_extended(struct record_writer *w, const struct hs_record *r)
 	return w->error;
 }
 
+/* Raw bytes of an extended record whose payload is LEN bytes. */
+static size_t footer_size(size_t len)
+{
+	uint8_t v[10];
+
+	return 1 + hs_put_uvarint(v, len) + len;
+}
+
 static void note_time(struct record_writer *w, uint64_t t)
 {
 	if (!w->frame_has_time) {
@@ -443,9 +458,117 @@ check_full:
 	return 0;
 }
 
-int record_writer__close(struct record_writer *w)
+/* Appends extended record R to the footer frame being built, unless it would take the
+ * frame past BUDGET raw bytes: returns 1 then, and leaves the frame as it was. Never emits a
+ * frame, unlike reserve_raw: the trailer names exactly one footer frame. */
+static int footer_put(struct record_writer *w, const struct hs_record *r, size_t budget)
+{
+	uint8_t *p;
+	int err = encode_extended(w, r);
+
+	if (err)
+		return w->error = err;
+	if (w->raw_len + footer_size(w->tmp_len) > budget)
+		return 1;
+	err = grow((void **)&w->raw, &w->raw_cap, w->raw_len + 1 + 10 + w->tmp_len, 1);
+	if (err)
+		return w->error = err;
+	p = w->raw + w->raw_len;
+	*p++ = (uint8_t)r->type;
+	p += hs_put_uvarint(p, w->tmp_len);
+	memcpy(p, w->tmp, w->tmp_len);
+	w->raw_len = (size_t)(p + w->tmp_len - w->raw);
+	return 0;
+}
+
+/* Merges each pair of adjacent index entries into one: the offset of the first frame of the
+ * pair, the earliest first_time and the latest last_time of the two. Returns the new count.
+ * What the index is for stays true. Its earliest first_time and latest last_time, the file's
+ * time range and all the analyzer takes from it (footer_times in analyzer/replay.c), are
+ * unchanged: min and max over pairs, not the first's and the last's, as times out of order
+ * across CPUs may put a frame's first event before the frame before's. And the frames from
+ * an entry's offset up to the next entry's have all their times within its span, so a reader
+ * seeking by time still starts at the right frame, and decodes at most the run's others more. */
+static size_t index_halve(struct hs_frame_index_entry *e, size_t n)
+{
+	size_t out = 0;
+
+	for (size_t i = 0; i < n; i += 2) {
+		struct hs_frame_index_entry m = e[i];
+
+		if (i + 1 < n) {
+			if (e[i + 1].first_time < m.first_time)
+				m.first_time = e[i + 1].first_time;
+			if (e[i + 1].last_time > m.last_time)
+				m.last_time = e[i + 1].last_time;
+		}
+		e[out++] = m;
+	}
+	return out;
+}
+
+/* A snapshot copy as the record it repeats. */
+static struct hs_record snap_record(const struct snap_copy *c)
+{
+	struct hs_record s = {.type = HS_REC_SNAPSHOT, .time = c->time};
+
+	s.snapshot.label = c->label;
+	s.snapshot.origin = c->origin;
+	s.snapshot.live_bytes = c->live_bytes;
+	return s;
+}
+
+/* Builds the footer frame's records in w->raw: the frame index, then the snapshot copies in
+ * file order. They go into one frame, whatever frame_size says, up to the footer's budget
+ * (HS_MAX_FRAME_RAW, the most a reader takes in one frame). When they would not fit, the
+ * index gets the room the copies leave, but at least half: its adjacent entries are merged
+ * (index_halve) until it fits; then the copies take what is left, the first ones kept. The
+ * copies only spare a reader the data frames; each SNAPSHOT is there too, and the analyzer
+ * lists snapshots from there (docs/FORMAT.md, Footer frame). */
+static int footer_build(struct record_writer *w)
 {
 	struct hs_record rec = {.type = HS_REC_FRAME_INDEX};
+	size_t budget = w->footer_max, snaps_len = 0, index_budget;
+	int ret;
+
+	w->foot.frames = w->nr_index;
+	w->foot.snapshots = w->nr_snaps;
+	for (size_t i = 0; i < w->nr_snaps; i++) {
+		struct hs_record s = snap_record(&w->snaps[i]);
+
+		if (encode_extended(w, &s))
+			return w->error;
+		snaps_len += footer_size(w->tmp_len);
+	}
+	index_budget = budget - (snaps_len < budget / 2 ? snaps_len : budget / 2);
+	for (;;) {
+		rec.frame_index.nr = (uint32_t)w->nr_index;
+		rec.frame_index.entries = w->index;
+		ret = footer_put(w, &rec, index_budget);
+		if (ret <= 0)
+			break;
+		if (w->nr_index <= 1)
+			return w->error = -E2BIG; /* cannot happen: the budget is at least 4 KiB */
+		w->nr_index = index_halve(w->index, w->nr_index);
+	}
+	if (ret)
+		return ret;
+	w->foot.index_entries = w->nr_index;
+	for (size_t i = 0; i < w->nr_snaps; i++) {
+		struct hs_record s = snap_record(&w->snaps[i]);
+
+		ret = footer_put(w, &s, budget);
+		if (ret < 0)
+			return ret;
+		if (ret)
+			break; /* a prefix of the copies, so a reader knows which ones it has */
+		w->foot.snapshot_copies++;
+	}
+	return 0;
+}
+
+int record_writer__close(struct record_writer *w)
+{
 	uint8_t tr[HS_TRAILER_SIZE];
 	uint64_t footer_off;
 	int err;
@@ -453,27 +576,8 @@ int record_writer__close(struct record_writer *w)
 	err = emit_frame(w, 0);
 	if (err)
 		return err;
-	rec.frame_index.nr = (uint32_t)w->nr_index;
-	rec.frame_index.entries = w->index;
 	footer_off = w->file_off;
-	/* The footer frame repeats the snapshots so `info` need not read the whole file. */
-	struct snap_copy *snaps = w->snaps;
-	size_t nsnaps = w->nr_snaps;
-
-	w->snaps = NULL;
-	w->nr_snaps = w->cap_snaps = 0;
-	err = record_writer__write(w, &rec);
-	for (size_t i = 0; !err && i < nsnaps; i++) {
-		struct hs_record s = {.type = HS_REC_SNAPSHOT, .time = snaps[i].time};
-
-		s.snapshot.label = snaps[i].label;
-		s.snapshot.origin = snaps[i].origin;
-		s.snapshot.live_bytes = snaps[i].live_bytes;
-		err = record_writer__write(w, &s);
-	}
-	for (size_t i = 0; i < nsnaps; i++)
-		free(snaps[i].label);
-	free(snaps);
+	err = footer_build(w);
 	if (err)
 		return err;
 	err = emit_frame(w, HS_FRAME_FLAG_FOOTER);
@@ -493,6 +597,11 @@ int record_writer__close(struct record_writer *w)
 	if (fsync(w->fd) && errno != EINVAL)
 		return w->error = -errno;
 	return record_writer__publish(w);
+}
+
+void record_writer__footer(const struct record_writer *w, struct record_writer_footer *out)
+{
+	*out = w->foot;
 }
 
 int record_writer__publish(struct record_writer *w)

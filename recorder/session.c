@@ -646,6 +646,21 @@ static void run_poll(struct session *s, struct run *u)
 	}
 }
 
+
+/* The footer frame holds at most 16 MiB: past that the writer keeps the first snapshot
+ * copies only. Nothing is lost (the analyzer lists snapshots from the data frames), but a
+ * reader of the footer alone sees fewer, so say so. */
+static void warn_footer(const struct record_writer *w, const char *path)
+{
+	struct record_writer_footer f;
+
+	record_writer__footer(w, &f);
+	if (f.snapshot_copies < f.snapshots)
+		rec_warnx("%s: the footer holds the first %" PRIu64 " of the %" PRIu64
+			  " snapshots (its 16 MiB limit); all of them are in the data, where heapsnap-analyze reads them",
+			  path, f.snapshot_copies, f.snapshots);
+}
+
 static int run_finish(struct session *s, struct run *u)
 {
 	const struct rec_opts *o = s->o;
@@ -678,6 +693,8 @@ static int run_finish(struct session *s, struct run *u)
 		err = record_writer__close(s->w);
 		if (err)
 			rec_warnx("failed to finish %s: %s", o->output, strerror(-err));
+		else
+			warn_footer(s->w, o->output);
 	}
 	print_summary(s, (double)(mono_ns() - u->t_start) / 1e9);
 	return err;

@@ -498,6 +498,264 @@ static void test_packed_events(void)
 	}
 }
 
+/* ---- the footer frame holds its records whole: frame index and snapshot copies ---- */
+
+#define MAX_FRAMES 600000
+
+/* What the data frames hold, read through the stream: each frame's offset and time range. */
+struct stream_seen {
+	uint64_t *off, *tmin, *tmax;
+	uint64_t frames, events, snaps, time_sum, first, last;
+	enum hs_read_status st;
+	char err[512];
+};
+
+/* What the footer holds, checked against the stream. */
+struct footer_seen {
+	const struct stream_seen *s;
+	const char *label_fmt;
+	uint64_t entries, copies, first, last;
+	int bad; /* first failed check, by line */
+};
+
+static void note_frame_time(struct stream_seen *s, uint64_t t)
+{
+	uint64_t f = s->frames - 1;
+
+	if (t < s->tmin[f])
+		s->tmin[f] = t;
+	if (t > s->tmax[f])
+		s->tmax[f] = t;
+	if (t < s->first)
+		s->first = t;
+	if (t > s->last)
+		s->last = t;
+}
+
+static void read_stream(const char *path, struct stream_seen *s)
+{
+	struct record_reader *r;
+	struct hs_record rec;
+	char err[256];
+
+	memset(s, 0, sizeof(*s));
+	s->off = calloc(MAX_FRAMES, sizeof(*s->off));
+	s->tmin = calloc(MAX_FRAMES, sizeof(*s->tmin));
+	s->tmax = calloc(MAX_FRAMES, sizeof(*s->tmax));
+	s->first = UINT64_MAX;
+	CHECK(!record_reader__open(path, &r, err, sizeof(err)), "open: %s", err);
+	while (record_reader__next(r, &rec) == 1) {
+		uint64_t off = record_reader__offset(r);
+
+		if (!s->frames || s->off[s->frames - 1] != off) {
+			CHECK(s->frames < MAX_FRAMES, "too many frames for the test");
+			if (s->frames >= MAX_FRAMES)
+				break;
+			s->off[s->frames] = off;
+			s->tmin[s->frames] = UINT64_MAX;
+			s->frames++;
+		}
+		if (rec.type == HS_REC_ALLOC || rec.type == HS_REC_FREE) {
+			s->events++;
+			s->time_sum += rec.time;
+			note_frame_time(s, rec.time);
+		} else if (rec.type == HS_REC_SNAPSHOT) {
+			s->snaps++;
+			note_frame_time(s, rec.time);
+		}
+	}
+	s->st = record_reader__status(r);
+	snprintf(s->err, sizeof(s->err), "%s", record_reader__error(r));
+	CHECK(s->frames == record_reader__frames(r), "frames %" PRIu64 " vs %" PRIu64, s->frames,
+	      record_reader__frames(r));
+	record_reader__free(r);
+}
+
+#define FCHECK(c)                                                                                            \
+	do {                                                                                                 \
+		if (!(c) && !f->bad)                                                                         \
+			f->bad = __LINE__;                                                                   \
+	} while (0)
+
+static int footer_check_cb(const struct hs_record *rec, void *ctx)
+{
+	struct footer_seen *f = ctx;
+	const struct stream_seen *s = f->s;
+
+	if (rec->type == HS_REC_SNAPSHOT) {
+		char want[64];
+
+		snprintf(want, sizeof(want), f->label_fmt, (int)f->copies);
+		FCHECK(!strncmp(rec->snapshot.label, want, strlen(want))); /* the first ones, in order */
+		f->copies++;
+		return 0;
+	}
+	FCHECK(rec->type == HS_REC_FRAME_INDEX && !f->entries && !f->copies);
+	f->entries = rec->frame_index.nr;
+	f->first = UINT64_MAX;
+	for (uint32_t i = 0, k = 0; i < rec->frame_index.nr; i++) {
+		const struct hs_frame_index_entry *e = &rec->frame_index.entries[i];
+		uint64_t end = i + 1 < rec->frame_index.nr ? rec->frame_index.entries[i + 1].offset : UINT64_MAX;
+
+		/* Each entry starts at a data frame, and the frames up to the next entry's have
+		 * every time within its span: a reader seeking by time finds them. */
+		FCHECK(k < s->frames && e->offset == s->off[k]);
+		FCHECK(e->first_time <= e->last_time);
+		for (; k < s->frames && s->off[k] < end; k++)
+			FCHECK(s->tmin[k] >= e->first_time && s->tmax[k] <= e->last_time);
+		if (i + 1 == rec->frame_index.nr)
+			FCHECK(k == s->frames);
+		if (e->first_time < f->first)
+			f->first = e->first_time;
+		if (e->last_time > f->last)
+			f->last = e->last_time;
+	}
+	return 0;
+}
+
+/* Writes PATH with frame_size 4096: a session, NR events over NR_SNAPS snapshots evenly
+ * spread, a flush every FLUSH_EVERY events (0: none), times out of order across frames when
+ * JITTER (every other frame's first event before every event of the frame before: a merged
+ * entry must take the earliest first_time of its frames, not its first frame's), labels of
+ * LABEL_PAD bytes. */
+struct big_opts {
+	uint64_t events, snaps, flush_every, time_base, time_step;
+	uint32_t footer_max;
+	size_t label_pad;
+	bool jitter;
+};
+
+static void write_big(const char *path, const struct big_opts *b, struct record_writer_footer *foot,
+		      uint64_t *time_sum)
+{
+	struct record_writer_opts o = {.frame_size = 4096, .footer_max = b->footer_max};
+	struct record_writer *w;
+	struct hs_record r;
+	char *label = malloc(b->label_pad + 32);
+	int err = record_writer__open(path, &o, &w);
+
+	CHECK(!err && label, "open writer: %s", strerror(-err));
+	if (err || !label)
+		exit(1);
+	r = (struct hs_record){.type = HS_REC_SESSION,
+			       .session = {.tool_version = "t", .hostname = "h", .kernel = "k", .cmdline = "c",
+					   .tick_ns = 1000, .max_stack = 64}};
+	CHECK(!record_writer__write(w, &r), "session");
+	*time_sum = 0;
+	for (uint64_t i = 0; i < b->events; i++) {
+		uint64_t t = b->time_base + i * b->time_step, slot = (i / 2) % 64;
+
+		if (b->jitter && b->flush_every && i % (2 * b->flush_every) == b->flush_every)
+			t -= 20 * b->time_step; /* before the frame before's first event */
+		if (i % 2 == 0)
+			r = (struct hs_record){.type = HS_REC_ALLOC, .time = t, .pid = 7, .tid = 7,
+					       .alloc = {.slot = slot, .size = 16 + i % 1000, .stack_id = 1}};
+		else
+			r = (struct hs_record){.type = HS_REC_FREE, .time = t, .pid = 7, .tid = 7, .free = {.slot = slot}};
+		err = record_writer__write(w, &r);
+		if (err) {
+			CHECK(!err, "event %" PRIu64 ": %s", i, strerror(-err));
+			break;
+		}
+		*time_sum += t;
+		if (b->snaps && i % (b->events / b->snaps) == 0) {
+			int n = snprintf(label, 32, "interval-%" PRIu64, i / (b->events / b->snaps));
+
+			memset(label + n, 'x', b->label_pad);
+			label[(size_t)n + b->label_pad] = 0;
+			r = (struct hs_record){.type = HS_REC_SNAPSHOT, .time = t,
+					       .snapshot = {.label = label, .origin = HS_SNAP_INTERVAL, .live_bytes = 16}};
+			CHECK(!record_writer__write(w, &r), "snapshot");
+		}
+		if (b->flush_every && i % b->flush_every == b->flush_every - 1)
+			CHECK(!record_writer__flush(w), "flush");
+	}
+	err = record_writer__close(w);
+	CHECK(!err, "close: %s", strerror(-err));
+	record_writer__footer(w, foot);
+	record_writer__free(w);
+	free(label);
+}
+
+/* Reads PATH back: a complete file, every event, every snapshot in the data frames, and a
+ * footer whose index covers every frame and the whole time range. Returns what the footer had. */
+static void check_big(const char *path, const struct big_opts *b, uint64_t time_sum, struct footer_seen *f)
+{
+	struct stream_seen s;
+	struct record_reader *r;
+	char err[256];
+
+	read_stream(path, &s);
+	CHECK(s.st == HS_READ_END && !s.err[0], "%s: a complete file, got status %d: %s", path, s.st, s.err);
+	CHECK(s.frames > 300, "%s: %" PRIu64 " frames", path, s.frames);
+	CHECK(s.events == b->events && s.time_sum == time_sum, "%s: %" PRIu64 " of %" PRIu64 " events read back",
+	      path, s.events, b->events);
+	CHECK(s.snaps == b->snaps, "%s: %" PRIu64 " of %" PRIu64 " snapshots in the data frames", path, s.snaps,
+	      b->snaps);
+	memset(f, 0, sizeof(*f));
+	f->s = &s;
+	f->label_fmt = "interval-%d";
+	CHECK(!record_reader__open(path, &r, err, sizeof(err)), "open: %s", err);
+	CHECK(record_reader__footer(r, footer_check_cb, f) == 1, "%s: footer read", path);
+	record_reader__free(r);
+	CHECK(!f->bad, "%s: footer check at test_format.c:%d failed", path, f->bad);
+	CHECK(f->entries >= 1 && f->first == s.first && f->last == s.last,
+	      "%s: the index spans %" PRIu64 "..%" PRIu64 ", the events %" PRIu64 "..%" PRIu64, path, f->first,
+	      f->last, s.first, s.last);
+	free(s.off);
+	free(s.tmin);
+	free(s.tmax);
+}
+
+static void test_big_footer(void)
+{
+	char path[256];
+	struct record_writer_footer foot;
+	struct footer_seen f;
+	uint64_t sum;
+	/* A day of `--interval 1s` is 86,400 snapshots: these 2,000 take ~40 KiB, ten frames. */
+	const struct big_opts many = {.events = 600000, .snaps = 2000, .time_base = 1000, .time_step = 2};
+	/* Tiny frames and a footer of 4 KiB: the index must be merged, with times out of order
+	 * across frames, and the snapshot copies cut. */
+	const struct big_opts merged = {.events = 40000, .snaps = 400, .flush_every = 8, .time_base = 1000,
+					.time_step = 5, .footer_max = 4096, .jitter = true};
+	const struct big_opts huge = {.events = 960000, .snaps = 240, .flush_every = 2, .time_base = 1ull << 63,
+				      .time_step = 1ull << 42, .label_pad = 65536};
+
+	path_of(path, sizeof(path), "big.hsnap");
+	write_big(path, &many, &foot, &sum);
+	check_big(path, &many, sum, &f);
+	CHECK(f.entries == foot.frames && foot.index_entries == foot.frames, "every frame indexed: %" PRIu64
+	      " entries, %" PRIu64 " frames", f.entries, foot.frames);
+	CHECK(f.copies == many.snaps && foot.snapshot_copies == many.snaps && foot.snapshots == many.snaps,
+	      "every snapshot copied: %" PRIu64, f.copies);
+	printf("footer of %" PRIu64 " frames, %" PRIu64 " snapshots: %" PRIu64 " entries, %" PRIu64 " copies\n",
+	       foot.frames, foot.snapshots, f.entries, f.copies);
+
+	path_of(path, sizeof(path), "merged.hsnap");
+	write_big(path, &merged, &foot, &sum);
+	check_big(path, &merged, sum, &f);
+	CHECK(foot.frames > 4000 && f.entries == foot.index_entries && f.entries < foot.frames / 8,
+	      "index merged: %" PRIu64 " entries for %" PRIu64 " frames", f.entries, foot.frames);
+	CHECK(f.copies == foot.snapshot_copies && f.copies > 0 && f.copies < merged.snaps && foot.snapshots == merged.snaps,
+	      "the first %" PRIu64 " of %" PRIu64 " snapshots copied", f.copies, foot.snapshots);
+	printf("footer of %" PRIu64 " frames, %" PRIu64 " snapshots: %" PRIu64 " entries, %" PRIu64 " copies\n",
+	       foot.frames, foot.snapshots, f.entries, f.copies);
+
+	/* At full size: 15 MiB of snapshot copies leave the index half of the 16 MiB, and
+	 * 480,000 frames of ~18-byte entries (times past 2^63) need 8.6 MiB. */
+	path_of(path, sizeof(path), "huge.hsnap");
+	write_big(path, &huge, &foot, &sum);
+	check_big(path, &huge, sum, &f);
+	CHECK(f.entries == foot.index_entries && f.entries < foot.frames && f.entries >= foot.frames / 4,
+	      "index merged: %" PRIu64 " entries for %" PRIu64 " frames", f.entries, foot.frames);
+	CHECK(f.copies == foot.snapshot_copies && f.copies < huge.snaps && f.copies >= huge.snaps / 2,
+	      "the first %" PRIu64 " of %" PRIu64 " snapshots copied", f.copies, foot.snapshots);
+	printf("footer of %" PRIu64 " frames, %" PRIu64 " snapshots: %" PRIu64 " entries, %" PRIu64 " copies\n",
+	       foot.frames, foot.snapshots, f.entries, f.copies);
+	unlink(path);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -511,6 +769,7 @@ int main(void)
 	test_versions();
 	test_unknown_types();
 	test_packed_events();
+	test_big_footer();
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)

@@ -27,7 +27,9 @@ static uint64_t rd(struct cur *c, unsigned n)
 {
 	uint64_t v = 0;
 
-	if (c->bad || (uint64_t)(c->end - c->p) < n) {
+	/* A cursor past its end (an entry whose length is shorter than the fields read before
+	 * its end was set) reads nothing: end - p would wrap to a huge count. */
+	if (c->bad || c->p > c->end || (uint64_t)(c->end - c->p) < n) {
 		c->bad = true;
 		return 0;
 	}
@@ -444,7 +446,8 @@ static const uint8_t *entry(const uint8_t *eh, uint64_t len, uint64_t eh_addr, c
 		return end;
 	id_at = c.p;
 	id = rd(&c, 4);
-	if (c.bad || id == (o->debug_frame ? 0xffffffffu : 0)) /* a CIE: read with each of its FDEs */
+	/* A length under 4 ends the entry inside its own id: nothing of it can be read. */
+	if (c.bad || c.p > end || id == (o->debug_frame ? 0xffffffffu : 0)) /* a CIE: read with each of its FDEs */
 		return end;
 	/* An FDE: id is the distance back to its CIE, or in .debug_frame its offset. */
 	if (o->debug_frame ? id >= len : id > (uint64_t)(id_at - eh))

@@ -429,19 +429,6 @@ static int grab_fd(struct inject *j, int fd)
 	return ours < 0 ? -errno : ours;
 }
 
-static bool is_eventfd(int fd)
-{
-	char p[64], l[64];
-	ssize_t n;
-
-	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-	n = readlink(p, l, sizeof(l) - 1);
-	if (n <= 0)
-		return false;
-	l[n] = 0;
-	return !strcmp(l, "anon_inode:[eventfd]");
-}
-
 int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, char *why, size_t why_len,
 		   bool *touched)
 {
@@ -663,7 +650,7 @@ out_release:
 		goto out;
 	j->shm_fd = grab_fd(j, d->lib.shm_fd);
 	j->wake_fd = grab_fd(j, d->lib.wake_fd);
-	if (j->shm_fd < 0 || j->wake_fd < 0 || !is_eventfd(j->wake_fd) ||
+	if (j->shm_fd < 0 || j->wake_fd < 0 || !hs_fd_is_eventfd(j->wake_fd) ||
 	    !(fcntl(j->shm_fd, F_GET_SEALS) & F_SEAL_SHRINK)) {
 		snprintf(why, why_len, "the shared memory the library in process %d answered with is not as made", pid);
 		err = -EPROTO;

@@ -6,7 +6,11 @@
  * of ring with the same code. Fixed-width fields only: the target may be another build. */
 #ifndef HEAPSNAP_SHM_H
 #define HEAPSNAP_SHM_H
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <linux/types.h>
 
@@ -64,5 +68,21 @@ static inline uint64_t hs_shm_size(uint32_t nr_rings, uint32_t ring_bytes)
 static inline uint64_t hs_shm_data_offset(uint32_t nr_rings)
 {
 	return (sizeof(struct hs_shm_hdr) + (uint64_t)nr_rings * sizeof(struct hs_shm_ring) + 4095) & ~4095ull;
+}
+/* Whether FD of this process is an eventfd: the wake descriptor that comes with the shared
+ * memory, checked before it is written to (a descriptor of the program's own may sit at the
+ * number ours had). Both sides read it the same way: the library of a descriptor it inherited,
+ * the recorder of one it took from an injected target. Without /proc, no. */
+static inline bool hs_fd_is_eventfd(int fd)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return false;
+	link[n] = 0;
+	return !strcmp(link, "anon_inode:[eventfd]");
 }
 #endif

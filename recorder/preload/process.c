@@ -235,21 +235,6 @@ static void close_previous_image(void)
 	}
 }
 
-/* Whether FD is an eventfd: a descriptor of the program's own at the number ours had must
- * never be written to. Without /proc, no: the socket gives the right one. */
-static bool is_eventfd(int fd)
-{
-	char path[64], link[64];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n <= 0)
-		return false;
-	link[n] = 0;
-	return !strcmp(link, "anon_inode:[eventfd]");
-}
-
 /* The descriptors named in ENV (HS_SHM_ENV), if they are still the recorder's: a child that
  * closed them (close_fds) may have opened other files at the same numbers since. */
 static bool fds_inherited(const char *env, int *fd, int *efd, uint64_t *ino)
@@ -260,7 +245,7 @@ static bool fds_inherited(const char *env, int *fd, int *efd, uint64_t *ino)
 	if (!env || sscanf(env, "%d,%d,%llu", fd, efd, &i) != 3)
 		return false;
 	*ino = i;
-	return !fstat(*fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == i && is_eventfd(*efd);
+	return !fstat(*fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == i && hs_fd_is_eventfd(*efd);
 }
 
 /* The descriptors from the recorder's socket (HS_SOCK_ENV), for a child that closed the

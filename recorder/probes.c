@@ -693,15 +693,12 @@ int bpf_attach(struct session *s, struct run *u)
 			return err;
 		}
 		if (!nr_maps) {
-			char *st = proc_read_string(o->pid, "stat"), *paren = st ? strrchr(st, ')') : NULL;
-
 			/* A zombie maps nothing either: said as what it is. */
-			if (paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'))
+			if (proc_is_zombie(o->pid))
 				rec_warnx("process %d is a zombie: it has exited and its parent (process %d) has not "
 					  "reaped it; nothing of it is left to record", o->pid, proc_ppid(o->pid));
 			else
 				rec_warnx("process %d maps no memory: a kernel thread has no allocator to probe", o->pid);
-			free(st);
 			return -ESRCH;
 		}
 		p = add_proc(s, o->pid);

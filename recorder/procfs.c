@@ -158,6 +158,27 @@ pid_t proc_ppid(pid_t pid)
 	return ppid;
 }
 
+char proc_state(pid_t pid)
+{
+	char *s = proc_read_string(pid, "stat"), *p, st = 0;
+
+	if (!s)
+		return 0;
+	/* comm may hold spaces and parentheses: the state follows the last ')'. */
+	p = strrchr(s, ')');
+	if (p && p[1] == ' ' && p[2])
+		st = p[2];
+	free(s);
+	return st;
+}
+
+bool proc_is_zombie(pid_t pid)
+{
+	char st = proc_state(pid);
+
+	return st == 'Z' || st == 'X';
+}
+
 int proc_rss(pid_t pid, uint64_t *rss, uint64_t *vm)
 {
 	char path[64];

@@ -25,6 +25,10 @@ bool same_file(const char *path, uint64_t dev, uint64_t ino);
 char *proc_read_string(pid_t pid, const char *file);
 char *proc_exe(pid_t pid);
 pid_t proc_ppid(pid_t pid);
+/* The state letter of /proc/PID/stat (R, S, D, Z...), 0 if it cannot be read. */
+char proc_state(pid_t pid);
+/* Exited and not reaped (Z), or being reaped (X): nothing of it is left to record. */
+bool proc_is_zombie(pid_t pid);
 int proc_rss(pid_t pid, uint64_t *rss, uint64_t *vm);
 char *proc_thread_comm(pid_t pid, pid_t tid);
 /* The recorder's PID namespace, for BPF to number pids as getpid() and /proc do: its nsfs

@@ -511,15 +511,7 @@ static void write_child_exit(struct session *s)
 /* Whether PID has ended: gone, or a zombie (its threads are all gone, its ring too). */
 static bool pid_ended(pid_t pid)
 {
-	char *st;
-	bool z;
-
-	if (kill(pid, 0) && errno == ESRCH)
-		return true;
-	st = proc_read_string(pid, "stat");
-	z = st && strrchr(st, ')') && strrchr(st, ')')[1] == ' ' && strrchr(st, ')')[2] == 'Z';
-	free(st);
-	return z;
+	return (kill(pid, 0) && errno == ESRCH) || proc_is_zombie(pid);
 }
 
 /* In-process rings whose thread has exited, or whose process is gone, go back to the pool

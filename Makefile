@@ -13,7 +13,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE \
 	  -DHEAPSNAP_VERSION='"$(VERSION)"' -I$(OUTPUT) -Iformat -Ibpf -Icommon
-BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -Ibpf
+BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -Ibpf -Icommon
 
 ifeq ($(V),1)
 Q :=
@@ -23,13 +23,16 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-FORMAT_SRCS := format/common.c format/schema.c format/writer.c format/reader.c format/buildid.c format/outfile.c format/unwtab.c
+FORMAT_SRCS := format/varint.c format/schema.c format/writer.c format/reader.c
 FORMAT_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(FORMAT_SRCS))
-# What both programs' command lines share (sizes and durations), not part of the file format.
-COMMON_SRCS := common/units.c
+# What both programs share that is not the file format: sizes and durations on the command line,
+# build-ids, safe output files, unwind tables from .eh_frame.
+COMMON_SRCS := common/units.c common/buildid.c common/outfile.c common/unwtab.c
 COMMON_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(COMMON_SRCS))
-RECORD_SRCS := $(wildcard recorder/*.c)
-RECORD_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(RECORD_SRCS)) $(OUTPUT)/recorder/inject_stub.o
+RECORD_DIRS := recorder recorder/bpf recorder/inproc recorder/inject
+RECORD_SRCS := $(foreach d,$(RECORD_DIRS),$(wildcard $(d)/*.c))
+RECORD_INC := $(addprefix -I,$(RECORD_DIRS))
+RECORD_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(RECORD_SRCS)) $(OUTPUT)/recorder/inject/inject_stub.o
 ANALYZE_SRCS := $(wildcard analyzer/*.c)
 # The HTML report's page (analyzer/report.html) is built into the program: a report is one file.
 ANALYZE_ASSETS := analyzer/html_page.S
@@ -43,23 +46,23 @@ LIB := $(OUTPUT)/libheapsnap.so
 # The in-process recorder runs inside the target: frame pointers for its own stack walk,
 # nothing exported but the hooks, and no dependency beyond libc.
 LIB_CFLAGS := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer -fvisibility=hidden -ftls-model=initial-exec \
-	-Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -I. -Ibpf -Irecorder
+	-Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -I. -Ibpf -Icommon -Iformat -Irecorder -Irecorder/inproc -Irecorder/inject
 
 .PHONY: all clean check demo bench deps install test-programs fuzz fuzz-programs
 .DELETE_ON_ERROR:
 
 all: $(BINS) $(LIB)
 
-LIB_SRCS := $(wildcard recorder/preload/*.c) format/unwtab.c
+LIB_SRCS := $(wildcard recorder/libheapsnap/*.c) common/unwtab.c
 
-$(LIB): $(LIB_SRCS) recorder/preload/inproc.h recorder/shm.h recorder/inject_abi.h recorder/gotwalk.h bpf/heapsnap.h format/record.h format/unwtab.h | $(OUTPUT)
+$(LIB): $(LIB_SRCS) recorder/libheapsnap/libheapsnap.h recorder/inproc/shm.h recorder/inject/inject_abi.h recorder/inject/gotwalk.h common/*.h format/record.h | $(OUTPUT)
 	$(call msg,LIB,$@)
-	$(Q)$(CC) $(LIB_CFLAGS) -Irecorder/preload -shared -Wl,-soname,libheapsnap.so -Wl,-z,now -Wl,-z,nodelete $(LIB_SRCS) -ldl -lpthread -o $@
+	$(Q)$(CC) $(LIB_CFLAGS) -Irecorder/libheapsnap -shared -Wl,-soname,libheapsnap.so -Wl,-z,now -Wl,-z,nodelete $(LIB_SRCS) -ldl -lpthread -o $@
 
 deps:
 	$(Q)scripts/install-deps.sh
 
-$(OUTPUT)/format $(OUTPUT)/common $(OUTPUT)/recorder $(OUTPUT)/analyzer $(OUTPUT)/tests:
+$(OUTPUT)/format $(OUTPUT)/common $(addprefix $(OUTPUT)/,$(RECORD_DIRS)) $(OUTPUT)/analyzer $(OUTPUT)/tests:
 	$(Q)mkdir -p $@
 
 $(OUTPUT):
@@ -69,7 +72,7 @@ $(OUTPUT)/vmlinux.h: | $(OUTPUT)
 	$(call msg,GEN,$@)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
-$(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/heapsnap.h $(wildcard bpf/*.bpf.h) $(OUTPUT)/vmlinux.h | $(OUTPUT)
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/heapsnap.h common/event_abi.h common/unw_rows.h $(wildcard bpf/*.bpf.h) $(OUTPUT)/vmlinux.h | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
@@ -93,14 +96,15 @@ $(OUTPUT)/common/%.o: common/%.c common/*.h | $(OUTPUT)/common
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-$(OUTPUT)/recorder/%.o: recorder/%.c recorder/*.h format/*.h common/*.h bpf/heapsnap.h $(OUTPUT)/heapsnap.skel.h | $(OUTPUT)/recorder
+RECORD_HDRS := $(foreach d,$(RECORD_DIRS),$(wildcard $(d)/*.h)) format/*.h common/*.h bpf/heapsnap.h
+$(OUTPUT)/recorder/%.o: recorder/%.c $(RECORD_HDRS) $(OUTPUT)/heapsnap.skel.h | $(addprefix $(OUTPUT)/,$(RECORD_DIRS))
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -Irecorder -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(RECORD_INC) -c $< -o $@
 
 # The injection stub: machine code copied into the target, never run in the recorder.
-$(OUTPUT)/recorder/inject_stub.o: recorder/inject_stub.S recorder/inject_abi.h | $(OUTPUT)/recorder
+$(OUTPUT)/recorder/inject/inject_stub.o: recorder/inject/inject_stub.S recorder/inject/inject_abi.h | $(OUTPUT)/recorder/inject
 	$(call msg,AS,$@)
-	$(Q)$(CC) -Irecorder -Ibpf -c $< -o $@
+	$(Q)$(CC) -Irecorder/inject -Icommon -c $< -o $@
 
 $(OUTPUT)/analyzer/%.o: analyzer/%.c analyzer/*.h format/*.h common/*.h $(OUTPUT)/profile.pb-c.h | $(OUTPUT)/analyzer
 	$(call msg,CC,$@)
@@ -134,40 +138,40 @@ TEST_PROGS += $(OUTPUT)/tests/schemagen
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c tests/unit/check.h $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -Iformat -Ibpf \
-		-fsanitize=address,undefined -fno-sanitize-recover=all $< $(FORMAT_SRCS) -lzstd -lelf -o $@
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -Iformat -Ibpf -Icommon \
+		-fsanitize=address,undefined -fno-sanitize-recover=all $< $(FORMAT_SRCS) common/outfile.c -lzstd -lelf -o $@
 
-$(OUTPUT)/tests/test_units: tests/unit/test_units.c tests/unit/check.h $(COMMON_SRCS) common/*.h | $(OUTPUT)/tests
+$(OUTPUT)/tests/test_units: tests/unit/test_units.c tests/unit/check.h common/units.c common/units.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Icommon \
-		-fsanitize=address,undefined -fno-sanitize-recover=all $< $(COMMON_SRCS) -o $@
+		-fsanitize=address,undefined -fno-sanitize-recover=all $< common/units.c -o $@
 
 $(OUTPUT)/tests/test_sampling: tests/unit/test_sampling.c tests/unit/check.h recorder/sampling.c recorder/sampling.h bpf/heapsnap.h format/record.h \
 		| $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Irecorder -Iformat -Ibpf \
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Irecorder -Iformat -Ibpf -Icommon \
 		-fsanitize=address,undefined -fno-sanitize-recover=all $< recorder/sampling.c -lm -o $@
 
-$(OUTPUT)/tests/unwdump: tests/unit/unwdump.c format/unwtab.c format/unwtab.h | $(OUTPUT)/tests
+$(OUTPUT)/tests/unwdump: tests/unit/unwdump.c common/unwtab.c common/unwtab.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iformat -Ibpf \
-		-fsanitize=address,undefined -fno-sanitize-recover=all $< format/unwtab.c -lelf -o $@
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iformat -Ibpf -Icommon \
+		-fsanitize=address,undefined -fno-sanitize-recover=all $< common/unwtab.c -lelf -o $@
 
 $(OUTPUT)/tests/craft: tests/unit/craft.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -Iformat -Ibpf \
-		$< $(FORMAT_SRCS) -lzstd -lelf -o $@
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -Iformat -Ibpf -Icommon \
+		$< $(FORMAT_SRCS) common/outfile.c -lzstd -lelf -o $@
 
 $(OUTPUT)/tests/mutate: tests/unit/mutate.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -Iformat -Ibpf \
-		$< $(FORMAT_SRCS) -lzstd -lelf -o $@
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -Iformat -Ibpf -Icommon \
+		$< $(FORMAT_SRCS) common/outfile.c -lzstd -lelf -o $@
 
 # The schema's bytes pinned (t_format_schema); sanitized, as it feeds the reader damaged payloads.
 $(OUTPUT)/tests/schemagen: tests/unit/schemagen.c $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iformat -Ibpf \
-		-fsanitize=address,undefined -fno-sanitize-recover=all $< $(FORMAT_SRCS) -lzstd -lelf -o $@
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iformat -Ibpf -Icommon \
+		-fsanitize=address,undefined -fno-sanitize-recover=all $< $(FORMAT_SRCS) common/outfile.c -lzstd -lelf -o $@
 
 $(OUTPUT)/tests/alloc_c: tests/workloads/alloc_c.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -223,9 +227,9 @@ $(OUTPUT)/tests/libwake_plugin.so: tests/workloads/wake_plugin.c | $(OUTPUT)/tes
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
 
-$(OUTPUT)/tests/scribble: tests/workloads/scribble.c recorder/shm.h bpf/heapsnap.h | $(OUTPUT)/tests
+$(OUTPUT)/tests/scribble: tests/workloads/scribble.c recorder/inproc/shm.h bpf/heapsnap.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(TEST_CFLAGS) -Irecorder -Ibpf $< -o $@
+	$(Q)$(CC) $(TEST_CFLAGS) -Irecorder/inproc -Ibpf -Icommon $< -o $@
 
 $(OUTPUT)/tests/threadchurn: tests/workloads/threadchurn.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -295,33 +299,33 @@ $(OUTPUT)/asan/heapsnap-analyze: $(ANALYZE_SRCS) $(ANALYZE_ASSETS) analyzer/repo
 	$(Q)$(CC) $(SAN_FLAGS) -Ianalyzer $(ANALYZE_SRCS) $(ANALYZE_ASSETS) $(FORMAT_SRCS) $(COMMON_SRCS) $(OUTPUT)/profile.pb-c.c \
 		$(ANALYZE_LIBS) -o $@
 
-$(OUTPUT)/asan/heapsnap-record: $(RECORD_SRCS) $(FORMAT_SRCS) $(COMMON_SRCS) $(OUTPUT)/heapsnap.skel.h recorder/*.h format/*.h \
+$(OUTPUT)/asan/heapsnap-record: $(RECORD_SRCS) $(FORMAT_SRCS) $(COMMON_SRCS) $(OUTPUT)/heapsnap.skel.h $(RECORD_HDRS) format/*.h \
 		common/*.h
 	$(call msg,CC-ASAN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(SAN_FLAGS) -Irecorder $(RECORD_SRCS) recorder/inject_stub.S $(FORMAT_SRCS) $(COMMON_SRCS) $(RECORD_LIBS) -o $@
+	$(Q)$(CC) $(SAN_FLAGS) $(RECORD_INC) $(RECORD_SRCS) recorder/inject/inject_stub.S $(FORMAT_SRCS) $(COMMON_SRCS) $(RECORD_LIBS) -o $@
 
 # libFuzzer targets (clang's -fsanitize=fuzzer): the reader alone, and replay with every report.
 FUZZ_CC ?= clang
 FUZZ_FLAGS := -std=gnu11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-D_GNU_SOURCE -DHEAPSNAP_VERSION='"$(VERSION)-fuzz"' -I$(OUTPUT) -Iformat -Ibpf -Ianalyzer -Itests/fuzz
+	-D_GNU_SOURCE -DHEAPSNAP_VERSION='"$(VERSION)-fuzz"' -I$(OUTPUT) -Iformat -Ibpf -Icommon -Ianalyzer -Itests/fuzz
 FUZZ_PROGS := $(OUTPUT)/fuzz/fuzz_reader $(OUTPUT)/fuzz/fuzz_replay $(OUTPUT)/fuzz/fuzz_unwtab
 
-$(OUTPUT)/fuzz/fuzz_unwtab: tests/fuzz/fuzz_unwtab.c format/unwtab.c format/unwtab.h bpf/heapsnap.h
+$(OUTPUT)/fuzz/fuzz_unwtab: tests/fuzz/fuzz_unwtab.c common/unwtab.c common/unwtab.h bpf/heapsnap.h
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $< format/unwtab.c -o $@
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $< common/unwtab.c -o $@
 
 $(OUTPUT)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c tests/fuzz/fuzz_common.h $(FORMAT_SRCS) format/*.h
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $< $(FORMAT_SRCS) -lzstd -lelf -o $@
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $< $(FORMAT_SRCS) common/outfile.c -lzstd -lelf -o $@
 
-$(OUTPUT)/fuzz/fuzz_replay: tests/fuzz/fuzz_replay.c tests/fuzz/fuzz_common.h $(filter-out analyzer/main.c,$(ANALYZE_SRCS)) \
-		$(ANALYZE_ASSETS) analyzer/report.html $(FORMAT_SRCS) $(OUTPUT)/profile.pb-c.c analyzer/*.h format/*.h
+$(OUTPUT)/fuzz/fuzz_replay: tests/fuzz/fuzz_replay.c tests/fuzz/fuzz_common.h $(filter-out analyzer/analyze_main.c,$(ANALYZE_SRCS)) \
+		$(ANALYZE_ASSETS) analyzer/report.html $(FORMAT_SRCS) $(COMMON_SRCS) $(OUTPUT)/profile.pb-c.c analyzer/*.h format/*.h
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $< $(filter-out analyzer/main.c,$(ANALYZE_SRCS)) $(ANALYZE_ASSETS) $(FORMAT_SRCS) \
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $< $(filter-out analyzer/analyze_main.c,$(ANALYZE_SRCS)) $(ANALYZE_ASSETS) $(FORMAT_SRCS) $(COMMON_SRCS) \
 		$(OUTPUT)/profile.pb-c.c $(ANALYZE_LIBS) -o $@
 
 fuzz-programs: $(FUZZ_PROGS) $(OUTPUT)/tests/craft
@@ -358,13 +362,13 @@ $(OUTPUT)/bench/workload_cxx: bench/workload_cxx.cc | $(OUTPUT)/bench
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror $< -o $@
 
-$(OUTPUT)/bench/genfile: bench/genfile.c $(FORMAT_OBJS) | $(OUTPUT)/bench
+$(OUTPUT)/bench/genfile: bench/genfile.c $(FORMAT_OBJS) $(OUTPUT)/common/outfile.o | $(OUTPUT)/bench
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $< $(FORMAT_OBJS) -lzstd -lelf -o $@
+	$(Q)$(CC) $(CFLAGS) $< $(FORMAT_OBJS) $(OUTPUT)/common/outfile.o -lzstd -lelf -o $@
 
 bench: deps
 	$(Q)$(MAKE) --no-print-directory all $(BENCH_PROGS)
-	$(Q)OUTPUT=$(OUTPUT) bench/run.sh
+	$(Q)OUTPUT=$(OUTPUT) bench/bench.sh
 
 # Man pages made from each program's --help: its options, defaults and examples, one place.
 MANS := $(OUTPUT)/man/heapsnap-record.1 $(OUTPUT)/man/heapsnap-analyze.1

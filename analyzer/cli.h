@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* heapsnap-analyze's command line, parsed (main.c), and its subcommands (commands.c). */
+/* heapsnap-analyze's command line, parsed (analyze_main.c), and its subcommands (commands.c). */
 #ifndef HEAPSNAP_CLI_H
 #define HEAPSNAP_CLI_H
 #include <stdbool.h>

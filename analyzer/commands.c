@@ -16,7 +16,7 @@
 #include "replay.h"
 #include "symbolize.h"
 
-/* Output goes to stdout, or through outfile (format/outfile.h): a temporary file renamed into
+/* Output goes to stdout, or through outfile (common/outfile.h): a temporary file renamed into
  * place, so a failure never leaves half a file and a planted link is never written through. */
 struct out {
 	FILE *f;

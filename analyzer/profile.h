@@ -7,7 +7,7 @@
 
 #include "replay.h"
 #include "symbolize.h"
-#include "unwind.h"
+#include "dwarf_unwind.h"
 
 enum { V_ALLOC_OBJECTS, V_ALLOC_SPACE, V_INUSE_OBJECTS, V_INUSE_SPACE, V__COUNT };
 

@@ -158,7 +158,7 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
-/* --stack auto: the rows of every module's unwind table (recorder/unwind.c writes them
+/* --stack auto: the rows of every module's unwind table (recorder/bpf/bpf_unwind_tables.c writes them
  * through a mapping of this array), and each tracked process's executable mappings. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -10,7 +10,7 @@
 
 #include <linux/types.h>
 
-#include "heapsnap.h"
+#include "event_abi.h"
 
 #define HS_FORMAT_MAJOR 2
 #define HS_FORMAT_MINOR 1
@@ -26,7 +26,7 @@
 
 /* Bounds the reader enforces whatever the file claims. */
 #define HS_MAX_FRAME_RAW (16u << 20)
-/* The recorder's own limits (bpf/heapsnap.h): a file that claims more was not written by it,
+/* The recorder's own limits (common/event_abi.h): a file that claims more was not written by it,
  * and would only make the analyzer spend memory no recording needs. */
 #define HS_MAX_STACK_FRAMES HS_MAX_STACK
 #define HS_MAX_PROBES 4096

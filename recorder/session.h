@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The recorder's parts, around one struct session: launch.c starts the command, probes.c is
- * the BPF way in (objects, probes, links), the in-process way in is preload.c, rings.c reads
- * either kind of ring, events.c turns events into records (live set, stacks, counters,
- * snapshots), procs.c follows processes and their mappings, and session.c runs it all:
+/* The recorder's parts, around one struct session: launch.c starts the command, bpf_probes.c is
+ * the BPF way in (objects, probes, links), the in-process way in is inproc_shm.c, ring_reader.c reads
+ * either kind of ring, pipeline.c turns events into records (live set, stacks, counters,
+ * snapshots), processes.c follows processes and their mappings, and session.c runs it all:
  * open -> start -> attach -> poll -> finish. */
 #ifndef HEAPSNAP_SESSION_H
 #define HEAPSNAP_SESSION_H
@@ -43,7 +43,7 @@
 #include "ptrmap.h"
 #include "record.h"
 #include "recorder.h"
-#include "preload.h"
+#include "inproc_shm.h"
 #include "sampling.h"
 #include "inject.h"
 #include "signals.h"
@@ -51,7 +51,7 @@
 #define TICK_NS 1000ull
 
 /* An ELF file some target maps: scanned once for allocator functions, whatever pids map it. */
-/* An object's unwind table in the BPF rows (recorder/unwind.c), and its executable segments,
+/* An object's unwind table in the BPF rows (recorder/bpf/bpf_unwind_tables.c), and its executable segments,
  * which tell a mapping's link-time addresses. */
 #define OBJ_UNW_SEGS 4
 struct obj_seg {
@@ -218,7 +218,7 @@ struct run {
 extern const char *const counter_names[HS_CNT__MAX];
 
 /* session.c */
-/* unwind.c */
+/* bpf_unwind_tables.c */
 int unw_tables__open(struct session *s);
 void unw_tables__free(struct unw_tables *u);
 void unw_tables__update(struct session *s, const struct proc *p);
@@ -234,7 +234,7 @@ char *resolve_command(const char *cmd);
 pid_t start_held_child(char **argv, const char *exe, int *go_fd, const struct preload *pre, const char *lib);
 bool is_script(const char *path);
 
-/* probes.c */
+/* bpf_probes.c */
 struct object *object_get(struct session *s, uint64_t dev, uint64_t ino, const char *path);
 void destroy_links(struct link_ent *links, int nr);
 void scan_object(struct session *s, struct object *o, const char *open_path);
@@ -244,7 +244,7 @@ int check_privileges(void);
 int bpf_start(struct session *s, struct run *u);
 int bpf_attach(struct session *s, struct run *u);
 
-/* procs.c */
+/* processes.c */
 void name_thread_cb(pid_t tid, void *ctx);
 struct proc *proc_find(struct session *s, pid_t pid);
 void write_mapping(struct session *s, pid_t pid, const struct proc_map *m, uint64_t now);
@@ -257,7 +257,7 @@ void track_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid, co
 void on_proc_event(struct session *s, const struct hs_proc_event *e, uint64_t t);
 void on_mmap_event(struct session *s, const struct hs_mmap_event *e, uint64_t t);
 
-/* events.c */
+/* pipeline.c */
 int handle_event(struct session *s, const void *data, size_t len);
 void read_counters(struct session *s);
 void write_counters(struct session *s, uint32_t type);
@@ -265,13 +265,13 @@ void warn_losses(struct session *s);
 void snapshot(struct session *s, uint32_t origin, const char *label, uint64_t t);
 void sample_rss(struct session *s);
 
-/* rings.c */
+/* ring_reader.c */
 void ring_use_memory(struct ring *r, uint64_t *cons, const uint64_t *prod, const uint8_t *data, uint32_t size);
 void ring_unmap(struct ring *r);
 uint64_t drain(struct session *s, bool all, bool *held);
 int create_rings(struct session *s, uint32_t ring_bytes);
 int rings_epoll(struct session *s, int wake_fd);
-/* In-process (children.c): hands the shared memory to the command's descendants that ask the
+/* In-process (inproc_children.c): hands the shared memory to the command's descendants that ask the
  * socket; once a second, says which of them run without being recorded. */
 void serve_children(struct session *s);
 void scan_children(struct session *s);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* libFuzzer target: unwind tables from .eh_frame and .debug_frame (format/unwtab.c), which the
+/* libFuzzer target: unwind tables from .eh_frame and .debug_frame (common/unwtab.c), which the
  * recorder builds from any binary a traced process maps. Input: a 2-byte length, that many
  * bytes of .eh_frame_hdr, then a section read both as .eh_frame and as .debug_frame. Rows must
  * be in order and within the first pass's bound, and nothing may be read outside the input

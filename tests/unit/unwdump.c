@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* unwdump FILE: reads link-time addresses (hex, one per line) on stdin and prints the rule
- * heapsnap's unwind table (format/unwtab.c, from .eh_frame and .debug_frame, as the recorder
+ * heapsnap's unwind table (common/unwtab.c, from .eh_frame and .debug_frame, as the recorder
  * builds it) gives each, as readelf -wF writes rules:
  *   ADDR rsp+N|rbp+N|none|end|expr  c-N|u|same|lost
  * tests/unwcheck.py compares them with readelf's own reading. Each address is also looked up

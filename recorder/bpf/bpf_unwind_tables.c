@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* --stack auto through BPF: the unwind tables of the modules tracked processes map, built
- * once per build-id (format/unwtab.c) straight into the BPF program's array of rows, and
+ * once per build-id (common/unwtab.c) straight into the BPF program's array of rows, and
  * each process's executable mappings with where their module's rows are. */
 #include <gelf.h>
 #include <sys/mman.h>

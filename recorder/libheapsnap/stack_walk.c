@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* --stack auto in the target: a walk of return addresses with unwind tables built from each
- * module's .eh_frame (format/unwtab.c, the same code the BPF path's tables come from), where
+ * module's .eh_frame (common/unwtab.c, the same code the BPF path's tables come from), where
  * a frame-pointer walk would lose every caller of code built without frame pointers.
  *
  * A frame's rule comes from the module's own mapped .eh_frame, found through PT_GNU_EH_FRAME:
@@ -15,8 +15,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "format/unwtab.h"
-#include "inproc.h"
+#include "unwtab.h"
+#include "libheapsnap.h"
 
 #define MAX_MODULES 1024
 

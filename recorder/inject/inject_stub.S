@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The injection stub: position-independent code the recorder copies into the target, with the
- * data page it reads (recorder/inject_abi.h). Nothing here runs in a thread the recorder
+ * data page it reads (recorder/inject/inject_abi.h). Nothing here runs in a thread the recorder
  * stopped. A GOT entry of one of the target's allocator calls is pointed at a trampoline
  * entry; the first thread of the target that calls through one is at a known safe point (in
  * its own code, about to call the allocator, holding no allocator or loader lock), and there

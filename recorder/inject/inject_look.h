@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Injection, step 1: looking at the target, touching nothing (recorder/inject_look.c). */
+/* Injection, step 1: looking at the target, touching nothing (recorder/inject/inject_look.c). */
 #ifndef HEAPSNAP_INJECT_LOOK_H
 #define HEAPSNAP_INJECT_LOOK_H
 #include <stdbool.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Unwind tables from .eh_frame: for each address range of a module, how to find its caller's
- * frame (struct hs_unw_row of bpf/heapsnap.h). The same code builds them for the BPF
+ * frame (struct hs_unw_row of common/unw_rows.h). The same code builds them for the BPF
  * program (in the recorder, from the file) and in the target (libheapsnap.so, from memory),
  * so it calls no allocator: the caller provides the rows' memory, sized by a first pass. */
 #ifndef HEAPSNAP_UNWTAB_H
@@ -9,7 +9,7 @@
 
 #include <linux/types.h>
 
-#include "heapsnap.h"
+#include "unw_rows.h"
 
 /* A module's table larger than this is refused (its rows' pc is 32 bits, too). */
 #define HS_UNW_MAX_ROWS (1u << 22)

@@ -17,7 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "preload.h"
+#include "inproc_shm.h"
 #include "sampling.h"
 
 struct preload {

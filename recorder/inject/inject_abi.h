@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The injection stub's memory, shared by three programs: the recorder writes it into the
- * target (recorder/inject.c), the stub's machine code reads and writes it in the target
- * (recorder/inject_stub.S), and libheapsnap.so's entry takes it as its argument
- * (recorder/preload/inject.c). The offsets are macros so that the assembler sees them; the C
+ * target (recorder/inject/inject_attach.c), the stub's machine code reads and writes it in the target
+ * (recorder/inject/inject_stub.S), and libheapsnap.so's entry takes it as its argument
+ * (recorder/libheapsnap/inject_entry.c). The offsets are macros so that the assembler sees them; the C
  * struct below is checked against them. Fixed-width fields only: the recorder and the
  * library may be different builds, which the version tells apart. */
 #ifndef HEAPSNAP_INJECT_ABI_H
@@ -85,7 +85,7 @@
 
 #include <linux/types.h>
 
-#include "heapsnap.h"
+#include "event_abi.h"
 
 /* lib_state */
 enum {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Offline DWARF unwinding of --stack dwarf captures with libdwfl. */
-#ifndef HEAPSNAP_UNWIND_H
-#define HEAPSNAP_UNWIND_H
+#ifndef HEAPSNAP_DWARF_UNWIND_H
+#define HEAPSNAP_DWARF_UNWIND_H
 #include <stdint.h>
 
 #include "replay.h"

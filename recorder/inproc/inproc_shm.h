@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The in-process way in: shared memory and a wake-up eventfd for libheapsnap.so in a command
- * the recorder starts (recorder/shm.h has the layout). */
-#ifndef HEAPSNAP_PRELOAD_H
-#define HEAPSNAP_PRELOAD_H
+ * the recorder starts (recorder/inproc/shm.h has the layout). */
+#ifndef HEAPSNAP_INPROC_SHM_H
+#define HEAPSNAP_INPROC_SHM_H
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>

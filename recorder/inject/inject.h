@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The injected way in: libheapsnap.so loaded into a running process without a debugger and
- * without a stopped thread ever calling libc (recorder/inject.c has how). */
+ * without a stopped thread ever calling libc (recorder/inject/inject_attach.c has how). */
 #ifndef HEAPSNAP_INJECT_H
 #define HEAPSNAP_INJECT_H
 #include <stdbool.h>

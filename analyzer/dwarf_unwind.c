@@ -11,7 +11,7 @@
 
 #include "hmap.h"
 #include "modules.h"
-#include "unwind.h"
+#include "dwarf_unwind.h"
 
 const char *const unwind_fail_names[UNW__COUNT] = {"ok", "no binary", "no CFI", "window too small"};
 

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "inject_abi.h"
-#include "inproc.h"
+#include "libheapsnap.h"
 
 static int own_shm_fd = -1; /* the memory this library made; -1 while it has none */
 static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -133,7 +133,7 @@ static void wait_for_detach(int pipe_fd)
 	}
 }
 
-/* The target's threads waiting in the trampoline go on (recorder/inject_stub.S): to the hooks
+/* The target's threads waiting in the trampoline go on (recorder/inject/inject_stub.S): to the hooks
  * once they are in place, to the allocator otherwise (counted there). */
 static void open_gate(struct hs_inject_data *d)
 {
@@ -252,7 +252,7 @@ static int session(struct hs_inject_data *d)
 	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
 	fast_path(shm->sample_rate != 0);
 	/* Before any entry is rewritten: the trampoline then leaves every entry as it finds it
-	 * (recorder/inject_stub.S, the lazy binder's). */
+	 * (recorder/inject/inject_stub.S, the lazy binder's). */
 	__atomic_store_n(&d->patching, 1, __ATOMIC_SEQ_CST);
 	l->nr_patched = got_patch_all(d->slots, l->nr_slots < HS_INJ_MAX_SLOTS ? l->nr_slots : HS_INJ_MAX_SLOTS,
 				      l->stub_lo, l->stub_hi, &modules);

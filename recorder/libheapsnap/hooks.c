@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "inproc.h"
+#include "libheapsnap.h"
 
 /* ---- the real allocators ---- */
 

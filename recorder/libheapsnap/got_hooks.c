@@ -12,7 +12,7 @@
 
 #include "gotwalk.h"
 #include "inject_abi.h"
-#include "inproc.h"
+#include "libheapsnap.h"
 
 /* What we hook, by the name a module imports. */
 static const char *const hook_names[] = {

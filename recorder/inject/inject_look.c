@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Injecting libheapsnap.so, step 1 (recorder/inject.c has the whole): looking at the target,
+/* Injecting libheapsnap.so, step 1 (recorder/inject/inject_attach.c has the whole): looking at the target,
  * touching nothing: its state and tracer, whether another recorder records it, its libc's
  * functions, the GOT entries the trampoline takes, a `syscall` instruction. Everything read
  * from the target is the target's to shape: bounded, and escaped before it is printed. */
@@ -92,7 +92,7 @@ struct slot_ctx {
 };
 #define MAX_SAFE_POINTS 64
 
-/* The allocator entries the trampoline sits in: every one the library hooks (got.c), so that
+/* The allocator entries the trampoline sits in: every one the library hooks (got_hooks.c), so that
  * no allocator call made while it loads goes by unseen: it waits there, or is counted. Only
  * code that holds none of the locks pthread_create or dlopen take calls them. */
 static int pick_slot(void *ctx, uint64_t got, const char *name)

@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "inproc.h"
+#include "libheapsnap.h"
 
 /* ---- processes, images, thread names ---- */
 

@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "inproc.h"
+#include "libheapsnap.h"
 
 struct hs_shm_hdr *shm;
 uint8_t *shm_data;

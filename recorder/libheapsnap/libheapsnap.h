@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* libheapsnap.so's parts, shared between its files: events.c writes events into the
- * thread's ring in shared memory, hooks.c interposes the allocators, process.c tells the
+/* libheapsnap.so's parts, shared between its files: producer.c writes events into the
+ * thread's ring in shared memory, hooks.c interposes the allocators, lib_process.c tells the
  * recorder about the process (start, fork, images, names). */
-#ifndef HEAPSNAP_INPROC_H
-#define HEAPSNAP_INPROC_H
+#ifndef HEAPSNAP_LIBHEAPSNAP_H
+#define HEAPSNAP_LIBHEAPSNAP_H
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "format/record.h"
+#include "record.h"
 #include "shm.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -34,7 +34,7 @@ struct real_fns {
 	int (*prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
 };
 /* What every hook reads, on one page of its own with the smallest filter of sampled blocks
- * (events.c): a hook then touches no other page of ours, and costs the target no more TLB
+ * (producer.c): a hook then touches no other page of ours, and costs the target no more TLB
  * entries than it must. Written only when a session starts or ends, or the filter resizes. */
 #define FILTER_MIN_BITS 12
 /* Every filter starts on a 2^18-byte boundary, so that one word holds its address and its
@@ -51,7 +51,7 @@ extern struct hs_hot hs_hot;
 #define filter_word (hs_hot.fw)
 #define fast_gen (hs_hot.fg)
 
-/* A thread's last table walk (unwind.c), frame by frame: where each frame's return address
+/* A thread's last table walk (stack_walk.c), frame by frame: where each frame's return address
  * and rbp were read from and what they held, so that the next walk from the same place can
  * take the callers whose slots are unchanged without looking up their rules. */
 struct walk_memo {
@@ -107,7 +107,7 @@ void resolve_from(void *handle);
 void *boot_alloc(size_t n);
 bool boot_in_use(void);
 
-/* events.c */
+/* producer.c */
 uint64_t now_ns(void);
 void count(int which);
 uint32_t gettid_raw(void);
@@ -133,16 +133,16 @@ extern struct sampled_w {
 #define sampled_live (sampled_w.live)
 #define sampled_tombs (sampled_w.tombs)
 
-/* unwind.c */
+/* stack_walk.c */
 uint32_t unwind_walk(struct tstate *t, uint64_t fp, uint64_t *ips, uint32_t max);
 void unwind_before_fork(void);
 void unwind_after_fork(bool child);
 
-/* process.c */
+/* lib_process.c */
 void emit_maps(void);
 void process_attach(void);
 
-/* got.c */
+/* got_hooks.c */
 struct hs_inject_slot;
 int got_init(void);
 bool got_is_hook(const void *fn);
@@ -151,11 +151,11 @@ void got_patch_new(void);
 void *got_find_definition(const char *name);
 void got_restore_all(void);
 
-/* events.c */
+/* producer.c */
 void sampled_clear(void);
 
 /* Sampled blocks: a table of SAMPLED_SLOTS, a count of them per home slot (bucket), and a
- * filter that a free reads (events.c): bit i of 2^k for the buckets equal to i modulo 2^k,
+ * filter that a free reads (producer.c): bit i of 2^k for the buckets equal to i modulo 2^k,
  * set while any of them holds a block, sized to the blocks sampled live (about 6% of bits set, 512 bytes to 32 KiB)
  * so that it stays in cache. One word holds the filter's address and its log2 bits. */
 #define SAMPLED_SLOTS (1u << 18)

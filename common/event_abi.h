@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The event ABI: what every source of events writes and heapsnap-record reads. The BPF
+ * program (bpf/heapsnap.bpf.c) writes these into its rings, libheapsnap.so into the rings of
+ * the memory it shares with the recorder (recorder/inproc/shm.h), both framed the same way;
+ * recorder/ring_reader.c reads either. Fixed-width fields only: it compiles for BPF too
+ * (__u64 and friends come from vmlinux.h there, from <linux/types.h> here). */
+#ifndef HEAPSNAP_EVENT_ABI_H
+#define HEAPSNAP_EVENT_ABI_H
+
+#define HS_MAX_STACK 127
+#define HS_MAX_DWARF_BYTES 32768
+/* Registers copied for --stack dwarf, in this order. */
+#define HS_DWARF_NREGS 8 /* ip, sp, bp, bx, r12, r13, r14, r15 */
+#define HS_NR_THRESHOLDS 1024
+
+enum hs_ev_type {
+	HS_EV_ALLOC = 1,
+	HS_EV_FREE = 2,
+	HS_EV_STACK = 3,
+	HS_EV_FORK = 4,
+	HS_EV_EXEC = 5,
+	HS_EV_EXIT = 6,
+	HS_EV_MMAP = 7,
+	HS_EV_COMM = 8,
+	HS_EV_DWARF = 9,
+};
+
+/* The attach cookie of every allocator probe: what the function is, and how to treat it. */
+#define HS_COOKIE_KIND_MASK 0xffu  /* enum hs_alloc_kind of format/record.h */
+#define HS_COOKIE_WRAPPER 0x100u   /* a free that calls another probed free (delete, __rust_dealloc) */
+/* The probe is a session probe (Linux 6.13): its entry program decides whether the return
+ * half runs, so a call that needs no return (nested, not sampled) saves that trap. */
+#define HS_COOKIE_SESSION 0x200u
+/* An allocator that calls no other probed allocator (glibc's malloc, calloc, memalign):
+ * when a sampling draw passes it by, nothing needs its return. */
+#define HS_COOKIE_LEAF 0x400u
+/* In an alloc event's kind: the block of a failed realloc, live again (undoes its free). */
+#define HS_KIND_FLAG_RESTORED 0x80u
+/* In an exit event's kind: the sender does not know the status (the in-process recorder
+ * sees a process end, not how); the recorder writes no EXIT record from it. */
+#define HS_EXIT_FLAG_NO_STATUS 0x1u
+/* In a free event's kind: realloc released this block at its entry (every-event mode). */
+#define HS_FREE_FLAG_REALLOC 0x40u
+
+enum hs_counter_id {
+	HS_CNT_RINGBUF_FULL,     /* events dropped: ring buffer full */
+	HS_CNT_LIVE_FULL,        /* allocations dropped: live map full */
+	HS_CNT_STACK_TRUNCATED,  /* stacks cut at --max-stack */
+	HS_CNT_MISSED_URETPROBE, /* outer allocator calls whose return was never seen */
+	HS_CNT_UNKNOWN_FREE,     /* frees of pointers allocated before attach (or lost) */
+	HS_CNT_STACK_ERROR,      /* a frame-pointer walk stopped before the outermost frame (no event lost) */
+	HS_CNT_THREAD_FULL,      /* per-thread state map full */
+	HS_CNT_ALLOC_CALLS,      /* outermost allocator calls seen */
+	HS_CNT_FREE_CALLS,       /* free calls seen (non-NULL) */
+	HS_CNT_NESTED,           /* allocator calls inside another probed allocator */
+	HS_CNT_SAMPLED,          /* allocations chosen by the sampler */
+	HS_CNT_FAILED_ALLOC,     /* allocator returned NULL */
+	HS_CNT_STACKS_NEW,       /* distinct stacks sent to user space */
+	HS_CNT_DWARF_TRUNCATED,  /* dwarf windows smaller than the stack mapping above sp (argv and
+				  * environment included: the analyzer tells whether frames were missed) */
+	/* --stack auto: why a table walk stopped before the outermost frame (the frames before
+	 * it are kept). One counter per reason, so that no truncation is silent. */
+	HS_CNT_UNW_NO_MODULE,    /* a return address in no module known (JIT code, or mapped just now) */
+	HS_CNT_UNW_NO_TABLE,     /* a module without .eh_frame, or whose table did not fit */
+	HS_CNT_UNW_NO_ROW,       /* an address no FDE of its module covers */
+	HS_CNT_UNW_EXPRESSION,   /* a frame whose CFA is a DWARF expression or in another register */
+	HS_CNT_UNW_BAD_FRAME,    /* a CFA outside the stack, or not above the frame before */
+	HS_CNT_UNW_FP_LOST,      /* a CFA based on rbp where the callee's table lost track of rbp */
+	HS_CNT_UNW_DWARF_COPY,   /* BPF: the process's modules not known yet, the stack copied instead */
+	HS_CNT_UNW_FP_INSTEAD,   /* BPF: the same, but the ring too full for a copy: frame pointers */
+	HS_CNT__MAX,
+};
+
+struct hs_event_hdr {
+	__u8 type;
+	__u8 kind;
+	__u16 nr; /* HS_EV_STACK: number of frames */
+	__u32 pid;
+	__u32 tid;
+	__u32 pad;
+	__u64 ts; /* CLOCK_MONOTONIC ns */
+};
+
+struct hs_alloc_event {
+	struct hs_event_hdr h;
+	__u64 ptr;
+	__u64 size;
+	__u64 stack;
+};
+
+struct hs_free_event {
+	struct hs_event_hdr h;
+	__u64 ptr;
+	__u64 size;
+};
+
+struct hs_stack_event {
+	struct hs_event_hdr h;
+	__u64 hash;
+	__u64 ips[HS_MAX_STACK];
+};
+
+#define HS_EXEC_PATH_MAX 256
+#define HS_EXEC_ARGS_MAX 512
+
+/* What a process is, carried by its fork, exec and exit events: a process that lives a few
+ * milliseconds is gone before user space can read /proc. */
+struct hs_proc_event {
+	struct hs_event_hdr h;
+	__u32 ppid;
+	__s32 exit_code;
+	/* HS_EV_EXEC: the new image's text, in case the process is gone before its maps are read */
+	__u64 start_code, end_code, exe_ino;
+	__u32 exe_dev; /* kernel encoding: major << 20 | minor */
+	__u32 args_len; /* HS_EV_EXEC: bytes of args, NUL-separated */
+	char comm[16];
+	char path[HS_EXEC_PATH_MAX];  /* HS_EV_EXEC: the file exec'd, as named to execve */
+	char args[HS_EXEC_ARGS_MAX];  /* HS_EV_EXEC: the start of the new command line */
+};
+
+struct hs_mmap_event {
+	struct hs_event_hdr h;
+	__u64 addr, len, off, ino;
+	__u32 dev; /* kernel encoding: major << 20 | minor */
+	__u32 pad;
+	/* The file, when the sender knows its name (the in-process recorder); BPF leaves it
+	 * empty and the recorder finds the file by device and inode. */
+	char path[HS_EXEC_PATH_MAX];
+};
+
+/* --stack dwarf: the registers at allocator entry and the stack from sp upwards. */
+struct hs_dwarf_event {
+	struct hs_event_hdr h;
+	__u64 key; /* what the allocation's `stack` field refers to */
+	__u64 regs[HS_DWARF_NREGS];
+	__u32 len;  /* bytes of data that follow */
+	__u32 used; /* bytes of stack in use above sp (may exceed len: truncated) */
+	__u8 data[HS_MAX_DWARF_BYTES];
+};
+
+struct hs_comm_event {
+	struct hs_event_hdr h;
+	char comm[16];
+};
+
+#endif

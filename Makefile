@@ -135,6 +135,13 @@ TEST_PROGS += $(OUTPUT)/tests/threadchurn $(OUTPUT)/tests/closefds
 TEST_PROGS += $(OUTPUT)/tests/wake $(OUTPUT)/tests/libwake_plugin.so
 TEST_PROGS += $(OUTPUT)/tests/test_units $(OUTPUT)/tests/test_sampling
 TEST_PROGS += $(OUTPUT)/tests/schemagen
+TEST_PROGS += $(OUTPUT)/tests/test_pyline
+
+# The Python line-table decoder against CPython's own tables (t_py_linetables).
+$(OUTPUT)/tests/test_pyline: tests/unit/test_pyline.c tests/unit/check.h analyzer/pyline.c analyzer/pyline.h | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Ianalyzer \
+		-fsanitize=address,undefined -fno-sanitize-recover=all $< analyzer/pyline.c -o $@
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c tests/unit/check.h $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)

@@ -2835,6 +2835,33 @@ t_format_schema() {
 		"$(sha256sum <read.norm | cut -c1-64)"
 }
 
+# ---- Python: the analyzer's side (line tables, Python frames in every report) ----
+
+# The interpreters to check line tables against: Debian's and pyenv's 3.8 to 3.13, those present.
+py_interpreters() {
+	local v
+	[ -x /usr/bin/python3 ] && echo /usr/bin/python3
+	for v in 3.8 3.9 3.10 3.11 3.12 3.13; do
+		ls -d "$HOME"/.pyenv/versions/$v.*/bin/python3 2>/dev/null | tail -1
+	done
+}
+
+# analyzer/pyline.c against each interpreter's own reading of its line tables (co_lines(),
+# dis.findlinestarts()) at every instruction of 60 standard-library modules; then hostile tables.
+t_py_linetables() {
+	local py n=0 out
+	"$T/test_pyline" --hostile || die "hostile line tables"
+	for py in $(py_interpreters); do
+		"$py" tests/pylines.py 60 >"$TMP/pylines.dump" 2>"$TMP/pylines.err" || die "$py tests/pylines.py: $(tail -1 "$TMP/pylines.err")"
+		out=$("$T/test_pyline" "$TMP/pylines.dump" 2>&1) || die "$py: $out"
+		echo "$py: $out"
+		case $out in 0\ codes*) die "$py: no code objects dumped" ;; esac
+		n=$((n + 1))
+	done
+	[ $n -gt 0 ] || skip "no Python interpreter (/usr/bin/python3 or pyenv's 3.8-3.13) to take line tables from"
+	[ $n -ge 2 ] || echo "note: only $n interpreter checked"
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -2853,6 +2880,7 @@ ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inje
 ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_bpf_max_stack_default t_max_stack_after_cut"
 ALL="$ALL t_analyzer_out_of_order t_analyzer_counters_agree"
 ALL="$ALL t_inject_wake t_inject_hold_in_dlopen t_inject_messages t_inject_pid_ns t_inject_idle_safe_point t_inject_memcached_idle"
+ALL="$ALL t_py_linetables"
 for t in $ALL; do
 	run $t
 done

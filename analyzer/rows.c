@@ -152,15 +152,35 @@ int rows__sample_frames(const struct profile *p, const struct prof_sample *s, co
 	return (int)n;
 }
 
+/* A Python frame: its function alone (the file and line go in *LINE_OUT, which the reports
+ * show beside it). */
+static const char *python_frame_name(const struct profile *p, uint32_t pid, uint64_t ip, char *buf, size_t len,
+				     struct prof_line *line_out)
+{
+	struct py_frame f;
+
+	if (py_codes__frame(&p->r->py, pid, ip, &f))
+		f = (struct py_frame){.function = "[python frame: out of memory]"};
+	snprintf(buf, len, "%s", f.function);
+	if (line_out)
+		*line_out = (struct prof_line){.function = f.function, .system_name = f.display, .file = f.file,
+					       .line = f.known ? f.line : 0, .start_line = f.first_line};
+	return buf;
+}
+
 const char *rows__frame_name(const struct profile *p, uint32_t pid, uint64_t ip, char *buf, size_t len,
 			     struct prof_line *line_out)
 {
-	const struct mapping *m = replay__mapping(p->r, pid, ip - 1, p->r->stop_time);
-	struct prof_loc l = {.addr = ip - 1, .map = m};
+	const struct mapping *m;
+	struct prof_loc l;
 	struct prof_line ln = {0};
 	struct sym_result res;
 	const char *name;
 
+	if (HS_IS_PYFRAME(ip))
+		return python_frame_name(p, pid, ip, buf, len, line_out);
+	m = replay__mapping(p->r, pid, ip - 1, p->r->stop_time);
+	l = (struct prof_loc){.addr = ip - 1, .map = m};
 	symbolizer__lookup(p->sym, m, ip - 1, &res);
 	if (res.nr)
 		ln = (struct prof_line){.function = res.frames[0].function, .file = res.frames[0].file,

@@ -12,8 +12,8 @@ pylines.py MAX_MODULES > DUMP; each code object is
     C <major<<8|minor> <co_firstlineno> <len(co_code)> <line table in hex or ->
     R <start> <end> <line or -1>      (bytes [start, end) of the bytecode run on that line)
 
-Also `pylines.py --code FILE QUALNAME`: the one code object QUALNAME of FILE as a C line
-and its R lines (the crafted recordings' real line table)."""
+Also `pylines.py --code FILE QUALNAME...`: each code object QUALNAME of FILE as a line
+"N QUALNAME", then its C line and R lines (the crafted recordings' real line tables)."""
 import dis, os, sys, sysconfig
 
 
@@ -54,12 +54,15 @@ def main():
     out = []
     if sys.argv[1] == "--code":
         src = open(sys.argv[2]).read()
-        for co in codes(compile(src, os.path.abspath(sys.argv[2]), "exec")):
-            if getattr(co, "co_qualname", co.co_name) == sys.argv[3] or co.co_name == sys.argv[3]:
-                dump(co, out)
-                break
-        else:
-            sys.exit("%s: no code object %s" % (sys.argv[2], sys.argv[3]))
+        all_codes = list(codes(compile(src, os.path.abspath(sys.argv[2]), "exec")))
+        for name in sys.argv[3:]:
+            for co in all_codes:
+                if getattr(co, "co_qualname", co.co_name) == name:
+                    out.append("N " + name)
+                    dump(co, out)
+                    break
+            else:
+                sys.exit("%s: no code object %s" % (sys.argv[2], name))
     else:
         lib = sysconfig.get_paths()["stdlib"]
         names = sorted(n for n in os.listdir(lib) if n.endswith(".py"))

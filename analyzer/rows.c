@@ -416,6 +416,25 @@ static int cmp_temp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* A leaf below Python code is named with the innermost Python function too ("PyBytes_FromSize
+ * in parse (app.py)"): the interpreter's leaves are the same for every Python function. */
+static const char *temp_python_caller(const struct profile *p, const struct prof_sample *s, const char *leaf,
+				      char *buf, size_t len)
+{
+	for (uint32_t i = 1; i < s->nr_locs; i++) {
+		const struct prof_loc *l = &p->locs[p->loc_refs[s->first_loc + i]];
+		char own[ROWS_NAME_MAX];
+
+		if (!l->python || !l->nr_lines)
+			continue;
+		snprintf(own, sizeof(own), "%s", leaf); /* LEAF may be BUF */
+		if (snprintf(buf, len, "%s in %s", own, profile__line_name(p, l, &p->lines[l->first_line], NULL, 0)) >= (int)len)
+			buf[len - 1] = 0; /* cut, as every name is at ROWS_NAME_MAX */
+		return buf;
+	}
+	return leaf;
+}
+
 int rows__temporary(const struct profile *p, struct temp_rows *out)
 {
 	const struct replay *r = p->r;
@@ -437,6 +456,7 @@ int rows__temporary(const struct profile *p, struct temp_rows *out)
 			const struct prof_loc *l = &p->locs[p->loc_refs[s->first_loc]];
 
 			name = profile__line_name(p, l, l->nr_lines ? &p->lines[l->first_line] : NULL, buf, sizeof(buf));
+			name = temp_python_caller(p, s, name, buf, sizeof(buf));
 		} else {
 			snprintf(buf, sizeof(buf), "(stack %" PRIu64 " not recorded)", a->stack_id);
 			name = buf;

@@ -2862,6 +2862,143 @@ t_py_linetables() {
 	[ $n -ge 2 ] || echo "note: only $n interpreter checked"
 }
 
+# The oracle workload, and its line of each statement that keeps memory (FUNCTION=LINE, as
+# craft_py takes them): main.F is main's call of F, worker2 the worker's second loop.
+PY_EXACT=tests/workloads/py_exact.py
+py_line() { grep -n -- "$1" "$PY_EXACT" | head -1 | cut -d: -f1; }
+py_specs() {
+	echo "module=$(py_line '^main()$') main.keep_large=$(py_line '^    keep_large()$')" \
+		"main.keep_small=$(py_line '^    keep_small()$') main.chain_a=$(py_line '^    chain_a()$')" \
+		"main.run_thread=$(py_line '^    run_thread()$') main.sort_with_key=$(py_line '^    sort_with_key()$')" \
+		"keep_large=$(py_line 'large\[i\] = bytearray(LARGE)') keep_small=$(py_line 'small\[i\] = bytes(SMALL)')" \
+		"chain_c=$(py_line 'chained\[i\] = bytes(CHAIN)') chain_b=$(py_line '^    chain_c()$') chain_a=$(py_line '^    chain_b()$')" \
+		"worker=$(py_line 'threaded\[i\] = bytearray(T_LARGE)') worker2=$(py_line 'threaded\[N_T_LARGE + i\] = bytes(T_SMALL)')" \
+		"key_fn=$(py_line 'called_back\[x\] = bytearray(CB)') sort_with_key=$(py_line 'return sorted(items, key=key_fn)')"
+}
+
+# py_craft NAME VARIANT PYTHON [FILE]: $TMP/NAME.hsnap, py_exact.py as craft_py writes it, with
+# PYTHON's line tables of it, its codes naming FILE (default: the script's own path).
+py_craft() {
+	local name=$1 variant=$2 py=$3 f
+	f=$(realpath "$PY_EXACT")
+	"$py" tests/pylines.py --code "$f" '<module>' main keep_large keep_small chain_a chain_b chain_c worker key_fn \
+		sort_with_key >"$TMP/$name.codes" || die "$py: the line tables of $f"
+	"$T/craft_py" "$TMP/$name.hsnap" "$TMP/$name.codes" "${4:-$f}" "$variant" $(py_specs) || die "craft_py $name"
+}
+
+# pl PROFILE SAMPLE_INDEX "FUNCTION FILE:LINE": that line's cum value as go tool pprof -lines reads it.
+pl() {
+	go tool pprof -lines -top -nodecount=100000 -nodefraction=0 -edgefraction=0 -unit=B -sample_index="$2" "$1" 2>/dev/null |
+		awk -v fn="$3" '
+			/^ *flat/ { body = 1; next }
+			body { name = $6; for (i = 7; i <= NF; i++) name = name " " $i
+			       if (name == fn) { v = $4; sub(/B$/, "", v); print v; found = 1; exit } }
+			END { if (!found) print "absent" }'
+}
+
+# A crafted recording of py_exact.py (tests/unit/craft_py.c: its figures) through go tool
+# pprof: each Python function's bytes and objects (-top), on its line (-lines) with the line
+# tables of each interpreter present, the frames of a callback from C in the order they ran
+# (-traces), the source with bytes on the line (-list), a code id per process (-tagfocus).
+t_py_crafted_pprof() {
+	need_go
+	local py f p=$TMP/pyc.pb.gz n=0
+	f=$(realpath "$PY_EXACT")
+	for py in $(py_interpreters); do
+		py_craft pyc a "$py"
+		"$A" pprof -o "$p" "$TMP/pyc.hsnap" 2>"$TMP/pyc.err" || { cat "$TMP/pyc.err"; die "pprof"; }
+		eq "$py: keep_large's line" 800456 "$(pl "$p" inuse_space "keep_large $f:$(py_line 'large\[i\] = bytearray(LARGE)')")"
+		eq "$py: worker's first line" 101140 "$(pl "$p" inuse_space "worker $f:$(py_line 'threaded\[i\] = bytearray(T_LARGE)')")"
+		eq "$py: worker's second line" 16600 "$(pl "$p" inuse_space "worker $f:$(py_line 'threaded\[N_T_LARGE + i\] = bytes(T_SMALL)')")"
+		eq "$py: main's call of chain_a" 19980 "$(pl "$p" inuse_space "main $f:$(py_line '^    chain_a()$')")"
+		eq "$py: chain_b's call of chain_c" 60 "$(pl "$p" inuse_objects "chain_b $f:$(py_line '^    chain_c()$')")"
+		eq "$py: sort_with_key, no offset: its first line" 1111 "$(pl "$p" inuse_space "sort_with_key $f:$(py_line '^def sort_with_key')")"
+		n=$((n + 1))
+	done
+	[ $n -gt 0 ] || skip "no Python interpreter to take line tables from"
+	for fn_want in "keep_large 800456 16" "keep_small 153000 1010" "chain_a 19980 60" "chain_b 19980 60" \
+		"chain_c 19980 60" "worker 117740 240" "key_fn 48448 128" "sort_with_key 49559 129" "main 1010772 1206" \
+		"<module> 1010772 1206" "[python code 999 not recorded] 7777 1"; do
+		set -- $fn_want
+		local fn=${*:1:$#-2} b=${*: -2:1} c=${*: -1}
+		eq "$fn inuse_space (cum)" "$b" "$(pv "$p" inuse_space "$fn" cum)"
+		eq "$fn inuse_objects (cum)" "$c" "$(pv "$p" inuse_objects "$fn" cum)"
+		eq "$fn flat (a Python frame is never a leaf here)" 0 "$(pv "$p" inuse_space "$fn")"
+	done
+	# Process 200's code 3 is its keep_small; process 100's code 3 is keep_large.
+	eq "pid 200: keep_small" 20000 "$(go tool pprof -tagfocus=pid:200 -top -unit=B -sample_index=inuse_space "$p" 2>/dev/null |
+		awk '$6 == "keep_small" { v = $4; sub(/B$/, "", v); print v }')"
+	eq "pid 200: keep_large" "" "$(go tool pprof -tagfocus=pid:200 -top -sample_index=inuse_space "$p" 2>/dev/null | awk '$6 == "keep_large"')"
+	# Native -> Python -> native (sorted) -> Python, as it ran, innermost first.
+	go tool pprof -traces -sample_index=inuse_space "$p" 2>/dev/null >"$TMP/pyc.traces"
+	awk '/-----------/ { if (t ~ /key_fn/) print t; t = ""; next } $1 ~ /:$/ { next } { t = t " " $NF }' "$TMP/pyc.traces" |
+		grep -F 'python3+0xf' >"$TMP/pyc.cb"
+	eq "the callback's frames" " python3+0xf python3+0x1f key_fn python3+0x4f sort_with_key main <module> python3+0x2f" \
+		"$(cat "$TMP/pyc.cb")"
+	# -list: the source from the file the code names, with the bytes on the allocating line.
+	go tool pprof -list '^keep_large$' -unit=B -sample_index=inuse_space "$p" >"$TMP/pyc.list" 2>/dev/null
+	contains "$TMP/pyc.list" "ROUTINE ======================== keep_large in $f"
+	eq "-list keep_large: its allocating line" "800456B $(py_line 'large\[i\] = bytearray(LARGE)'): large[i] = bytearray(LARGE)" \
+		"$(awk '$2 ~ /B$/ && $2 != "800456B" { next } $2 == "800456B" { print $2, $3, $4, $5, $6 }' "$TMP/pyc.list" | tail -1)"
+	eq "-list keep_large: starts at its def" "$(py_line '^def keep_large'):def keep_large():" \
+		"$(grep -m1 -E '^ +[^ ]+ +[^ ]+ +[0-9]+:' "$TMP/pyc.list" | sed -E 's/^ +[^ ]+ +[^ ]+ +//')"
+}
+
+# The text reports of the same recording: top, collapsed (goldens of testdata/py_exact.hsnap,
+# crafted so from Debian's python3.11, its codes naming /srv/app/py_exact.py), leaks with
+# file:line, temporary by leaf and Python caller, JSON, speedscope, stats; diff of two runs
+# whose code ids and pids differ: Python functions match by name and file.
+t_py_crafted_reports() {
+	local f
+	golden py_exact.top top -n 0 testdata/py_exact.hsnap
+	golden py_exact.collapsed collapsed testdata/py_exact.hsnap
+	golden py_exact.leaks leaks -n 4 testdata/py_exact.hsnap
+	"$A" temporary testdata/py_exact.hsnap >"$TMP/pyr.temp" 2>/dev/null || die "temporary"
+	contains "$TMP/pyr.temp" "           5            320    0.5%  python3+0x1f in keep_small (py_exact.py)"
+	"$A" top --json -n 0 testdata/py_exact.hsnap >"$TMP/pyr.json" 2>/dev/null || die "top --json"
+	python3 -c 'import json, sys
+d = {f["name"]: f["cum"] for f in json.load(open(sys.argv[1]))["functions"]}
+assert d["keep_large (py_exact.py)"] == 800456 and d["worker (py_exact.py)"] == 117740, d' "$TMP/pyr.json" || die "top --json"
+	"$A" speedscope -o "$TMP/pyr.ss.json" testdata/py_exact.hsnap 2>/dev/null || die "speedscope"
+	contains "$TMP/pyr.ss.json" '{"name":"key_fn (py_exact.py)"}'
+	"$A" stats testdata/py_exact.hsnap >"$TMP/pyr.stats" 2>/dev/null || die "stats"
+	contains "$TMP/pyr.stats" "Python code objects: 11 ("
+	command -v /usr/bin/python3 >/dev/null || skip "no /usr/bin/python3 for the diff's recordings"
+	f=$(realpath "$PY_EXACT")
+	py_craft pyra a /usr/bin/python3
+	py_craft pyrb b /usr/bin/python3
+	"$A" diff --json -n 0 "$TMP/pyra.hsnap" "$TMP/pyrb.hsnap" >"$TMP/pyr.diff" 2>/dev/null || die "diff"
+	python3 - "$TMP/pyr.diff" "$(py_line 'small\[i\] = bytes(SMALL)')" <<-'PY' || die "diff of two runs"
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	assert d["delta"] == 133000, d["delta"]
+	st = [(s["name"], s["delta"]) for s in d["stacks"]]
+	assert st == [("python3+0x1f <- keep_small (py_exact.py:%s) <- main (py_exact.py:%s) <- <module> (py_exact.py:%s) <- python3+0x2f"
+	               % (sys.argv[2], st[0][0].split("main (py_exact.py:")[1].split(")")[0],
+	                  st[0][0].split("<module> (py_exact.py:")[1].split(")")[0]), 133000)], st
+	PY
+}
+
+# The HTML report of the crafted recording in Chromium: Python functions in its flame graph
+# and tables, with their bytes.
+t_py_crafted_html() {
+	command -v chromium >/dev/null || skip "chromium is not installed (scripts/install-deps.sh installs it)"
+	"$A" html -o "$TMP/pyh.html" testdata/py_exact.hsnap 2>"$TMP/pyh.err" || { cat "$TMP/pyh.err"; die "html"; }
+	python3 tests/htmlcheck.py dom "$TMP/pyh.html" "" >"$TMP/pyh.json" || die "chromium on the report"
+	python3 - "$TMP/pyh.json" <<-'PY' || die "what rendered"
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	assert d["rendered"], "the page's script did not finish"
+	want = {"keep_large (py_exact.py)": 800456, "keep_small (py_exact.py)": 153000, "chain_c (py_exact.py)": 19980,
+	        "worker (py_exact.py)": 117740, "key_fn (py_exact.py)": 48448, "[python code 999 not recorded]": 7777}
+	for fn, b in want.items():
+	    assert d["values"].get(fn) == b, (fn, d["values"].get(fn), b)
+	    assert d["view"].get(fn) == [0, b], (fn, d["view"].get(fn))
+	    assert fn in d["table_functions"], (fn, d["table_functions"][:20])
+	assert any("keep_large py_exact.py:47" in t for t in d["table_functions"]), "no leak row with the Python line"
+	PY
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -2880,7 +3017,7 @@ ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inje
 ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_bpf_max_stack_default t_max_stack_after_cut"
 ALL="$ALL t_analyzer_out_of_order t_analyzer_counters_agree"
 ALL="$ALL t_inject_wake t_inject_hold_in_dlopen t_inject_messages t_inject_pid_ns t_inject_idle_safe_point t_inject_memcached_idle"
-ALL="$ALL t_py_linetables"
+ALL="$ALL t_py_linetables t_py_crafted_pprof t_py_crafted_reports t_py_crafted_html"
 for t in $ALL; do
 	run $t
 done

@@ -21,7 +21,7 @@
  *   key_fn        64 x 701 + 64 x 56       [native, key_fn, native (sorted), sort_with_key, main, ...]
  *   sort_with_key 1 x 1111, its offset unknown (HS_PYFRAME_OFF_NONE): its first line
  *   code 999      1 x 7777, no PY_CODE record: "[python code 999 not recorded]"
- * Process B (pid 200; b: 400): its code 3 (process A's keep_large) is its keep_small:
+ * Process B (pid 200; b: 400): the code id of process A's keep_large is its keep_small:
  *   keep_small    10 x 2000 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,8 +226,8 @@ static void program(uint32_t pid, uint32_t pid_b, uint64_t base, uint64_t sid, i
 		uint64_t none[] = {nat, HS_PYFRAME(base + (uint64_t)code_index("sort_with_key"), HS_PYFRAME_OFF_NONE),
 				   in_main[4], mod, start};
 		uint64_t unknown[] = {nat, HS_PYFRAME(999, 10), in_main[0], mod, start};
-		/* Process B: its code 3 is its keep_small (process A's 3 is keep_large). */
-		uint64_t other[] = {nat, HS_PYFRAME(base + 3, 0), start};
+		/* Process B: process A's keep_large id names its keep_small. */
+		uint64_t other[] = {nat, HS_PYFRAME(base + (uint64_t)code_index("keep_large"), 0), start};
 
 		stack(sid + 1, large, 6);
 		stack(sid + 2, large_obj, 5);
@@ -259,7 +259,7 @@ static void program(uint32_t pid, uint32_t pid_b, uint64_t base, uint64_t sid, i
 		struct hs_record r = {.type = HS_REC_PY_CODE, .pid = pid_b, .time = 3};
 		int k = code_index("keep_small");
 
-		r.py_code.id = base + 3;
+		r.py_code.id = base + (uint64_t)code_index("keep_large");
 		r.py_code.qualname = codes[k].name;
 		r.py_code.filename = file;
 		r.py_code.first_line = codes[k].first_line;

@@ -133,7 +133,7 @@ int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym)
 					slot->val = p->nr_locs++;
 					goto ref;
 				}
-				l->addr = addr;
+				*l = (struct prof_loc){.addr = addr};
 				l->map = replay__mapping(r, a->pid, addr, r->stop_time);
 				symbolizer__lookup(sym, l->map, addr, &res);
 				l->module = res.module;

@@ -28,6 +28,8 @@ static char *display_name(const char *qualname, const char *path)
 			dir--;
 		base = dir;
 	}
+	if (!*base)
+		return strdup(qualname);
 	return asprintf(&s, "%s (%s)", qualname, base) < 0 ? NULL : s;
 }
 

@@ -2979,6 +2979,29 @@ assert d["keep_large (py_exact.py)"] == 800456 and d["worker (py_exact.py)"] == 
 	PY
 }
 
+# Hostile Python frames: line tables of random bytes (of every version, and of versions no
+# interpreter has), codes not recorded, offsets past every table, names with escapes: every
+# report finishes, under ASan and UBSan when built. A file of more code objects than the
+# analyzer keeps is refused, naming the frame's offset.
+t_py_hostile() {
+	local a=$A seed c
+	[ -x "$OUT/asan/heapsnap-analyze" ] && a=$OUT/asan/heapsnap-analyze
+	for seed in 1 2 3 4 5 6; do
+		"$T/craft_py" "$TMP/pyx.hsnap" --hostile $seed || die "craft_py --hostile $seed"
+		for c in top collapsed "leaks -n 50" temporary "pprof -o $TMP/pyx.pb.gz" "html -o $TMP/pyx.html" \
+			"speedscope -o $TMP/pyx.ss" "diff $TMP/pyx.hsnap"; do
+			$a $c "$TMP/pyx.hsnap" >"$TMP/pyx.out" 2>"$TMP/pyx.err" || { tail -5 "$TMP/pyx.err"; die "seed $seed: $c"; }
+		done
+		grep -q $'\x1b' "$TMP/pyx.out" && die "seed $seed: a terminal escape from the file reached the output"
+	done
+	"$T/craft_py" "$TMP/pym.hsnap" --many 2097153 || die "craft_py --many"
+	"$A" top "$TMP/pym.hsnap" >/dev/null 2>"$TMP/pym.err" && die "2097153 code objects accepted"
+	grep -qE "pym.hsnap: frame at offset [0-9]+, record [0-9]+: more Python code objects than this analyzer reads \(at most 2097152" \
+		"$TMP/pym.err" || { cat "$TMP/pym.err"; die "the refusal does not say where and why"; }
+	"$T/craft_py" "$TMP/pym.hsnap" --many 1000 || die "craft_py --many 1000"
+	"$A" stats "$TMP/pym.hsnap" 2>/dev/null | grep -q "^Python code objects: 1000 " || die "1000 code objects not read"
+}
+
 # The HTML report of the crafted recording in Chromium: Python functions in its flame graph
 # and tables, with their bytes.
 t_py_crafted_html() {
@@ -3017,7 +3040,7 @@ ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inje
 ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_bpf_max_stack_default t_max_stack_after_cut"
 ALL="$ALL t_analyzer_out_of_order t_analyzer_counters_agree"
 ALL="$ALL t_inject_wake t_inject_hold_in_dlopen t_inject_messages t_inject_pid_ns t_inject_idle_safe_point t_inject_memcached_idle"
-ALL="$ALL t_py_linetables t_py_crafted_pprof t_py_crafted_reports t_py_crafted_html"
+ALL="$ALL t_py_linetables t_py_crafted_pprof t_py_crafted_reports t_py_crafted_html t_py_hostile"
 for t in $ALL; do
 	run $t
 done

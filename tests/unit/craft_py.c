@@ -4,6 +4,8 @@
  * mixing native return addresses and Python frames (HS_PYFRAME), with known sizes.
  *
  * Usage: craft_py OUT DUMP FILE VARIANT NAME=LINE...
+ *        craft_py OUT --many N      N code objects of one process (the analyzer's limit)
+ *        craft_py OUT --hostile SEED  random line tables and frames (the analyzer's bounds)
  *   DUMP    pylines.py --code FILE <module> main keep_large keep_small chain_a chain_b
  *           chain_c worker key_fn sort_with_key (tests/workloads/py_exact.py)
  *   FILE    the path the PY_CODE records name (the .py file)
@@ -270,12 +272,99 @@ static void program(uint32_t pid, uint32_t pid_b, uint64_t base, uint64_t sid, i
 	}
 }
 
-int main(int argc, char **argv)
+static void session(const char *cmd)
 {
 	struct hs_record s = {.type = HS_REC_SESSION};
+
+	s.session.tool_version = "craft_py";
+	s.session.hostname = "host";
+	s.session.kernel = "6.0";
+	s.session.cmdline = cmd;
+	s.session.via = "preload";
+	s.session.tick_ns = 1000;
+	s.session.stack_mode = HS_STACK_FP;
+	s.session.max_stack = 64;
+	put(&s);
+}
+
+/* N code objects of one process, each a name and a one-byte table. */
+static void many(uint64_t n)
+{
+	static const uint8_t t[1] = {0x80};
+
+	session("many");
+	process(1, "/nonexistent/python3");
+	for (uint64_t i = 0; i < n; i++) {
+		struct hs_record r = {.type = HS_REC_PY_CODE, .pid = 1, .time = 2};
+
+		r.py_code.id = i;
+		r.py_code.qualname = "f";
+		r.py_code.filename = "f.py";
+		r.py_code.first_line = 1;
+		r.py_code.py_version = 0x30b;
+		r.py_code.line_table = (struct hs_bytes){t, 1};
+		put(&r);
+	}
+	allocs(1, 1, 1, 100, 1, 0);
+}
+
+/* Line tables of random bytes, each version's and some no version has, and stacks of Python
+ * frames with random codes (recorded or not) and offsets, between native frames. */
+static void hostile(uint64_t seed)
+{
+	static const uint32_t versions[] = {0x308, 0x309, 0x30a, 0x30b, 0x30c, 0x30d, 0x307, 0xffff, 0};
+	static uint8_t t[8192];
+
+	session("hostile");
+	process(1, "/nonexistent/python3");
+	for (uint64_t i = 0; i < 64; i++) {
+		struct hs_record r = {.type = HS_REC_PY_CODE, .pid = 1, .time = 2};
+		uint32_t len;
+
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		len = (uint32_t)(seed >> 40) % sizeof(t);
+		for (uint32_t k = 0; k < len; k++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			t[k] = (uint8_t)(seed >> 33);
+		}
+		r.py_code.id = i;
+		r.py_code.qualname = i % 5 ? "f" : "\x1b[31mred\x1b[0m<";
+		r.py_code.filename = i % 7 ? "/a/f.py" : "";
+		r.py_code.first_line = (uint32_t)(seed >> 20);
+		r.py_code.py_version = versions[i % (sizeof(versions) / sizeof(versions[0]))];
+		r.py_code.line_table = (struct hs_bytes){t, len};
+		put(&r);
+	}
+	for (uint64_t sid = 1; sid <= 200; sid++) {
+		uint64_t ips[32];
+		uint32_t nr = 1 + (uint32_t)(sid % 31);
+
+		for (uint32_t k = 0; k < nr; k++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			ips[k] = k % 3 == 0 ? 0x400000 + (seed >> 50)
+					    : HS_PYFRAME((seed >> 20) % 80, k % 4 ? (seed >> 40) : HS_PYFRAME_OFF_NONE);
+		}
+		stack(sid, ips, nr);
+		allocs(1, 1, sid, sid, 2, (int)(sid & 1));
+	}
+}
+
+int main(int argc, char **argv)
+{
 	struct hs_record th = {.type = HS_REC_THREAD_NAME};
 	int variant;
 
+	if (argc == 4 && (!strcmp(argv[2], "--many") || !strcmp(argv[2], "--hostile"))) {
+		if (record_writer__open(argv[1], NULL, &w))
+			die("cannot write", argv[1]);
+		if (!strcmp(argv[2], "--many"))
+			many(strtoull(argv[3], NULL, 10));
+		else
+			hostile(strtoull(argv[3], NULL, 10));
+		if (record_writer__close(w))
+			die("cannot finish", argv[1]);
+		return 0;
+	}
 	if (argc < 6 || (argv[4][0] != 'a' && argv[4][0] != 'b')) {
 		fprintf(stderr, "usage: craft_py OUT DUMP FILE a|b NAME=LINE...\n");
 		return 2;
@@ -286,15 +375,7 @@ int main(int argc, char **argv)
 	read_dump(argv[2]);
 	if (record_writer__open(argv[1], NULL, &w))
 		die("cannot write", argv[1]);
-	s.session.tool_version = "craft_py";
-	s.session.hostname = "host";
-	s.session.kernel = "6.0";
-	s.session.cmdline = "python3 py_exact.py";
-	s.session.via = "preload";
-	s.session.tick_ns = 1000;
-	s.session.stack_mode = HS_STACK_FP;
-	s.session.max_stack = 64;
-	put(&s);
+	session("python3 py_exact.py");
 	th.pid = variant == 'b' ? 300 : 100;
 	th.tid = th.pid + 1;
 	th.thread_name.comm = "worker";

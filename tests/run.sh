@@ -3002,6 +3002,105 @@ t_py_hostile() {
 	"$A" stats "$TMP/pym.hsnap" 2>/dev/null | grep -q "^Python code objects: 1000 " || die "1000 code objects not read"
 }
 
+# ---- py_exact.py recorded for real: every figure as tracemalloc counts it ----
+
+# py_tracemalloc: tracemalloc's figures of py_exact.py by function and line, once per run of
+# the tests, in $TMP/py_exact.tm ("FUNCTION LINE BYTES COUNT"), run by Debian's python3 from
+# its absolute path (the path its code objects name).
+py_tracemalloc() {
+	[ -s "$TMP/py_exact.tm" ] && return 0
+	/usr/bin/python3 "$(realpath "$PY_EXACT")" --tracemalloc >"$TMP/py_exact.tm.out" 2>"$TMP/py_exact.tm.err" ||
+		{ cat "$TMP/py_exact.tm.err"; die "py_exact.py --tracemalloc"; }
+	grep -E '^(keep_large|keep_small|chain_a|chain_b|chain_c|worker|key_fn) ' "$TMP/py_exact.tm.out" >"$TMP/py_exact.tm"
+	[ "$(wc -l <"$TMP/py_exact.tm")" -ge 8 ] || { cat "$TMP/py_exact.tm.out"; die "tracemalloc's figures of py_exact.py are missing"; }
+}
+
+# py_need_codes NAME: skips unless recording NAME holds Python code objects (PY_CODE records),
+# which only a recorder that reads Python frames writes.
+py_need_codes() {
+	local n
+	n=$("$A" stats --json "$TMP/$1.hsnap" 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin).get("python_codes", 0))')
+	[ "${n:-0}" -gt 0 ] ||
+		skip "the recording holds no Python code objects (PY_CODE records): this libheapsnap.so does not read Python frames"
+}
+
+# py_exact_check NAME: recording NAME's Python functions against tracemalloc: each line's bytes
+# and blocks in use (go tool pprof -lines), each function's (cum), and -list keep_large's line.
+py_exact_check() {
+	local p=$TMP/$1.pb.gz f fn line b c kb=0 line_kl
+	f=$(realpath "$PY_EXACT")
+	"$A" pprof -o "$p" "$TMP/$1.hsnap" 2>"$TMP/$1.aerr" || { cat "$TMP/$1.aerr"; die "$1: pprof"; }
+	while read -r fn line b c; do
+		eq "$1: $fn $f:$line inuse_space" "$b" "$(pl "$p" inuse_space "$fn $f:$line")"
+		eq "$1: $fn $f:$line inuse_objects" "$c" "$(pl "$p" inuse_objects "$fn $f:$line")"
+	done <"$TMP/py_exact.tm"
+	for fn in keep_large keep_small chain_a chain_b chain_c worker key_fn; do
+		eq "$1: $fn inuse_space (cum)" "$(awk -v fn="$fn" '$1 == fn { s += $3 } END { print s }' "$TMP/py_exact.tm")" \
+			"$(pv "$p" inuse_space "$fn" cum)"
+	done
+	line_kl=$(py_line 'large\[i\] = bytearray(LARGE)')
+	kb=$(awk -v l="$line_kl" '$1 == "keep_large" && $2 == l { print $3 }' "$TMP/py_exact.tm")
+	go tool pprof -list '^keep_large$' -unit=B -sample_index=inuse_space "$p" >"$TMP/$1.list" 2>/dev/null
+	eq "$1: -list keep_large" "${kb}B $line_kl: large[i] = bytearray(LARGE)" \
+		"$(awk -v l="$line_kl:" '$3 == l { print $2, $3, $4, $5, $6 }' "$TMP/$1.list")"
+}
+
+# Launched through the preload way, every event: every figure of py_exact.py as tracemalloc
+# counts it in a run of its own, on the right file and line.
+t_py_exact_preload() {
+	need_go
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
+	py_tracemalloc
+	"$R" --via preload -s 0 -o "$TMP/pye.hsnap" -- /usr/bin/python3 "$(realpath "$PY_EXACT")" >"$TMP/pye.out" 2>"$TMP/pye.err" ||
+		{ cat "$TMP/pye.err"; die "recording py_exact.py"; }
+	contains "$TMP/pye.out" held
+	py_need_codes pye
+	py_exact_check pye
+}
+
+# Attached with -p to the running interpreter before it allocates, every event: the same.
+t_py_exact_attach() {
+	need_inject; need_go
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
+	local rc
+	py_tracemalloc
+	RARGS="-s 0" inject_start pya /usr/bin/python3 "$(realpath "$PY_EXACT")"
+	echo go >"$TMP/pya.fifo"
+	wait $TJOB; rc=$?
+	eq "pya: the target's own exit status" 0 $rc
+	wait $RPID || { cat "$TMP/pya.rerr"; die "pya: the recorder failed"; }
+	[ -s "$TMP/pya.terr" ] && { cat "$TMP/pya.terr"; die "pya: the target wrote to stderr"; }
+	eq "pya: the target's stdout" "ready $TPID held" "$(cat "$TMP/pya.out" | tr '\n' ' ' | sed 's/ $//')"
+	py_need_codes pya
+	py_exact_check pya
+}
+
+# The HTML report of the launched recording in Chromium: the Python functions in its flame
+# graph and tables with tracemalloc's bytes.
+t_py_exact_html() {
+	command -v chromium >/dev/null || skip "chromium is not installed (scripts/install-deps.sh installs it)"
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
+	py_tracemalloc
+	"$R" --via preload -s 0 -o "$TMP/pyeh.hsnap" -- /usr/bin/python3 "$(realpath "$PY_EXACT")" >/dev/null 2>"$TMP/pyeh.err" ||
+		{ cat "$TMP/pyeh.err"; die "recording py_exact.py"; }
+	py_need_codes pyeh
+	"$A" html -o "$TMP/pyeh.html" "$TMP/pyeh.hsnap" 2>"$TMP/pyeh.aerr" || { cat "$TMP/pyeh.aerr"; die "html"; }
+	python3 tests/htmlcheck.py dom "$TMP/pyeh.html" "" >"$TMP/pyeh.json" || die "chromium on the report"
+	python3 - "$TMP/pyeh.json" "$TMP/py_exact.tm" <<-'PY' || die "what rendered"
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	assert d["rendered"], "the page's script did not finish"
+	want = {}
+	for l in open(sys.argv[2]):
+	    fn, line, b, c = l.split()
+	    want[fn + " (py_exact.py)"] = want.get(fn + " (py_exact.py)", 0) + int(b)
+	for fn, b in want.items():
+	    assert d["values"].get(fn) == b, (fn, d["values"].get(fn), b)
+	    assert d["view"].get(fn, [0, 0])[1] == b, (fn, d["view"].get(fn))
+	    assert fn in d["table_functions"], (fn, d["table_functions"][:20])
+	PY
+}
+
 # The HTML report of the crafted recording in Chromium: Python functions in its flame graph
 # and tables, with their bytes.
 t_py_crafted_html() {
@@ -3041,6 +3140,7 @@ ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_dis
 ALL="$ALL t_analyzer_out_of_order t_analyzer_counters_agree"
 ALL="$ALL t_inject_wake t_inject_hold_in_dlopen t_inject_messages t_inject_pid_ns t_inject_idle_safe_point t_inject_memcached_idle"
 ALL="$ALL t_py_linetables t_py_crafted_pprof t_py_crafted_reports t_py_crafted_html t_py_hostile"
+ALL="$ALL t_py_exact_preload t_py_exact_attach t_py_exact_html"
 for t in $ALL; do
 	run $t
 done

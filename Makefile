@@ -322,7 +322,12 @@ $(OUTPUT)/asan/heapsnap-record: $(RECORD_SRCS) $(FORMAT_SRCS) $(COMMON_SRCS) $(O
 FUZZ_CC ?= clang
 FUZZ_FLAGS := -std=gnu11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-D_GNU_SOURCE -DHEAPSNAP_VERSION='"$(VERSION)-fuzz"' -I$(OUTPUT) -Iformat -Ibpf -Icommon -Ianalyzer -Itests/fuzz
-FUZZ_PROGS := $(OUTPUT)/fuzz/fuzz_reader $(OUTPUT)/fuzz/fuzz_replay $(OUTPUT)/fuzz/fuzz_unwtab
+FUZZ_PROGS := $(OUTPUT)/fuzz/fuzz_reader $(OUTPUT)/fuzz/fuzz_replay $(OUTPUT)/fuzz/fuzz_unwtab $(OUTPUT)/fuzz/fuzz_pyline
+
+$(OUTPUT)/fuzz/fuzz_pyline: tests/fuzz/fuzz_pyline.c analyzer/pyline.c analyzer/pyline.h
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $< analyzer/pyline.c -o $@
 
 $(OUTPUT)/fuzz/fuzz_unwtab: tests/fuzz/fuzz_unwtab.c common/unwtab.c common/unwtab.h bpf/heapsnap.h
 	$(call msg,FUZZ-CC,$@)
@@ -341,7 +346,7 @@ $(OUTPUT)/fuzz/fuzz_replay: tests/fuzz/fuzz_replay.c tests/fuzz/fuzz_common.h $(
 	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $< $(filter-out analyzer/analyze_main.c,$(ANALYZE_SRCS)) $(ANALYZE_ASSETS) $(FORMAT_SRCS) $(COMMON_SRCS) \
 		$(OUTPUT)/profile.pb-c.c $(ANALYZE_LIBS) -o $@
 
-fuzz-programs: $(FUZZ_PROGS) $(OUTPUT)/tests/craft
+fuzz-programs: $(FUZZ_PROGS) $(OUTPUT)/tests/craft $(OUTPUT)/tests/craft_py
 
 # FUZZ_SECONDS per target (default 60); `make check` runs them for a few seconds each.
 fuzz: deps

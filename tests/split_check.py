@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Checks that splitting tests/run.sh into files by area moved code without changing it.
 
-    tests/split_check.py [OLD_COMMIT]   (default ed1ca14, the last single-file tests/run.sh)
+    tests/split_check.py [COMMIT|FILE]   (default ed1ca14, the last single-file tests/run.sh)
+
+Given a branch (or a file) whose single-file tests/run.sh gained tests, it lists them as
+changed or LOST: what is left to move into an area file.
 
 Bash reads both sides (`declare -f`: the code, comments and layout aside). Every function of
 the old tests/run.sh is looked for in the new files: same name and body, or renamed with the
@@ -58,8 +61,11 @@ def old_name(t):
 
 
 def main():
-    src = subprocess.run(["git", "show", "%s:tests/run.sh" % OLD], cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout
+    if os.path.isfile(OLD):
+        src = open(OLD).read()
+    else:
+        src = subprocess.run(["git", "show", "%s:tests/run.sh" % OLD], cwd=ROOT, capture_output=True,
+                             text=True, check=True).stdout
     # The old file without its last part (bpf_check and the run of every test): functions and ALL.
     tail = src.index("\nbpf_check\nALL=")
     head = src[:tail] + src[tail + len("\nbpf_check"):src.index("\nfor t in $ALL; do", tail)]
@@ -112,7 +118,9 @@ def main():
     for n in gone:
         best = max(new_only, key=lambda x: difflib.SequenceMatcher(None, old_funcs[n], new_funcs[x]).ratio(),
                    default=None)
-        if best:
+        if best is None or difflib.SequenceMatcher(None, old_funcs[n], new_funcs[best]).ratio() < 0.6:
+            print("\n%s: in no new file (still to move into an area file?)" % n)
+        else:
             print("\n--- %s (old)\n+++ %s (new)" % (n, best))
             sys.stdout.writelines(difflib.unified_diff(old_funcs[n].splitlines(True), new_funcs[best].splitlines(True), n=1))
             print()

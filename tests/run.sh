@@ -52,10 +52,15 @@ for area in lib format analyzer security ways bpf inproc inject inject_real unit
 	. "tests/$area.sh"
 done
 
+# --list also finds a test registered without its function, and a t_* function registered
+# under no name (an ALL line forgotten), either of which fails it.
 if [ "$ONLY" = --list ]; then
 	for t in $ALL; do
 		declare -F "${t%@*}" >/dev/null || { echo "$t: no function ${t%@*}" >&2; exit 1; }
 		echo "$t $(old_name "$t")"
+	done
+	for t in $(declare -F | awk '$3 ~ /^t_/ { print $3 }'); do
+		[[ " $ALL " == *" $t "* || " $ALL " == *" $t@"* ]] || { echo "$t: registered on no ALL line" >&2; exit 1; }
 	done
 	return 0 2>/dev/null || exit 0
 fi

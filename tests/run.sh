@@ -2835,6 +2835,20 @@ t_format_schema() {
 		"$(sha256sum <read.norm | cut -c1-64)"
 }
 
+# ---- analyzer: a copied stack cut at --max-stack, as a walked one is ----
+
+# recurse keeps 1000 bytes from nest(1), whose stack is 8 frames deep (nest x3, outer, main and
+# libc's three); at --max-stack 6 the offline unwinder gave all 8 before.
+t_analyzer_dwarf_max_stack() {
+	need_bpf
+	record --stack dwarf --max-stack 6 -o "$TMP/dms.hsnap" -- "$T/recurse" || die "dwarf recording"
+	local line
+	line=$("$A" collapsed "$TMP/dms.hsnap" | awk '$NF == 1000')
+	[ -n "$line" ] || die "no stack with nest(1)'s 1000 bytes"
+	eq "frames of nest(1)'s stack at --max-stack 6" 6 "$(echo "${line% *}" | tr ';' '\n' | wc -l)"
+	eq "its innermost three" "nest;nest;nest" "$(echo "${line% *}" | tr ';' '\n' | tail -3 | paste -sd';')"
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -2852,6 +2866,7 @@ ALL="$ALL t_preload_thread_churn t_inject_thread_churn t_preload_threads_past_li
 ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inject_real_linked_alloc t_inject_real_redis t_inject_real_nginx"
 ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_bpf_max_stack_default t_max_stack_after_cut"
 ALL="$ALL t_analyzer_out_of_order t_analyzer_counters_agree"
+ALL="$ALL t_analyzer_dwarf_max_stack"
 ALL="$ALL t_inject_wake t_inject_hold_in_dlopen t_inject_messages t_inject_pid_ns t_inject_idle_safe_point t_inject_memcached_idle"
 for t in $ALL; do
 	run $t

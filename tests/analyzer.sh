@@ -492,6 +492,21 @@ assert s["events"] == s["allocs"] + s["frees"] + s["restored"] + s["unknown_free
 	done
 }
 
+# ---- a copied stack cut at --max-stack, as a walked one is ----
+
+# recurse keeps 1000 bytes from nest(1), whose stack is 8 frames deep (nest x3, outer, main and
+# libc's three); at --max-stack 6 the offline unwinder gave all 8 before.
+t_analyzer_dwarf_max_stack() {
+	need_bpf
+	record --stack dwarf --max-stack 6 -o "$TMP/dms.hsnap" -- "$T/recurse" || die "dwarf recording"
+	local line
+	line=$("$A" collapsed "$TMP/dms.hsnap" | awk '$NF == 1000')
+	[ -n "$line" ] || die "no stack with nest(1)'s 1000 bytes"
+	eq "frames of nest(1)'s stack at --max-stack 6" 6 "$(echo "${line% *}" | tr ';' '\n' | wc -l)"
+	eq "its innermost three" "nest;nest;nest" "$(echo "${line% *}" | tr ';' '\n' | tail -3 | paste -sd';')"
+}
+
 ALL="$ALL t_golden t_analyzer_usage t_analyzer_progress t_losses t_pprof_unsymbolized t_analyzer_pid_filter"
 ALL="$ALL t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html"
 ALL="$ALL t_analyzer_diff_builds t_analyzer_gate_sampled t_analyzer_out_of_order t_analyzer_counters_agree"
+ALL="$ALL t_analyzer_dwarf_max_stack"

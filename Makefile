@@ -137,13 +137,13 @@ TEST_PROGS += $(OUTPUT)/tests/test_units $(OUTPUT)/tests/test_sampling
 TEST_PROGS += $(OUTPUT)/tests/schemagen
 TEST_PROGS += $(OUTPUT)/tests/test_pyline $(OUTPUT)/tests/craft_py
 
-# A recording of a Python program with real line tables (t_py_crafted_*).
+# A recording of a Python program with real line tables (t_python_crafted_*).
 $(OUTPUT)/tests/craft_py: tests/unit/craft_py.c $(FORMAT_SRCS) format/*.h common/event_abi.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iformat -Ibpf -Icommon \
 		$< $(FORMAT_SRCS) common/outfile.c -lzstd -lelf -o $@
 
-# The Python line-table decoder against CPython's own tables (t_py_linetables).
+# The Python line-table decoder against CPython's own tables (t_python_linetables).
 $(OUTPUT)/tests/test_pyline: tests/unit/test_pyline.c tests/unit/check.h analyzer/pyline.c analyzer/pyline.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Ianalyzer \

@@ -21,7 +21,7 @@ f=testdata/alloc_c.hsnap
 # python3.11's line tables of tests/workloads/py_exact.py, its codes naming /srv/app/py_exact.py.
 p=testdata/py_exact.hsnap
 py_line() { grep -n -- "$1" tests/workloads/py_exact.py | head -1 | cut -d: -f1; }
-eval "$(sed -n '/^py_specs() {/,/^}/p' tests/run.sh)"
+eval "$(sed -n '/^py_specs() {/,/^}/p' tests/python.sh)"
 /usr/bin/python3 tests/pylines.py --code "$(realpath tests/workloads/py_exact.py)" '<module>' main keep_large keep_small \
 	chain_a chain_b chain_c worker key_fn sort_with_key >"$OUT/py_exact.codes"
 "$OUT/tests/craft_py" $p "$OUT/py_exact.codes" /srv/app/py_exact.py a $(py_specs)

@@ -111,6 +111,30 @@ t_python_crafted_pprof() {
 		"$(grep -m1 -E '^ +[^ ]+ +[^ ]+ +[0-9]+:' "$TMP/pyc.list" | sed -E 's/^ +[^ ]+ +[^ ]+ +//')"
 }
 
+# go tool pprof -http on the same recording: its top, source and flame graph views hold the
+# Python functions, with their bytes on the allocating line.
+t_python_crafted_http() {
+	need_go
+	command -v curl >/dev/null || skip "no curl to read pprof's web pages"
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 for the line tables"
+	local port=$((20000 + $$ % 20000)) pid i u
+	py_craft pyw a /usr/bin/python3
+	"$A" pprof -o "$TMP/pyw.pb.gz" "$TMP/pyw.hsnap" 2>/dev/null || die "pprof"
+	go tool pprof -http=127.0.0.1:$port -no_browser -sample_index=inuse_space "$TMP/pyw.pb.gz" >"$TMP/pyw.log" 2>&1 &
+	pid=$!
+	u=http://127.0.0.1:$port/ui
+	for i in $(seq 400); do curl -sf -o /dev/null "$u/" && break; sleep 0.05; done
+	curl -sf "$u/top" >"$TMP/pyw.top"; curl -sf "$u/source?f=keep_large" >"$TMP/pyw.src"
+	curl -sf "$u/flamegraph" >"$TMP/pyw.flame"
+	kill $pid
+	contains "$TMP/pyw.top" '{"Name":"keep_large","InlineLabel":"","Flat":0,"Cum":800456,'
+	contains "$TMP/pyw.top" '{"Name":"worker","InlineLabel":"","Flat":0,"Cum":117740,'
+	grep -A3 -F "$(py_line 'large\[i\] = bytearray(LARGE)')" "$TMP/pyw.src" | grep -q 'bytearray(LARGE)' ||
+		die "the source view lacks keep_large's line"
+	grep -F "bytearray(LARGE)" "$TMP/pyw.src" | grep -q "781.70kB" || die "the source view lacks the bytes on keep_large's line"
+	contains "$TMP/pyw.flame" '"key_fn"'
+}
+
 # The text reports of the same recording: top, collapsed (goldens of testdata/py_exact.hsnap,
 # crafted so from Debian's python3.11, its codes naming /srv/app/py_exact.py), leaks with
 # file:line, temporary by leaf and Python caller, JSON, speedscope, stats; diff of two runs
@@ -288,5 +312,5 @@ t_python_crafted_html() {
 	PY
 }
 
-ALL="$ALL t_python_linetables t_python_crafted_pprof t_python_crafted_reports t_python_crafted_html t_python_hostile"
+ALL="$ALL t_python_linetables t_python_crafted_pprof t_python_crafted_http t_python_crafted_reports t_python_crafted_html t_python_hostile"
 ALL="$ALL t_python_exact_preload t_python_exact_attach t_python_exact_html"

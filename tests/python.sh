@@ -249,6 +249,32 @@ t_python_exact_preload() {
 	py_exact_check pye
 }
 
+# Launched, sampled at 4 KiB: each function's estimate within 4 of its stated standard errors of
+# tracemalloc's figure (functions of 48 KB and more: at least ~10 samples each).
+t_python_exact_sampled() {
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
+	py_tracemalloc
+	"$R" --via preload -s 4k -o "$TMP/pys.hsnap" -- /usr/bin/python3 "$(realpath "$PY_EXACT")" >"$TMP/pys.out" 2>"$TMP/pys.err" ||
+		{ cat "$TMP/pys.err"; die "recording py_exact.py"; }
+	contains "$TMP/pys.out" held
+	py_need_codes pys
+	"$A" top --json -n 0 "$TMP/pys.hsnap" >"$TMP/pys.json" 2>/dev/null || die "top --json"
+	python3 - "$TMP/pys.json" "$TMP/py_exact.tm" <<-'PY' || die "sampled estimates"
+	import json, sys
+	rows = {f["name"]: f for f in json.load(open(sys.argv[1]))["functions"]}
+	truth = {}
+	for l in open(sys.argv[2]):
+	    fn, line, b, c = l.split()
+	    truth[fn] = truth.get(fn, 0) + int(b)
+	for fn in ("keep_large", "keep_small", "worker", "key_fn"):
+	    r = rows.get(fn + " (py_exact.py)")
+	    assert r, (fn, "not sampled")
+	    assert r["cum_se"] > 0, (fn, "no standard error stated")
+	    assert abs(r["cum"] - truth[fn]) <= 4 * r["cum_se"], (fn, r["cum"], r["cum_se"], truth[fn])
+	    print(fn, truth[fn], r["cum"], "+-", r["cum_se"])
+	PY
+}
+
 # Attached with -p to the running interpreter before it allocates, every event: the same.
 t_python_exact_attach() {
 	need_inject; need_go
@@ -313,4 +339,4 @@ t_python_crafted_html() {
 }
 
 ALL="$ALL t_python_linetables t_python_crafted_pprof t_python_crafted_http t_python_crafted_reports t_python_crafted_html t_python_hostile"
-ALL="$ALL t_python_exact_preload t_python_exact_attach t_python_exact_html"
+ALL="$ALL t_python_exact_preload t_python_exact_sampled t_python_exact_attach t_python_exact_html"

@@ -92,7 +92,11 @@ t_python_crafted_pprof() {
 		eq "$fn inuse_objects (cum)" "$c" "$(pv "$p" inuse_objects "$fn" cum)"
 		eq "$fn flat (a Python frame is never a leaf here)" 0 "$(pv "$p" inuse_space "$fn")"
 	done
-	# Process 200's code 3 is its keep_small; process 100's code 3 is keep_large.
+	# --no-symbolize leaves native frames to be symbolized later; Python frames are named now,
+	# as nothing later could name them.
+	"$A" pprof --no-symbolize -o "$TMP/pycn.pb.gz" "$TMP/pyc.hsnap" 2>/dev/null || die "pprof --no-symbolize"
+	eq "--no-symbolize: keep_large" 800456 "$(pv "$TMP/pycn.pb.gz" inuse_space keep_large cum)"
+	# Process 200's keep_small has the code id of process 100's keep_large.
 	eq "pid 200: keep_small" 20000 "$(go tool pprof -tagfocus=pid:200 -top -unit=B -sample_index=inuse_space "$p" 2>/dev/null |
 		awk '$6 == "keep_small" { v = $4; sub(/B$/, "", v); print v }')"
 	eq "pid 200: keep_large" "" "$(go tool pprof -tagfocus=pid:200 -top -sample_index=inuse_space "$p" 2>/dev/null | awk '$6 == "keep_large"')"

@@ -254,7 +254,7 @@ t_python_exact_preload() {
 }
 
 # Launched, sampled at 4 KiB: each function's estimate within 4 of its stated standard errors of
-# tracemalloc's figure (functions of 48 KB and more: at least ~10 samples each).
+# tracemalloc's figure, or 1% (functions of 48 KB and more: at least ~10 samples each).
 t_python_exact_sampled() {
 	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
 	py_tracemalloc
@@ -273,8 +273,9 @@ t_python_exact_sampled() {
 	for fn in ("keep_large", "keep_small", "worker", "key_fn"):
 	    r = rows.get(fn + " (py_exact.py)")
 	    assert r, (fn, "not sampled")
-	    assert r["cum_se"] > 0, (fn, "no standard error stated")
-	    assert abs(r["cum"] - truth[fn]) <= 4 * r["cum_se"], (fn, r["cum"], r["cum_se"], truth[fn])
+	    # A class of blocks no sample saw states no error of its own (keep_large's 8 objects of
+	    # 56 bytes, each sampled with p = 0.014, beside buffers sampled surely): 1% at least.
+	    assert abs(r["cum"] - truth[fn]) <= max(4 * r["cum_se"], truth[fn] / 100), (fn, r["cum"], r["cum_se"], truth[fn])
 	    print(fn, truth[fn], r["cum"], "+-", r["cum_se"])
 	PY
 }
@@ -311,14 +312,20 @@ t_python_exact_html() {
 	import json, sys
 	d = json.load(open(sys.argv[1]))
 	assert d["rendered"], "the page's script did not finish"
-	want = {}
+	want, lines = {}, set()
 	for l in open(sys.argv[2]):
 	    fn, line, b, c = l.split()
 	    want[fn + " (py_exact.py)"] = want.get(fn + " (py_exact.py)", 0) + int(b)
+	    lines.add("%s py_exact.py:%s" % (fn, line))
+	# The flame graph: exact where nothing of the function was folded into "other" (the graph
+	# keeps 2,500 nodes: a callback's many small paths through list.sort may be), never more.
 	for fn, b in want.items():
-	    assert d["values"].get(fn) == b, (fn, d["values"].get(fn), b)
-	    assert d["view"].get(fn, [0, 0])[1] == b, (fn, d["view"].get(fn))
-	    assert fn in d["table_functions"], (fn, d["table_functions"][:20])
+	    v = d["values"].get(fn, 0)
+	    assert v == b or (b < 100000 and 0 < v <= b), (fn, v, b)
+	# The tables of live stacks: each allocating line and each line of a call between.
+	rows = " | ".join(d["table_functions"])
+	for l in lines:
+	    assert l in rows, (l, rows[:2000])
 	PY
 }
 

@@ -286,7 +286,7 @@ t_python_exact_attach() {
 	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
 	local rc
 	py_tracemalloc
-	RARGS="-s 0" inject_start pya /usr/bin/python3 "$(realpath "$PY_EXACT")"
+	RARGS="--via inject -s 0" inject_start pya /usr/bin/python3 "$(realpath "$PY_EXACT")"
 	echo go >"$TMP/pya.fifo"
 	wait $TJOB; rc=$?
 	eq "pya: the target's own exit status" 0 $rc

@@ -16,8 +16,8 @@ holds is freed: the recording's end is that moment):
 Each of these statements is on a line of its own: the function's line is that line (and for
 chain_a, chain_b, the line of the call).
 
-  py_exact.py [FIFO]              with FIFO: says "ready PID" and waits for a line on it first
-                                  (the recorder attaches meanwhile)
+  py_exact.py [FIFO]              with FIFO: says "ready PID" and waits for a line on it first,
+                                  polling (the recorder attaches meanwhile)
   py_exact.py --tracemalloc [FIFO]  the same, traced by tracemalloc; prints what it holds by
                                   function and line, as tracemalloc counts it:
                                   "FUNCTION LINE BYTES COUNT" (every line of the function's
@@ -117,6 +117,23 @@ def held_by_line(snapshot):
     return out
 
 
+def wait_line(path):
+    """Says "ready PID", then waits for a line on the FIFO at PATH, polling: an attach loads
+    the library at an allocator call (a blocked read makes none), and pymalloc's domains are
+    wrapped when the main thread next runs Python."""
+    import time
+
+    # Read and write: the FIFO gives no end of file before the test writes.
+    fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)
+    print("ready", os.getpid(), flush=True)
+    while True:
+        try:
+            if b"\n" in os.read(fd, 4096):
+                return
+        except BlockingIOError:
+            time.sleep(0.002)
+
+
 def main():
     args = sys.argv[1:]
     trace = bool(args) and args[0] == "--tracemalloc"
@@ -126,9 +143,7 @@ def main():
 
         tracemalloc.start(100)
     if args:
-        print("ready", os.getpid(), flush=True)
-        with open(args[0]) as f:
-            f.readline()
+        wait_line(args[0])
     keep_large()
     keep_small()
     chain_a()

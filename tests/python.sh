@@ -35,10 +35,10 @@ PY_EXACT=tests/workloads/py_exact.py
 py_line() { grep -n -- "$1" "$PY_EXACT" | head -1 | cut -d: -f1; }
 py_specs() {
 	echo "module=$(py_line '^main()$') main.keep_large=$(py_line '^    keep_large()$')" \
-		"main.keep_small=$(py_line '^    keep_small()$') main.chain_a=$(py_line '^    chain_a()$')" \
+		"main.keep_small=$(py_line '^    keep_small()$') main.chain_a=$(py_line '^    chain_a(N_CHAIN)$')" \
 		"main.run_thread=$(py_line '^    run_thread()$') main.sort_with_key=$(py_line '^    sort_with_key()$')" \
 		"keep_large=$(py_line 'large\[i\] = bytearray(LARGE)') keep_small=$(py_line 'small\[i\] = bytes(SMALL)')" \
-		"chain_c=$(py_line 'chained\[i\] = bytes(CHAIN)') chain_b=$(py_line '^    chain_c()$') chain_a=$(py_line '^    chain_b()$')" \
+		"chain_c=$(py_line 'chained\[i\] = bytes(CHAIN)') chain_b=$(py_line '^    chain_c(n)$') chain_a=$(py_line '^    chain_b(n)$')" \
 		"worker=$(py_line 'threaded\[i\] = bytearray(T_LARGE)') worker2=$(py_line 'threaded\[N_T_LARGE + i\] = bytes(T_SMALL)')" \
 		"key_fn=$(py_line 'called_back\[x\] = bytearray(CB)') sort_with_key=$(py_line 'return sorted(items, key=key_fn)')"
 }
@@ -77,8 +77,8 @@ t_python_crafted_pprof() {
 		eq "$py: keep_large's line" 800456 "$(pl "$p" inuse_space "keep_large $f:$(py_line 'large\[i\] = bytearray(LARGE)')")"
 		eq "$py: worker's first line" 101140 "$(pl "$p" inuse_space "worker $f:$(py_line 'threaded\[i\] = bytearray(T_LARGE)')")"
 		eq "$py: worker's second line" 16600 "$(pl "$p" inuse_space "worker $f:$(py_line 'threaded\[N_T_LARGE + i\] = bytes(T_SMALL)')")"
-		eq "$py: main's call of chain_a" 19980 "$(pl "$p" inuse_space "main $f:$(py_line '^    chain_a()$')")"
-		eq "$py: chain_b's call of chain_c" 60 "$(pl "$p" inuse_objects "chain_b $f:$(py_line '^    chain_c()$')")"
+		eq "$py: main's call of chain_a" 19980 "$(pl "$p" inuse_space "main $f:$(py_line '^    chain_a(N_CHAIN)$')")"
+		eq "$py: chain_b's call of chain_c" 60 "$(pl "$p" inuse_objects "chain_b $f:$(py_line '^    chain_c(n)$')")"
 		eq "$py: sort_with_key, no offset: its first line" 1111 "$(pl "$p" inuse_space "sort_with_key $f:$(py_line '^def sort_with_key')")"
 		n=$((n + 1))
 	done
@@ -199,15 +199,16 @@ t_python_hostile() {
 
 # ---- py_exact.py recorded for real: every figure as tracemalloc counts it ----
 
-# py_tracemalloc: tracemalloc's figures of py_exact.py by function and line, once per run of
-# the tests, in $TMP/py_exact.tm ("FUNCTION LINE BYTES COUNT"), run by Debian's python3 from
-# its absolute path (the path its code objects name).
+# py_tracemalloc [PYTHON NAME]: tracemalloc's figures of py_exact.py by function and line, in
+# $TMP/NAME.tm ("FUNCTION LINE BYTES COUNT"; default: Debian's python3, py_exact), once per run of
+# the tests, the script run from its absolute path (the path its code objects name).
 py_tracemalloc() {
-	[ -s "$TMP/py_exact.tm" ] && return 0
-	/usr/bin/python3 "$(realpath "$PY_EXACT")" --tracemalloc >"$TMP/py_exact.tm.out" 2>"$TMP/py_exact.tm.err" ||
-		{ cat "$TMP/py_exact.tm.err"; die "py_exact.py --tracemalloc"; }
-	grep -E '^(keep_large|keep_small|chain_a|chain_b|chain_c|worker|key_fn) ' "$TMP/py_exact.tm.out" >"$TMP/py_exact.tm"
-	[ "$(wc -l <"$TMP/py_exact.tm")" -ge 8 ] || { cat "$TMP/py_exact.tm.out"; die "tracemalloc's figures of py_exact.py are missing"; }
+	local py=${1:-/usr/bin/python3} tm=$TMP/${2:-py_exact}.tm
+	[ -s "$tm" ] && return 0
+	"$py" "$(realpath "$PY_EXACT")" --tracemalloc >"$tm.out" 2>"$tm.err" ||
+		{ cat "$tm.err"; die "$py py_exact.py --tracemalloc"; }
+	grep -E '^(keep_large|keep_small|chain_a|chain_b|chain_c|worker|key_fn) ' "$tm.out" >"$tm"
+	[ "$(wc -l <"$tm")" -ge 8 ] || { cat "$tm.out"; die "$py: tracemalloc's figures of py_exact.py are missing"; }
 }
 
 # py_need_codes NAME: skips unless recording NAME holds Python code objects (PY_CODE records),
@@ -219,22 +220,23 @@ py_need_codes() {
 		skip "the recording holds no Python code objects (PY_CODE records): this libheapsnap.so does not read Python frames"
 }
 
-# py_exact_check NAME: recording NAME's Python functions against tracemalloc: each line's bytes
-# and blocks in use (go tool pprof -lines), each function's (cum), and -list keep_large's line.
+# py_exact_check NAME [TM]: recording NAME's Python functions against tracemalloc's figures
+# (py_tracemalloc's TM, default py_exact): each line's bytes and blocks in use (go tool pprof
+# -lines), each function's (cum), and -list keep_large's line.
 py_exact_check() {
-	local p=$TMP/$1.pb.gz f fn line b c kb=0 line_kl
+	local p=$TMP/$1.pb.gz tm=$TMP/${2:-py_exact}.tm f fn line b c kb=0 line_kl
 	f=$(realpath "$PY_EXACT")
 	"$A" pprof -o "$p" "$TMP/$1.hsnap" 2>"$TMP/$1.aerr" || { cat "$TMP/$1.aerr"; die "$1: pprof"; }
 	while read -r fn line b c; do
 		eq "$1: $fn $f:$line inuse_space" "$b" "$(pl "$p" inuse_space "$fn $f:$line")"
 		eq "$1: $fn $f:$line inuse_objects" "$c" "$(pl "$p" inuse_objects "$fn $f:$line")"
-	done <"$TMP/py_exact.tm"
+	done <"$tm"
 	for fn in keep_large keep_small chain_a chain_b chain_c worker key_fn; do
-		eq "$1: $fn inuse_space (cum)" "$(awk -v fn="$fn" '$1 == fn { s += $3 } END { print s }' "$TMP/py_exact.tm")" \
+		eq "$1: $fn inuse_space (cum)" "$(awk -v fn="$fn" '$1 == fn { s += $3 } END { print s }' "$tm")" \
 			"$(pv "$p" inuse_space "$fn" cum)"
 	done
 	line_kl=$(py_line 'large\[i\] = bytearray(LARGE)')
-	kb=$(awk -v l="$line_kl" '$1 == "keep_large" && $2 == l { print $3 }' "$TMP/py_exact.tm")
+	kb=$(awk -v l="$line_kl" '$1 == "keep_large" && $2 == l { print $3 }' "$tm")
 	go tool pprof -list '^keep_large$' -unit=B -sample_index=inuse_space "$p" >"$TMP/$1.list" 2>/dev/null
 	eq "$1: -list keep_large" "${kb}B $line_kl: large[i] = bytearray(LARGE)" \
 		"$(awk -v l="$line_kl:" '$3 == l { print $2, $3, $4, $5, $6 }' "$TMP/$1.list")"
@@ -278,6 +280,25 @@ t_python_exact_sampled() {
 	    assert abs(r["cum"] - truth[fn]) <= max(4 * r["cum_se"], truth[fn] / 100), (fn, r["cum"], r["cum_se"], truth[fn])
 	    print(fn, truth[fn], r["cum"], "+-", r["cum_se"])
 	PY
+}
+
+# The same launched with each shared-libpython build present (pyenv's 3.8 to 3.13): their own
+# line-table formats and frame layouts, each against its own tracemalloc.
+t_python_exact_shared() {
+	need_go
+	local py v n=0
+	for v in 3.8 3.9 3.10 3.11 3.12 3.13; do
+		py=$(ls -d "$HOME"/.pyenv/versions/$v.*/bin/python3 2>/dev/null | tail -1)
+		[ -x "$py" ] || continue
+		py_tracemalloc "$py" "pyt$v"
+		"$R" --via preload -s 0 -o "$TMP/pyv$v.hsnap" -- "$py" "$(realpath "$PY_EXACT")" >"$TMP/pyv$v.out" 2>"$TMP/pyv$v.err" ||
+			{ cat "$TMP/pyv$v.err"; die "recording py_exact.py with $py"; }
+		contains "$TMP/pyv$v.out" held
+		py_need_codes "pyv$v"
+		py_exact_check "pyv$v" "pyt$v"
+		n=$((n + 1))
+	done
+	[ $n -gt 0 ] || skip "no shared-libpython interpreter (pyenv's 3.8 to 3.13 under ~/.pyenv/versions)"
 }
 
 # Attached with -p to the running interpreter before it allocates, every event: the same.
@@ -350,4 +371,4 @@ t_python_crafted_html() {
 }
 
 ALL="$ALL t_python_linetables t_python_crafted_pprof t_python_crafted_http t_python_crafted_reports t_python_crafted_html t_python_hostile"
-ALL="$ALL t_python_exact_preload t_python_exact_sampled t_python_exact_attach t_python_exact_html"
+ALL="$ALL t_python_exact_preload t_python_exact_shared t_python_exact_sampled t_python_exact_attach t_python_exact_html"

@@ -52,17 +52,17 @@ def keep_small():
         small[i] = bytes(SMALL)
 
 
-def chain_c():
-    for i in range(N_CHAIN):
+def chain_c(n):
+    for i in range(n):
         chained[i] = bytes(CHAIN)
 
 
-def chain_b():
-    chain_c()
+def chain_b(n):
+    chain_c(n)
 
 
-def chain_a():
-    chain_b()
+def chain_a(n):
+    chain_b(n)
 
 
 def worker():
@@ -144,9 +144,15 @@ def main():
         tracemalloc.start(100)
     if args:
         wait_line(args[0])
+    # Up to 3.10 a function's first call makes its frame object, which its later calls reuse,
+    # or takes one from a list of freed frames (resized, when small: a realloc), which differs
+    # between a run under tracemalloc and one without: the chain's frames made here, from main.
+    chain_c(0)
+    chain_b(0)
+    chain_a(0)
     keep_large()
     keep_small()
-    chain_a()
+    chain_a(N_CHAIN)
     run_thread()
     sort_with_key()
     if trace:

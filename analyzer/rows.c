@@ -599,7 +599,8 @@ static char *stack_key(const struct profile *p, const struct prof_sample *s, boo
 			if (ln && ln->function && lines && ln->file) {
 				fprintf(m, "%s%s (%s:%u)", i || k ? " <- " : "", ln->function, basename(ln->file), ln->line);
 			} else if (ln && ln->function) {
-				fprintf(m, "%s%s", i || k ? " <- " : "", ln->function);
+				/* A Python function by its name and file: every module has a <module>. */
+				fprintf(m, "%s%s", i || k ? " <- " : "", l->python && ln->system_name ? ln->system_name : ln->function);
 			} else {
 				/* Unsymbolized: module and offset are stable across ASLR. */
 				fprintf(m, "%s%s", i || k ? " <- " : "", profile__line_name(p, l, NULL, buf, sizeof(buf)));

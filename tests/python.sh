@@ -163,6 +163,15 @@ assert d["keep_large (py_exact.py)"] == 800456 and d["worker (py_exact.py)"] == 
 	py_craft pyra a /usr/bin/python3
 	py_craft pyrb b /usr/bin/python3
 	"$A" diff --json -n 0 "$TMP/pyra.hsnap" "$TMP/pyrb.hsnap" >"$TMP/pyr.diff" 2>/dev/null || die "diff"
+	# The same program, its file named otherwise: no Python function of one is one of the other.
+	py_craft pyro a /usr/bin/python3 /srv/app/other.py
+	"$A" diff --json -n 0 "$TMP/pyra.hsnap" "$TMP/pyro.hsnap" >"$TMP/pyro.diff" 2>/dev/null || die "diff, other file"
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+st = sorted((s["delta"], s["name"].split(" <- ")[2]) for s in d["stacks"] if s["name"].startswith("python3+0xf <- python3+0x1f <- keep_large"))
+l = sys.argv[2]
+assert st == [(-800008, "keep_large (py_exact.py:%s)" % l), (800008, "keep_large (other.py:%s)" % l)], st' \
+		"$TMP/pyro.diff" "$(py_line 'large\[i\] = bytearray(LARGE)')" || die "Python functions of two files matched"
 	python3 - "$TMP/pyr.diff" "$(py_line 'small\[i\] = bytes(SMALL)')" <<-'PY' || die "diff of two runs"
 	import json, sys
 	d = json.load(open(sys.argv[1]))

@@ -264,10 +264,53 @@ static int cmp_fn(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-int rows__functions(const struct profile *p, int value, struct fn_rows *out)
+/* Adds each Python function's own (v[0]: the innermost Python frame, the code whose line made
+ * the block) and cum (v[1]) of VALUE to T, with their variances (v[2], v[3]). */
+static int python_totals(const struct profile *p, int value, struct named_table *t)
+{
+	for (uint32_t i = 0; i < p->nr_samples; i++) {
+		const struct prof_sample *s = &p->samples[i];
+		double v = s->v[value], var = s->var[value];
+		bool own = true;
+
+		for (uint32_t k = 0; v != 0 && k < s->nr_locs; k++) {
+			const struct prof_loc *l = &p->locs[p->loc_refs[s->first_loc + k]];
+			const char *name;
+			bool seen = false;
+			double *row;
+
+			if (!l->python || !l->nr_lines)
+				continue;
+			name = profile__line_name(p, l, &p->lines[l->first_line], NULL, 0);
+			/* Recursion counts once toward cum: a scan of the Python frames before (a stack
+			 * has at most HS_MAX_STACK frames). */
+			for (uint32_t j = 0; j < k && !seen; j++) {
+				const struct prof_loc *o = &p->locs[p->loc_refs[s->first_loc + j]];
+
+				seen = o->python && o->nr_lines &&
+				       !strcmp(profile__line_name(p, o, &p->lines[o->first_line], NULL, 0), name);
+			}
+			row = named_get(t, name);
+			if (!row)
+				return -ENOMEM;
+			if (own) {
+				row[0] += v;
+				row[2] += var;
+				own = false;
+			}
+			if (!seen) {
+				row[1] += v;
+				row[3] += var;
+			}
+		}
+	}
+	return 0;
+}
+
+static int fn_rows_of(const struct profile *p, int value, bool python, struct fn_rows *out)
 {
 	struct named_table t = {0};
-	int err = function_totals(p, value, &t);
+	int err = python ? python_totals(p, value, &t) : function_totals(p, value, &t);
 
 	memset(out, 0, sizeof(*out));
 	out->total = p->total[value];
@@ -289,6 +332,16 @@ int rows__functions(const struct profile *p, int value, struct fn_rows *out)
 		qsort(out->rows, out->nr, sizeof(*out->rows), cmp_fn);
 	named_free(&t);
 	return 0;
+}
+
+int rows__functions(const struct profile *p, int value, struct fn_rows *out)
+{
+	return fn_rows_of(p, value, false, out);
+}
+
+int rows__python_functions(const struct profile *p, int value, struct fn_rows *out)
+{
+	return fn_rows_of(p, value, true, out);
 }
 
 void fn_rows__free(struct fn_rows *t)

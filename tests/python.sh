@@ -152,8 +152,18 @@ t_python_crafted_reports() {
 	contains "$TMP/pyr.temp" "           5            320    0.5%  python3+0x1f in keep_small (py_exact.py)"
 	"$A" top --json -n 0 testdata/py_exact.hsnap >"$TMP/pyr.json" 2>/dev/null || die "top --json"
 	python3 -c 'import json, sys
-d = {f["name"]: f["cum"] for f in json.load(open(sys.argv[1]))["functions"]}
-assert d["keep_large (py_exact.py)"] == 800456 and d["worker (py_exact.py)"] == 117740, d' "$TMP/pyr.json" || die "top --json"
+j = json.load(open(sys.argv[1]))
+d = {f["name"]: f["cum"] for f in j["functions"]}
+assert d["keep_large (py_exact.py)"] == 800456 and d["worker (py_exact.py)"] == 117740, d
+# Python functions by own (the innermost Python frame) and cum.
+py = [(f["name"], f["own"], f["cum"]) for f in j["python_functions"]]
+assert py[:5] == [("keep_large (py_exact.py)", 800456, 800456), ("keep_small (py_exact.py)", 153000, 153000),
+                  ("worker (py_exact.py)", 117740, 117740), ("key_fn (py_exact.py)", 48448, 48448),
+                  ("chain_c (py_exact.py)", 19980, 19980)], py[:5]
+own = {n: (o, c) for n, o, c in py}
+assert own["chain_a (py_exact.py)"] == (0, 19980) and own["sort_with_key (py_exact.py)"] == (1111, 49559), own
+assert own["[python code 999 not recorded]"] == (7777, 7777) and own["main (py_exact.py)"] == (0, 1010772), own
+assert not any(n.startswith("python3+") for n in own), own' "$TMP/pyr.json" || die "top --json"
 	"$A" speedscope -o "$TMP/pyr.ss.json" testdata/py_exact.hsnap 2>/dev/null || die "speedscope"
 	contains "$TMP/pyr.ss.json" '{"name":"key_fn (py_exact.py)"}'
 	"$A" stats testdata/py_exact.hsnap >"$TMP/pyr.stats" 2>/dev/null || die "stats"
@@ -243,6 +253,14 @@ py_exact_check() {
 	for fn in keep_large keep_small chain_a chain_b chain_c worker key_fn; do
 		eq "$1: $fn inuse_space (cum)" "$(awk -v fn="$fn" '$1 == fn { s += $3 } END { print s }' "$tm")" \
 			"$(pv "$p" inuse_space "$fn" cum)"
+	done
+	# top's Python functions: those that allocate themselves own what they hold.
+	"$A" top --json -n 0 "$TMP/$1.hsnap" >"$TMP/$1.top.json" 2>/dev/null || die "$1: top --json"
+	for fn in keep_large keep_small chain_c worker key_fn; do
+		eq "$1: $fn own (top)" "$(awk -v fn="$fn" '$1 == fn { s += $3 } END { print s }' "$tm")" \
+			"$(python3 -c 'import json, sys
+print(next((round(f["own"]) for f in json.load(open(sys.argv[1])).get("python_functions", []) if f["name"] == sys.argv[2]), "absent"))' \
+				"$TMP/$1.top.json" "$fn (py_exact.py)")"
 	done
 	line_kl=$(py_line 'large\[i\] = bytearray(LARGE)')
 	kb=$(awk -v l="$line_kl" '$1 == "keep_large" && $2 == l { print $3 }' "$tm")

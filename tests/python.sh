@@ -355,6 +355,8 @@ t_python_exact_html() {
 		{ cat "$TMP/pyeh.err"; die "recording py_exact.py"; }
 	py_need_codes pyeh
 	"$A" html -o "$TMP/pyeh.html" "$TMP/pyeh.hsnap" 2>"$TMP/pyeh.aerr" || { cat "$TMP/pyeh.aerr"; die "html"; }
+	sed -n '/<section id=python>/,/<\/section>/p' "$TMP/pyeh.html" >"$TMP/pyeh.py"
+	contains "$TMP/pyeh.py" "<tr><td class=n>$(awk '$1 == "keep_large" { s += $3 } END { print s }' "$TMP/py_exact.tm")</td>"
 	python3 tests/htmlcheck.py dom "$TMP/pyeh.html" "" >"$TMP/pyeh.json" || die "chromium on the report"
 	python3 - "$TMP/pyeh.json" "$TMP/py_exact.tm" <<-'PY' || die "what rendered"
 	import json, sys
@@ -382,6 +384,10 @@ t_python_exact_html() {
 t_python_crafted_html() {
 	command -v chromium >/dev/null || skip "chromium is not installed (scripts/install-deps.sh installs it)"
 	"$A" html -o "$TMP/pyh.html" testdata/py_exact.hsnap 2>"$TMP/pyh.err" || { cat "$TMP/pyh.err"; die "html"; }
+	# The table of Python functions by own and cum, as top gives it.
+	sed -n '/<section id=python>/,/<\/section>/p' "$TMP/pyh.html" >"$TMP/pyh.py"
+	contains "$TMP/pyh.py" '<tr><td class=n>800456</td><td class=n>800456</td><td class=fn>keep_large (py_exact.py)</td></tr>'
+	contains "$TMP/pyh.py" '<tr><td class=n>0</td><td class=n>19980</td><td class=fn>chain_a (py_exact.py)</td></tr>'
 	python3 tests/htmlcheck.py dom "$TMP/pyh.html" "" >"$TMP/pyh.json" || die "chromium on the report"
 	python3 - "$TMP/pyh.json" <<-'PY' || die "what rendered"
 	import json, sys

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "allocators.h"
 #include "elfsyms.h"
 #include "gotwalk.h"
 #include "inject_abi.h"
@@ -92,18 +93,16 @@ struct slot_ctx {
 };
 #define MAX_SAFE_POINTS 64
 
-/* The allocator entries the trampoline sits in: every one the library hooks (got_hooks.c), so that
- * no allocator call made while it loads goes by unseen: it waits there, or is counted. Only
- * code that holds none of the locks pthread_create or dlopen take calls them. */
+/* The allocator entries the trampoline sits in: every one the library hooks (the table
+ * common/allocators.def, as got_hooks.c reads it), so that no allocator call made while it
+ * loads goes by unseen: it waits there, or is counted. Only code that holds none of the locks
+ * pthread_create or dlopen take calls them. */
 static int pick_slot(void *ctx, uint64_t got, const char *name)
 {
 	static const char *const names[] = {
-		"malloc", "calloc", "realloc", "reallocarray", "free", "aligned_alloc", "posix_memalign", "memalign",
-		"valloc", "pvalloc", "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
-		"_ZnwmSt11align_val_t", "_ZnamSt11align_val_t", "_ZnwmSt11align_val_tRKSt9nothrow_t",
-		"_ZnamSt11align_val_tRKSt9nothrow_t", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm", "_ZdlPvRKSt9nothrow_t",
-		"_ZdaPvRKSt9nothrow_t", "_ZdlPvSt11align_val_t", "_ZdaPvSt11align_val_t", "_ZdlPvmSt11align_val_t",
-		"_ZdaPvmSt11align_val_t", "_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+#define HS_ALLOC(sym, kind, args, nest, hook, ret, params) HS_ALLOC_IF_HOOKED(hook, #sym, )
+#include "allocators.def"
+#undef HS_ALLOC
 	};
 	/* Calls a process makes while it idles, where it holds none of those locks either: a
 	 * process that never calls its allocator through a GOT (between requests) is reached

@@ -2835,6 +2835,48 @@ t_format_schema() {
 		"$(sha256sum <read.norm | cut -c1-64)"
 }
 
+# ---- the allocator table (common/allocators.def) ----
+
+# libc_alloc (tests/workloads/libc_alloc.c) calls __libc_malloc, which the table lists: its exact
+# figures by each way in, next to plain malloc's.
+alloctab_check() {
+	local name=$1 p=$TMP/$1.pb.gz
+	"$A" pprof -o "$p" "$TMP/$name.hsnap" 2>/dev/null || die "$name: pprof"
+	eq "$name: libc_malloc_kept inuse_space (__libc_malloc)" 61725 "$(pv $p inuse_space libc_malloc_kept)"
+	eq "$name: libc_malloc_kept inuse_objects" 5 "$(pv $p inuse_objects libc_malloc_kept)"
+	eq "$name: malloc_kept inuse_space" 3000 "$(pv $p inuse_space malloc_kept)"
+}
+t_bpf_alloctab_libc_malloc() {
+	need_bpf; need_go
+	record -o "$TMP/alt-$VIA.hsnap" -- "$T/libc_alloc" || die "recording libc_alloc failed"
+	alloctab_check alt-$VIA
+}
+t_preload_alloctab_libc_malloc() { VIA=preload t_bpf_alloctab_libc_malloc; }
+t_inject_alloctab_libc_malloc() {
+	need_inject; need_go
+	RARGS="--via inject -s 0" inject_start alti "$T/libc_alloc"
+	inject_finish alti 0
+	grep -q "BPF uprobes instead" "$TMP/alti.rerr" && { cat "$TMP/alti.rerr"; die "not injected"; }
+	alloctab_check alti
+}
+
+# The table's compile-time check (recorder/libheapsnap/hooks.c): a line marked OWN whose hook is
+# not written fails to compile, and so does a written hook the table has no OWN line for.
+t_alloctab_compile_check() {
+	command -v "${CC:-gcc}" >/dev/null || skip "no C compiler"
+	local f="-std=gnu11 -fsyntax-only -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -I. -Ibpf -Icommon -Iformat"
+	f="$f -Irecorder -Irecorder/inproc -Irecorder/inject -Irecorder/libheapsnap"
+	${CC:-gcc} $f recorder/libheapsnap/hooks.c 2>"$TMP/atc0.err" || { cat "$TMP/atc0.err"; die "hooks.c as it is does not compile"; }
+	grep -q '^HOOK_WRITTEN(realloc);$' recorder/libheapsnap/hooks.c || die "hooks.c marks no realloc hook"
+	sed 's/^HOOK_WRITTEN(realloc);$//' recorder/libheapsnap/hooks.c >"$TMP/atc1.c"
+	${CC:-gcc} $f "$TMP/atc1.c" 2>"$TMP/atc1.err" && die "a listed hook left unwritten compiled"
+	contains "$TMP/atc1.err" "hs_written_realloc"
+	sed 's/^HOOK_WRITTEN(realloc);$/HOOK_WRITTEN(realloc); HOOK_WRITTEN(strdup);/' recorder/libheapsnap/hooks.c >"$TMP/atc2.c"
+	${CC:-gcc} $f "$TMP/atc2.c" 2>"$TMP/atc2.err" && die "a hook the table does not list compiled"
+	contains "$TMP/atc2.err" "hs_kind_of_strdup"
+	return 0
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -2853,6 +2895,7 @@ ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inje
 ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_bpf_max_stack_default t_max_stack_after_cut"
 ALL="$ALL t_analyzer_out_of_order t_analyzer_counters_agree"
 ALL="$ALL t_inject_wake t_inject_hold_in_dlopen t_inject_messages t_inject_pid_ns t_inject_idle_safe_point t_inject_memcached_idle"
+ALL="$ALL t_bpf_alloctab_libc_malloc t_preload_alloctab_libc_malloc t_inject_alloctab_libc_malloc t_alloctab_compile_check"
 for t in $ALL; do
 	run $t
 done

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,14 +18,15 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= m && !strcmp(s + n - m, suffix);
 }
 
-/* Rust allocator shims: legacy `__rust_alloc`, or v0-mangled `_R...12___rust_alloc`, the name
- * preceded by its length. */
+/* Rust allocator shims: legacy `__rust_alloc`, or v0-mangled `_R...12___rust_alloc`: the name
+ * preceded by its length, and by a `_` when it starts with one or a digit. */
 static bool rust_v0(const char *name, const char *shim)
 {
 	char suffix[64];
-	int n = snprintf(suffix, sizeof(suffix), "%zu%s", strlen(shim), shim);
+	bool sep = shim[0] == '_' || (shim[0] >= '0' && shim[0] <= '9');
+	int n = snprintf(suffix, sizeof(suffix), "%zu%s%s", strlen(shim), sep ? "_" : "", shim);
 
-	return n > 0 && (size_t)n < sizeof(suffix) && !strncmp(name, "_R", 2) && ends_with(name, suffix);
+	return n > 0 && (size_t)n < sizeof(suffix) && ends_with(name, suffix);
 }
 
 enum alloc_nest { NEST_LEAF, NEST_CALLS, NEST_FREE, NEST_WRAPS };
@@ -54,13 +56,40 @@ static bool from_table(size_t i, bool in_libc, enum hs_prog *prog, uint32_t *kin
 	return true;
 }
 
+#define NR_ALLOC_TABLE (sizeof(alloc_table) / sizeof(alloc_table[0]))
+
+/* The table's lines by name, for a binary search: a library's every symbol is looked up. */
+static uint8_t by_name[NR_ALLOC_TABLE];
+static pthread_once_t by_name_once = PTHREAD_ONCE_INIT;
+
+static int by_name_cmp(const void *a, const void *b)
+{
+	return strcmp(alloc_table[*(const uint8_t *)a].name, alloc_table[*(const uint8_t *)b].name);
+}
+
+static void by_name_sort(void)
+{
+	_Static_assert(NR_ALLOC_TABLE <= 256, "the allocator table's index is a byte");
+	for (size_t i = 0; i < NR_ALLOC_TABLE; i++)
+		by_name[i] = (uint8_t)i;
+	qsort(by_name, NR_ALLOC_TABLE, sizeof(by_name[0]), by_name_cmp);
+}
+
+static int name_cmp(const void *key, const void *elem)
+{
+	return strcmp(key, alloc_table[*(const uint8_t *)elem].name);
+}
+
 bool alloc_func__classify(const char *name, bool in_libc, enum hs_prog *prog, uint32_t *kind, bool *wrapper,
 			  bool *leaf)
 {
-	for (size_t i = 0; i < sizeof(alloc_table) / sizeof(alloc_table[0]); i++)
-		if (!strcmp(name, alloc_table[i].name))
-			return from_table(i, in_libc, prog, kind, wrapper, leaf);
-	for (size_t i = 0; i < sizeof(alloc_table) / sizeof(alloc_table[0]); i++)
+	const uint8_t *hit;
+
+	pthread_once(&by_name_once, by_name_sort);
+	hit = bsearch(name, by_name, NR_ALLOC_TABLE, sizeof(by_name[0]), name_cmp);
+	if (hit)
+		return from_table(*hit, in_libc, prog, kind, wrapper, leaf);
+	for (size_t i = 0; !strncmp(name, "_R", 2) && i < NR_ALLOC_TABLE; i++)
 		if (alloc_table[i].rust && rust_v0(name, alloc_table[i].name))
 			return from_table(i, in_libc, prog, kind, wrapper, leaf);
 	/* A C++ operator new or delete the table does not list (a runtime's newer variant): every
@@ -248,14 +277,24 @@ static int scan_cb(Elf *elf, const char *name, GElf_Sym *sym, void *ctx)
 
 	if (!alloc_func__classify(name, s->in_libc, &prog, &kind, &wrapper, &leaf) || !vaddr_to_off(elf, sym, &off))
 		return 0;
-	for (int i = 0; i < s->out->nr; i++)
-		if (s->out->v[i].offset == off)
-			return 0; /* an alias (.symtab and .dynsym, or __libc_malloc) */
-	v = realloc(s->out->v, sizeof(*v) * (size_t)(s->out->nr + 1));
-	if (!v)
-		return -ENOMEM;
-	s->out->v = v;
-	f = &v[s->out->nr++];
+	f = NULL;
+	for (int i = 0; i < s->out->nr && !f; i++) {
+		if (s->out->v[i].offset != off)
+			continue;
+		/* An alias (.symtab and .dynsym, or __libc_malloc): probed once, under its public
+		 * name when it has one (malloc or mi_malloc rather than __libc_malloc). */
+		if (strncmp(s->out->v[i].name, "__", 2) || !strncmp(name, "__", 2))
+			return 0;
+		f = &s->out->v[i];
+		free(f->name);
+	}
+	if (!f) {
+		v = realloc(s->out->v, sizeof(*v) * (size_t)(s->out->nr + 1));
+		if (!v)
+			return -ENOMEM;
+		s->out->v = v;
+		f = &v[s->out->nr++];
+	}
 	*f = (struct alloc_func){.name = strdup(name), .offset = off, .probe_offset = off, .prog = prog,
 				 .kind = kind, .wrapper = wrapper, .leaf = leaf};
 	if (s->place) {

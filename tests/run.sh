@@ -2837,14 +2837,16 @@ t_format_schema() {
 
 # ---- the allocator table (common/allocators.def) ----
 
-# libc_alloc (tests/workloads/libc_alloc.c) calls __libc_malloc, which the table lists: its exact
-# figures by each way in, next to plain malloc's.
+# libc_alloc (tests/workloads/libc_alloc.c) calls __libc_malloc and __libc_free, which the table
+# lists: their exact figures by each way in, next to plain malloc's.
 alloctab_check() {
 	local name=$1 p=$TMP/$1.pb.gz
 	"$A" pprof -o "$p" "$TMP/$name.hsnap" 2>/dev/null || die "$name: pprof"
 	eq "$name: libc_malloc_kept inuse_space (__libc_malloc)" 61725 "$(pv $p inuse_space libc_malloc_kept)"
 	eq "$name: libc_malloc_kept inuse_objects" 5 "$(pv $p inuse_objects libc_malloc_kept)"
 	eq "$name: malloc_kept inuse_space" 3000 "$(pv $p inuse_space malloc_kept)"
+	eq "$name: libc_free_temp alloc_space" 22220 "$(pv $p alloc_space libc_free_temp)"
+	eq "$name: libc_free_temp inuse_space (__libc_free)" absent "$(pv $p inuse_space libc_free_temp)"
 }
 t_bpf_alloctab_libc_malloc() {
 	need_bpf; need_go

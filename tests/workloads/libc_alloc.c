@@ -5,6 +5,8 @@
  *
  *   libc_malloc_kept   5 x 12345 = 61725 bytes from __libc_malloc, live at exit
  *   malloc_kept        3 x 1000  =  3000 bytes from malloc, live at exit
+ *   libc_free_temp     4 x 5555  = 22220 bytes from __libc_malloc, each given back with
+ *                      __libc_free: none live
  *
  * Usage: libc_alloc [FIFO]. With FIFO, prints "ready PID" and allocates only after a line
  * arrives there (to be attached to first), polling it every 20 ms through the GOT meanwhile: an
@@ -19,6 +21,7 @@
 #define NOINLINE __attribute__((noinline))
 
 void *__libc_malloc(size_t n);
+void __libc_free(void *p);
 
 static void *volatile kept[8];
 
@@ -28,6 +31,20 @@ NOINLINE void libc_malloc_kept(void)
 		kept[i] = __libc_malloc(12345);
 		memset(kept[i], 1, 12345);
 	}
+}
+
+NOINLINE void libc_free_temp(void)
+{
+	void *volatile p[4];
+
+	/* All live at once and given back last: no later block takes one's address, which would
+	 * end it without its free. */
+	for (int i = 0; i < 4; i++) {
+		p[i] = __libc_malloc(5555);
+		memset(p[i], 3, 5555);
+	}
+	for (int i = 0; i < 4; i++)
+		__libc_free(p[i]);
 }
 
 NOINLINE void malloc_kept(void)
@@ -58,5 +75,6 @@ int main(int argc, char **argv)
 	}
 	libc_malloc_kept();
 	malloc_kept();
+	libc_free_temp();
 	return 0;
 }

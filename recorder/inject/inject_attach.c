@@ -164,47 +164,9 @@ static int store_slots(struct inject *j, struct remote *r, const uint64_t *value
 	return err;
 }
 
-/* A thread of the target to stop: the main one if it runs, else any other, never one in
- * uninterruptible sleep (it would stop only when it leaves it) or gone. */
-static pid_t pick_thread(pid_t pid)
-{
-	char path[64];
-	pid_t best = pid;
-	DIR *d;
-	struct dirent *e;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	if (!(d = opendir(path)))
-		return pid;
-	while ((e = readdir(d))) {
-		pid_t tid = (pid_t)atoi(e->d_name);
-		char st[64] = "";
-		FILE *f;
-
-		if (tid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-		if ((f = fopen(path, "re"))) {
-			char *p;
-
-			if (!fgets(st, sizeof(st), f))
-				st[0] = 0;
-			fclose(f);
-			p = strrchr(st, ')');
-			if (p && p[1] == ' ' && !strchr("DZXTt", p[2])) {
-				best = tid;
-				if (tid == pid)
-					break;
-			}
-		}
-	}
-	closedir(d);
-	return best;
-}
-
 static int stop_thread(struct inject *j, struct remote **r, uint64_t insn, char *why, size_t why_len)
 {
-	int err = remote__stop(j->pid, pick_thread(j->pid), r, why, why_len);
+	int err = remote__stop(j->pid, look__pick_thread(j->pid), r, why, why_len);
 
 	if (err == -EPERM) {
 		int scope = look__yama_scope();
@@ -433,7 +395,7 @@ static int grab_fd(struct inject *j, int fd)
 struct attach_ctx {
 	pid_t pid;
 	struct proc_map *v; /* the target's mappings */
-	int n, libc_i;
+	int n;
 	bool loaded;   /* libheapsnap.so is mapped already: dlopen'ed by name, not copied */
 	bool seccomp;  /* the target runs under a seccomp filter: check our system calls first */
 	uint32_t allocs; /* allocator entries the trampoline takes */
@@ -448,10 +410,6 @@ struct attach_ctx {
  * the stub calls. */
 static int attach__look_libc(struct inject *j, struct attach_ctx *c, char *why, size_t why_len)
 {
-	static const char *const libc_fns[] = {"pthread_create", "pthread_attr_init", "pthread_attr_setdetachstate",
-					      "dlopen", "dlsym", "dlerror"};
-	struct hs_inject_data *d = j->d;
-	uint64_t fns[6];
 	int err;
 
 	if ((err = look__preflight(c->pid, why, why_len, &c->seccomp)))
@@ -462,34 +420,7 @@ static int attach__look_libc(struct inject *j, struct attach_ctx *c, char *why, 
 	}
 	if ((err = look__already_recorded(c->pid, c->v, c->n, why, why_len)))
 		return err;
-	for (int i = 0; i < c->n; i++) {
-		if (look__is_libc(c->v[i].path) && c->libc_i < 0)
-			c->libc_i = i;
-		if (strstr(look__base_name(c->v[i].path), "libheapsnap.so"))
-			c->loaded = true;
-	}
-	if (c->libc_i < 0) {
-		snprintf(why, why_len, "process %d maps no glibc (static, or another libc): nothing to load the library with",
-			 c->pid);
-		return -ENOENT;
-	}
-	look__symbol_addrs(c->pid, c->v, c->n, c->libc_i, libc_fns, 6, fns);
-	d->fn_pthread_create = fns[0];
-	d->fn_attr_init = fns[1];
-	d->fn_attr_detach = fns[2];
-	d->fn_dlopen = fns[3];
-	d->fn_dlsym = fns[4];
-	d->fn_dlerror = fns[5];
-	if (!d->fn_pthread_create || !d->fn_attr_init || !d->fn_attr_detach || !d->fn_dlopen || !d->fn_dlsym ||
-	    !d->fn_dlerror) {
-		char *libc = hs_strdup_printable(c->v[c->libc_i].path);
-
-		snprintf(why, why_len, "the glibc of process %d (%s) lacks pthread_create or dlopen in libc itself "
-			 "(glibc before 2.34?)", c->pid, libc ? libc : "?");
-		free(libc);
-		return -ENOENT;
-	}
-	return 0;
+	return look__libc(c->pid, c->v, c->n, j->d, &c->loaded, why, why_len);
 }
 
 /* Step 1, still touching nothing: the GOT entries the trampoline takes, each one's protection,
@@ -720,7 +651,7 @@ static int attach__take_shm(struct inject *j, char *why, size_t why_len)
 int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, char *why, size_t why_len,
 		   bool *touched)
 {
-	struct attach_ctx c = {.pid = pid, .libc_i = -1, .lib_src = -1, .lib_fd_t = -1};
+	struct attach_ctx c = {.pid = pid, .lib_src = -1, .lib_fd_t = -1};
 	struct inject *j = calloc(1, sizeof(*j));
 	struct hs_inject_data *d = calloc(1, sizeof(*d));
 	int err;

@@ -3,6 +3,7 @@
  * touching nothing: its state and tracer, whether another recorder records it, its libc's
  * functions, the GOT entries the trampoline takes, a `syscall` instruction. Everything read
  * from the target is the target's to shape: bounded, and escaped before it is printed. */
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -345,5 +346,83 @@ int look__already_recorded(pid_t pid, const struct proc_map *v, int n, char *why
 		return -EALREADY;
 	}
 	return 0;
+}
+
+/* The target's glibc, whether libheapsnap.so is mapped already (*LOADED), and the functions in
+ * that glibc the stub calls, into D. */
+int look__libc(pid_t pid, struct proc_map *v, int n, struct hs_inject_data *d, bool *loaded, char *why,
+	       size_t why_len)
+{
+	static const char *const libc_fns[] = {"pthread_create", "pthread_attr_init", "pthread_attr_setdetachstate",
+					      "dlopen", "dlsym", "dlerror"};
+	uint64_t fns[6];
+	int libc_i = -1;
+
+	for (int i = 0; i < n; i++) {
+		if (look__is_libc(v[i].path) && libc_i < 0)
+			libc_i = i;
+		if (strstr(look__base_name(v[i].path), "libheapsnap.so"))
+			*loaded = true;
+	}
+	if (libc_i < 0) {
+		snprintf(why, why_len, "process %d maps no glibc (static, or another libc): nothing to load the library with",
+			 pid);
+		return -ENOENT;
+	}
+	look__symbol_addrs(pid, v, n, libc_i, libc_fns, 6, fns);
+	d->fn_pthread_create = fns[0];
+	d->fn_attr_init = fns[1];
+	d->fn_attr_detach = fns[2];
+	d->fn_dlopen = fns[3];
+	d->fn_dlsym = fns[4];
+	d->fn_dlerror = fns[5];
+	if (!d->fn_pthread_create || !d->fn_attr_init || !d->fn_attr_detach || !d->fn_dlopen || !d->fn_dlsym ||
+	    !d->fn_dlerror) {
+		char *libc = hs_strdup_printable(v[libc_i].path);
+
+		snprintf(why, why_len, "the glibc of process %d (%s) lacks pthread_create or dlopen in libc itself "
+			 "(glibc before 2.34?)", pid, libc ? libc : "?");
+		free(libc);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* A thread of the target to stop: the main one if it runs, else any other, never one in
+ * uninterruptible sleep (it would stop only when it leaves it) or gone. */
+pid_t look__pick_thread(pid_t pid)
+{
+	char path[64];
+	pid_t best = pid;
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	if (!(d = opendir(path)))
+		return pid;
+	while ((e = readdir(d))) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		char st[64] = "";
+		FILE *f;
+
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+		if ((f = fopen(path, "re"))) {
+			char *p;
+
+			if (!fgets(st, sizeof(st), f))
+				st[0] = 0;
+			fclose(f);
+			p = strrchr(st, ')');
+			if (p && p[1] == ' ' && !strchr("DZXTt", p[2])) {
+				best = tid;
+				if (tid == pid)
+					break;
+			}
+		}
+	}
+	closedir(d);
+	return best;
 }
 

@@ -413,6 +413,16 @@ EOF
 	eq "$via: its interpreter frames (the module's, one per partial call: 20)" 21 "$(echo "${line% *}" | tr ';' '\n' | grep -c '^_PyEval_EvalFrameDefault$')"
 }
 
+# ---- the allocator table (common/allocators.def) ----
+
+# libc_alloc (tests/workloads/libc_alloc.c) calls __libc_malloc and __libc_free, which the table
+# lists: their exact figures by each way in, next to plain malloc's.
+t_alloctab_libc_malloc() {
+	need_bpf; need_go
+	record -o "$TMP/alt-$VIA.hsnap" -- "$T/libc_alloc" || die "recording libc_alloc failed"
+	alloctab_check alt-$VIA
+}
+
 ALL="$ALL t_c_exact@bpf t_c_exact@preload t_c_labels_inline@bpf t_c_labels_inline@preload t_cxx_exact@bpf t_cxx_exact@preload"
 ALL="$ALL t_rust_exact@bpf t_rust_exact@preload t_sampled@bpf t_sampled@preload t_snapshots_diff@bpf t_snapshots_diff@preload"
 ALL="$ALL t_handoff@bpf t_handoff@preload t_other_allocators@bpf t_other_allocators@preload t_dwarf_nofp@bpf t_dwarf_nofp@preload"
@@ -420,3 +430,4 @@ ALL="$ALL t_dwarf_cxx_rust@bpf t_dwarf_cxx_rust@preload t_dwarf_debian@bpf t_dwa
 ALL="$ALL t_killed_recorder@bpf t_killed_recorder@preload t_fork_storm@bpf t_fork_storm@preload t_dlcycle@bpf t_dlcycle@preload"
 ALL="$ALL t_auto_nofp@bpf t_auto_nofp@preload t_auto_debian@bpf t_auto_debian@preload"
 ALL="$ALL t_max_stack_default@preload t_max_stack_default@bpf t_max_stack_after_cut@preload t_max_stack_after_cut@bpf"
+ALL="$ALL t_alloctab_libc_malloc@bpf t_alloctab_libc_malloc@preload"

@@ -3,7 +3,6 @@
  * one framing, so one reader handles both, merging them by time. */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <unistd.h>

@@ -2,7 +2,6 @@
 /* The BPF way in: loading the programs with their rodata and map sizes and the per-CPU rings,
  * attaching probes for a command, a pid or the host, and what process tracking asks of it. */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +10,6 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>

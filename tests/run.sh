@@ -2835,6 +2835,45 @@ t_format_schema() {
 		"$(sha256sum <read.norm | cut -c1-64)"
 }
 
+# ---- recorder layering (recorder/way.h, docs/ARCHITECTURE-recorder.md) ----
+
+# The recorder's floors: no file includes one above its own, the files every way in shares
+# reach a way only through struct way_ops, and no way in includes another's internals (the
+# injected way wraps in-process's, as its header says). Fails when someone adds, say,
+# #include "bpf_way.h" or a call to attach_object() to processes.c.
+t_recorder_floors() {
+	local f inc bad=""
+	# file:forbidden-includes (a | separated extended regex of header names)
+	local rules=(
+		"recorder/output.[ch] recorder/objects.[ch] recorder/procfs.[ch] recorder/nspid.[ch] recorder/signals.[ch] recorder/sampling.[ch] recorder/launch.[ch] recorder/ptrmap.h:session|way|processes|pipeline|ring_reader|bpf_way|inproc_way|inproc_shm|inject|heapsnap\\.skel|via"
+		"recorder/session.h recorder/way.h recorder/processes.h recorder/pipeline.h recorder/ring_reader.h:bpf_way|inproc_way|inproc_shm|inject|heapsnap\\.skel|via|processes|pipeline|ring_reader"
+		"recorder/processes.c:pipeline|ring_reader|bpf_way|inproc_way|inproc_shm|inject|heapsnap\\.skel|via|bpf/libbpf|bpf/bpf"
+		"recorder/pipeline.c:ring_reader|bpf_way|inproc_way|inproc_shm|inject|heapsnap\\.skel|via|bpf/libbpf|bpf/bpf"
+		"recorder/ring_reader.c:bpf_way|inproc_way|inproc_shm|inject|heapsnap\\.skel|via|bpf/libbpf|bpf/bpf"
+		"recorder/bpf/bpf_way.[ch] recorder/bpf/bpf_probes.c recorder/bpf/bpf_unwind_tables.c:via|inproc_way|inproc_shm|inject"
+		"recorder/inproc/inproc_way.[ch] recorder/inproc/inproc_children.c:via|bpf_way|heapsnap\\.skel|inject"
+		"recorder/inject/inject_way.c:via|bpf_way|heapsnap\\.skel"
+	)
+	local r files re
+	for r in "${rules[@]}"; do
+		files=${r%%:*}
+		re=${r#*:}
+		for f in $files; do
+			[ -f "$f" ] || die "layering rule names $f, which does not exist"
+			inc=$(grep -E '^#include [<"]' "$f" | sed -E 's/^#include [<"]([^">]*)[">].*/\1/' |
+				grep -E "^($re)(\\.h)?$" || true)
+			[ -z "$inc" ] || bad="$bad $f->$(echo $inc | tr ' ' ',')"
+		done
+	done
+	[ -z "$bad" ] || die "upward or sideways includes:$bad"
+	# The shared files call BPF's probes only through the table.
+	! grep -nE '\b(attach_object|scan_object|detach_pid|unw_tables__|bpf_map_|skel)\b' \
+		recorder/processes.c recorder/pipeline.c recorder/ring_reader.c recorder/session.c ||
+		die "a file every way shares calls BPF directly"
+	! grep -nE '\b(preload__|inject__)[a-z_]*\(' recorder/processes.c recorder/pipeline.c recorder/ring_reader.c \
+		recorder/session.c || die "a file every way shares calls the in-process or injected way directly"
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -2853,6 +2892,7 @@ ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inje
 ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_bpf_max_stack_default t_max_stack_after_cut"
 ALL="$ALL t_analyzer_out_of_order t_analyzer_counters_agree"
 ALL="$ALL t_inject_wake t_inject_hold_in_dlopen t_inject_messages t_inject_pid_ns t_inject_idle_safe_point t_inject_memcached_idle"
+ALL="$ALL t_recorder_floors"
 for t in $ALL; do
 	run $t
 done

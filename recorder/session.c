@@ -421,9 +421,6 @@ static int run_cleanup(struct session *s, struct run *u, int err)
 	objects__free(&s->objs);
 	procs_free(s);
 	pipeline_free(s);
-	for (int i = 0; i < u->nr_libs; i++)
-		free(u->libs[i]);
-	free(u->libs);
 	free(u->exe);
 	return exit_code(s, u, err);
 }

@@ -81,8 +81,6 @@ struct session {
 /* What the run keeps between its steps. */
 struct run {
 	char *exe;           /* the command, resolved */
-	char **libs;         /* the libraries it will load (BPF: probed before it starts) */
-	int nr_libs;
 	int go_fd;           /* releases the held command */
 	uint32_t ring_bytes;
 	uint64_t t_start;

@@ -389,10 +389,10 @@ static void attach_command(struct session *s, struct run *u)
 	 * bound to no pid and filtered in BPF by the tracked set see it from its first call. */
 	b->probe_pid = o->follow_forks ? -1 : s->child;
 	track_pid(b, s->child);
-	predict_libs(u->exe, &u->libs, &u->nr_libs);
+	predict_libs(u->exe, &b->libs, &b->nr_libs);
 	/* A script or an unlisted image: the system's libc is the best guess for its
 	 * interpreter, so its first allocations are not missed either. */
-	if (!u->nr_libs && !o->libc) {
+	if (!b->nr_libs && !o->libc) {
 		char *libc = find_system_lib("libc.so.6");
 
 		if (libc)
@@ -401,8 +401,8 @@ static void attach_command(struct session *s, struct run *u)
 	}
 	if (o->libc)
 		attach_path(s, b->probe_pid, o->libc);
-	for (int i = 0; i < u->nr_libs; i++)
-		attach_path(s, b->probe_pid, u->libs[i]);
+	for (int i = 0; i < b->nr_libs; i++)
+		attach_path(s, b->probe_pid, b->libs[i]);
 	attach_path(s, b->probe_pid, u->exe);
 	for (int i = 0; i < o->nr_probes; i++)
 		attach_path(s, b->probe_pid, o->probes[i].lib);
@@ -643,6 +643,9 @@ static void bpf_free(struct session *s)
 	heapsnap_bpf__destroy(b->skel);
 	bpf_objs_free(b);
 	hmap_free(&b->attached);
+	for (int i = 0; i < b->nr_libs; i++)
+		free(b->libs[i]);
+	free(b->libs);
 	free(b);
 	s->way_state = NULL;
 }

@@ -64,6 +64,8 @@ struct bpf_way {
 	uint32_t links_type;
 	int nr_probe_fail;
 	pid_t probe_pid;          /* the pid uprobes are bound to for a command: -1 when following forks */
+	char **libs;              /* the libraries the command will load, probed before it starts */
+	int nr_libs;
 	uint64_t maps_gen;        /* the mmap tracepoints' count of changes, as last seen */
 	bool poll_maps;           /* no mmap tracepoints: re-read maps on a timer */
 	uint64_t next_maps_poll;

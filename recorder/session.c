@@ -237,7 +237,7 @@ static int run_attach(struct session *s, struct run *u)
 	return 0;
 }
 
-/* Once a second: descendants and counters, -a's new mappings, and a frame flushed. */
+/* Once a second: the counters, -a's new mappings, and a frame flushed. */
 static void poll_tick(struct session *s)
 {
 	int err;

@@ -143,4 +143,19 @@ struct hs_comm_event {
 	char comm[16];
 };
 
+/* A Python frame in a stack: libheapsnap.so writes these where the interpreter's eval loop
+ * ran, in the order the frames ran. No user-space return address has these top bits (user
+ * addresses fit 47 bits). The code object is named per process by a PY_CODE record
+ * (docs/FORMAT.md) with the same code id; the offset is the byte offset of the instruction
+ * running in that code's bytecode, HS_PYFRAME_OFF_NONE where it is not known. */
+#define HS_PYFRAME_TAG 0xfff0000000000000ull
+#define HS_PYFRAME_CODE_BITS 28
+#define HS_PYFRAME_OFF_BITS 24
+#define HS_PYFRAME_OFF_NONE ((1ull << HS_PYFRAME_OFF_BITS) - 1)
+#define HS_PYFRAME(code, off) \
+	(HS_PYFRAME_TAG | ((__u64)(code) << HS_PYFRAME_OFF_BITS) | ((__u64)(off) & HS_PYFRAME_OFF_NONE))
+#define HS_IS_PYFRAME(ip) (((ip) & HS_PYFRAME_TAG) == HS_PYFRAME_TAG)
+#define HS_PYFRAME_CODE(ip) (((ip) >> HS_PYFRAME_OFF_BITS) & ((1ull << HS_PYFRAME_CODE_BITS) - 1))
+#define HS_PYFRAME_OFF(ip) ((ip) & HS_PYFRAME_OFF_NONE)
+
 #endif

@@ -34,6 +34,7 @@
 #define HS_MAX_BUILD_ID 64
 #define HS_MAX_DWARF_REGS 32
 #define HS_MAX_DWARF_WINDOW HS_MAX_DWARF_BYTES
+#define HS_MAX_PY_LINE_TABLE (256u << 10)
 
 #define HS_FRAME_FLAG_FOOTER 1u
 
@@ -59,6 +60,7 @@ enum hs_rec_type {
 	HS_REC_FRAME_INDEX = 27,
 	HS_REC_PROBE = 28,
 	HS_REC_STACK_DWARF = 29,
+	HS_REC_PY_CODE = 30,
 	HS_REC_EXT_MAX = 127,
 };
 
@@ -209,6 +211,15 @@ struct hs_record {
 			uint64_t used;        /* stack bytes in use above sp; > len when truncated */
 			struct hs_bytes window; /* the stack from sp upwards */
 		} dwarf;
+		/* A Python code object of process `pid`, named in its stacks by HS_PYFRAME(id, offset)
+		 * (common/event_abi.h): once per code object and process. */
+		struct {
+			uint64_t id;
+			const char *qualname, *filename;
+			uint32_t first_line;
+			uint32_t py_version;    /* major << 8 | minor: which line-table format */
+			struct hs_bytes line_table; /* co_lnotab (3.8, 3.9) or co_linetable (3.10+), as is */
+		} py_code;
 	};
 };
 

@@ -228,6 +228,16 @@ SCHEMA(stack_dwarf, R,
        U64(R, dwarf.used),
        BYTES(R, dwarf.window, HS_MAX_DWARF_WINDOW, 0));
 
+SCHEMA(py_code, R,
+       U64(R, time),
+       U32(R, pid),
+       U64(R, py_code.id),
+       STR(R, py_code.qualname),
+       STR(R, py_code.filename),
+       U32(R, py_code.first_line),
+       U32(R, py_code.py_version),
+       BYTES(R, py_code.line_table, HS_MAX_PY_LINE_TABLE, 0));
+
 static const struct hs_schema *const by_type[HS_REC_EXT_MAX + 1] = {
 	[HS_REC_SESSION] = &session,
 	[HS_REC_PROCESS] = &process,
@@ -243,6 +253,7 @@ static const struct hs_schema *const by_type[HS_REC_EXT_MAX + 1] = {
 	[HS_REC_FRAME_INDEX] = &frame_index,
 	[HS_REC_PROBE] = &probe,
 	[HS_REC_STACK_DWARF] = &stack_dwarf,
+	[HS_REC_PY_CODE] = &py_code,
 };
 
 const struct hs_schema *hs_schema_of(uint32_t type)

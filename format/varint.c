@@ -46,6 +46,7 @@ const char *hs_rec_type_name(uint32_t type)
 	case HS_REC_FRAME_INDEX: return "frame-index";
 	case HS_REC_PROBE: return "probe";
 	case HS_REC_STACK_DWARF: return "stack-dwarf";
+	case HS_REC_PY_CODE: return "py-code";
 	default: return "unknown";
 	}
 }

@@ -2,6 +2,7 @@
 #ifndef HEAPSNAP_ELFSYMS_H
 #define HEAPSNAP_ELFSYMS_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Which BPF entry program handles a function, by where its arguments are. */

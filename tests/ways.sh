@@ -432,7 +432,7 @@ ALL="$ALL t_auto_nofp@bpf t_auto_nofp@preload t_auto_debian@bpf t_auto_debian@pr
 ALL="$ALL t_max_stack_default@preload t_max_stack_default@bpf t_max_stack_after_cut@preload t_max_stack_after_cut@bpf"
 ALL="$ALL t_alloctab_libc_malloc@bpf t_alloctab_libc_malloc@preload"
 
-# The recorder's layering (recorder/way.h, docs/ARCHITECTURE-recorder.md): not a test of one way, but of
+# The recorder's layering (recorder/way.h, docs/ARCHITECTURE.md): not a test of one way, but of
 # how the ways in sit in the recorder; registered once, without @WAY.
 
 # The recorder's floors: no file includes one above its own, the files every way in shares

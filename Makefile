@@ -55,7 +55,7 @@ all: $(BINS) $(LIB)
 
 LIB_SRCS := $(wildcard recorder/libheapsnap/*.c) common/unwtab.c
 
-$(LIB): $(LIB_SRCS) recorder/libheapsnap/libheapsnap.h recorder/inproc/shm.h recorder/inject/inject_abi.h recorder/inject/gotwalk.h common/*.h format/record.h | $(OUTPUT)
+$(LIB): $(LIB_SRCS) recorder/libheapsnap/*.h recorder/inproc/shm.h recorder/inject/inject_abi.h recorder/inject/gotwalk.h common/*.h format/record.h | $(OUTPUT)
 	$(call msg,LIB,$@)
 	$(Q)$(CC) $(LIB_CFLAGS) -Irecorder/libheapsnap -shared -Wl,-soname,libheapsnap.so -Wl,-z,now -Wl,-z,nodelete $(LIB_SRCS) -ldl -lpthread -o $@
 
@@ -135,6 +135,12 @@ TEST_PROGS += $(OUTPUT)/tests/threadchurn $(OUTPUT)/tests/closefds
 TEST_PROGS += $(OUTPUT)/tests/wake $(OUTPUT)/tests/libwake_plugin.so
 TEST_PROGS += $(OUTPUT)/tests/test_units $(OUTPUT)/tests/test_sampling
 TEST_PROGS += $(OUTPUT)/tests/schemagen
+TEST_PROGS += $(OUTPUT)/tests/pydump
+
+$(OUTPUT)/tests/pydump: tests/unit/pydump.c $(FORMAT_SRCS) format/*.h common/event_abi.h | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iformat -Ibpf -Icommon \
+		$< $(FORMAT_SRCS) common/outfile.c -lzstd -lelf -o $@
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c tests/unit/check.h $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)

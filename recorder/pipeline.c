@@ -2,6 +2,7 @@
 /* Events into records: stack interning, the live set that names blocks by slot, the
  * handling of each event type, counters, snapshots and RSS. */
 #include "session.h"
+#include "py_code.h"
 
 /* ---- events ---- */
 
@@ -226,6 +227,7 @@ static const size_t min_len[] = {
 	[HS_EV_MMAP] = sizeof(struct hs_mmap_event),
 	[HS_EV_COMM] = sizeof(struct hs_comm_event),
 	[HS_EV_DWARF] = offsetof(struct hs_dwarf_event, data),
+	[HS_EV_PYCODE] = offsetof(struct hs_pycode_event, data),
 };
 
 /* A target in another PID namespace (injected): its events' pids and tids made the host's,
@@ -331,6 +333,9 @@ int handle_event(struct session *s, const void *data, size_t len)
 	}
 	case HS_EV_DWARF:
 		on_dwarf_event(s, data, len);
+		break;
+	case HS_EV_PYCODE:
+		on_pycode_event(s, data, len, t);
 		break;
 	case HS_EV_COMM: {
 		const struct hs_comm_event *e = data;

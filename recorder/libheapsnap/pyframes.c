@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: MIT
+/* Python frames in a recorded stack: the calling thread's own frame chain, read at the
+ * allocation (no Python API, no GIL: the thread's state from _PyRuntime's thread-state key,
+ * which is this thread's whether it holds the GIL or not), spliced where the native stack
+ * passes through the eval loop. One eval call runs one frame up to 3.10; from 3.11 it runs
+ * frames up to its entry frame (3.11's is_entry; 3.12 on, the shim frame it pushes, owned by
+ * the C stack, is below them). Only recorded events get here: a call the sampler passes by
+ * never reads a frame.
+ *
+ * Every read of the interpreter's memory is checked first (py_readable, python.c), and code
+ * objects by their type. The chain is walked at most MAX_PY_FRAMES deep.
+ *
+ * Code objects are named once per process: an id from a table keyed by the object's address.
+ * A code object freed and another made at its address must not take its name: an entry
+ * matches only if the object's name, file name and line table (the objects' addresses), its
+ * first line and, up to 3.10, its bytecode object are all the entry's. A new object at an old
+ * address with all of those the same is the same function of the same file, whose lines are
+ * read from the same table. */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "libheapsnap.h"
+#include "python.h"
+
+#define MAX_PY_FRAMES 256
+#define CODE_SLOTS (1u << 16)
+#define CODE_PROBES 32
+
+struct code_ent {
+	uint64_t addr, name, file, table, bytecode;
+	uint32_t first, id;
+	uint32_t gen; /* the table's generation it was made in: older entries are empty */
+	uint32_t pad;
+};
+static struct code_ent *codes;
+static uint32_t codes_gen = 1, next_code_id = 1;
+static int codes_lock;
+
+int py_codes_init(void)
+{
+	void *m;
+
+	if (codes)
+		return 0;
+	m = mmap(NULL, CODE_SLOTS * sizeof(*codes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return -ENOMEM;
+	codes = m;
+	return 0;
+}
+
+/* Ids are per process: the child names its code objects anew. */
+void py_codes_after_fork_child(void)
+{
+	codes_lock = 0;
+	codes_gen++;
+	next_code_id = 1;
+}
+
+static inline uint64_t rd64(uint64_t a)
+{
+	return *(const uint64_t *)(uintptr_t)a;
+}
+
+static inline bool in_eval(uint64_t ip)
+{
+	return ip - 1 - py.eval_lo < py.eval_hi - py.eval_lo;
+}
+
+/* Whether CODE is a code object we can read the fields of. */
+static bool code_ok(uint64_t code)
+{
+	const struct py_layout *l = &py.l;
+	int32_t end = l->co_adaptive > l->co_linetable ? l->co_adaptive : l->co_linetable + 8;
+
+	return !(code & 7) && py_readable(code, (uint64_t)end) && rd64(code + 8) == py.code_type;
+}
+
+/* ---- strings and the PY_CODE event ---- */
+
+struct pystr {
+	const uint8_t *data;
+	uint32_t len, kind; /* characters; bytes each (1, 2, 4), 0: none */
+};
+
+static void pystr_get(uint64_t o, struct pystr *s)
+{
+	const struct py_layout *l = &py.l;
+	uint32_t state;
+	uint64_t len;
+
+	*s = (struct pystr){0};
+	if (!o || (o & 7) || !py_readable(o, (uint64_t)l->uni_compact_size) || rd64(o + 8) != py.unicode_type)
+		return;
+	len = rd64(o + 16);
+	state = *(const uint32_t *)(uintptr_t)(o + (uint64_t)l->uni_state);
+	if (!(state >> 5 & 1) || len > 4096)
+		return; /* not compact: not a code object's name, in practice */
+	s->kind = state >> 2 & 7;
+	if (s->kind != 1 && s->kind != 2 && s->kind != 4)
+		return (void)(s->kind = 0);
+	s->data = (const uint8_t *)(uintptr_t)(o + (uint64_t)(state >> 6 & 1 ? l->uni_ascii_size : l->uni_compact_size));
+	s->len = (uint32_t)len;
+	if (!py_readable((uint64_t)(uintptr_t)s->data, len * s->kind))
+		*s = (struct pystr){0};
+}
+
+/* S in UTF-8 into OUT (NULL: only counted), at most CAP bytes, whole characters. */
+static uint32_t pystr_utf8(const struct pystr *s, uint8_t *out, uint32_t cap)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < s->len; i++) {
+		uint32_t c = s->kind == 1 ? s->data[i]
+			     : s->kind == 2 ? ((const uint16_t *)s->data)[i] : ((const uint32_t *)s->data)[i];
+		uint8_t b[4];
+		uint32_t k;
+
+		if (c < 0x80)
+			b[0] = (uint8_t)c, k = 1;
+		else if (c < 0x800)
+			b[0] = (uint8_t)(0xc0 | c >> 6), b[1] = (uint8_t)(0x80 | (c & 0x3f)), k = 2;
+		else if (c < 0x10000)
+			b[0] = (uint8_t)(0xe0 | c >> 12), b[1] = (uint8_t)(0x80 | (c >> 6 & 0x3f)),
+			b[2] = (uint8_t)(0x80 | (c & 0x3f)), k = 3;
+		else
+			b[0] = (uint8_t)(0xf0 | (c >> 18 & 7)), b[1] = (uint8_t)(0x80 | (c >> 12 & 0x3f)),
+			b[2] = (uint8_t)(0x80 | (c >> 6 & 0x3f)), b[3] = (uint8_t)(0x80 | (c & 0x3f)), k = 4;
+		if (n + k > cap)
+			break;
+		if (out)
+			memcpy(out + n, b, k);
+		n += k;
+	}
+	return n;
+}
+
+/* The line table's bytes, or none (0) if it is not a bytes object we can read. */
+static uint32_t pybytes_get(uint64_t o, const uint8_t **data)
+{
+	const struct py_layout *l = &py.l;
+	uint64_t size;
+
+	if (!o || (o & 7) || !py_readable(o, (uint64_t)l->bytes_sval) || rd64(o + 8) != py.bytes_type)
+		return 0;
+	size = rd64(o + (uint64_t)l->bytes_size);
+	if (size > (1u << 24) || !py_readable(o + (uint64_t)l->bytes_sval, size))
+		return 0;
+	*data = (const uint8_t *)(uintptr_t)(o + (uint64_t)l->bytes_sval);
+	return (uint32_t)size;
+}
+
+static void send_code(struct tstate *t, const struct code_ent *c)
+{
+	struct pystr name, file;
+	const uint8_t *table = NULL;
+	uint32_t nl, fl, tl, need, cap = shm->ring_bytes / 4;
+	struct hs_pycode_event *e;
+
+	pystr_get(c->name, &name);
+	pystr_get(c->file, &file);
+	tl = pybytes_get(c->table, &table);
+	nl = pystr_utf8(&name, NULL, HS_PYCODE_MAX_NAME);
+	fl = pystr_utf8(&file, NULL, HS_PYCODE_MAX_FILE);
+	/* A table cut short would give wrong lines past its end: none is better. The event must
+	 * also fit a quarter of a ring, whose writer waits for room. */
+	if (tl > HS_PYCODE_MAX_TABLE || offsetof(struct hs_pycode_event, data) + nl + fl + tl > cap) {
+		tl = 0;
+		count(HS_CNT_PY_TABLE_DROPPED);
+	}
+	e = reserve(t, (uint32_t)offsetof(struct hs_pycode_event, data) + nl + fl + tl, &need);
+	if (!e)
+		return;
+	fill_hdr(&e->h, HS_EV_PYCODE, 0, t->tid, now_ns());
+	e->id = c->id;
+	e->first_line = c->first;
+	e->py_version = py.l.version;
+	e->name_len = pystr_utf8(&name, e->data, nl);
+	e->file_len = pystr_utf8(&file, e->data + nl, fl);
+	e->table_len = tl;
+	e->pad = 0;
+	if (tl)
+		memcpy(e->data + nl + fl, table, tl);
+	commit(t, need);
+	count(HS_CNT_PY_CODES);
+}
+
+/* ---- code ids ---- */
+
+static void code_fields(uint64_t code, struct code_ent *c)
+{
+	const struct py_layout *l = &py.l;
+
+	c->addr = code;
+	c->name = rd64(code + (uint64_t)(l->co_qualname >= 0 ? l->co_qualname : l->co_name));
+	c->file = rd64(code + (uint64_t)l->co_filename);
+	c->table = rd64(code + (uint64_t)l->co_linetable);
+	c->bytecode = l->co_code >= 0 ? rd64(code + (uint64_t)l->co_code) : 0;
+	c->first = *(const uint32_t *)(uintptr_t)(code + (uint64_t)l->co_firstlineno);
+}
+
+static inline bool same(const struct code_ent *a, const struct code_ent *b)
+{
+	return a->addr == b->addr && a->name == b->name && a->file == b->file && a->table == b->table &&
+	       a->bytecode == b->bytecode && a->first == b->first;
+}
+
+uint32_t py_code_id(struct tstate *t, uint64_t code)
+{
+	struct code_ent c, *home;
+	uint32_t h = (uint32_t)((code >> 4) * 0x9e3779b97f4a7c15ull >> 48) & (CODE_SLOTS - 1), id = 0;
+	bool fresh = false;
+
+	code_fields(code, &c);
+	spin_lock(&codes_lock);
+	home = &codes[h];
+	for (uint32_t k = 0; k < CODE_PROBES; k++) {
+		struct code_ent *e = &codes[(h + k) & (CODE_SLOTS - 1)];
+
+		if (e->gen == codes_gen && e->addr == code) {
+			if (same(e, &c)) {
+				id = e->id;
+				break;
+			}
+			home = e; /* a freed object's address, taken by another: its entry is stale */
+			break;
+		}
+		if (e->gen != codes_gen) {
+			home = e;
+			break;
+		}
+	}
+	/* Not there: in the first free slot, the stale one, or (all probes taken) over the home
+	 * slot, whose object then gets a new id if it is seen again. */
+	if (!id && next_code_id < (1u << HS_PYFRAME_CODE_BITS)) {
+		c.id = id = next_code_id++;
+		c.gen = codes_gen;
+		*home = c;
+		fresh = true;
+	}
+	spin_unlock(&codes_lock);
+	if (fresh)
+		send_code(t, &c);
+	return id;
+}
+
+/* ---- the walk ---- */
+
+struct pyf {
+	uint64_t code;
+	uint32_t off;
+	bool last; /* the last frame of its eval call */
+};
+
+/* The calling thread's PyThreadState, or 0. */
+static uint64_t thread_pystate(void)
+{
+	const struct py_layout *l = &py.l;
+	const uint8_t *tss = (const uint8_t *)(uintptr_t)(py.runtime + (uint64_t)l->rt_tss);
+	uint64_t ts;
+
+	if (!*(const int *)tss)
+		return 0;
+	/* glibc answers NULL for a key past its limit: nothing here can fault. */
+	ts = (uint64_t)(uintptr_t)pthread_getspecific(*(const pthread_key_t *)(tss + 4));
+	if (!ts || (ts & 7) || !py_readable(ts, (uint64_t)(l->ts_frame > l->ts_interp ? l->ts_frame : l->ts_interp) + 8))
+		return 0;
+	/* A subinterpreter's frames are another interpreter's: not read (not supported). */
+	if (rd64(ts + (uint64_t)l->ts_interp) != rd64(py.runtime + (uint64_t)l->rt_main))
+		return 0;
+	return ts;
+}
+
+static uint32_t frame_off(uint64_t frame, uint64_t code)
+{
+	const struct py_layout *l = &py.l;
+
+	if (py.l.family == PY_FAM_FRAMEOBJ) {
+		int lasti = *(const int *)(uintptr_t)(frame + (uint64_t)l->fr_instr);
+
+		return lasti < 0 ? (uint32_t)HS_PYFRAME_OFF_NONE : (uint32_t)lasti * l->lasti_scale;
+	}
+	uint64_t p = rd64(frame + (uint64_t)l->fr_instr), base = code + (uint64_t)l->co_adaptive;
+
+	return p >= base && p - base < HS_PYFRAME_OFF_NONE ? (uint32_t)(p - base) : (uint32_t)HS_PYFRAME_OFF_NONE;
+}
+
+/* The thread's Python frames, innermost first, each marked if its eval call runs no more. */
+static uint32_t py_frames(struct pyf *out, uint32_t max)
+{
+	const struct py_layout *l = &py.l;
+	uint64_t ts = thread_pystate(), frame;
+	int32_t span = l->fr_back;
+	uint32_t n = 0;
+
+	if (!ts) {
+		count(HS_CNT_PY_NOT_WALKED);
+		return 0;
+	}
+	for (int32_t f = 0, fs[] = {l->fr_code, l->fr_instr + 8, l->fr_is_entry + 1, l->fr_owner + 1}; f < 4; f++)
+		span = fs[f] > span ? fs[f] : span;
+	frame = rd64(ts + (uint64_t)l->ts_frame);
+	if (l->cf_current >= 0) /* 3.11, 3.12: the eval call's _PyCFrame, on the C stack */
+		frame = frame && !(frame & 7) && py_readable(frame, (uint64_t)l->cf_current + 8)
+			? rd64(frame + (uint64_t)l->cf_current) : 0;
+	for (uint32_t steps = 0; frame && steps < MAX_PY_FRAMES && n < max; steps++) {
+		uint64_t code;
+
+		if ((frame & 7) || !py_readable(frame, (uint64_t)span + 8)) {
+			count(HS_CNT_PY_WALK_STOPPED);
+			break;
+		}
+		if (l->fr_owner >= 0 && *(const uint8_t *)(uintptr_t)(frame + (uint64_t)l->fr_owner) == PY_OWNED_BY_CSTACK &&
+		    l->version >= 0x30c) {
+			if (n)
+				out[n - 1].last = true;
+			frame = rd64(frame + (uint64_t)l->fr_back);
+			continue;
+		}
+		code = rd64(frame + (uint64_t)l->fr_code);
+		if (!code_ok(code)) {
+			count(HS_CNT_PY_WALK_STOPPED);
+			break;
+		}
+		out[n].code = code;
+		out[n].off = frame_off(frame, code);
+		out[n].last = l->family == PY_FAM_FRAMEOBJ ||
+			      (l->fr_is_entry >= 0 && *(const uint8_t *)(uintptr_t)(frame + (uint64_t)l->fr_is_entry));
+		n++;
+		frame = rd64(frame + (uint64_t)l->fr_back);
+	}
+	return n;
+}
+
+uint32_t py_splice(struct tstate *t, uint64_t *ips, uint32_t n, uint32_t max)
+{
+	struct pyf f[HS_MAX_STACK];
+	uint64_t out[HS_MAX_STACK];
+	uint32_t i, k = 0, fi = 0, nf;
+
+	for (i = 0; i < n && !in_eval(ips[i]); i++)
+		;
+	if (i == n)
+		return n; /* not in the eval loop: no Python frame to read */
+	nf = py_frames(f, HS_MAX_STACK);
+	for (i = 0; i < n && k < max; i++) {
+		if (!in_eval(ips[i])) {
+			out[k++] = ips[i];
+			continue;
+		}
+		if (fi == nf) {
+			count(HS_CNT_PY_UNMATCHED);
+			out[k++] = ips[i];
+			continue;
+		}
+		do {
+			out[k++] = HS_PYFRAME(py_code_id(t, f[fi].code), f[fi].off);
+		} while (!f[fi++].last && fi < nf && k < max);
+	}
+	if (i < n || (k == max && fi < nf && !f[fi - 1].last))
+		count(HS_CNT_STACK_TRUNCATED);
+	memcpy(ips, out, k * sizeof(*out));
+	return k;
+}

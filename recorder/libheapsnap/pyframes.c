@@ -249,9 +249,9 @@ uint32_t py_code_id(struct tstate *t, uint64_t code)
 /* ---- the walk ---- */
 
 struct pyf {
-	uint64_t code;
+	uint64_t code; /* 0: an eval call running no frame of its own (one being cleared) */
 	uint32_t off;
-	bool last; /* the last frame of its eval call */
+	bool last;     /* the last frame of its eval call */
 };
 
 /* The calling thread's PyThreadState, or 0. */
@@ -314,8 +314,12 @@ static uint32_t py_frames(struct pyf *out, uint32_t max)
 		}
 		if (l->fr_owner >= 0 && *(const uint8_t *)(uintptr_t)(frame + (uint64_t)l->fr_owner) == PY_OWNED_BY_CSTACK &&
 		    l->version >= 0x30c) {
-			if (n)
+			/* The end of an eval call's frames. None before it: the call is returning,
+			 * its last frame unlinked already while it is cleared. */
+			if (n && !out[n - 1].last)
 				out[n - 1].last = true;
+			else
+				out[n++] = (struct pyf){.last = true};
 			frame = rd64(frame + (uint64_t)l->fr_back);
 			continue;
 		}
@@ -355,11 +359,16 @@ uint32_t py_splice(struct tstate *t, uint64_t *ips, uint32_t n, uint32_t max)
 			out[k++] = ips[i];
 			continue;
 		}
+		if (!f[fi].code) { /* an eval call between frames: the loop's own frame stays */
+			out[k++] = ips[i];
+			fi++;
+			continue;
+		}
 		do {
 			out[k++] = HS_PYFRAME(py_code_id(t, f[fi].code), f[fi].off);
 		} while (!f[fi++].last && fi < nf && k < max);
 	}
-	if (i < n || (k == max && fi < nf && !f[fi - 1].last))
+	if (i < n)
 		count(HS_CNT_STACK_TRUNCATED);
 	memcpy(ips, out, k * sizeof(*out));
 	return k;

@@ -22,7 +22,7 @@ def main():
     src = ast.parse(open(script).read())
     # The workload's functions: not those that run only with tracemalloc, nor main and the
     # module, which allocate before tracemalloc starts.
-    skip = {"functions", "tracemalloc_report", "main"}
+    skip = {"functions", "tracemalloc_report", "main", "wait_line"}
     funcs = {n.name: n.lineno for n in src.body if isinstance(n, ast.FunctionDef) and n.name not in skip}
     # What each function keeps on purpose, compared with tracemalloc's; what work, nested and
     # mid hold is the interpreter's own (thread start-up; up to 3.10, the frame objects it

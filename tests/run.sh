@@ -2835,6 +2835,77 @@ t_format_schema() {
 		"$(sha256sum <read.norm | cut -c1-64)"
 }
 
+# ---- Python, the in-process recorder's side (issue 25): Python frames in stacks, PY_CODE
+# records, pymalloc's domains wrapped. tests/workloads/py_exact.py's functions are checked by
+# tests/pycheck.py against tracemalloc's reading of the same script, run under each interpreter.
+PY_EXACT=$PWD/tests/workloads/py_exact.py
+
+# py_oracle NAME INTERP: what tracemalloc holds per function at the script's end.
+py_oracle() {
+	PYCHECK_TRACEMALLOC=1 "$2" "$PY_EXACT" >"$TMP/$1.tm" || die "$1: the script under tracemalloc ($2)"
+}
+
+# py_check NAME: the recording $TMP/NAME.hsnap against $TMP/NAME.tm.
+py_check() {
+	"$T/pydump" "$TMP/$1.hsnap" >"$TMP/$1.dump" || die "$1: pydump"
+	python3 tests/pycheck.py "$TMP/$1.dump" "$TMP/$1.tm" "$PY_EXACT" || die "$1: the recording is not tracemalloc's"
+}
+
+# py_launched NAME INTERP: launched, every event, --stack auto (the default).
+py_launched() {
+	py_oracle "$1" "$2"
+	"$R" --via preload -o "$TMP/$1.hsnap" -- "$2" "$PY_EXACT" >/dev/null 2>"$TMP/$1.err" ||
+		{ cat "$TMP/$1.err"; die "$1: recording $2"; }
+	py_check "$1"
+}
+
+# Debian's interpreter: non-PIE, libpython linked in, no frame pointers (the table walk).
+t_python_launched_debian() {
+	[ -x /usr/bin/python3.11 ] || skip "no Debian /usr/bin/python3.11"
+	py_launched pyl_deb /usr/bin/python3.11
+}
+
+# --stack fp on an interpreter built without frame pointers (pyenv's 3.12): the walk starts in
+# pymalloc's wrapper, called from code that keeps an int in rbp (long_neg: -8), which passed the
+# stack-bounds check as fp + 16 wrapped, and faulted. The recording must finish, the target's
+# exit status its own, the stacks stopped there counted.
+t_python_fp_junk_rbp() {
+	local p=$HOME/.pyenv/versions/3.12.1/bin/python3.12
+	[ -x "$p" ] || skip "no pyenv CPython 3.12.1 ($p)"
+	"$R" --via preload --stack fp -o "$TMP/pyfp.hsnap" -- "$p" "$PY_EXACT" >/dev/null 2>"$TMP/pyfp.err" ||
+		{ cat "$TMP/pyfp.err"; die "recording $p with --stack fp"; }
+	"$T/pydump" "$TMP/pyfp.hsnap" >"$TMP/pyfp.dump" || die "pydump"
+	grep -q "^counter stacks.fp_walk_stopped [1-9]" "$TMP/pyfp.dump" || die "no stack counted as stopped at a junk frame pointer"
+}
+
+# Shared libpython3.X.so builds (pyenv): one of each layout family the tables hold.
+t_python_launched_shared() {
+	local v n=0
+	for v in 3.8.18 3.9.18 3.10.13 3.11.7 3.12.1 3.13.0; do
+		[ -x "$HOME/.pyenv/versions/$v/bin/python3" ] || continue
+		py_launched "pyl_$v" "$HOME/.pyenv/versions/$v/bin/python3"
+		n=$((n + 1))
+	done
+	[ $n -gt 0 ] || skip "no pyenv CPython 3.8 to 3.13 under ~/.pyenv/versions"
+}
+
+# Attached to a running Debian python3 (-p, every event): the domains are wrapped by a pending
+# call, before the script's work, and put back at the detach.
+t_python_attached() {
+	need_inject
+	[ -x /usr/bin/python3.11 ] || skip "no Debian /usr/bin/python3.11"
+	py_oracle pya /usr/bin/python3.11
+	RARGS="-s 0" inject_start pya /usr/bin/python3.11 "$PY_EXACT"
+	echo go >"$TMP/pya.fifo"
+	waitfor "$TMP/pya.out" done || die "the script never finished its work"
+	kill -INT $RPID
+	wait $RPID || { cat "$TMP/pya.rerr"; die "the recorder failed"; }
+	echo go >"$TMP/pya.fifo"
+	wait $TJOB
+	[ -s "$TMP/pya.terr" ] && { cat "$TMP/pya.terr"; die "the target wrote to stderr"; }
+	py_check pya
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -2853,6 +2924,7 @@ ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inje
 ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_bpf_max_stack_default t_max_stack_after_cut"
 ALL="$ALL t_analyzer_out_of_order t_analyzer_counters_agree"
 ALL="$ALL t_inject_wake t_inject_hold_in_dlopen t_inject_messages t_inject_pid_ns t_inject_idle_safe_point t_inject_memcached_idle"
+ALL="$ALL t_python_launched_debian t_python_fp_junk_rbp t_python_launched_shared t_python_attached"
 for t in $ALL; do
 	run $t
 done

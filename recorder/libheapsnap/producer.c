@@ -367,7 +367,9 @@ static __attribute__((always_inline)) inline uint32_t walk(struct tstate *t, uin
 	uint32_t n = 0;
 
 	while (n < max) {
-		if (fp < t->stack_lo || fp + 16 > t->stack_hi || (fp & 7)) {
+		/* fp + 16 would wrap for a junk rbp near 2^64 (an interpreter's negative int in
+		 * rbp, under pymalloc's wrapper) and pass for one inside the stack. */
+		if (fp < t->stack_lo || fp > t->stack_hi - 16 || (fp & 7)) {
 			if (fp) /* not the outermost frame's zero: a frame without a frame pointer */
 				count(HS_CNT_STACK_ERROR);
 			break;

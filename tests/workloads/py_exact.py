@@ -94,22 +94,34 @@ def tracemalloc_report():
     sys.stdout.flush()
 
 
+def wait_line(fd):
+    """Until a line comes on FD, polled: an attach comes in at an allocator call, and the
+    pending call that wraps pymalloc's domains runs when the main thread runs Python."""
+    import time
+    while True:
+        try:
+            if b"\n" in os.read(fd, 4096):
+                return
+        except BlockingIOError:
+            time.sleep(0.002)
+
+
 def main():
-    fifo = sys.argv[1] if len(sys.argv) > 1 else None
+    fd = None
     if os.environ.get("PYCHECK_TRACEMALLOC"):
         import tracemalloc
         tracemalloc.start(1)
-    if fifo:
+    if len(sys.argv) > 1:
+        # Read and write: the FIFO never reads EOF between the test's writers.
+        fd = os.open(sys.argv[1], os.O_RDWR | os.O_NONBLOCK)
         print("ready", os.getpid(), flush=True)
-        with open(fifo) as f:
-            f.readline()
+        wait_line(fd)
     work()
     if os.environ.get("PYCHECK_TRACEMALLOC"):
         tracemalloc_report()
-    if fifo:
+    if fd is not None:
         print("done", flush=True)
-        with open(fifo) as f:
-            f.readline()
+        wait_line(fd)
     os._exit(0)
 
 

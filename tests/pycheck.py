@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Checks a recording of tests/workloads/py_exact.py (as tests/pydump prints it) against
+"""Checks a recording of tests/workloads/py_frames.py (as tests/pydump prints it) against
 tracemalloc's reading of the same script (its "tm FUNCTION BYTES COUNT" lines), for
 tests/run.sh's t_python_* tests:
 

@@ -2836,25 +2836,25 @@ t_format_schema() {
 }
 
 # ---- Python, the in-process recorder's side (issue 25): Python frames in stacks, PY_CODE
-# records, pymalloc's domains wrapped. tests/workloads/py_exact.py's functions are checked by
+# records, pymalloc's domains wrapped. tests/workloads/py_frames.py's functions are checked by
 # tests/pycheck.py against tracemalloc's reading of the same script, run under each interpreter.
-PY_EXACT=$PWD/tests/workloads/py_exact.py
+PY_FRAMES=$PWD/tests/workloads/py_frames.py
 
 # py_oracle NAME INTERP: what tracemalloc holds per function at the script's end.
 py_oracle() {
-	PYCHECK_TRACEMALLOC=1 "$2" "$PY_EXACT" >"$TMP/$1.tm" || die "$1: the script under tracemalloc ($2)"
+	PYCHECK_TRACEMALLOC=1 "$2" "$PY_FRAMES" >"$TMP/$1.tm" || die "$1: the script under tracemalloc ($2)"
 }
 
 # py_check NAME: the recording $TMP/NAME.hsnap against $TMP/NAME.tm.
 py_check() {
 	"$T/pydump" "$TMP/$1.hsnap" >"$TMP/$1.dump" || die "$1: pydump"
-	python3 tests/pycheck.py "$TMP/$1.dump" "$TMP/$1.tm" "$PY_EXACT" || die "$1: the recording is not tracemalloc's"
+	python3 tests/pycheck.py "$TMP/$1.dump" "$TMP/$1.tm" "$PY_FRAMES" || die "$1: the recording is not tracemalloc's"
 }
 
 # py_launched NAME INTERP: launched, every event, --stack auto (the default).
 py_launched() {
 	py_oracle "$1" "$2"
-	"$R" --via preload -o "$TMP/$1.hsnap" -- "$2" "$PY_EXACT" >/dev/null 2>"$TMP/$1.err" ||
+	"$R" --via preload -o "$TMP/$1.hsnap" -- "$2" "$PY_FRAMES" >/dev/null 2>"$TMP/$1.err" ||
 		{ cat "$TMP/$1.err"; die "$1: recording $2"; }
 	py_check "$1"
 }
@@ -2872,7 +2872,7 @@ t_python_launched_debian() {
 t_python_fp_junk_rbp() {
 	local p=$HOME/.pyenv/versions/3.12.1/bin/python3.12
 	[ -x "$p" ] || skip "no pyenv CPython 3.12.1 ($p)"
-	"$R" --via preload --stack fp -o "$TMP/pyfp.hsnap" -- "$p" "$PY_EXACT" >/dev/null 2>"$TMP/pyfp.err" ||
+	"$R" --via preload --stack fp -o "$TMP/pyfp.hsnap" -- "$p" "$PY_FRAMES" >/dev/null 2>"$TMP/pyfp.err" ||
 		{ cat "$TMP/pyfp.err"; die "recording $p with --stack fp"; }
 	"$T/pydump" "$TMP/pyfp.hsnap" >"$TMP/pyfp.dump" || die "pydump"
 	grep -q "^counter stacks.fp_walk_stopped [1-9]" "$TMP/pyfp.dump" || die "no stack counted as stopped at a junk frame pointer"
@@ -2895,7 +2895,7 @@ t_python_attached() {
 	need_inject
 	[ -x /usr/bin/python3.11 ] || skip "no Debian /usr/bin/python3.11"
 	py_oracle pya /usr/bin/python3.11
-	RARGS="-s 0" inject_start pya /usr/bin/python3.11 "$PY_EXACT"
+	RARGS="-s 0" inject_start pya /usr/bin/python3.11 "$PY_FRAMES"
 	echo go >"$TMP/pya.fifo"
 	waitfor "$TMP/pya.out" done || die "the script never finished its work"
 	kill -INT $RPID
@@ -2904,6 +2904,16 @@ t_python_attached() {
 	wait $TJOB
 	[ -s "$TMP/pya.terr" ] && { cat "$TMP/pya.terr"; die "the target wrote to stderr"; }
 	py_check pya
+}
+
+# The BPF way reads no Python frames: the recording says so, and `info` shows it.
+t_python_bpf_said() {
+	[ -z "$BPF_REASON" ] || skip "$BPF_REASON"
+	[ -x /usr/bin/python3.11 ] || skip "no Debian /usr/bin/python3.11"
+	"$R" --via bpf -o "$TMP/pybpf.hsnap" -- /usr/bin/python3.11 -c 'k = [bytearray(5000) for _ in range(10)]' \
+		>/dev/null 2>"$TMP/pybpf.err" || { cat "$TMP/pybpf.err"; die "recording via bpf"; }
+	"$A" info "$TMP/pybpf.hsnap" >"$TMP/pybpf.info" 2>&1 || die "info"
+	contains "$TMP/pybpf.info" "Python frames not captured: the BPF way reads no interpreter's frames"
 }
 
 bpf_check
@@ -2924,7 +2934,7 @@ ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inje
 ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_bpf_max_stack_default t_max_stack_after_cut"
 ALL="$ALL t_analyzer_out_of_order t_analyzer_counters_agree"
 ALL="$ALL t_inject_wake t_inject_hold_in_dlopen t_inject_messages t_inject_pid_ns t_inject_idle_safe_point t_inject_memcached_idle"
-ALL="$ALL t_python_launched_debian t_python_fp_junk_rbp t_python_launched_shared t_python_attached"
+ALL="$ALL t_python_launched_debian t_python_fp_junk_rbp t_python_launched_shared t_python_attached t_python_bpf_said"
 for t in $ALL; do
 	run $t
 done

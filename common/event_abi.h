@@ -77,6 +77,7 @@ enum hs_counter_id {
 	HS_CNT_PY_TABLE_DROPPED, /* code objects whose line table was too large to send (no lines) */
 	HS_CNT_PY_PYMEM,         /* processes whose object and mem allocator domains were wrapped */
 	HS_CNT_PY_MAPS_READ,     /* reads of /proc/self/maps for the walk's readable ranges */
+	HS_CNT_PY_UNSUPPORTED,   /* interpreters not read: another version, free-threaded, a subinterpreter */
 	HS_CNT__MAX,
 };
 

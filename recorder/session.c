@@ -33,6 +33,7 @@ const char *const counter_names[HS_CNT__MAX] = {
 	[HS_CNT_PY_TABLE_DROPPED] = "python.line_table_dropped",
 	[HS_CNT_PY_PYMEM] = "python.pymem_wrapped",
 	[HS_CNT_PY_MAPS_READ] = "python.maps_read",
+	[HS_CNT_PY_UNSUPPORTED] = "python.unsupported",
 };
 
 void rec_warnx(const char *fmt, ...)

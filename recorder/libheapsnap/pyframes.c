@@ -268,8 +268,12 @@ static uint64_t thread_pystate(void)
 	if (!ts || (ts & 7) || !py_readable(ts, (uint64_t)(l->ts_frame > l->ts_interp ? l->ts_frame : l->ts_interp) + 8))
 		return 0;
 	/* A subinterpreter's frames are another interpreter's: not read (not supported). */
-	if (rd64(ts + (uint64_t)l->ts_interp) != rd64(py.runtime + (uint64_t)l->rt_main))
+	if (rd64(ts + (uint64_t)l->ts_interp) != rd64(py.runtime + (uint64_t)l->rt_main)) {
+		static int said;
+
+		py_say_once(&said, "a subinterpreter's frames (not supported; the main interpreter's are read)");
 		return 0;
+	}
 	return ts;
 }
 

@@ -183,11 +183,24 @@ bool py_readable(uint64_t a, uint64_t len)
 
 /* ---- finding the interpreter ---- */
 
+/* Said once per process, on the target's stderr by write(2) (no stdio lock: a hook may be
+ * inside stdio), and counted in the file. */
+void py_say_once(int *said, const char *why)
+{
+	char msg[256];
+	int n;
+
+	if (__atomic_exchange_n(said, 1, __ATOMIC_ACQ_REL))
+		return;
+	count(HS_CNT_PY_UNSUPPORTED);
+	n = snprintf(msg, sizeof(msg), "heapsnap: Python frames not read in process %u: %s\n", self_pid, why);
+	if (n > 0 && write(STDERR_FILENO, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0)
+		(void)0; /* the counter says it */
+}
+
 static void refuse(const char *why)
 {
-	if (__atomic_exchange_n(&py_refused, 1, __ATOMIC_ACQ_REL))
-		return;
-	fprintf(stderr, "heapsnap: Python frames not read in process %u: %s\n", self_pid, why);
+	py_say_once(&py_refused, why);
 }
 
 /* major << 8 | minor: Py_Version (3.11 on, PY_VERSION_HEX), else Py_GetVersion()'s "3.X.Y ...". */

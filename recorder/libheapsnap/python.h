@@ -59,6 +59,7 @@ extern struct py_interp py;
 extern int py_ready; /* atomic: py is filled, frames are walked */
 
 /* python.c */
+void py_say_once(int *said, const char *why);
 void py_attach(void);         /* looks for an interpreter (start, dlopen, injection) */
 void py_after_fork_child(void);
 /* Where IPS[0..N) passes through the eval loop, the Python frames that loop ran stand

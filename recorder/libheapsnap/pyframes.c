@@ -32,7 +32,7 @@ struct code_ent {
 	uint64_t addr, name, file, table, bytecode;
 	uint32_t first, id;
 	uint32_t gen; /* the table's generation it was made in: older entries are empty */
-	uint32_t pad;
+	uint32_t seq; /* odd while the entry is written: lookups take no lock, and retry */
 };
 static struct code_ent *codes;
 static uint32_t codes_gen = 1, next_code_id = 1;
@@ -70,12 +70,12 @@ static inline bool in_eval(uint64_t ip)
 }
 
 /* Whether CODE is a code object we can read the fields of. */
-static bool code_ok(uint64_t code)
+static bool code_ok(struct py_rcache *rc, uint64_t code)
 {
 	const struct py_layout *l = &py.l;
 	int32_t end = l->co_adaptive > l->co_linetable ? l->co_adaptive : l->co_linetable + 8;
 
-	return !(code & 7) && py_readable(code, (uint64_t)end) && rd64(code + 8) == py.code_type;
+	return !(code & 7) && py_readable_c(rc, code, (uint64_t)end) && rd64(code + 8) == py.code_type;
 }
 
 /* ---- strings and the PY_CODE event ---- */
@@ -207,13 +207,40 @@ static inline bool same(const struct code_ent *a, const struct code_ent *b)
 	       a->bytecode == b->bytecode && a->first == b->first;
 }
 
+/* Without the lock: the id if the table has this object as it is, else 0. An entry being
+ * written (odd seq) or rewritten meanwhile (seq moved) sends the caller to the locked path. */
+static uint32_t code_lookup(const struct code_ent *c, uint32_t h)
+{
+	uint32_t gen = __atomic_load_n(&codes_gen, __ATOMIC_RELAXED);
+
+	for (uint32_t k = 0; k < CODE_PROBES; k++) {
+		const struct code_ent *e = &codes[(h + k) & (CODE_SLOTS - 1)];
+		uint32_t s = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE), id;
+		bool hit, end;
+
+		if (s & 1)
+			return 0;
+		hit = e->gen == gen && e->addr == c->addr;
+		end = e->gen != gen;
+		id = hit && same(e, c) ? e->id : 0;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) != s)
+			return 0;
+		if (hit || end)
+			return id;
+	}
+	return 0;
+}
+
 uint32_t py_code_id(struct tstate *t, uint64_t code)
 {
 	struct code_ent c, *home;
-	uint32_t h = (uint32_t)((code >> 4) * 0x9e3779b97f4a7c15ull >> 48) & (CODE_SLOTS - 1), id = 0;
+	uint32_t h = (uint32_t)((code >> 4) * 0x9e3779b97f4a7c15ull >> 48) & (CODE_SLOTS - 1), id;
 	bool fresh = false;
 
 	code_fields(code, &c);
+	if (LIKELY((id = code_lookup(&c, h))))
+		return id;
 	spin_lock(&codes_lock);
 	home = &codes[h];
 	for (uint32_t k = 0; k < CODE_PROBES; k++) {
@@ -237,7 +264,11 @@ uint32_t py_code_id(struct tstate *t, uint64_t code)
 	if (!id && next_code_id < (1u << HS_PYFRAME_CODE_BITS)) {
 		c.id = id = next_code_id++;
 		c.gen = codes_gen;
+		c.seq = home->seq + 1;
+		__atomic_store_n(&home->seq, c.seq, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
 		*home = c;
+		__atomic_store_n(&home->seq, c.seq + 1, __ATOMIC_RELEASE);
 		fresh = true;
 	}
 	spin_unlock(&codes_lock);
@@ -255,7 +286,7 @@ struct pyf {
 };
 
 /* The calling thread's PyThreadState, or 0. */
-static uint64_t thread_pystate(void)
+static uint64_t thread_pystate(struct py_rcache *rc)
 {
 	const struct py_layout *l = &py.l;
 	const uint8_t *tss = (const uint8_t *)(uintptr_t)(py.runtime + (uint64_t)l->rt_tss);
@@ -265,7 +296,7 @@ static uint64_t thread_pystate(void)
 		return 0;
 	/* glibc answers NULL for a key past its limit: nothing here can fault. */
 	ts = (uint64_t)(uintptr_t)pthread_getspecific(*(const pthread_key_t *)(tss + 4));
-	if (!ts || (ts & 7) || !py_readable(ts, (uint64_t)(l->ts_frame > l->ts_interp ? l->ts_frame : l->ts_interp) + 8))
+	if (!ts || (ts & 7) || !py_readable_c(rc, ts, (uint64_t)(l->ts_frame > l->ts_interp ? l->ts_frame : l->ts_interp) + 8))
 		return 0;
 	/* A subinterpreter's frames are another interpreter's: not read (not supported). */
 	if (rd64(ts + (uint64_t)l->ts_interp) != rd64(py.runtime + (uint64_t)l->rt_main)) {
@@ -295,7 +326,8 @@ static uint32_t frame_off(uint64_t frame, uint64_t code)
 static uint32_t py_frames(struct pyf *out, uint32_t max)
 {
 	const struct py_layout *l = &py.l;
-	uint64_t ts = thread_pystate(), frame;
+	struct py_rcache rc = {{0}, {0}, 0};
+	uint64_t ts = thread_pystate(&rc), frame;
 	int32_t span = l->fr_back;
 	uint32_t n = 0;
 
@@ -307,12 +339,12 @@ static uint32_t py_frames(struct pyf *out, uint32_t max)
 		span = fs[f] > span ? fs[f] : span;
 	frame = rd64(ts + (uint64_t)l->ts_frame);
 	if (l->cf_current >= 0) /* 3.11, 3.12: the eval call's _PyCFrame, on the C stack */
-		frame = frame && !(frame & 7) && py_readable(frame, (uint64_t)l->cf_current + 8)
+		frame = frame && !(frame & 7) && py_readable_c(&rc, frame, (uint64_t)l->cf_current + 8)
 			? rd64(frame + (uint64_t)l->cf_current) : 0;
 	for (uint32_t steps = 0; frame && steps < MAX_PY_FRAMES && n < max; steps++) {
 		uint64_t code;
 
-		if ((frame & 7) || !py_readable(frame, (uint64_t)span + 8)) {
+		if ((frame & 7) || !py_readable_c(&rc, frame, (uint64_t)span + 8)) {
 			count(HS_CNT_PY_WALK_STOPPED);
 			break;
 		}
@@ -328,7 +360,7 @@ static uint32_t py_frames(struct pyf *out, uint32_t max)
 			continue;
 		}
 		code = rd64(frame + (uint64_t)l->fr_code);
-		if (!code_ok(code)) {
+		if (!code_ok(&rc, code)) {
 			count(HS_CNT_PY_WALK_STOPPED);
 			break;
 		}

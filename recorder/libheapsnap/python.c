@@ -133,7 +133,7 @@ static void ranges_read(void)
 
 /* Whether [a, a+len) lies in one range, by a table that may be rewritten meanwhile: a torn
  * read gives a wrong answer, which the sequence number throws away. */
-static bool ranges_have(uint64_t a, uint64_t len)
+static bool ranges_have(uint64_t a, uint64_t len, uint64_t *rlo, uint64_t *rhi)
 {
 	for (int tries = 0; tries < 8; tries++) {
 		uint32_t s = __atomic_load_n(&rr->seq, __ATOMIC_ACQUIRE), lo = 0, hi, n;
@@ -154,6 +154,8 @@ static bool ranges_have(uint64_t a, uint64_t len)
 				lo = mid + 1;
 			else {
 				found = a + len <= rr->hi[mid];
+				*rlo = rr->lo[mid];
+				*rhi = rr->hi[mid];
 				break;
 			}
 		}
@@ -166,11 +168,20 @@ static bool ranges_have(uint64_t a, uint64_t len)
 
 bool py_readable(uint64_t a, uint64_t len)
 {
+	struct py_rcache c = {{0}, {0}, 0};
+
+	return py_readable_slow(&c, a, len);
+}
+
+bool py_readable_slow(struct py_rcache *c, uint64_t a, uint64_t len)
+{
+	uint64_t *lo = &c->lo[c->next], *hi = &c->hi[c->next];
 	uint32_t seq;
 
 	if (a < 4096 || a + len < a || a + len > (1ull << 47) || !rr)
 		return false;
-	if (LIKELY(ranges_have(a, len)))
+	c->next = (c->next + 1) % PY_RCACHE;
+	if (LIKELY(ranges_have(a, len, lo, hi)))
 		return true;
 	/* Not there as last read: read again, unless another thread did since we looked. */
 	seq = __atomic_load_n(&rr->seq, __ATOMIC_ACQUIRE);
@@ -178,7 +189,7 @@ bool py_readable(uint64_t a, uint64_t len)
 	if (__atomic_load_n(&rr->seq, __ATOMIC_ACQUIRE) == seq)
 		ranges_read();
 	spin_unlock(&rr_lock);
-	return ranges_have(a, len);
+	return ranges_have(a, len, lo, hi);
 }
 
 /* ---- finding the interpreter ---- */

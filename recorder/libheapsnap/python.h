@@ -71,6 +71,22 @@ uint32_t py_code_id(struct tstate *t, uint64_t code);
 /* Whether [A, A+LEN) is readable memory of this process, as its maps said when last read
  * (python.c: re-read when an address is not in them). */
 bool py_readable(uint64_t a, uint64_t len);
+/* The same, with the ranges one walk has found so far: its frames are in one chunk of the
+ * interpreter's frame stack, its code objects in a few arenas, and a walk is short enough
+ * that a range it found stays mapped (the thread is in an allocator, not unmapping). */
+#define PY_RCACHE 4
+struct py_rcache {
+	uint64_t lo[PY_RCACHE], hi[PY_RCACHE];
+	uint32_t next;
+};
+bool py_readable_slow(struct py_rcache *c, uint64_t a, uint64_t len);
+static inline bool py_readable_c(struct py_rcache *c, uint64_t a, uint64_t len)
+{
+	for (int i = 0; i < PY_RCACHE; i++)
+		if (a >= c->lo[i] && a + len <= c->hi[i] && a + len >= a)
+			return true;
+	return py_readable_slow(c, a, len);
+}
 
 /* pyframes.c */
 int py_codes_init(void);

@@ -34,7 +34,8 @@ enum { NOT_ASKED, ASKED, INSTALLED, RESTORED };
 
 #define CTX_DOMAIN(ctx) ((int)(uintptr_t)(ctx))
 
-static void *w_malloc_full(void *ctx, size_t n, uint64_t fp)
+/* What records, tail-called by the fast path: its frame is the walk's first, as a hook's is. */
+static __attribute__((noinline)) void *w_malloc_full(void *ctx, size_t n)
 {
 	const struct pymem_allocator *o = &orig[CTX_DOMAIN(ctx)];
 	struct tstate *t = enter();
@@ -43,23 +44,25 @@ static void *w_malloc_full(void *ctx, size_t n, uint64_t fp)
 	tdepth++;
 	p = o->malloc(o->ctx, n);
 	if (t && p && sample(n))
-		record_alloc(t, p, n, HS_KIND_MALLOC, fp);
+		record_alloc(t, p, n, HS_KIND_MALLOC, (uint64_t)(uintptr_t)__builtin_frame_address(0));
 	tdepth--;
 	return p;
 }
 
-static __attribute__((noinline)) void *w_malloc(void *ctx, size_t n)
-{
-	if (LIKELY(pass_by(n))) {
-		const struct pymem_allocator *o = &orig[CTX_DOMAIN(ctx)];
-		void *p;
+/* Requests up to this size stay in pymalloc's pools (its SMALL_REQUEST_THRESHOLD): a call the
+ * sampler passes by needs no depth around it, as no malloc of it can be sampled twice. */
+#define PYMALLOC_SMALL 512
 
-		tdepth++; /* pymalloc's own malloc inside is not another allocation */
-		p = o->malloc(o->ctx, n);
-		tdepth--;
-		return p;
+/* Without a frame of its own, as the hooks' fast paths (hooks.c): a call passed by costs the
+ * countdown and a jump to pymalloc. */
+static __attribute__((noinline, optimize("omit-frame-pointer"))) void *w_malloc(void *ctx, size_t n)
+{
+	if (LIKELY(n <= PYMALLOC_SMALL && pass_by(n))) {
+		const struct pymem_allocator *o = &orig[CTX_DOMAIN(ctx)];
+
+		return o->malloc(o->ctx, n);
 	}
-	return w_malloc_full(ctx, n, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+	return w_malloc_full(ctx, n);
 }
 
 static __attribute__((noinline)) void *w_calloc(void *ctx, size_t n, size_t m)
@@ -70,7 +73,7 @@ static __attribute__((noinline)) void *w_calloc(void *ctx, size_t n, size_t m)
 	void *p;
 
 	if (LIKELY(pass_by(size))) {
-		tdepth++;
+		tdepth++; /* pymalloc's own calloc inside is not another allocation */
 		p = o->calloc(o->ctx, n, m);
 		tdepth--;
 		return p;
@@ -115,18 +118,12 @@ static __attribute__((noinline)) void *w_realloc(void *ctx, void *old, size_t n)
 	return p;
 }
 
-static __attribute__((noinline)) void w_free(void *ctx, void *p)
+static __attribute__((noinline)) void w_free_full(void *ctx, void *p)
 {
 	const struct pymem_allocator *o = &orig[CTX_DOMAIN(ctx)];
 	struct tstate *t = NULL;
 	uint64_t size = 0, ts = 0;
 
-	if (!p)
-		return;
-	if (LIKELY(free_pass_by(p))) {
-		o->free(o->ctx, p);
-		return;
-	}
 	if (!(__atomic_load_n(&active, __ATOMIC_RELAXED) && shm->sample_rate && !tdepth && !sampled_maybe(p))) {
 		t = enter();
 		if (t && shm->sample_rate && !(size = sampled_take(p)))
@@ -139,6 +136,18 @@ static __attribute__((noinline)) void w_free(void *ctx, void *p)
 	if (t)
 		record_free(t, p, size, 0, ts);
 	tdepth--;
+}
+
+static __attribute__((noinline, optimize("omit-frame-pointer"))) void w_free(void *ctx, void *p)
+{
+	if (LIKELY(free_pass_by(p))) { /* never sampled, NULL included */
+		const struct pymem_allocator *o = &orig[CTX_DOMAIN(ctx)];
+
+		o->free(o->ctx, p);
+		return;
+	}
+	if (p)
+		w_free_full(ctx, p);
 }
 
 static bool ours(const struct pymem_allocator *a)

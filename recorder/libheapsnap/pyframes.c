@@ -38,12 +38,36 @@ static struct code_ent *codes;
 static uint32_t codes_gen = 1, next_code_id = 1;
 static int codes_lock;
 
+/* Each thread's last ids, by the frame that ran the code: a frame still running the code it
+ * ran at the last walk keeps that code alive (it holds a reference), so the code need not be
+ * checked again, and its id is the one found then if its fields are still those (the guard,
+ * as in the table). Most of a walk is outer frames, suspended in their calls since the last. */
+#define MEMO_SLOTS 64
+struct memo_ent {
+	uint64_t frame;
+	struct code_ent c;
+};
+struct py_memo {
+	uint32_t gen; /* codes_gen it was filled in: a fork's child starts afresh */
+	struct memo_ent e[MEMO_SLOTS];
+};
+static __thread struct py_memo *memo __attribute__((tls_model("initial-exec")));
+static pthread_key_t memo_key;
+
+static void memo_free(void *m)
+{
+	munmap(m, sizeof(struct py_memo));
+	memo = NULL;
+}
+
 int py_codes_init(void)
 {
 	void *m;
 
 	if (codes)
 		return 0;
+	if (pthread_key_create(&memo_key, memo_free))
+		return -EAGAIN;
 	m = mmap(NULL, CODE_SLOTS * sizeof(*codes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return -ENOMEM;
@@ -280,6 +304,7 @@ uint32_t py_code_id(struct tstate *t, uint64_t code)
 /* ---- the walk ---- */
 
 struct pyf {
+	uint64_t frame;
 	uint64_t code; /* 0: an eval call running no frame of its own (one being cleared) */
 	uint32_t off;
 	bool last;     /* the last frame of its eval call */
@@ -360,10 +385,12 @@ static uint32_t py_frames(struct pyf *out, uint32_t max)
 			continue;
 		}
 		code = rd64(frame + (uint64_t)l->fr_code);
-		if (!code_ok(&rc, code)) {
+		if (!code) {
 			count(HS_CNT_PY_WALK_STOPPED);
 			break;
 		}
+		/* The code is checked when its id is wanted (frame_code_id). */
+		out[n].frame = frame;
 		out[n].code = code;
 		out[n].off = frame_off(frame, code);
 		out[n].last = l->family == PY_FAM_FRAMEOBJ ||
@@ -374,10 +401,48 @@ static uint32_t py_frames(struct pyf *out, uint32_t max)
 	return n;
 }
 
+/* The id of the code FRAME runs, 0 if it is not a code object we can read. */
+static uint32_t frame_code_id(struct tstate *t, struct py_rcache *rc, uint64_t frame, uint64_t code)
+{
+	struct memo_ent *e;
+	struct code_ent c;
+	uint32_t id, gen = __atomic_load_n(&codes_gen, __ATOMIC_RELAXED);
+
+	if (UNLIKELY(!memo)) {
+		void *m = mmap(NULL, sizeof(*memo), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (m == MAP_FAILED)
+			return code_ok(rc, code) ? py_code_id(t, code) : 0;
+		memo = m;
+		tdepth++; /* a key past the first 32 takes an allocation */
+		pthread_setspecific(memo_key, m);
+		tdepth--;
+	}
+	if (memo->gen != gen) {
+		memset(memo->e, 0, sizeof(memo->e));
+		memo->gen = gen;
+	}
+	e = &memo->e[(frame >> 4 ^ frame >> 10) & (MEMO_SLOTS - 1)];
+	if (e->frame == frame && e->c.addr == code) {
+		code_fields(code, &c);
+		if (same(&e->c, &c))
+			return e->c.id;
+	}
+	if (!code_ok(rc, code))
+		return 0;
+	if ((id = py_code_id(t, code))) {
+		code_fields(code, &e->c);
+		e->c.id = id;
+		e->frame = frame;
+	}
+	return id;
+}
+
 uint32_t py_splice(struct tstate *t, uint64_t *ips, uint32_t n, uint32_t max)
 {
 	struct pyf f[HS_MAX_STACK];
 	uint64_t out[HS_MAX_STACK];
+	struct py_rcache rc = {{0}, {0}, 0};
 	uint32_t i, k = 0, fi = 0, nf;
 
 	for (i = 0; i < n && !in_eval(ips[i]); i++)
@@ -401,7 +466,14 @@ uint32_t py_splice(struct tstate *t, uint64_t *ips, uint32_t n, uint32_t max)
 			continue;
 		}
 		do {
-			out[k++] = HS_PYFRAME(py_code_id(t, f[fi].code), f[fi].off);
+			uint32_t id = frame_code_id(t, &rc, f[fi].frame, f[fi].code);
+
+			if (!id) { /* not a code object: the rest of the chain is not to be trusted */
+				count(HS_CNT_PY_WALK_STOPPED);
+				nf = fi;
+				break;
+			}
+			out[k++] = HS_PYFRAME(id, f[fi].off);
 		} while (!f[fi++].last && fi < nf && k < max);
 	}
 	if (i < n)

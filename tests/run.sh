@@ -2906,6 +2906,17 @@ t_python_attached() {
 	py_check pya
 }
 
+# Code objects compiled and dropped in a loop take the dropped ones' addresses (and so do their
+# names, file names and line tables): each is still named by its own file; and a fork child
+# numbers its own code objects from 1 (tests/workloads/py_codes.py, tests/pycodes_check.py).
+t_python_code_ids() {
+	[ -x /usr/bin/python3.11 ] || skip "no Debian /usr/bin/python3.11"
+	"$R" --via preload -o "$TMP/pyc.hsnap" -- /usr/bin/python3.11 tests/workloads/py_codes.py >/dev/null 2>"$TMP/pyc.err" ||
+		{ cat "$TMP/pyc.err"; die "recording py_codes.py"; }
+	"$T/pydump" "$TMP/pyc.hsnap" >"$TMP/pyc.dump" || die "pydump"
+	python3 tests/pycodes_check.py "$TMP/pyc.dump" || die "code ids"
+}
+
 # The BPF way reads no Python frames: the recording says so, and `info` shows it.
 t_python_bpf_said() {
 	[ -z "$BPF_REASON" ] || skip "$BPF_REASON"
@@ -2934,7 +2945,7 @@ ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inje
 ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_bpf_max_stack_default t_max_stack_after_cut"
 ALL="$ALL t_analyzer_out_of_order t_analyzer_counters_agree"
 ALL="$ALL t_inject_wake t_inject_hold_in_dlopen t_inject_messages t_inject_pid_ns t_inject_idle_safe_point t_inject_memcached_idle"
-ALL="$ALL t_python_launched_debian t_python_fp_junk_rbp t_python_launched_shared t_python_attached t_python_bpf_said"
+ALL="$ALL t_python_launched_debian t_python_fp_junk_rbp t_python_launched_shared t_python_attached t_python_code_ids t_python_bpf_said"
 for t in $ALL; do
 	run $t
 done

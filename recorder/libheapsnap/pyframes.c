@@ -30,6 +30,7 @@
 
 struct code_ent {
 	uint64_t addr, name, file, table, bytecode;
+	uint64_t ends; /* the contents' fingerprint: see code_fields */
 	uint32_t first, id;
 	uint32_t gen; /* the table's generation it was made in: older entries are empty */
 	uint32_t seq; /* odd while the entry is written: lookups take no lock, and retry */
@@ -213,9 +214,45 @@ static void send_code(struct tstate *t, const struct code_ent *c)
 
 /* ---- code ids ---- */
 
+static inline uint64_t mix(uint64_t h, uint64_t v)
+{
+	h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+	return h ^ h >> 29;
+}
+
+/* The length of DATA's LEN bytes, its last 8 and its first 8: 8 bytes before the end lie in the
+ * object (a str's or a bytes' header is longer than that), and the first 8 are read only when
+ * the contents have them. */
+static uint64_t ends(uint64_t data, uint64_t len)
+{
+	uint64_t h = mix(len, *(const uint64_t *)(uintptr_t)(data + len - 8));
+
+	return len >= 8 ? mix(h, *(const uint64_t *)(uintptr_t)data) : h;
+}
+
+static uint64_t str_ends(uint64_t o)
+{
+	const struct py_layout *l = &py.l;
+	uint64_t len = rd64(o + 16);
+	uint32_t state = *(const uint32_t *)(uintptr_t)(o + (uint64_t)l->uni_state), kind = state >> 2 & 7;
+
+	if (!(state >> 5 & 1) || len > 4096 || (kind != 1 && kind != 2 && kind != 4))
+		return len; /* not compact: its length only */
+	return ends(o + (uint64_t)(state >> 6 & 1 ? l->uni_ascii_size : l->uni_compact_size), len * kind);
+}
+
+/* What names a code object in the file, read from it: the addresses of its name, file name and
+ * line table, its first line, and (the guard against an address reused) a fingerprint of their
+ * contents. Objects made in the same pattern as freed ones take the freed ones' addresses, all
+ * of them at once (code compiled and dropped in a loop: measured, t_python_code_ids): addresses
+ * alone do not tell a code object from the one freed before it, contents do. Two code objects
+ * whose name, file name and line table have the same lengths and the same first and last 8 bytes
+ * (and the same first line) share an id: in practice the same function made again, named and
+ * numbered as it was. The objects are alive: the code object, alive, holds them. */
 static void code_fields(uint64_t code, struct code_ent *c)
 {
 	const struct py_layout *l = &py.l;
+	uint64_t tlen;
 
 	c->addr = code;
 	c->name = rd64(code + (uint64_t)(l->co_qualname >= 0 ? l->co_qualname : l->co_name));
@@ -223,12 +260,16 @@ static void code_fields(uint64_t code, struct code_ent *c)
 	c->table = rd64(code + (uint64_t)l->co_linetable);
 	c->bytecode = l->co_code >= 0 ? rd64(code + (uint64_t)l->co_code) : 0;
 	c->first = *(const uint32_t *)(uintptr_t)(code + (uint64_t)l->co_firstlineno);
+	c->ends = mix(c->first, c->name && !(c->name & 7) ? str_ends(c->name) : 0);
+	c->ends = mix(c->ends, c->file && !(c->file & 7) ? str_ends(c->file) : 0);
+	if (c->table && !(c->table & 7) && (tlen = rd64(c->table + (uint64_t)l->bytes_size)) < (1u << 24))
+		c->ends = mix(c->ends, ends(c->table + (uint64_t)l->bytes_sval, tlen));
 }
 
 static inline bool same(const struct code_ent *a, const struct code_ent *b)
 {
 	return a->addr == b->addr && a->name == b->name && a->file == b->file && a->table == b->table &&
-	       a->bytecode == b->bytecode && a->first == b->first;
+	       a->bytecode == b->bytecode && a->first == b->first && a->ends == b->ends;
 }
 
 /* Without the lock: the id if the table has this object as it is, else 0. An entry being

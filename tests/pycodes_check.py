@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Checks a recording of tests/workloads/py_codes.py (as tests/pydump prints it):
-  - for each i < 200, an allocation of 1001 + i bytes has as innermost Python frame a code of
+  - for each i < 400, an allocation of 1001 + i bytes has as innermost Python frame a code of
     file gen<i>.py: a code object made at a dropped one's address got its own id and name (the
     list `keep` also grows in those files, to sizes that may be another's 1001 + j);
   - the fork child (the pid other than the command's) has its own PY_CODE records, numbered
@@ -33,7 +33,7 @@ for pid, size, st in allocs:
         named.add(size - 1001)
     if size == 223 and c and c[0] == "in_child":
         child[pid] = child.get(pid, 0) + 1
-for i in range(200):
+for i in range(400):
     if i not in named:
         bad.append("no allocation of %d bytes in gen%d.py" % (1001 + i, i))
 if len(child) != 1 or list(child.values()) != [30]:

@@ -49,7 +49,8 @@ struct memo_ent {
 	struct code_ent c;
 };
 struct py_memo {
-	uint32_t gen; /* codes_gen it was filled in: a fork's child starts afresh */
+	uint32_t gen;   /* codes_gen it was filled in: a fork's child starts afresh */
+	uint32_t epoch; /* py_code_epoch it was filled in: no code object freed since */
 	struct memo_ent e[MEMO_SLOTS];
 };
 static __thread struct py_memo *memo __attribute__((tls_model("initial-exec")));
@@ -297,6 +298,51 @@ static uint32_t code_lookup(const struct code_ent *c, uint32_t h)
 	return 0;
 }
 
+/* Code objects freed, watched through the object domain's free (pymem.c): a filter of the
+ * addresses in the table, so that a free of anything else costs one load; and an epoch,
+ * bumped at each free of a code object of the table, which the memos follow. */
+#define FILTER_BITS 16
+static uint64_t code_filter[(1u << FILTER_BITS) / 64];
+uint32_t py_code_epoch;
+
+static inline uint32_t filter_bit(uint64_t a)
+{
+	return (uint32_t)((a >> 4) * 0x9e3779b97f4a7c15ull >> (64 - FILTER_BITS));
+}
+
+static void filter_set(uint64_t a)
+{
+	uint32_t b = filter_bit(a);
+
+	__atomic_fetch_or(&code_filter[b >> 6], 1ull << (b & 63), __ATOMIC_RELAXED);
+}
+
+void py_code_freed(const void *p)
+{
+	uint64_t a = (uint64_t)(uintptr_t)p;
+	uint32_t b = filter_bit(a), h = (uint32_t)((a >> 4) * 0x9e3779b97f4a7c15ull >> 48) & (CODE_SLOTS - 1);
+
+	if (LIKELY(!(__atomic_load_n(&code_filter[b >> 6], __ATOMIC_RELAXED) >> (b & 63) & 1)) || !codes)
+		return;
+	spin_lock(&codes_lock);
+	for (uint32_t k = 0; k < CODE_PROBES; k++) {
+		struct code_ent *e = &codes[(h + k) & (CODE_SLOTS - 1)];
+
+		if (e->gen != codes_gen)
+			break;
+		if (e->addr == a) {
+			/* A tombstone (address 1): later entries of the probe stay reachable. */
+			__atomic_store_n(&e->seq, e->seq + 1, __ATOMIC_RELAXED);
+			__atomic_thread_fence(__ATOMIC_RELEASE);
+			e->addr = 1;
+			__atomic_store_n(&e->seq, e->seq + 1, __ATOMIC_RELEASE);
+			__atomic_add_fetch(&py_code_epoch, 1, __ATOMIC_ACQ_REL);
+			break;
+		}
+	}
+	spin_unlock(&codes_lock);
+}
+
 uint32_t py_code_id(struct tstate *t, uint64_t code)
 {
 	struct code_ent c, *home;
@@ -327,6 +373,11 @@ uint32_t py_code_id(struct tstate *t, uint64_t code)
 	/* Not there: in the first free slot, the stale one, or (all probes taken) over the home
 	 * slot, whose object then gets a new id if it is seen again. */
 	if (!id && next_code_id < (1u << HS_PYFRAME_CODE_BITS)) {
+		/* An entry of a live object given up (or one whose free was missed): a free of its
+		 * object would not be found, so no memo may trust what it holds. */
+		if (home->gen == codes_gen && home->addr > 1)
+			__atomic_add_fetch(&py_code_epoch, 1, __ATOMIC_ACQ_REL);
+		filter_set(code);
 		c.id = id = next_code_id++;
 		c.gen = codes_gen;
 		c.seq = home->seq + 1;
@@ -459,12 +510,17 @@ static uint32_t frame_code_id(struct tstate *t, struct py_rcache *rc, uint64_t f
 		pthread_setspecific(memo_key, m);
 		tdepth--;
 	}
-	if (memo->gen != gen) {
+	if (memo->gen != gen || memo->epoch != __atomic_load_n(&py_code_epoch, __ATOMIC_ACQUIRE)) {
 		memset(memo->e, 0, sizeof(memo->e));
 		memo->gen = gen;
+		memo->epoch = __atomic_load_n(&py_code_epoch, __ATOMIC_ACQUIRE);
 	}
 	e = &memo->e[(frame >> 4 ^ frame >> 10) & (MEMO_SLOTS - 1)];
 	if (e->frame == frame && e->c.addr == code) {
+		/* Every free of a code object seen (every event, the domains wrapped): the code is
+		 * the one of the memo, as none was freed since it was filled. */
+		if (pymem_sees_frees())
+			return e->c.id;
 		code_fields(code, &c);
 		if (same(&e->c, &c))
 			return e->c.id;

@@ -131,11 +131,21 @@ static __attribute__((noinline)) void w_free_full(void *ctx, void *p)
 		if (t)
 			ts = now_ns();
 	}
+	if (!__atomic_load_n(&shm->sample_rate, __ATOMIC_RELAXED))
+		py_code_freed(p); /* before its address can be taken again */
 	tdepth++;
 	o->free(o->ctx, p);
 	if (t)
 		record_free(t, p, size, 0, ts);
 	tdepth--;
+}
+
+/* Recording every event, every free of the domains takes w_free_full: each code object freed
+ * is seen. Sampling, frees pass by unseen. */
+bool pymem_sees_frees(void)
+{
+	return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == INSTALLED && !shm->sample_rate &&
+	       __atomic_load_n(&active, __ATOMIC_RELAXED);
 }
 
 static __attribute__((noinline, optimize("omit-frame-pointer"))) void w_free(void *ctx, void *p)
@@ -174,6 +184,8 @@ static int install(void *arg)
 		if (!ours(&cur[d]))
 			py.set_allocator(d, &w);
 	}
+	/* Memos made before now may hold code freed unseen. */
+	__atomic_add_fetch(&py_code_epoch, 1, __ATOMIC_ACQ_REL);
 	__atomic_store_n(&state, INSTALLED, __ATOMIC_RELEASE);
 	count(HS_CNT_PY_PYMEM);
 	return 0;
@@ -202,6 +214,8 @@ void pymem_request_install(void)
 		return;
 	if (!py.is_initialized())
 		return;
+	/* A session before this one may have sampled, its frees unseen: no memo is trusted. */
+	__atomic_add_fetch(&py_code_epoch, 1, __ATOMIC_ACQ_REL);
 	if (__atomic_compare_exchange_n(&state, &s, ASKED, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
 		tdepth++;
 		if (py.add_pending_call(install, NULL))

@@ -90,10 +90,13 @@ static inline bool py_readable_c(struct py_rcache *c, uint64_t a, uint64_t len)
 
 /* pyframes.c */
 int py_codes_init(void);
+void py_code_freed(const void *p); /* a block of the object domain, before it is freed */
+extern uint32_t py_code_epoch;
 void py_codes_after_fork_child(void);
 
 /* pymem.c */
 void pymem_on_recorded(void); /* launched: wraps the domains once the interpreter runs */
 void pymem_request_install(void);
 void pymem_detach(void);      /* injected: the originals back, with the GIL held */
+bool pymem_sees_frees(void);  /* every free of the domains reaches py_code_freed */
 #endif

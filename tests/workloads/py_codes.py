@@ -2,7 +2,9 @@
 """Code objects made and dropped, and a fork, for tests/run.sh's t_python_code_ids: 200 code
 objects, each compiled from its own file name (gen0.py ... gen199.py), run once and dropped
 before the next is made, so that later ones are made at the addresses of earlier ones; each
-allocates one bytearray(1000 + i), whose buffer is one allocation of 1001 + i bytes. Then a
+allocates one bytearray(1000 + i), whose buffer is one allocation of 1001 + i bytes. Then 200
+more (gen200.py ... gen399.py) each dropped as soon as it has run, so that the next is made
+where it was and runs in the same frame. Then a
 fork child allocates 30 bytearray(222) in in_child (buffers of 223 bytes: pymalloc's)."""
 import os
 
@@ -19,6 +21,9 @@ def main():
         co = compile("keep.append(bytearray(%d))\n" % (1000 + i), "gen%d.py" % i, "exec")
         exec(co, {"keep": keep, "bytearray": bytearray})
         del co
+    for i in range(200, 400):
+        exec(compile("keep.append(bytearray(%d))\n" % (1000 + i), "gen%d.py" % i, "exec"),
+             {"keep": keep, "bytearray": bytearray})
     pid = os.fork()
     if pid == 0:
         in_child()

@@ -91,11 +91,19 @@ static __attribute__((noinline)) void *w_calloc(void *ctx, size_t n, size_t m)
 static __attribute__((noinline)) void *w_realloc(void *ctx, void *old, size_t n)
 {
 	const struct pymem_allocator *o = &orig[CTX_DOMAIN(ctx)];
-	struct tstate *t = enter();
+	struct tstate *t;
 	uint64_t ts, old_size = 0;
 	bool old_sampled;
 	void *p;
 
+	/* Sampling: a new size the draw passes by, of a block never sampled (or none). */
+	if (LIKELY(pass_by(n) && (!old || free_pass_by(old)))) {
+		tdepth++;
+		p = o->realloc(o->ctx, old, n);
+		tdepth--;
+		return p;
+	}
+	t = enter();
 	if (!t) {
 		tdepth++;
 		p = o->realloc(o->ctx, old, n);

@@ -11,11 +11,15 @@
  * objects by their type. The chain is walked at most MAX_PY_FRAMES deep.
  *
  * Code objects are named once per process: an id from a table keyed by the object's address.
- * A code object freed and another made at its address must not take its name: an entry
- * matches only if the object's name, file name and line table (the objects' addresses), its
- * first line and, up to 3.10, its bytecode object are all the entry's. A new object at an old
- * address with all of those the same is the same function of the same file, whose lines are
- * read from the same table. */
+ * A code object freed and another made at its address must not take its name. Two guards:
+ *  - recording every event with the domains wrapped (pymem.c), every free of a code object is
+ *    seen (py_code_freed): its entry becomes a tombstone and an epoch moves on, so that what a
+ *    thread remembers of its frames' codes (the memo) is dropped;
+ *  - otherwise (sampling: frees pass by unseen; or before the wrap) an entry matches only if
+ *    the object's name, file name and line table (their addresses, and a fingerprint of their
+ *    contents: code_fields), its first line and, up to 3.10, its bytecode object are all the
+ *    entry's. Another object matching all of those is in practice the same function made again,
+ *    whose name and lines are the same. */
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>

@@ -233,7 +233,7 @@ $(OUTPUT)/tests/libwake_plugin.so: tests/workloads/wake_plugin.c | $(OUTPUT)/tes
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
 
-$(OUTPUT)/tests/scribble: tests/workloads/scribble.c recorder/inproc/shm.h bpf/heapsnap.h | $(OUTPUT)/tests
+$(OUTPUT)/tests/scribble: tests/workloads/scribble.c recorder/inproc/shm.h common/event_abi.h bpf/heapsnap.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -Irecorder/inproc -Ibpf -Icommon $< -o $@
 

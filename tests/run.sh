@@ -2917,6 +2917,35 @@ t_python_code_ids() {
 	python3 tests/pycodes_check.py "$TMP/pyc.dump" || die "code ids"
 }
 
+# Sampled (16 KiB mean), launched: samples carry Python frames, pymalloc's included. big_objs'
+# 20 blocks of 100,001 bytes are each sampled with probability 1 - exp(-100001/16384) = 0.998;
+# small_objs' 314,000 bytes of objects under 512 bytes (pymalloc's) give 19 samples on average
+# (fewer than 3: p < 1e-5).
+t_python_sampled() {
+	[ -x /usr/bin/python3.11 ] || skip "no Debian /usr/bin/python3.11"
+	"$R" --via preload -s 16k -o "$TMP/pys.hsnap" -- /usr/bin/python3.11 "$PY_FRAMES" >/dev/null 2>"$TMP/pys.err" ||
+		{ cat "$TMP/pys.err"; die "recording sampled"; }
+	"$T/pydump" "$TMP/pys.hsnap" >"$TMP/pys.dump" || die "pydump"
+	python3 - "$TMP/pys.dump" "$PY_FRAMES" <<'PY' || die "sampled Python frames"
+import sys
+codes, stacks, n = {}, {}, {}
+for line in open(sys.argv[1]):
+    f = line.rstrip("\n").split(" ")
+    if f[0] == "code" and " ".join(f[7:]) == sys.argv[2]:
+        codes[(f[1], int(f[2]))] = f[6]
+    elif f[0] == "stack":
+        stacks[int(f[1])] = f[2:]
+    elif f[0] == "alloc":
+        py = [x for x in stacks.get(int(f[4]), []) if x.startswith("py:")]
+        name = codes.get((f[1], int(py[0].split(":")[1]))) if py else None
+        if (name == "big_objs" and f[3] != "100001") or (name == "small_objs" and int(f[3]) > 512):
+            continue  # the list's own growth, under both
+        n[name] = n.get(name, 0) + 1
+print("samples by innermost function:", n)
+sys.exit(0 if n.get("big_objs", 0) >= 18 and n.get("small_objs", 0) >= 3 else 1)
+PY
+}
+
 # The BPF way reads no Python frames: the recording says so, and `info` shows it.
 t_python_bpf_said() {
 	[ -z "$BPF_REASON" ] || skip "$BPF_REASON"
@@ -2945,7 +2974,7 @@ ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inje
 ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_bpf_max_stack_default t_max_stack_after_cut"
 ALL="$ALL t_analyzer_out_of_order t_analyzer_counters_agree"
 ALL="$ALL t_inject_wake t_inject_hold_in_dlopen t_inject_messages t_inject_pid_ns t_inject_idle_safe_point t_inject_memcached_idle"
-ALL="$ALL t_python_launched_debian t_python_fp_junk_rbp t_python_launched_shared t_python_attached t_python_code_ids t_python_bpf_said"
+ALL="$ALL t_python_launched_debian t_python_fp_junk_rbp t_python_launched_shared t_python_attached t_python_code_ids t_python_sampled t_python_bpf_said"
 for t in $ALL; do
 	run $t
 done

@@ -2889,21 +2889,46 @@ t_python_launched_shared() {
 	[ $n -gt 0 ] || skip "no pyenv CPython 3.8 to 3.13 under ~/.pyenv/versions"
 }
 
-# Attached to a running Debian python3 (-p, every event): the domains are wrapped by a pending
-# call, before the script's work, and put back at the detach.
+# py_attached NAME INTERP: attached (-p, every event) to INTERP running the script, which waits
+# on a FIFO before its work: the domains are wrapped by a pending call, before the work, and put
+# back at the detach.
+py_attached() {
+	py_oracle "$1" "$2"
+	RARGS="-s 0" inject_start "$1" "$2" "$PY_FRAMES"
+	echo go >"$TMP/$1.fifo"
+	waitfor "$TMP/$1.out" done || die "$1: the script never finished its work"
+	kill -INT $RPID
+	wait $RPID || { cat "$TMP/$1.rerr"; die "$1: the recorder failed"; }
+	echo go >"$TMP/$1.fifo"
+	wait $TJOB
+	[ -s "$TMP/$1.terr" ] && { cat "$TMP/$1.terr"; die "$1: the target wrote to stderr"; }
+	py_check "$1"
+}
+
+# Debian's python3, and pyenv's shared-libpython 3.12 and 3.8 where they are.
 t_python_attached() {
+	local v
 	need_inject
 	[ -x /usr/bin/python3.11 ] || skip "no Debian /usr/bin/python3.11"
-	py_oracle pya /usr/bin/python3.11
-	RARGS="-s 0" inject_start pya /usr/bin/python3.11 "$PY_FRAMES"
-	echo go >"$TMP/pya.fifo"
-	waitfor "$TMP/pya.out" done || die "the script never finished its work"
-	kill -INT $RPID
-	wait $RPID || { cat "$TMP/pya.rerr"; die "the recorder failed"; }
-	echo go >"$TMP/pya.fifo"
-	wait $TJOB
-	[ -s "$TMP/pya.terr" ] && { cat "$TMP/pya.terr"; die "the target wrote to stderr"; }
-	py_check pya
+	py_attached pya /usr/bin/python3.11
+	for v in 3.12.1 3.8.18; do
+		[ -x "$HOME/.pyenv/versions/$v/bin/python3" ] && py_attached "pya_$v" "$HOME/.pyenv/versions/$v/bin/python3"
+	done
+	return 0
+}
+
+# An interpreter the tables do not hold (pyenv's 3.7): said once on its stderr, counted, and
+# its recording otherwise whole.
+t_python_unsupported() {
+	local p=$HOME/.pyenv/versions/3.7.16/bin/python3
+	[ -x "$p" ] || skip "no pyenv CPython 3.7.16 ($p)"
+	"$R" --via preload -o "$TMP/py37.hsnap" -- "$p" -c 'k = [bytearray(5000) for _ in range(10)]' \
+		>/dev/null 2>"$TMP/py37.err" || { cat "$TMP/py37.err"; die "recording 3.7"; }
+	contains "$TMP/py37.err" "heapsnap: Python frames not read in process"
+	contains "$TMP/py37.err" "CPython 3.7 is not one of 3.8 to 3.13"
+	eq "said once" 1 "$(grep -c 'Python frames not read' "$TMP/py37.err")"
+	"$T/pydump" "$TMP/py37.hsnap" >"$TMP/py37.dump" || die "pydump"
+	contains "$TMP/py37.dump" "counter python.unsupported 1"
 }
 
 # Code objects compiled and dropped in a loop take the dropped ones' addresses (and so do their
@@ -2974,7 +2999,7 @@ ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inje
 ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_bpf_max_stack_default t_max_stack_after_cut"
 ALL="$ALL t_analyzer_out_of_order t_analyzer_counters_agree"
 ALL="$ALL t_inject_wake t_inject_hold_in_dlopen t_inject_messages t_inject_pid_ns t_inject_idle_safe_point t_inject_memcached_idle"
-ALL="$ALL t_python_launched_debian t_python_fp_junk_rbp t_python_launched_shared t_python_attached t_python_code_ids t_python_sampled t_python_bpf_said"
+ALL="$ALL t_python_launched_debian t_python_fp_junk_rbp t_python_launched_shared t_python_attached t_python_code_ids t_python_sampled t_python_unsupported t_python_bpf_said"
 for t in $ALL; do
 	run $t
 done

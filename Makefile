@@ -55,7 +55,7 @@ all: $(BINS) $(LIB)
 
 LIB_SRCS := $(wildcard recorder/libheapsnap/*.c) common/unwtab.c
 
-$(LIB): $(LIB_SRCS) recorder/libheapsnap/libheapsnap.h recorder/inproc/shm.h recorder/inject/inject_abi.h recorder/inject/gotwalk.h common/*.h common/*.def format/record.h | $(OUTPUT)
+$(LIB): $(LIB_SRCS) recorder/libheapsnap/*.h recorder/inproc/shm.h recorder/inject/inject_abi.h recorder/inject/gotwalk.h common/*.h common/*.def format/record.h | $(OUTPUT)
 	$(call msg,LIB,$@)
 	$(Q)$(CC) $(LIB_CFLAGS) -Irecorder/libheapsnap -shared -Wl,-soname,libheapsnap.so -Wl,-z,now -Wl,-z,nodelete $(LIB_SRCS) -ldl -lpthread -o $@
 
@@ -136,6 +136,12 @@ TEST_PROGS += $(OUTPUT)/tests/wake $(OUTPUT)/tests/libwake_plugin.so
 TEST_PROGS += $(OUTPUT)/tests/test_units $(OUTPUT)/tests/test_sampling
 TEST_PROGS += $(OUTPUT)/tests/schemagen
 TEST_PROGS += $(OUTPUT)/tests/libc_alloc
+TEST_PROGS += $(OUTPUT)/tests/pydump
+
+$(OUTPUT)/tests/pydump: tests/unit/pydump.c $(FORMAT_SRCS) format/*.h common/event_abi.h | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iformat -Ibpf -Icommon \
+		$< $(FORMAT_SRCS) common/outfile.c -lzstd -lelf -o $@
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c tests/unit/check.h $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -232,7 +238,7 @@ $(OUTPUT)/tests/libwake_plugin.so: tests/workloads/wake_plugin.c | $(OUTPUT)/tes
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
 
-$(OUTPUT)/tests/scribble: tests/workloads/scribble.c recorder/inproc/shm.h bpf/heapsnap.h | $(OUTPUT)/tests
+$(OUTPUT)/tests/scribble: tests/workloads/scribble.c recorder/inproc/shm.h common/event_abi.h bpf/heapsnap.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -Irecorder/inproc -Ibpf -Icommon $< -o $@
 

@@ -30,6 +30,14 @@ const char *const counter_names[HS_CNT__MAX] = {
 	[HS_CNT_UNW_FP_LOST] = "stacks.unwind_fp_lost",
 	[HS_CNT_UNW_DWARF_COPY] = "stacks.unwind_copied_instead",
 	[HS_CNT_UNW_FP_INSTEAD] = "stacks.unwind_fp_instead",
+	[HS_CNT_PY_CODES] = "python.code_objects",
+	[HS_CNT_PY_WALK_STOPPED] = "python.walk_stopped",
+	[HS_CNT_PY_UNMATCHED] = "python.eval_frames_unmatched",
+	[HS_CNT_PY_NOT_WALKED] = "python.not_walked",
+	[HS_CNT_PY_TABLE_DROPPED] = "python.line_table_dropped",
+	[HS_CNT_PY_PYMEM] = "python.pymem_wrapped",
+	[HS_CNT_PY_MAPS_READ] = "python.maps_read",
+	[HS_CNT_PY_UNSUPPORTED] = "python.unsupported",
 };
 
 void rec_warnx(const char *fmt, ...)

@@ -14,6 +14,7 @@
 #include "procfs.h"
 #include "sampling.h"
 #include "session.h"
+#include "py_code.h"
 #include "way.h"
 
 /* ---- events ---- */
@@ -239,6 +240,7 @@ static const size_t min_len[] = {
 	[HS_EV_MMAP] = sizeof(struct hs_mmap_event),
 	[HS_EV_COMM] = sizeof(struct hs_comm_event),
 	[HS_EV_DWARF] = offsetof(struct hs_dwarf_event, data),
+	[HS_EV_PYCODE] = offsetof(struct hs_pycode_event, data),
 };
 
 /* A target in another PID namespace (injected): its events' pids and tids made the host's,
@@ -367,6 +369,9 @@ int handle_event(struct session *s, const void *data, size_t len)
 		break;
 	case HS_EV_DWARF:
 		on_dwarf_event(s, data, len);
+		break;
+	case HS_EV_PYCODE:
+		on_pycode_event(s, data, len, t);
 		break;
 	case HS_EV_COMM:
 		on_comm_event(s, data);

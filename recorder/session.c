@@ -29,7 +29,7 @@
 static void write_header(struct session *s, char **argv)
 {
 	struct hs_record r = {.type = HS_REC_SESSION};
-	char host[256] = "", cmdline[4096] = "", *attached = NULL;
+	char host[256] = "", cmdline[4096] = "", via[512], *attached = NULL;
 	struct utsname u;
 	struct timespec rt;
 	size_t off = 0;
@@ -63,6 +63,12 @@ static void write_header(struct session *s, char **argv)
 	r.session.nr_probes = (uint32_t)s->nr_probes;
 	r.session.probes = s->probes;
 	r.session.via = s->via_why;
+	/* Said in the file, for `info`: a Python program's stacks end in the eval loop. */
+	if (s->via == VIA_BPF && s->via_why) {
+		snprintf(via, sizeof(via), "%s; Python frames not captured: the BPF way reads no interpreter's frames "
+			 "(--via preload, or -p with --via inject, read them)", s->via_why);
+		r.session.via = via;
+	}
 	write_rec(&s->out, &r);
 	s->out.header_written = true;
 }

@@ -409,6 +409,19 @@ t_inject_idle_safe_point() {
 	eq "sp: lost.inject_unhooked_calls" 0 "${lost:-absent}"
 }
 
+# ---- the allocator table (common/allocators.def) ----
+
+# libc_alloc (tests/workloads/libc_alloc.c) calls __libc_malloc and __libc_free, which the table
+# lists: their exact figures by each way in, next to plain malloc's.
+t_inject_alloctab_libc_malloc() {
+	need_inject; need_go
+	RARGS="--via inject -s 0" inject_start alti "$T/libc_alloc"
+	inject_finish alti 0
+	grep -q "BPF uprobes instead" "$TMP/alti.rerr" && { cat "$TMP/alti.rerr"; die "not injected"; }
+	alloctab_check alti
+}
+
 ALL="$ALL t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals"
 ALL="$ALL t_inject_repeat t_inject_killed_recorder t_inject_auto_nofp t_inject_thread_churn t_inject_wake"
 ALL="$ALL t_inject_hold_in_dlopen t_inject_messages t_inject_pid_ns t_inject_idle_safe_point"
+ALL="$ALL t_inject_alloctab_libc_malloc"

@@ -200,6 +200,24 @@ t_preload_process_churn() {
 	eq "quick_alloc inuse_space (2,000 processes)" 6000000 "$(pv "$TMP/pc.pb.gz" inuse_space quick_alloc)"
 }
 
+# The allocator table's compile-time check (recorder/libheapsnap/hooks.c): a line marked OWN whose hook is
+# not written fails to compile, and so does a written hook the table has no OWN line for.
+t_alloctab_compile_check() {
+	command -v "${CC:-gcc}" >/dev/null || skip "no C compiler"
+	local f="-std=gnu11 -fsyntax-only -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -I. -Ibpf -Icommon -Iformat"
+	f="$f -Irecorder -Irecorder/inproc -Irecorder/inject -Irecorder/libheapsnap"
+	${CC:-gcc} $f recorder/libheapsnap/hooks.c 2>"$TMP/atc0.err" || { cat "$TMP/atc0.err"; die "hooks.c as it is does not compile"; }
+	grep -q '^HOOK_WRITTEN(realloc);$' recorder/libheapsnap/hooks.c || die "hooks.c marks no realloc hook"
+	sed 's/^HOOK_WRITTEN(realloc);$//' recorder/libheapsnap/hooks.c >"$TMP/atc1.c"
+	${CC:-gcc} $f "$TMP/atc1.c" 2>"$TMP/atc1.err" && die "a listed hook left unwritten compiled"
+	contains "$TMP/atc1.err" "hs_written_realloc"
+	sed 's/^HOOK_WRITTEN(realloc);$/HOOK_WRITTEN(realloc); HOOK_WRITTEN(strdup);/' recorder/libheapsnap/hooks.c >"$TMP/atc2.c"
+	${CC:-gcc} $f "$TMP/atc2.c" 2>"$TMP/atc2.err" && die "a hook the table does not list compiled"
+	contains "$TMP/atc2.err" "hs_kind_of_strdup"
+	return 0
+}
+
 ALL="$ALL t_preload_sampled_dense t_preload_scribbled_ring t_preload_unprivileged t_preload_dwarf_debug_dir"
 ALL="$ALL t_preload_thread_churn t_preload_threads_past_limit t_preload_closed_fds t_preload_python_workers"
 ALL="$ALL t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
+ALL="$ALL t_alloctab_compile_check"

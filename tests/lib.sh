@@ -114,3 +114,14 @@ churn_check() {
 	eq "$name: churn_keep inuse_objects (one per thread)" "$n" "$(pv "$p" inuse_objects churn_keep)"
 	eq "$name: churn_keep inuse_space" $((n * 1234)) "$(pv "$p" inuse_space churn_keep)"
 }
+
+# libc_alloc's figures (tests/workloads/libc_alloc.c), read from $TMP/NAME.hsnap.
+alloctab_check() {
+	local name=$1 p=$TMP/$1.pb.gz
+	"$A" pprof -o "$p" "$TMP/$name.hsnap" 2>/dev/null || die "$name: pprof"
+	eq "$name: libc_malloc_kept inuse_space (__libc_malloc)" 61725 "$(pv $p inuse_space libc_malloc_kept)"
+	eq "$name: libc_malloc_kept inuse_objects" 5 "$(pv $p inuse_objects libc_malloc_kept)"
+	eq "$name: malloc_kept inuse_space" 3000 "$(pv $p inuse_space malloc_kept)"
+	eq "$name: libc_free_temp alloc_space" 22220 "$(pv $p alloc_space libc_free_temp)"
+	eq "$name: libc_free_temp inuse_space (__libc_free)" absent "$(pv $p inuse_space libc_free_temp)"
+}

@@ -413,6 +413,16 @@ EOF
 	eq "$via: its interpreter frames (the module's, one per partial call: 20)" 21 "$(echo "${line% *}" | tr ';' '\n' | grep -c '^_PyEval_EvalFrameDefault$')"
 }
 
+# ---- the allocator table (common/allocators.def) ----
+
+# libc_alloc (tests/workloads/libc_alloc.c) calls __libc_malloc and __libc_free, which the table
+# lists: their exact figures by each way in, next to plain malloc's.
+t_alloctab_libc_malloc() {
+	need_bpf; need_go
+	record -o "$TMP/alt-$VIA.hsnap" -- "$T/libc_alloc" || die "recording libc_alloc failed"
+	alloctab_check alt-$VIA
+}
+
 ALL="$ALL t_c_exact@bpf t_c_exact@preload t_c_labels_inline@bpf t_c_labels_inline@preload t_cxx_exact@bpf t_cxx_exact@preload"
 ALL="$ALL t_rust_exact@bpf t_rust_exact@preload t_sampled@bpf t_sampled@preload t_snapshots_diff@bpf t_snapshots_diff@preload"
 ALL="$ALL t_handoff@bpf t_handoff@preload t_other_allocators@bpf t_other_allocators@preload t_dwarf_nofp@bpf t_dwarf_nofp@preload"
@@ -420,3 +430,46 @@ ALL="$ALL t_dwarf_cxx_rust@bpf t_dwarf_cxx_rust@preload t_dwarf_debian@bpf t_dwa
 ALL="$ALL t_killed_recorder@bpf t_killed_recorder@preload t_fork_storm@bpf t_fork_storm@preload t_dlcycle@bpf t_dlcycle@preload"
 ALL="$ALL t_auto_nofp@bpf t_auto_nofp@preload t_auto_debian@bpf t_auto_debian@preload"
 ALL="$ALL t_max_stack_default@preload t_max_stack_default@bpf t_max_stack_after_cut@preload t_max_stack_after_cut@bpf"
+ALL="$ALL t_alloctab_libc_malloc@bpf t_alloctab_libc_malloc@preload"
+
+# The recorder's layering (recorder/way.h, docs/ARCHITECTURE.md): not a test of one way, but of
+# how the ways in sit in the recorder; registered once, without @WAY.
+
+# The recorder's floors: no file includes one above its own, the files every way in shares
+# reach a way only through struct way_ops, and no way in includes another's internals (the
+# injected way wraps in-process's, as its header says). Fails when someone adds, say,
+# #include "bpf_way.h" or a call to attach_object() to processes.c.
+t_recorder_floors() {
+	local f inc bad=""
+	# file:forbidden-includes (a | separated extended regex of header names)
+	local rules=(
+		"recorder/output.[ch] recorder/objects.[ch] recorder/procfs.[ch] recorder/nspid.[ch] recorder/signals.[ch] recorder/sampling.[ch] recorder/launch.[ch] recorder/ptrmap.h:session|way|processes|pipeline|ring_reader|bpf_way|inproc_way|inproc_shm|inject|heapsnap\\.skel|via"
+		"recorder/session.h recorder/way.h recorder/processes.h recorder/pipeline.h recorder/ring_reader.h:bpf_way|inproc_way|inproc_shm|inject|heapsnap\\.skel|via|processes|pipeline|ring_reader"
+		"recorder/processes.c:pipeline|ring_reader|bpf_way|inproc_way|inproc_shm|inject|heapsnap\\.skel|via|bpf/libbpf|bpf/bpf"
+		"recorder/pipeline.c:ring_reader|bpf_way|inproc_way|inproc_shm|inject|heapsnap\\.skel|via|bpf/libbpf|bpf/bpf"
+		"recorder/ring_reader.c:bpf_way|inproc_way|inproc_shm|inject|heapsnap\\.skel|via|bpf/libbpf|bpf/bpf"
+		"recorder/bpf/bpf_way.[ch] recorder/bpf/bpf_probes.c recorder/bpf/bpf_unwind_tables.c:via|inproc_way|inproc_shm|inject"
+		"recorder/inproc/inproc_way.[ch] recorder/inproc/inproc_children.c:via|bpf_way|heapsnap\\.skel|inject"
+		"recorder/inject/inject_way.c:via|bpf_way|heapsnap\\.skel"
+	)
+	local r files re
+	for r in "${rules[@]}"; do
+		files=${r%%:*}
+		re=${r#*:}
+		for f in $files; do
+			[ -f "$f" ] || die "layering rule names $f, which does not exist"
+			inc=$(grep -E '^#include [<"]' "$f" | sed -E 's/^#include [<"]([^">]*)[">].*/\1/' |
+				grep -E "^($re)(\\.h)?$" || true)
+			[ -z "$inc" ] || bad="$bad $f->$(echo $inc | tr ' ' ',')"
+		done
+	done
+	[ -z "$bad" ] || die "upward or sideways includes:$bad"
+	# The shared files call BPF's probes only through the table.
+	! grep -nE '\b(attach_object|scan_object|detach_pid|unw_tables__|bpf_map_|skel)\b' \
+		recorder/processes.c recorder/pipeline.c recorder/ring_reader.c recorder/session.c ||
+		die "a file every way shares calls BPF directly"
+	! grep -nE '\b(preload__|inject__)[a-z_]*\(' recorder/processes.c recorder/pipeline.c recorder/ring_reader.c \
+		recorder/session.c || die "a file every way shares calls the in-process or injected way directly"
+}
+
+ALL="$ALL t_recorder_floors"

@@ -362,6 +362,11 @@ t_python_hostile() {
 	"$A" top "$TMP/pym.hsnap" >/dev/null 2>"$TMP/pym.err" && die "2097153 code objects accepted"
 	grep -qE "pym.hsnap: frame at offset [0-9]+, record [0-9]+: more Python code objects than this analyzer reads \(at most 2097152" \
 		"$TMP/pym.err" || { cat "$TMP/pym.err"; die "the refusal does not say where and why"; }
+	# A code id named twice in one process: the first name kept, and said.
+	"$T/craft_py" "$TMP/pyd.hsnap" --repeated || die "craft_py --repeated"
+	"$A" collapsed "$TMP/pyd.hsnap" 2>/dev/null | grep -q "first (f.py)" || die "the first name of a repeated code id not kept"
+	"$A" stats "$TMP/pyd.hsnap" 2>/dev/null | grep -q "^Python code objects: 1 (.*named again: the first kept" ||
+		die "a repeated code id not said"
 	"$T/craft_py" "$TMP/pym.hsnap" --many 1000 || die "craft_py --many 1000"
 	"$A" stats "$TMP/pym.hsnap" 2>/dev/null | grep -q "^Python code objects: 1000 " || die "1000 code objects not read"
 }

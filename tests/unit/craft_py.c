@@ -6,6 +6,7 @@
  * Usage: craft_py OUT DUMP FILE VARIANT NAME=LINE...
  *        craft_py OUT --many N      N code objects of one process (the analyzer's limit)
  *        craft_py OUT --hostile SEED  random line tables and frames (the analyzer's bounds)
+ *        craft_py OUT --repeated    one code id of a process named twice: the first kept
  *   DUMP    pylines.py --code FILE <module> main keep_large keep_small chain_a chain_b
  *           chain_c worker key_fn sort_with_key (tests/workloads/py_exact.py)
  *   FILE    the path the PY_CODE records name (the .py file)
@@ -308,6 +309,29 @@ static void many(uint64_t n)
 	allocs(1, 1, 1, 100, 1, 0);
 }
 
+/* One code id of one process named twice (first "first", then "second"), a block from it. */
+static void repeated(void)
+{
+	static const uint8_t t[2] = {0x80, 0x00};
+	uint64_t ips[2] = {0x400010, HS_PYFRAME(5, 0)};
+
+	session("repeated");
+	process(1, "/nonexistent/python3");
+	for (int i = 0; i < 2; i++) {
+		struct hs_record r = {.type = HS_REC_PY_CODE, .pid = 1, .time = 2};
+
+		r.py_code.id = 5;
+		r.py_code.qualname = i ? "second" : "first";
+		r.py_code.filename = "/a/f.py";
+		r.py_code.first_line = 10;
+		r.py_code.py_version = 0x30b;
+		r.py_code.line_table = (struct hs_bytes){t, 2};
+		put(&r);
+	}
+	stack(1, ips, 2);
+	allocs(1, 1, 1, 100, 1, 0);
+}
+
 /* Line tables of random bytes, each version's and some no version has, and stacks of Python
  * frames with random codes (recorded or not) and offsets, between native frames. */
 static void hostile(uint64_t seed)
@@ -354,6 +378,14 @@ int main(int argc, char **argv)
 	struct hs_record th = {.type = HS_REC_THREAD_NAME};
 	int variant;
 
+	if (argc == 3 && !strcmp(argv[2], "--repeated")) {
+		if (record_writer__open(argv[1], NULL, &w))
+			die("cannot write", argv[1]);
+		repeated();
+		if (record_writer__close(w))
+			die("cannot finish", argv[1]);
+		return 0;
+	}
 	if (argc == 4 && (!strcmp(argv[2], "--many") || !strcmp(argv[2], "--hostile"))) {
 		if (record_writer__open(argv[1], NULL, &w))
 			die("cannot write", argv[1]);

@@ -2835,6 +2835,44 @@ t_format_schema() {
 		"$(sha256sum <read.norm | cut -c1-64)"
 }
 
+# ---- in-process sampled hooks (h-hooks): the pass-by paths of new/delete and realloc ----
+# Against the workloads' exact sizes: sampled, a passed-by operator new counts its bytes once
+# (not again in the malloc it calls, nor in operator new inside new[]), a delete or realloc
+# never passes a sampled block by (none stays live), a realloc passed by still counts its
+# bytes; every event, each figure exact through the same paths. Cumulative figures: an
+# allocation counted twice would add the inner one under operator new's frame.
+t_preload_sampled_cxx_realloc() {
+	need_go
+	local VIA=preload p
+	record -s 16k -o "$TMP/scx.hsnap" -- "$T/alloc_cxx" bulk || die "sampled C++ recording"
+	"$A" pprof -o "$TMP/scx.pb.gz" "$TMP/scx.hsnap" 2>/dev/null || die "pprof of sampled C++"
+	p=$TMP/scx.pb.gz
+	within "new char[4096] x20000 inuse_space estimate" 81920000 "$(pv $p inuse_space 'cxx_bulk_keep()' cum)" 10
+	within "new Widget x200000 alloc_space estimate" 9600000 "$(pv $p alloc_space 'cxx_bulk_churn()' cum)" 20
+	within "new Widget x200000 alloc_objects estimate" 200000 "$(pv $p alloc_objects 'cxx_bulk_churn()' cum)" 20
+	eq "deleted Widgets inuse" absent "$(pv $p inuse_space 'cxx_bulk_churn()' cum)"
+	record -s 16k -o "$TMP/sra.hsnap" -- "$T/alloc_c" rbulk || die "sampled realloc recording"
+	"$A" pprof -o "$TMP/sra.pb.gz" "$TMP/sra.hsnap" 2>/dev/null || die "pprof of sampled realloc"
+	p=$TMP/sra.pb.gz
+	within "realloc_keep inuse_space estimate" 81920000 "$(pv $p inuse_space realloc_keep cum)" 10
+	within "realloc_keep alloc_space estimate" 83920000 "$(pv $p alloc_space realloc_keep cum)" 10
+	within "realloc_churn alloc_space estimate" 505000000 "$(pv $p alloc_space realloc_churn cum)" 10
+	eq "realloc_churn inuse" absent "$(pv $p inuse_space realloc_churn cum)"
+	record -s 0 -o "$TMP/ecx.hsnap" -- "$T/alloc_cxx" bulk || die "C++ recording"
+	"$A" pprof -o "$TMP/ecx.pb.gz" "$TMP/ecx.hsnap" 2>/dev/null || die "pprof of C++"
+	p=$TMP/ecx.pb.gz
+	eq "new char[4096] x20000 inuse_space" 81920000 "$(pv $p inuse_space 'cxx_bulk_keep()' cum)"
+	eq "new Widget x200000 alloc_objects" 200000 "$(pv $p alloc_objects 'cxx_bulk_churn()' cum)"
+	eq "deleted Widgets inuse (every event)" absent "$(pv $p inuse_space 'cxx_bulk_churn()' cum)"
+	record -s 0 -o "$TMP/era.hsnap" -- "$T/alloc_c" rbulk || die "realloc recording"
+	"$A" pprof -o "$TMP/era.pb.gz" "$TMP/era.hsnap" 2>/dev/null || die "pprof of realloc"
+	p=$TMP/era.pb.gz
+	eq "realloc_keep inuse_space" 81920000 "$(pv $p inuse_space realloc_keep cum)"
+	eq "realloc_keep alloc_space" 83920000 "$(pv $p alloc_space realloc_keep cum)"
+	eq "realloc_churn alloc_space" 505000000 "$(pv $p alloc_space realloc_churn cum)"
+	eq "realloc_churn inuse (every event)" absent "$(pv $p inuse_space realloc_churn cum)"
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -2853,6 +2891,7 @@ ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inje
 ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_bpf_max_stack_default t_max_stack_after_cut"
 ALL="$ALL t_analyzer_out_of_order t_analyzer_counters_agree"
 ALL="$ALL t_inject_wake t_inject_hold_in_dlopen t_inject_messages t_inject_pid_ns t_inject_idle_safe_point t_inject_memcached_idle"
+ALL="$ALL t_preload_sampled_cxx_realloc"
 for t in $ALL; do
 	run $t
 done

@@ -163,6 +163,8 @@ HOOK EXPORT FAST void *malloc(size_t n)
 {
 	if (LIKELY(pass_by(n)))
 		return real.malloc(n);
+	if (nested() && real.malloc)
+		return real.malloc(n);
 	return malloc_full(n);
 }
 
@@ -183,6 +185,8 @@ HOOK EXPORT FAST void *calloc(size_t n, size_t m)
 {
 	if (LIKELY(pass_by(n * m)))
 		return real.calloc(n, m);
+	if (nested() && real.calloc)
+		return real.calloc(n, m);
 	return calloc_full(n, m);
 }
 
@@ -199,6 +203,8 @@ static __attribute__((noinline)) void free_full(void *p)
 HOOK EXPORT FAST void free(void *p)
 {
 	if (LIKELY(free_pass_by(p)))
+		return real.free(p);
+	if (nested() && real.free && !is_boot(p))
 		return real.free(p);
 	free_full(p);
 }
@@ -251,7 +257,7 @@ static void *call_reallocarray(void *old, size_t n, size_t m)
 	return real.reallocarray(old, n, m);
 }
 
-HOOK EXPORT void *realloc(void *old, size_t n)
+static __attribute__((noinline)) void *realloc_full(void *old, size_t n)
 {
 	if (UNLIKELY(!real.realloc)) {
 		resolve();
@@ -259,6 +265,15 @@ HOOK EXPORT void *realloc(void *old, size_t n)
 			return boot_alloc(n);
 	}
 	return realloc_body(old, n, call_realloc, 0, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+}
+
+/* Passed by: the old block never sampled (so never boot memory, see free_pass_by) and the
+ * new one not drawn: neither end of it would be recorded. */
+HOOK EXPORT FAST void *realloc(void *old, size_t n)
+{
+	if (LIKELY(free_pass_by(old) && pass_by(n)))
+		return real.realloc(old, n);
+	return realloc_full(old, n);
 }
 
 HOOK EXPORT void *reallocarray(void *old, size_t n, size_t m)
@@ -342,19 +357,29 @@ static void *next_sym(void **cache, const char *name)
 	return f;
 }
 
+/* Passed by, the countdown is the new's and the real operator runs nested: the malloc it
+ * calls sees the depth and forwards at once. The full path is a tail call, its frame the
+ * stack walk's first, as for malloc. */
 #define NEW_HOOK(sym, kind, type, args, callargs, size)                                          \
-	HOOK EXPORT void *sym args                                                                \
+	static void *next_##sym;                                                                  \
+	static __attribute__((noinline)) void *sym##_full args                                    \
 	{                                                                                         \
-		static void *next;                                                                \
-		type f = (type)next_sym(&next, #sym);                                             \
-		if (LIKELY(pass_by(size))) {                                                      \
+		type f = (type)next_sym(&next_##sym, #sym);                                       \
+		ALLOC_HOOK(kind, size, f callargs);                                               \
+	}                                                                                         \
+	HOOK EXPORT FAST void *sym args                                                           \
+	{                                                                                         \
+		type f = (type)__atomic_load_n(&next_##sym, __ATOMIC_ACQUIRE);                    \
+		if (LIKELY(f && pass_by(size))) {                                                 \
 			void *p;                                                                  \
-			tdepth++; /* its malloc inside is not another allocation */              \
+			tdepth = 1; /* from 0 (pass_by): its malloc is not another allocation */ \
 			p = f callargs;                                                           \
-			tdepth--;                                                                 \
+			tdepth = 0;                                                               \
 			return p;                                                                 \
 		}                                                                                 \
-		ALLOC_HOOK(kind, size, f callargs);                                               \
+		if (f && nested()) /* operator new[] calls operator new */                       \
+			return f callargs;                                                        \
+		return sym##_full callargs;                                                       \
 	}
 
 NEW_HOOK(_Znwm, HS_KIND_NEW, new_fn, (size_t n), (n), n)
@@ -368,12 +393,14 @@ NEW_HOOK(_ZnwmSt11align_val_tRKSt9nothrow_t, HS_KIND_NEW, new_ant_fn, (size_t n,
 NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, HS_KIND_NEW_ARRAY, new_ant_fn, (size_t n, size_t a, const void *nt),
 	 (n, a, nt), n)
 
-/* Every delete frees its block as free does, then lets the real operator run nested. */
+/* Every delete frees its block as free does, then lets the real operator run nested. A
+ * block never sampled is passed by as free passes it: straight to the real operator, whose
+ * free is passed by the same way. */
 #define DEL_HOOK(sym, args, callargs)                                                            \
-	HOOK EXPORT void sym args                                                                 \
+	static void *next_##sym;                                                                  \
+	static __attribute__((noinline)) void sym##_full args                                     \
 	{                                                                                         \
-		static void *next;                                                                \
-		void (*f) args = (void (*) args)next_sym(&next, #sym);                            \
+		void (*f) args = (void (*) args)next_sym(&next_##sym, #sym);                      \
 		struct tstate *t;                                                                 \
 		uint64_t ts, size;                                                                \
 		if (!p)                                                                           \
@@ -384,6 +411,13 @@ NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, HS_KIND_NEW_ARRAY, new_ant_fn, (siz
 		if (t)                                                                            \
 			record_free(t, p, size, 0, ts);                                           \
 		tdepth--;                                                                         \
+	}                                                                                         \
+	HOOK EXPORT FAST void sym args                                                            \
+	{                                                                                         \
+		void (*f) args = (void (*) args)__atomic_load_n(&next_##sym, __ATOMIC_ACQUIRE);   \
+		if (LIKELY(f && free_pass_by(p)))                                                 \
+			return f callargs;                                                        \
+		sym##_full callargs;                                                              \
 	}
 
 DEL_HOOK(_ZdlPv, (void *p), (p))

@@ -341,27 +341,67 @@ typedef void (*del_fn)(void *);
 
 /* The next definition of a C++ operator: libstdc++'s, or an allocator's preloaded after us
  * (injected: the first module's that defines it, as for malloc). Looked up on first use,
- * after start-up: only a program that calls it gets here. */
-static void *next_sym(void **cache, const char *name)
+ * after start-up: only a program that calls it gets here. DIRECT: whether it is the C++
+ * runtime's own (libstdc++'s or libc++'s), whose plain operator new only calls malloc (and,
+ * should that fail, the new handler or throws) and whose plain delete only calls free: a
+ * call passed by may then go to the real malloc or free itself, where the operator's own
+ * call would have been passed by to the same function. An operator of any other module
+ * (an allocator's, a replacement) is always called. */
+struct cxx_next {
+	void *fn;
+	bool direct;
+};
+
+static bool cxx_runtime(const void *f)
 {
-	void *f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+	Dl_info di;
+	const char *base;
+
+	if (!dladdr(f, &di) || !di.dli_fname)
+		return false;
+	base = strrchr(di.dli_fname, '/');
+	base = base ? base + 1 : di.dli_fname;
+	return !strncmp(base, "libstdc++.so", 12) || !strncmp(base, "libc++.so", 9);
+}
+
+static void *next_sym(struct cxx_next *c, const char *name)
+{
+	void *f = __atomic_load_n(&c->fn, __ATOMIC_ACQUIRE);
 
 	if (!f) {
 		tdepth++;
 		f = lookup(next_handle, name);
+		if (f)
+			c->direct = real.malloc && real.free && cxx_runtime(f);
 		tdepth--;
 		if (!f)
 			abort(); /* a program that calls operator new has a C++ runtime */
-		__atomic_store_n(cache, f, __ATOMIC_RELEASE);
+		__atomic_store_n(&c->fn, f, __ATOMIC_RELEASE);
 	}
 	return f;
 }
 
+/* A plain new passed by, the runtime's own operator next: the real malloc, and only if that
+ * fails the operator (its new handler, or its exception), nested. Apart from the hook, so
+ * that the hook itself saves no register. */
+static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
+{
+	void *p = real.malloc(n ? n : 1);
+
+	if (LIKELY(p != NULL))
+		return p;
+	tdepth++;
+	p = f(n);
+	tdepth--;
+	return p;
+}
+
 /* Passed by, the countdown is the new's and the real operator runs nested: the malloc it
- * calls sees the depth and forwards at once. The full path is a tail call, its frame the
- * stack walk's first, as for malloc. */
-#define NEW_HOOK(sym, kind, type, args, callargs, size)                                          \
-	static void *next_##sym;                                                                  \
+ * calls sees the depth and forwards at once; or, DIRECT_OK (a plain new) and the runtime's
+ * own operator next, new_direct. The full path is a tail call, its frame the stack walk's
+ * first, as for malloc. */
+#define NEW_HOOK(sym, kind, type, args, callargs, size, direct_ok)                               \
+	static struct cxx_next next_##sym;                                                        \
 	static __attribute__((noinline)) void *sym##_full args                                    \
 	{                                                                                         \
 		type f = (type)next_sym(&next_##sym, #sym);                                       \
@@ -369,9 +409,11 @@ static void *next_sym(void **cache, const char *name)
 	}                                                                                         \
 	HOOK EXPORT FAST void *sym args                                                           \
 	{                                                                                         \
-		type f = (type)__atomic_load_n(&next_##sym, __ATOMIC_ACQUIRE);                    \
+		type f = (type)__atomic_load_n(&next_##sym.fn, __ATOMIC_ACQUIRE);                 \
 		if (LIKELY(f && pass_by(size))) {                                                 \
 			void *p;                                                                  \
+			if ((direct_ok) && LIKELY(next_##sym.direct))                             \
+				return new_direct((size), (new_fn)(void *)f);                      \
 			tdepth = 1; /* from 0 (pass_by): its malloc is not another allocation */ \
 			p = f callargs;                                                           \
 			tdepth = 0;                                                               \
@@ -382,22 +424,23 @@ static void *next_sym(void **cache, const char *name)
 		return sym##_full callargs;                                                       \
 	}
 
-NEW_HOOK(_Znwm, HS_KIND_NEW, new_fn, (size_t n), (n), n)
-NEW_HOOK(_Znam, HS_KIND_NEW_ARRAY, new_fn, (size_t n), (n), n)
-NEW_HOOK(_ZnwmRKSt9nothrow_t, HS_KIND_NEW, new_nt_fn, (size_t n, const void *nt), (n, nt), n)
-NEW_HOOK(_ZnamRKSt9nothrow_t, HS_KIND_NEW_ARRAY, new_nt_fn, (size_t n, const void *nt), (n, nt), n)
-NEW_HOOK(_ZnwmSt11align_val_t, HS_KIND_NEW, new_a_fn, (size_t n, size_t a), (n, a), n)
-NEW_HOOK(_ZnamSt11align_val_t, HS_KIND_NEW_ARRAY, new_a_fn, (size_t n, size_t a), (n, a), n)
+NEW_HOOK(_Znwm, HS_KIND_NEW, new_fn, (size_t n), (n), n, 1)
+NEW_HOOK(_Znam, HS_KIND_NEW_ARRAY, new_fn, (size_t n), (n), n, 1)
+NEW_HOOK(_ZnwmRKSt9nothrow_t, HS_KIND_NEW, new_nt_fn, (size_t n, const void *nt), (n, nt), n, 0)
+NEW_HOOK(_ZnamRKSt9nothrow_t, HS_KIND_NEW_ARRAY, new_nt_fn, (size_t n, const void *nt), (n, nt), n, 0)
+NEW_HOOK(_ZnwmSt11align_val_t, HS_KIND_NEW, new_a_fn, (size_t n, size_t a), (n, a), n, 0)
+NEW_HOOK(_ZnamSt11align_val_t, HS_KIND_NEW_ARRAY, new_a_fn, (size_t n, size_t a), (n, a), n, 0)
 NEW_HOOK(_ZnwmSt11align_val_tRKSt9nothrow_t, HS_KIND_NEW, new_ant_fn, (size_t n, size_t a, const void *nt),
-	 (n, a, nt), n)
+	 (n, a, nt), n, 0)
 NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, HS_KIND_NEW_ARRAY, new_ant_fn, (size_t n, size_t a, const void *nt),
-	 (n, a, nt), n)
+	 (n, a, nt), n, 0)
 
 /* Every delete frees its block as free does, then lets the real operator run nested. A
- * block never sampled is passed by as free passes it: straight to the real operator, whose
- * free is passed by the same way. */
-#define DEL_HOOK(sym, args, callargs)                                                            \
-	static void *next_##sym;                                                                  \
+ * block never sampled is passed by as free passes it: to the real operator, whose free is
+ * passed by the same way, or (DIRECT_OK: a plain or sized delete, the runtime's own next)
+ * to the real free, which is all that operator would do. */
+#define DEL_HOOK(sym, args, callargs, direct_ok)                                                 \
+	static struct cxx_next next_##sym;                                                        \
 	static __attribute__((noinline)) void sym##_full args                                     \
 	{                                                                                         \
 		void (*f) args = (void (*) args)next_sym(&next_##sym, #sym);                      \
@@ -414,22 +457,25 @@ NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, HS_KIND_NEW_ARRAY, new_ant_fn, (siz
 	}                                                                                         \
 	HOOK EXPORT FAST void sym args                                                            \
 	{                                                                                         \
-		void (*f) args = (void (*) args)__atomic_load_n(&next_##sym, __ATOMIC_ACQUIRE);   \
-		if (LIKELY(f && free_pass_by(p)))                                                 \
+		void (*f) args = (void (*) args)__atomic_load_n(&next_##sym.fn, __ATOMIC_ACQUIRE); \
+		if (LIKELY(f && free_pass_by(p))) {                                               \
+			if ((direct_ok) && LIKELY(next_##sym.direct))                             \
+				return real.free(p);                                               \
 			return f callargs;                                                        \
+		}                                                                                 \
 		sym##_full callargs;                                                              \
 	}
 
-DEL_HOOK(_ZdlPv, (void *p), (p))
-DEL_HOOK(_ZdaPv, (void *p), (p))
-DEL_HOOK(_ZdlPvm, (void *p, size_t n), (p, n))
-DEL_HOOK(_ZdaPvm, (void *p, size_t n), (p, n))
-DEL_HOOK(_ZdlPvRKSt9nothrow_t, (void *p, const void *nt), (p, nt))
-DEL_HOOK(_ZdaPvRKSt9nothrow_t, (void *p, const void *nt), (p, nt))
-DEL_HOOK(_ZdlPvSt11align_val_t, (void *p, size_t a), (p, a))
-DEL_HOOK(_ZdaPvSt11align_val_t, (void *p, size_t a), (p, a))
-DEL_HOOK(_ZdlPvmSt11align_val_t, (void *p, size_t n, size_t a), (p, n, a))
-DEL_HOOK(_ZdaPvmSt11align_val_t, (void *p, size_t n, size_t a), (p, n, a))
-DEL_HOOK(_ZdlPvSt11align_val_tRKSt9nothrow_t, (void *p, size_t a, const void *nt), (p, a, nt))
-DEL_HOOK(_ZdaPvSt11align_val_tRKSt9nothrow_t, (void *p, size_t a, const void *nt), (p, a, nt))
+DEL_HOOK(_ZdlPv, (void *p), (p), 1)
+DEL_HOOK(_ZdaPv, (void *p), (p), 1)
+DEL_HOOK(_ZdlPvm, (void *p, size_t n), (p, n), 1)
+DEL_HOOK(_ZdaPvm, (void *p, size_t n), (p, n), 1)
+DEL_HOOK(_ZdlPvRKSt9nothrow_t, (void *p, const void *nt), (p, nt), 0)
+DEL_HOOK(_ZdaPvRKSt9nothrow_t, (void *p, const void *nt), (p, nt), 0)
+DEL_HOOK(_ZdlPvSt11align_val_t, (void *p, size_t a), (p, a), 0)
+DEL_HOOK(_ZdaPvSt11align_val_t, (void *p, size_t a), (p, a), 0)
+DEL_HOOK(_ZdlPvmSt11align_val_t, (void *p, size_t n, size_t a), (p, n, a), 0)
+DEL_HOOK(_ZdaPvmSt11align_val_t, (void *p, size_t n, size_t a), (p, n, a), 0)
+DEL_HOOK(_ZdlPvSt11align_val_tRKSt9nothrow_t, (void *p, size_t a, const void *nt), (p, a, nt), 0)
+DEL_HOOK(_ZdaPvSt11align_val_tRKSt9nothrow_t, (void *p, size_t a, const void *nt), (p, a, nt), 0)
 

@@ -134,9 +134,11 @@ micro_bench() {
 		[ -z "${MICRO_WORKLOADS:-}" ] || [[ " $MICRO_WORKLOADS " == *" ${w%%|*} "* ]] && works+=("$w")
 	done
 	echo
-	say "Micro workloads at length, in-process: the loop's time (median of $RUNS rounds) as a ratio to native;"
-	say "sampled at 512 KiB against the floor (a preloaded library that only forwards); bytes per event"
-	say "recorded (heaptrack: its file over the loop's events):"
+	say "Micro workloads at length, in-process (medians of $RUNS rounds): the loop's time as a ratio to native's,"
+	say "by the process's CPU time (what a machine shared with other work inflates least; for every event and"
+	say "heaptrack, whose recorders run beside the target, wall time only), sampled at 512 KiB over the floor"
+	say "(a preloaded library that only forwards); bytes per event recorded (heaptrack: its file over the"
+	say "loop's events):"
 	rm -f "$TMP"/mi-*
 	for r in $(seq "$RUNS"); do
 		for w in "${works[@]}"; do
@@ -148,6 +150,7 @@ micro_bench() {
 				run_once "$mopts" $wcmd || { cat "$TMP/run.err"; exit 1; }
 				t1=$(date +%s.%N)
 				awk '/^elapsed/ { print $2 }' "$TMP/run.out" >>"$TMP/mi-$wname-$mname.t"
+				awk '/^elapsed/ { print $8 }' "$TMP/run.out" >>"$TMP/mi-$wname-$mname.c"
 				awk -v a="$t0" -v b="$t1" '/^elapsed/ { print b - a - $2 }' "$TMP/run.out" >>"$TMP/mi-$wname-$mname.out"
 				if [ "$mopts" = heaptrack ]; then
 					awk -v f="$(stat -c %s "$TMP"/ht.* 2>/dev/null | head -1)" '/^elapsed/ { print (f > 0 ? f / $6 : 0) }' \
@@ -169,21 +172,25 @@ micro_bench() {
 	v() { [ -s "$1" ] && median <"$1" || echo 0; }
 	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b; else printf "-" }'; }
 	bpe() { [ -s "$1" ] && median <"$1" || echo -; }
-	say "$(printf '  %-8s %9s %7s %9s %9s %9s %9s   %s' workload "native s" floor sampled "smp/floor" "every ev" heaptrack \
-		"bytes/event: every, sampled, heaptrack")"
+	say "$(printf '  %-8s %8s | %-23s | %-23s | %-19s | %s' "" native "by CPU time" "by wall time" "wall, every event" "")"
+	say "$(printf '  %-8s %8s | %7s %7s %7s | %7s %7s %7s | %9s %9s | %s' workload "cpu s" floor sampled /floor floor sampled /floor \
+		heapsnap heaptrack "bytes/event: every, sampled, heaptrack")"
 	json+=",\"micro\":["
 	for w in "${works[@]}"; do
 		wname=${w%%|*}; wcmd=${w#*|}
-		local tn tf ts te th
+		local tn tf ts te th cn cf cs
 		tn=$(v "$TMP/mi-$wname-native.t"); tf=$(v "$TMP/mi-$wname-floor.t"); ts=$(v "$TMP/mi-$wname-sampled.t")
 		te=$(v "$TMP/mi-$wname-every.t"); th=$(v "$TMP/mi-$wname-heaptrack.t")
-		say "$(printf '  %-8s %9.3f %7s %9s %9s %9s %9s   %s, %s, %s' "$wname" "$tn" "$(ratio "$tf" "$tn")" "$(ratio "$ts" "$tn")" \
-			"$(ratio "$ts" "$tf")" "$(ratio "$te" "$tn")" "$(ratio "$th" "$tn")" \
+		cn=$(v "$TMP/mi-$wname-native.c"); cf=$(v "$TMP/mi-$wname-floor.c"); cs=$(v "$TMP/mi-$wname-sampled.c")
+		say "$(printf '  %-8s %8.3f | %7s %7s %7s | %7s %7s %7s | %9s %9s | %s, %s, %s' "$wname" "$cn" \
+			"$(ratio "$cf" "$cn")" "$(ratio "$cs" "$cn")" "$(ratio "$cs" "$cf")" \
+			"$(ratio "$tf" "$tn")" "$(ratio "$ts" "$tn")" "$(ratio "$ts" "$tf")" "$(ratio "$te" "$tn")" "$(ratio "$th" "$tn")" \
 			"$(bpe "$TMP/mi-$wname-every.bpe")" "$(bpe "$TMP/mi-$wname-sampled.bpe")" "$(bpe "$TMP/mi-$wname-heaptrack.bpe")")"
 		[ $first = 1 ] || json+=","
 		first=0
 		json+="{\"name\":\"$wname\",\"command\":\"$wcmd\",\"native_s\":$tn,\"floor_s\":$tf,\"sampled512k_s\":$ts,\"every_s\":$te,"
-		json+="\"heaptrack_s\":$th,\"every_bytes_per_event\":$(v "$TMP/mi-$wname-every.bpe"),"
+		json+="\"heaptrack_s\":$th,\"native_cpu_s\":$cn,\"floor_cpu_s\":$cf,\"sampled512k_cpu_s\":$cs,"
+		json+="\"every_bytes_per_event\":$(v "$TMP/mi-$wname-every.bpe"),"
 		json+="\"sampled_bytes_per_event\":$(v "$TMP/mi-$wname-sampled.bpe"),\"heaptrack_bytes_per_event\":$(v "$TMP/mi-$wname-heaptrack.bpe")}"
 	done
 	json+="]"

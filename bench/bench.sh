@@ -171,7 +171,7 @@ micro_bench() {
 	done
 	v() { [ -s "$1" ] && median <"$1" || echo 0; }
 	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b; else printf "-" }'; }
-	bpe() { [ -s "$1" ] && median <"$1" || echo -; }
+	bpe() { [ -s "$1" ] && median <"$1" | awk '{ printf "%.2f", $1 }' || echo -; }
 	say "$(printf '  %-8s %8s | %-23s | %-23s | %-19s | %s' "" native "by CPU time" "by wall time" "wall, every event" "")"
 	say "$(printf '  %-8s %8s | %7s %7s %7s | %7s %7s %7s | %9s %9s | %s' workload "cpu s" floor sampled /floor floor sampled /floor \
 		heapsnap heaptrack "bytes/event: every, sampled, heaptrack")"
@@ -216,11 +216,14 @@ micro_bench() {
 	fi
 }
 
-# BENCH=micro: that comparison alone (no root needed); the results files keep the last full run.
+# BENCH=micro: that comparison alone (no root needed), written to bench/results/micro.txt; the
+# other results files keep the last full run.
 if [ "${BENCH:-}" = micro ]; then
 	json=
-	echo "heapsnap benchmark, micro at length, $(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs"
+	micro_lines="heapsnap benchmark, micro at length, $(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs"$'\n'
+	echo "$micro_lines"
 	micro_bench
+	[ -n "${MICRO_MODES:-}${MICRO_WORKLOADS:-}" ] || printf '%s' "$micro_lines" >"$RES/micro.txt"
 	exit 0
 fi
 

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* libheapsnap.so, its hooks: the glibc family, every C++ operator new and delete, each
  * forwarding to the next definition (glibc's, or an allocator preloaded after us) and
- * recording the outermost call. Sampled, an allocation the draw passes by costs a
- * thread-local counter, and a free of a block never sampled one load of a byte. */
+ * recording the outermost call. Sampled, an allocation the draw passes by costs one compare
+ * and a thread-local countdown (11 instructions for malloc), a free of a block never sampled
+ * one bit of a filter (17), before the jump on; a call nested in another hook forwards at
+ * once, and a plain new or delete of the C++ runtime's goes straight to malloc or free. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>

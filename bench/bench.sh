@@ -56,7 +56,7 @@ fi
 # BENCH=servers: real programs attached by injection (bench/attach_servers.sh) alone.
 [ "${BENCH:-}" = servers ] && exec bench/attach_servers.sh
 
-# name|extra modes|command (each prints "elapsed S ops N events E" for its timed part)
+# name|extra modes|command (each prints "elapsed S ops N events E cpu C" for its timed part)
 WORKLOADS=(
 	"churn|dwarf|$B/workload churn 300000"
 	"mt2||$B/workload mt 2 300000"

@@ -27,8 +27,23 @@
 
 #include "libheapsnap.h"
 
-/* ---- the real allocators ---- */
+/* Each line of the allocator table (common/allocators.def) whose hook is written here by hand
+ * (OWN): its kind, for that hook to record, and the mark its HOOK_WRITTEN must find. The end of
+ * this file checks that every such line has its hook. */
+#define HS_ALLOC(sym, kind, args, nest, hook, ret, params) HS_LISTED_##hook(sym, kind)
+#define HS_LISTED_OWN(sym, kind) enum { hs_kind_of_##sym = HS_KIND_##kind };
+#define HS_LISTED_ALLOC(sym, kind)
+#define HS_LISTED_FREE(sym, kind)
+#define HS_LISTED_NEW(sym, kind)
+#define HS_LISTED_DELETE(sym, kind)
+#define HS_LISTED_BPF(sym, kind)
+#define HS_LISTED_RUST(sym, kind)
+#include "allocators.def"
+#undef HS_ALLOC
+/* After a hand-written hook: fails to compile when the table has no OWN line for it. */
+#define HOOK_WRITTEN(sym) enum { hs_written_##sym = hs_kind_of_##sym + 1 }
 
+/* ---- the real allocators ---- */
 
 /* dlsym itself allocates: what it asks for before the real functions are known comes from
  * here, and is never given back. */
@@ -71,19 +86,12 @@ void resolve_from(void *handle)
 {
 	next_handle = handle;
 #define R(f, name) real.f = (__typeof__(real.f))lookup(handle, name)
-	R(malloc, "malloc");
-	R(calloc, "calloc");
-	R(realloc, "realloc");
-	R(reallocarray, "reallocarray");
-	R(aligned_alloc, "aligned_alloc");
-	R(posix_memalign, "posix_memalign");
-	R(memalign, "memalign");
-	R(valloc, "valloc");
-	R(pvalloc, "pvalloc");
+#define HS_ALLOC(sym, kind, args, nest, hook, ret, params) HS_ALLOC_IF_REAL(hook, R(sym, #sym);)
+#include "allocators.def"
+#undef HS_ALLOC
 	R(dlopen, "dlopen");
 	R(setname, "pthread_setname_np");
 	R(prctl, "prctl");
-	R(free, "free");
 #undef R
 }
 
@@ -158,7 +166,7 @@ static __attribute__((noinline)) void *malloc_full(size_t n)
 		if (!real.malloc)
 			return boot_alloc(n);
 	}
-	ALLOC_HOOK(HS_KIND_MALLOC, n, real.malloc(n));
+	ALLOC_HOOK(hs_kind_of_malloc, n, real.malloc(n));
 }
 
 HOOK EXPORT FAST void *malloc(size_t n)
@@ -169,6 +177,7 @@ HOOK EXPORT FAST void *malloc(size_t n)
 		return real.malloc(n);
 	return malloc_full(n);
 }
+HOOK_WRITTEN(malloc);
 
 static __attribute__((noinline)) void *calloc_full(size_t n, size_t m)
 {
@@ -180,7 +189,7 @@ static __attribute__((noinline)) void *calloc_full(size_t n, size_t m)
 			return p; /* boot memory is zero */
 		}
 	}
-	ALLOC_HOOK(HS_KIND_CALLOC, n * m, real.calloc(n, m));
+	ALLOC_HOOK(hs_kind_of_calloc, n * m, real.calloc(n, m));
 }
 
 HOOK EXPORT FAST void *calloc(size_t n, size_t m)
@@ -191,6 +200,7 @@ HOOK EXPORT FAST void *calloc(size_t n, size_t m)
 		return real.calloc(n, m);
 	return calloc_full(n, m);
 }
+HOOK_WRITTEN(calloc);
 
 static __attribute__((noinline)) void free_full(void *p)
 {
@@ -210,8 +220,10 @@ HOOK EXPORT FAST void free(void *p)
 		return real.free(p);
 	free_full(p);
 }
+HOOK_WRITTEN(free);
 
-static void *realloc_body(void *old, size_t n, void *(*call)(void *, size_t, size_t), size_t m, uint64_t fp)
+static void *realloc_body(void *old, size_t n, void *(*call)(void *, size_t, size_t), size_t m, uint32_t kind,
+			  uint64_t fp)
 {
 	struct tstate *t = enter();
 	uint64_t ts, old_size = 0;
@@ -233,7 +245,7 @@ static void *realloc_body(void *old, size_t n, void *(*call)(void *, size_t, siz
 		if (old_sampled)
 			record_free(t, old, old_size, p ? HS_FREE_FLAG_REALLOC : 0, ts);
 		if (p && sample(n * (m ? m : 1)))
-			record_alloc(t, p, n * (m ? m : 1), HS_KIND_REALLOC, fp);
+			record_alloc(t, p, n * (m ? m : 1), kind, fp);
 	} else if (old_sampled && shm->sample_rate) {
 		sampled_add(old, old_size); /* failed: the old block stays, still sampled */
 	}
@@ -266,7 +278,7 @@ static __attribute__((noinline)) void *realloc_full(void *old, size_t n)
 		if (!real.realloc)
 			return boot_alloc(n);
 	}
-	return realloc_body(old, n, call_realloc, 0, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+	return realloc_body(old, n, call_realloc, 0, hs_kind_of_realloc, (uint64_t)(uintptr_t)__builtin_frame_address(0));
 }
 
 /* Passed by: the old block never sampled (so never boot memory, see free_pass_by) and the
@@ -277,6 +289,7 @@ HOOK EXPORT FAST void *realloc(void *old, size_t n)
 		return real.realloc(old, n);
 	return realloc_full(old, n);
 }
+HOOK_WRITTEN(realloc);
 
 HOOK EXPORT void *reallocarray(void *old, size_t n, size_t m)
 {
@@ -286,36 +299,10 @@ HOOK EXPORT void *reallocarray(void *old, size_t n, size_t m)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return realloc_body(old, n, call_reallocarray, m, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+	return realloc_body(old, n, call_reallocarray, m, hs_kind_of_reallocarray,
+			    (uint64_t)(uintptr_t)__builtin_frame_address(0));
 }
-
-HOOK EXPORT void *aligned_alloc(size_t a, size_t n)
-{
-	if (UNLIKELY(!real.aligned_alloc))
-		resolve();
-	ALLOC_HOOK(HS_KIND_MEMALIGN, n, real.aligned_alloc(a, n));
-}
-
-HOOK EXPORT void *memalign(size_t a, size_t n)
-{
-	if (UNLIKELY(!real.memalign))
-		resolve();
-	ALLOC_HOOK(HS_KIND_MEMALIGN, n, real.memalign(a, n));
-}
-
-HOOK EXPORT void *valloc(size_t n)
-{
-	if (UNLIKELY(!real.valloc))
-		resolve();
-	ALLOC_HOOK(HS_KIND_MEMALIGN, n, real.valloc(n));
-}
-
-HOOK EXPORT void *pvalloc(size_t n)
-{
-	if (UNLIKELY(!real.pvalloc))
-		resolve();
-	ALLOC_HOOK(HS_KIND_MEMALIGN, n, real.pvalloc(n));
-}
+HOOK_WRITTEN(reallocarray);
 
 HOOK EXPORT int posix_memalign(void **out, size_t a, size_t n)
 {
@@ -328,31 +315,68 @@ HOOK EXPORT int posix_memalign(void **out, size_t a, size_t n)
 	tdepth++;
 	ret = real.posix_memalign(out, a, n);
 	if (t && !ret && sample(n))
-		record_alloc(t, *out, n, HS_KIND_MEMALIGN, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+		record_alloc(t, *out, n, hs_kind_of_posix_memalign, (uint64_t)(uintptr_t)__builtin_frame_address(0));
 	tdepth--;
 	return ret;
 }
+HOOK_WRITTEN(posix_memalign);
 
-/* ---- C++: every operator new and delete, counted once with the malloc inside ---- */
+/* ---- the hooks the table generates ---- */
 
-typedef void *(*new_fn)(size_t);
-typedef void *(*new_a_fn)(size_t, size_t);
-typedef void *(*new_nt_fn)(size_t, const void *);
-typedef void *(*new_ant_fn)(size_t, size_t, const void *);
-typedef void (*del_fn)(void *);
+/* An allocator that takes a size and returns the block (aligned_alloc, memalign, valloc...). */
+#define HS_HOOK_ALLOC(sym, kind, args, ret, params)                                              \
+	HOOK EXPORT ret sym HS_PARAMS params                                                      \
+	{                                                                                         \
+		if (UNLIKELY(!real.sym))                                                          \
+			resolve();                                                                \
+		ALLOC_HOOK(HS_KIND_##kind, HS_SIZE_OF_##args, real.sym HS_ARGS params);          \
+	}
 
-/* The next definition of a C++ operator: libstdc++'s, or an allocator's preloaded after us
- * (injected: the first module's that defines it, as for malloc). Looked up on first use,
- * after start-up: only a program that calls it gets here. DIRECT: whether it is the C++
- * runtime's own (libstdc++'s or libc++'s), whose plain operator new only calls malloc (and,
- * should that fail, the new handler or throws) and whose plain delete only calls free: a
- * call passed by may then go to the real malloc or free itself, where the operator's own
- * call would have been passed by to the same function. An operator of any other module
- * (an allocator's, a replacement) is always called. */
+/* A free of another name: the block is gone as free's is. */
+#define HS_HOOK_FREE(sym, kind, args, ret, params)                                               \
+	HOOK EXPORT ret sym HS_PARAMS params                                                      \
+	{                                                                                         \
+		void *p = HS_PTR_OF_##args;                                                       \
+		struct tstate *t;                                                                 \
+		uint64_t ts, size;                                                                \
+		if (UNLIKELY(!real.sym)) {                                                        \
+			resolve();                                                                \
+			if (!real.sym)                                                            \
+				return;                                                           \
+		}                                                                                 \
+		if (!p || is_boot(p))                                                             \
+			return;                                                                   \
+		t = free_begin(p, &size, &ts);                                                    \
+		tdepth++;                                                                         \
+		real.sym HS_ARGS params;                                                          \
+		if (t)                                                                            \
+			record_free(t, p, size, 0, ts);                                           \
+		tdepth--;                                                                         \
+	}
+
+/* C++: every operator new and delete, counted once with the malloc inside. The next definition
+ * of an operator is libstdc++'s, or an allocator's preloaded after us (injected: the first
+ * module's that defines it, as for malloc). Looked up on first use, after start-up: only a
+ * program that calls it gets here. DIRECT: whether it is a plain new or delete (new, new[],
+ * delete, delete[], sized or not) of the C++ runtime itself (libstdc++'s or libc++'s), which
+ * only calls malloc (and, should that fail, the new handler or throws) or free: a call passed
+ * by may then go to the real malloc or free itself, where the operator's own call would have
+ * been passed by to the same function. An operator of any other module (an allocator's, a
+ * replacement) is always called. */
 struct cxx_next {
 	void *fn;
 	bool direct;
 };
+
+static bool cxx_plain(const char *name)
+{
+	static const char *const plain[] = {"_Znwm", "_Znam", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm"};
+
+	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+		if (!strcmp(name, plain[i]))
+			return true;
+	return false;
+}
 
 static bool cxx_runtime(const void *f)
 {
@@ -374,7 +398,7 @@ static void *next_sym(struct cxx_next *c, const char *name)
 		tdepth++;
 		f = lookup(next_handle, name);
 		if (f)
-			c->direct = real.malloc && real.free && cxx_runtime(f);
+			c->direct = cxx_plain(name) && real.malloc && real.free && cxx_runtime(f);
 		tdepth--;
 		if (!f)
 			abort(); /* a program that calls operator new has a C++ runtime */
@@ -382,6 +406,8 @@ static void *next_sym(struct cxx_next *c, const char *name)
 	}
 	return f;
 }
+
+typedef void *(*new_fn)(size_t);
 
 /* A plain new passed by, the runtime's own operator next: the real malloc, and only if that
  * fails the operator (its new handler, or its exception), nested. Apart from the hook, so
@@ -399,85 +425,78 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 }
 
 /* Passed by, the countdown is the new's and the real operator runs nested: the malloc it
- * calls sees the depth and forwards at once; or, DIRECT_OK (a plain new) and the runtime's
- * own operator next, new_direct. The full path is a tail call, its frame the stack walk's
- * first, as for malloc. */
-#define NEW_HOOK(sym, kind, type, args, callargs, size, direct_ok)                               \
+ * calls sees the depth and forwards at once; or, DIRECT, new_direct. The full path is a tail
+ * call, its frame the stack walk's first, as for malloc. */
+#define HS_HOOK_NEW(sym, kind, args, ret, params)                                                \
 	static struct cxx_next next_##sym;                                                        \
-	static __attribute__((noinline)) void *sym##_full args                                    \
+	static __attribute__((noinline)) ret sym##_full HS_PARAMS params                          \
 	{                                                                                         \
-		type f = (type)next_sym(&next_##sym, #sym);                                       \
-		ALLOC_HOOK(kind, size, f callargs);                                               \
+		ret(*f) params = (ret(*) params)next_sym(&next_##sym, #sym);                      \
+		ALLOC_HOOK(HS_KIND_##kind, HS_SIZE_OF_##args, f HS_ARGS params);                  \
 	}                                                                                         \
-	HOOK EXPORT FAST void *sym args                                                           \
+	HOOK EXPORT FAST ret sym HS_PARAMS params                                                 \
 	{                                                                                         \
-		type f = (type)__atomic_load_n(&next_##sym.fn, __ATOMIC_ACQUIRE);                 \
-		if (LIKELY(f && pass_by(size))) {                                                 \
+		ret(*f) params = (ret(*) params)__atomic_load_n(&next_##sym.fn, __ATOMIC_ACQUIRE); \
+		if (LIKELY(f && pass_by(HS_SIZE_OF_##args))) {                                    \
 			void *p;                                                                  \
-			if ((direct_ok) && LIKELY(next_##sym.direct))                             \
-				return new_direct((size), (new_fn)(void *)f);                      \
+			if (LIKELY(next_##sym.direct))                                            \
+				return new_direct(HS_SIZE_OF_##args, (new_fn)(void *)f);           \
 			tdepth = 1; /* from 0 (pass_by): its malloc is not another allocation */ \
-			p = f callargs;                                                           \
+			p = f HS_ARGS params;                                                     \
 			tdepth = 0;                                                               \
 			return p;                                                                 \
 		}                                                                                 \
 		if (f && nested()) /* operator new[] calls operator new */                       \
-			return f callargs;                                                        \
-		return sym##_full callargs;                                                       \
+			return f HS_ARGS params;                                                  \
+		return sym##_full HS_ARGS params;                                                 \
 	}
-
-NEW_HOOK(_Znwm, HS_KIND_NEW, new_fn, (size_t n), (n), n, 1)
-NEW_HOOK(_Znam, HS_KIND_NEW_ARRAY, new_fn, (size_t n), (n), n, 1)
-NEW_HOOK(_ZnwmRKSt9nothrow_t, HS_KIND_NEW, new_nt_fn, (size_t n, const void *nt), (n, nt), n, 0)
-NEW_HOOK(_ZnamRKSt9nothrow_t, HS_KIND_NEW_ARRAY, new_nt_fn, (size_t n, const void *nt), (n, nt), n, 0)
-NEW_HOOK(_ZnwmSt11align_val_t, HS_KIND_NEW, new_a_fn, (size_t n, size_t a), (n, a), n, 0)
-NEW_HOOK(_ZnamSt11align_val_t, HS_KIND_NEW_ARRAY, new_a_fn, (size_t n, size_t a), (n, a), n, 0)
-NEW_HOOK(_ZnwmSt11align_val_tRKSt9nothrow_t, HS_KIND_NEW, new_ant_fn, (size_t n, size_t a, const void *nt),
-	 (n, a, nt), n, 0)
-NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, HS_KIND_NEW_ARRAY, new_ant_fn, (size_t n, size_t a, const void *nt),
-	 (n, a, nt), n, 0)
 
 /* Every delete frees its block as free does, then lets the real operator run nested. A
  * block never sampled is passed by as free passes it: to the real operator, whose free is
- * passed by the same way, or (DIRECT_OK: a plain or sized delete, the runtime's own next)
- * to the real free, which is all that operator would do. */
-#define DEL_HOOK(sym, args, callargs, direct_ok)                                                 \
+ * passed by the same way, or, DIRECT, to the real free, which is all that operator would do. */
+#define HS_HOOK_DELETE(sym, kind, args, ret, params)                                             \
 	static struct cxx_next next_##sym;                                                        \
-	static __attribute__((noinline)) void sym##_full args                                     \
+	static __attribute__((noinline)) ret sym##_full HS_PARAMS params                          \
 	{                                                                                         \
-		void (*f) args = (void (*) args)next_sym(&next_##sym, #sym);                      \
+		ret(*f) params = (ret(*) params)next_sym(&next_##sym, #sym);                      \
+		void *p = HS_PTR_OF_##args;                                                       \
 		struct tstate *t;                                                                 \
 		uint64_t ts, size;                                                                \
 		if (!p)                                                                           \
 			return;                                                                   \
 		t = free_begin(p, &size, &ts);                                                    \
 		tdepth++;                                                                         \
-		f callargs;                                                                       \
+		f HS_ARGS params;                                                                 \
 		if (t)                                                                            \
 			record_free(t, p, size, 0, ts);                                           \
 		tdepth--;                                                                         \
 	}                                                                                         \
-	HOOK EXPORT FAST void sym args                                                            \
+	HOOK EXPORT FAST ret sym HS_PARAMS params                                                 \
 	{                                                                                         \
-		void (*f) args = (void (*) args)__atomic_load_n(&next_##sym.fn, __ATOMIC_ACQUIRE); \
-		if (LIKELY(f && free_pass_by(p))) {                                               \
-			if ((direct_ok) && LIKELY(next_##sym.direct))                             \
-				return real.free(p);                                               \
-			return f callargs;                                                        \
+		ret(*f) params = (ret(*) params)__atomic_load_n(&next_##sym.fn, __ATOMIC_ACQUIRE); \
+		if (LIKELY(f && free_pass_by(HS_PTR_OF_##args))) {                                \
+			if (LIKELY(next_##sym.direct))                                            \
+				return real.free(HS_PTR_OF_##args);                                \
+			return f HS_ARGS params;                                                  \
 		}                                                                                 \
-		sym##_full callargs;                                                              \
+		sym##_full HS_ARGS params;                                                        \
 	}
 
-DEL_HOOK(_ZdlPv, (void *p), (p), 1)
-DEL_HOOK(_ZdaPv, (void *p), (p), 1)
-DEL_HOOK(_ZdlPvm, (void *p, size_t n), (p, n), 1)
-DEL_HOOK(_ZdaPvm, (void *p, size_t n), (p, n), 1)
-DEL_HOOK(_ZdlPvRKSt9nothrow_t, (void *p, const void *nt), (p, nt), 0)
-DEL_HOOK(_ZdaPvRKSt9nothrow_t, (void *p, const void *nt), (p, nt), 0)
-DEL_HOOK(_ZdlPvSt11align_val_t, (void *p, size_t a), (p, a), 0)
-DEL_HOOK(_ZdaPvSt11align_val_t, (void *p, size_t a), (p, a), 0)
-DEL_HOOK(_ZdlPvmSt11align_val_t, (void *p, size_t n, size_t a), (p, n, a), 0)
-DEL_HOOK(_ZdaPvmSt11align_val_t, (void *p, size_t n, size_t a), (p, n, a), 0)
-DEL_HOOK(_ZdlPvSt11align_val_tRKSt9nothrow_t, (void *p, size_t a, const void *nt), (p, a, nt), 0)
-DEL_HOOK(_ZdaPvSt11align_val_tRKSt9nothrow_t, (void *p, size_t a, const void *nt), (p, a, nt), 0)
+#define HS_HOOK_OWN(sym, kind, args, ret, params)
+#define HS_HOOK_BPF(sym, kind, args, ret, params)
+#define HS_HOOK_RUST(sym, kind, args, ret, params)
+#define HS_ALLOC(sym, kind, args, nest, hook, ret, params) HS_HOOK_##hook(sym, kind, args, ret, params)
+#include "allocators.def"
+#undef HS_ALLOC
 
+/* Every line marked OWN has its hook above (a missing one is an undeclared hs_written_). */
+#define HS_CHECK_OWN(sym) _Static_assert(hs_written_##sym > 0, "the table's hook for " #sym);
+#define HS_CHECK_ALLOC(sym)
+#define HS_CHECK_FREE(sym)
+#define HS_CHECK_NEW(sym)
+#define HS_CHECK_DELETE(sym)
+#define HS_CHECK_BPF(sym)
+#define HS_CHECK_RUST(sym)
+#define HS_ALLOC(sym, kind, args, nest, hook, ret, params) HS_CHECK_##hook(sym)
+#include "allocators.def"
+#undef HS_ALLOC

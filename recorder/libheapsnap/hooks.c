@@ -93,6 +93,7 @@ void resolve_from(void *handle)
 	R(setname, "pthread_setname_np");
 	R(prctl, "prctl");
 #undef R
+	hs_hot.free1 = real.free;
 }
 
 /* An allocation hook's body: the real call, then the event, at depth so that what the
@@ -215,7 +216,7 @@ static __attribute__((noinline)) void free_full(void *p)
 HOOK EXPORT FAST void free(void *p)
 {
 	if (LIKELY(free_pass_by(p)))
-		return real.free(p);
+		return hs_hot.free1(p);
 	if (nested() && real.free && !is_boot(p))
 		return real.free(p);
 	free_full(p);
@@ -476,7 +477,7 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 		ret(*f) params = (ret(*) params)__atomic_load_n(&next_##sym.fn, __ATOMIC_ACQUIRE); \
 		if (LIKELY(f && free_pass_by(HS_PTR_OF_##args))) {                                \
 			if (LIKELY(next_##sym.direct))                                            \
-				return real.free(HS_PTR_OF_##args);                                \
+				return hs_hot.free1(HS_PTR_OF_##args);                             \
 			return f HS_ARGS params;                                                  \
 		}                                                                                 \
 		sym##_full HS_ARGS params;                                                        \

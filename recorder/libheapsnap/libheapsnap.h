@@ -37,10 +37,12 @@ struct real_fns {
 #define FILTER_ALIGN (1u << 18)
 struct hs_hot {
 	uint64_t filter_min[(1u << FILTER_MIN_BITS) / 64]; /* first: on the boundary */
-	/* The next cache line: what a pass-by reads, with the first of the real functions
-	 * (malloc, calloc, realloc, reallocarray, free: one line for the common calls). */
+	/* The next cache line: what a pass-by reads, with real.free's copy and the first of
+	 * the real functions (malloc, calloc, realloc, reallocarray): one line for the common
+	 * calls, where the table's order puts free 80 bytes after malloc. */
 	uint64_t fw;          /* filter_word: address | mask; 0 while frees cannot pass by */
 	uint32_t fg;          /* fast_gen: session_gen while sampling, else FAST_OFF */
+	void (*free1)(void *); /* real.free, set with it (resolve_from) */
 	struct real_fns fns;  /* real */
 };
 extern struct hs_hot hs_hot;

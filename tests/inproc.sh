@@ -255,8 +255,25 @@ t_preload_sampled_cxx_realloc() {
 	eq "realloc_churn inuse (every event)" absent "$(pv $p inuse_space realloc_churn cum)"
 }
 
+# A new that throws (std::bad_alloc, caught by the program) through the hooks leaves the
+# thread recorded as before: the depth that keeps an allocator's own calls from being counted
+# again is not held across the runtime's operator new, whose exception would skip its undoing
+# (the thread then recorded nothing more: 0 of alloc_cxx throw's 7777 bytes).
+t_preload_cxx_after_bad_alloc() {
+	need_go
+	local VIA=preload p
+	record -s 0 -o "$TMP/cba.hsnap" -- "$T/alloc_cxx" throw || die "recording alloc_cxx throw"
+	"$A" pprof -o "$TMP/cba.pb.gz" "$TMP/cba.hsnap" 2>/dev/null || die "pprof"
+	p=$TMP/cba.pb.gz
+	eq "every event: cxx_after_throw inuse_space" 7777 "$(pv $p inuse_space 'cxx_after_throw()')"
+	eq "every event: cxx_after_throw inuse_objects" 7 "$(pv $p inuse_objects 'cxx_after_throw()')"
+	record -s 16 -o "$TMP/cbs.hsnap" -- "$T/alloc_cxx" throw || die "recording alloc_cxx throw, sampled"
+	"$A" pprof -o "$TMP/cbs.pb.gz" "$TMP/cbs.hsnap" 2>/dev/null || die "pprof, sampled"
+	within "sampled at 16 bytes: cxx_after_throw inuse_space" 7777 "$(pv "$TMP/cbs.pb.gz" inuse_space 'cxx_after_throw()')" 2
+}
+
 ALL="$ALL t_preload_sampled_dense t_preload_scribbled_ring t_preload_unprivileged t_preload_dwarf_debug_dir"
 ALL="$ALL t_preload_thread_churn t_preload_threads_past_limit t_preload_closed_fds t_preload_python_workers"
 ALL="$ALL t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
 ALL="$ALL t_alloctab_compile_check"
-ALL="$ALL t_preload_sampled_cxx_realloc"
+ALL="$ALL t_preload_sampled_cxx_realloc t_preload_cxx_after_bad_alloc"

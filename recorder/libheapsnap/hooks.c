@@ -411,19 +411,37 @@ static void *next_sym(struct cxx_next *c, const char *name)
 typedef void *(*new_fn)(size_t);
 
 /* A plain new passed by, the runtime's own operator next: the real malloc, and only if that
- * fails the operator (its new handler, or its exception), nested. Apart from the hook, so
- * that the hook itself saves no register. */
+ * fails the operator (its new handler, or its exception). Apart from the hook, so that the
+ * hook itself saves no register. Not at depth: an exception thrown through a frame of ours
+ * would leave the depth raised, and the thread recorded nothing more; what the operator's
+ * own malloc then gets, after its new handler, its hook counts. */
 static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 {
 	void *p = real.malloc(n ? n : 1);
 
 	if (LIKELY(p != NULL))
 		return p;
-	tdepth++;
-	p = f(n);
-	tdepth--;
-	return p;
+	return f(n);
 }
+
+/* The full path of a plain new, the runtime's own operator next: the real malloc recorded
+ * as the new; failing, the operator as new_direct calls it. */
+#define NEW_DIRECT_FULL(kind, size, f)                                                           \
+	do {                                                                                      \
+		struct tstate *t = enter();                                                       \
+		void *p;                                                                          \
+		tdepth++;                                                                         \
+		p = real.malloc((size) ? (size) : 1);                                             \
+		tdepth--;                                                                         \
+		if (UNLIKELY(p == NULL))                                                          \
+			return (f)(size);                                                         \
+		if (t && sample((size))) {                                                        \
+			tdepth++;                                                                 \
+			record_alloc(t, p, (size), (kind), (uint64_t)(uintptr_t)__builtin_frame_address(0)); \
+			tdepth--;                                                                 \
+		}                                                                                 \
+		return p;                                                                         \
+	} while (0)
 
 /* Passed by, the countdown is the new's and the real operator runs nested: the malloc it
  * calls sees the depth and forwards at once; or, DIRECT, new_direct. The full path is a tail
@@ -433,6 +451,8 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 	static __attribute__((noinline)) ret sym##_full HS_PARAMS params                          \
 	{                                                                                         \
 		ret(*f) params = (ret(*) params)next_sym(&next_##sym, #sym);                      \
+		if (next_##sym.direct)                                                            \
+			NEW_DIRECT_FULL(HS_KIND_##kind, HS_SIZE_OF_##args, (new_fn)(void *)f);     \
 		ALLOC_HOOK(HS_KIND_##kind, HS_SIZE_OF_##args, f HS_ARGS params);                  \
 	}                                                                                         \
 	HOOK EXPORT FAST ret sym HS_PARAMS params                                                 \

@@ -10,6 +10,9 @@
  * "bulk": cxx_bulk_keep keeps 20000 x new char[4096] = 81920000 (in a static table), and
  * cxx_bulk_churn makes and deletes 200000 Widgets (9600000 allocated, none live).
  *
+ * "throw": a new too large for any allocator throws std::bad_alloc, caught in main; then
+ * cxx_after_throw keeps 7 x new char[1111] = 7777.
+ *
  * "inject FIFO": a thread churns new/delete in cxx_idle_churn, "ready PID" is printed, and
  * the above runs once a line is read from FIFO (an injected recorder is in by then).
  */
@@ -79,6 +82,14 @@ NOINLINE void cxx_bulk_churn()
 	}
 }
 
+static volatile size_t too_large = (size_t)1 << 60;
+
+NOINLINE void cxx_after_throw()
+{
+	for (int i = 0; i < 7; i++)
+		keep[nkeep++] = new char[1111];
+}
+
 static volatile int churn_stop;
 
 NOINLINE void *cxx_idle_churn(void *)
@@ -100,6 +111,15 @@ int main(int argc, char **argv)
 	pthread_t churn;
 	bool wait = argc == 3 && argv[1][0] == 'i';
 
+	if (argc == 2 && argv[1][0] == 't') {
+		try {
+			keep[nkeep++] = new char[too_large];
+			return 3;
+		} catch (const std::bad_alloc &) {
+		}
+		cxx_after_throw();
+		return 0;
+	}
 	if (argc == 2 && argv[1][0] == 'b') {
 		cxx_bulk_keep();
 		cxx_bulk_churn();

@@ -378,7 +378,7 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory all $(OUTPUT)/tests/demo
 	$(Q)OUTPUT=$(OUTPUT) scripts/demo.sh
 
-BENCH_PROGS := $(OUTPUT)/bench/workload $(OUTPUT)/bench/workload_cxx $(OUTPUT)/bench/genfile
+BENCH_PROGS := $(OUTPUT)/bench/workload $(OUTPUT)/bench/workload_cxx $(OUTPUT)/bench/genfile $(OUTPUT)/bench/libfloor.so
 
 $(OUTPUT)/bench:
 	$(Q)mkdir -p $@
@@ -390,6 +390,11 @@ $(OUTPUT)/bench/workload: bench/workload.c | $(OUTPUT)/bench
 $(OUTPUT)/bench/workload_cxx: bench/workload_cxx.cc | $(OUTPUT)/bench
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror $< -o $@
+
+# The interposition floor: allocators that only forward, preloaded as libheapsnap.so is.
+$(OUTPUT)/bench/libfloor.so: bench/floor.c | $(OUTPUT)/bench
+	$(call msg,LIB,$@)
+	$(Q)$(CC) -O2 -g -fPIC -shared -fvisibility=hidden -fno-omit-frame-pointer -Wall -Wextra -Werror $< -ldl -o $@
 
 $(OUTPUT)/bench/genfile: bench/genfile.c $(FORMAT_OBJS) $(OUTPUT)/common/outfile.o | $(OUTPUT)/bench
 	$(call msg,CC,$@)

@@ -58,9 +58,7 @@ fi
 # BENCH=python: the Python table (bench/python.sh) alone.
 [ "${BENCH:-}" = python ] && exec bench/python.sh
 
-[ "$(id -u)" = 0 ] || { echo "bench: needs root for BPF" >&2; exit 1; }
-
-# name|extra modes|command (each prints "elapsed S ops N events E" for its timed part)
+# name|extra modes|command (each prints "elapsed S ops N events E cpu C" for its timed part)
 WORKLOADS=(
 	"churn|dwarf|$B/workload churn 300000"
 	"mt2||$B/workload mt 2 300000"
@@ -95,6 +93,8 @@ run_once() { # mode_opts command... -> writes $TMP/run.out, $TMP/run.err
 	local opts=$1; shift
 	if [ -z "$opts" ]; then
 		"$@" >"$TMP/run.out" 2>"$TMP/run.err"
+	elif [ "$opts" = floor ]; then
+		LD_PRELOAD=$B/libfloor.so "$@" >"$TMP/run.out" 2>"$TMP/run.err"
 	elif [ "$opts" = heaptrack ]; then
 		# heaptrack 1.4 records every event in process (LD_PRELOAD, libunwind): the tool to beat.
 		rm -f "$TMP"/ht.*
@@ -104,6 +104,132 @@ run_once() { # mode_opts command... -> writes $TMP/run.out, $TMP/run.err
 		"$R" $opts --stats -o "$TMP/run.hsnap" -- "$@" >"$TMP/run.out" 2>"$TMP/run.err"
 	fi
 }
+
+# The micro workloads at a length (half a second or more natively) where the hooks, not the
+# start-up, are what is timed: natively, under the interposition floor (bench/floor.c: a
+# preloaded library whose allocators only forward, what any LD_PRELOAD or GOT hook costs),
+# in-process sampled at 512 KiB and every event (--stack fp), and heaptrack. Rounds, each
+# running every workload in every mode once, as for sqlite3 below. Times are the workloads'
+# own loops; the recorders' start and finish (wall time of the whole command outside the
+# loop, beyond native's) are reported on a line of their own, with heapsnap-record on `true`.
+# MICRO_MODES (names) and MICRO_WORKLOADS (names) narrow it, for a look while developing.
+MICRO=(
+	"churn|$B/workload churn 24000000"
+	"mt2|$B/workload mt 2 24000000"
+	"mt8|$B/workload mt 8 24000000"
+	"cxx|$B/workload_cxx 16000000"
+)
+MICRO_ALL_MODES=(
+	"native|"
+	"floor|floor"
+	"sampled|--via preload -s 512k --stack fp"
+	"every|--via preload -s 0 --stack fp"
+	"heaptrack|heaptrack"
+)
+say() { echo "$1"; micro_lines+="$1"$'\n'; }
+micro_bench() {
+	local r w m wname wcmd mname mopts t0 t1 first=1 modes=() works=()
+	for m in "${MICRO_ALL_MODES[@]}"; do
+		[ -z "${MICRO_MODES:-}" ] || [[ " native $MICRO_MODES " == *" ${m%%|*} "* ]] && modes+=("$m")
+	done
+	for w in "${MICRO[@]}"; do
+		[ -z "${MICRO_WORKLOADS:-}" ] || [[ " $MICRO_WORKLOADS " == *" ${w%%|*} "* ]] && works+=("$w")
+	done
+	echo
+	say "Micro workloads at length, in-process (medians of $RUNS rounds): the loop's time as a ratio to native's,"
+	say "by the process's CPU time (what a machine shared with other work inflates least; for every event and"
+	say "heaptrack, whose recorders run beside the target, wall time only), sampled at 512 KiB over the floor"
+	say "(a preloaded library that only forwards); bytes per event recorded (heaptrack: its file over the"
+	say "loop's events):"
+	rm -f "$TMP"/mi-*
+	for r in $(seq "$RUNS"); do
+		for w in "${works[@]}"; do
+			wname=${w%%|*}; wcmd=${w#*|}
+			for m in "${modes[@]}"; do
+				mname=${m%%|*}; mopts=${m#*|}
+				t0=$(date +%s.%N)
+				# shellcheck disable=SC2086
+				run_once "$mopts" $wcmd || { cat "$TMP/run.err"; exit 1; }
+				t1=$(date +%s.%N)
+				awk '/^elapsed/ { print $2 }' "$TMP/run.out" >>"$TMP/mi-$wname-$mname.t"
+				awk '/^elapsed/ { print $8 }' "$TMP/run.out" >>"$TMP/mi-$wname-$mname.c"
+				awk -v a="$t0" -v b="$t1" '/^elapsed/ { print b - a - $2 }' "$TMP/run.out" >>"$TMP/mi-$wname-$mname.out"
+				if [ "$mopts" = heaptrack ]; then
+					awk -v f="$(stat -c %s "$TMP"/ht.* 2>/dev/null | head -1)" '/^elapsed/ { print (f > 0 ? f / $6 : 0) }' \
+						"$TMP/run.out" >>"$TMP/mi-$wname-$mname.bpe"
+				elif [ "$mopts" != floor ] && [ -n "$mopts" ]; then
+					awk '/bytes\/event\)/ { for (i = 1; i <= NF; i++) if ($i == "bytes/event)") { v = $(i - 1); gsub(/\(/, "", v); print v } }' \
+						"$TMP/run.err" >>"$TMP/mi-$wname-$mname.bpe"
+				fi
+			done
+		done
+		# The recorder's start and finish alone: a command that does nothing.
+		if [[ " ${modes[*]%%|*} " == *" sampled "* ]]; then
+			t0=$(date +%s.%N); /bin/true; t1=$(date +%s.%N)
+			awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }' >>"$TMP/mi-true-native"
+			t0=$(date +%s.%N); run_once "--via preload -s 512k --stack fp" /bin/true || { cat "$TMP/run.err"; exit 1; }; t1=$(date +%s.%N)
+			awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }' >>"$TMP/mi-true-sampled"
+		fi
+	done
+	v() { [ -s "$1" ] && median <"$1" || echo 0; }
+	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b; else printf "-" }'; }
+	bpe() { [ -s "$1" ] && median <"$1" | awk '{ printf "%.2f", $1 }' || echo -; }
+	say "$(printf '  %-8s %8s | %-23s | %-23s | %-19s | %s' "" native "by CPU time" "by wall time" "wall, every event" "")"
+	say "$(printf '  %-8s %8s | %7s %7s %7s | %7s %7s %7s | %9s %9s | %s' workload "cpu s" floor sampled /floor floor sampled /floor \
+		heapsnap heaptrack "bytes/event: every, sampled, heaptrack")"
+	json+=",\"micro\":["
+	for w in "${works[@]}"; do
+		wname=${w%%|*}; wcmd=${w#*|}
+		local tn tf ts te th cn cf cs
+		tn=$(v "$TMP/mi-$wname-native.t"); tf=$(v "$TMP/mi-$wname-floor.t"); ts=$(v "$TMP/mi-$wname-sampled.t")
+		te=$(v "$TMP/mi-$wname-every.t"); th=$(v "$TMP/mi-$wname-heaptrack.t")
+		cn=$(v "$TMP/mi-$wname-native.c"); cf=$(v "$TMP/mi-$wname-floor.c"); cs=$(v "$TMP/mi-$wname-sampled.c")
+		say "$(printf '  %-8s %8.3f | %7s %7s %7s | %7s %7s %7s | %9s %9s | %s, %s, %s' "$wname" "$cn" \
+			"$(ratio "$cf" "$cn")" "$(ratio "$cs" "$cn")" "$(ratio "$cs" "$cf")" \
+			"$(ratio "$tf" "$tn")" "$(ratio "$ts" "$tn")" "$(ratio "$ts" "$tf")" "$(ratio "$te" "$tn")" "$(ratio "$th" "$tn")" \
+			"$(bpe "$TMP/mi-$wname-every.bpe")" "$(bpe "$TMP/mi-$wname-sampled.bpe")" "$(bpe "$TMP/mi-$wname-heaptrack.bpe")")"
+		[ $first = 1 ] || json+=","
+		first=0
+		json+="{\"name\":\"$wname\",\"command\":\"$wcmd\",\"native_s\":$tn,\"floor_s\":$tf,\"sampled512k_s\":$ts,\"every_s\":$te,"
+		json+="\"heaptrack_s\":$th,\"native_cpu_s\":$cn,\"floor_cpu_s\":$cf,\"sampled512k_cpu_s\":$cs,"
+		json+="\"every_bytes_per_event\":$(v "$TMP/mi-$wname-every.bpe"),"
+		json+="\"sampled_bytes_per_event\":$(v "$TMP/mi-$wname-sampled.bpe"),\"heaptrack_bytes_per_event\":$(v "$TMP/mi-$wname-heaptrack.bpe")}"
+	done
+	json+="]"
+	# Start and finish: the whole command's wall time outside its loop, beyond native's.
+	local line="  start and finish, ms of wall time outside the loop beyond native's (${works[*]%%|*}):" on
+	for m in "${modes[@]}"; do
+		mname=${m%%|*}
+		[ "$mname" = native ] && continue
+		line+=" $mname"
+		for w in "${works[@]}"; do
+			wname=${w%%|*}
+			on=$(awk -v a="$(v "$TMP/mi-$wname-$mname.out")" -v b="$(v "$TMP/mi-$wname-native.out")" 'BEGIN { printf "%.1f", (a - b) * 1000 }')
+			line+=" $on,"
+		done
+		line="${line%,};"
+	done
+	say "${line%;}"
+	if [ -s "$TMP/mi-true-sampled" ]; then
+		say "$(printf '  heapsnap-record --via preload -s 512k on /bin/true: %.1f ms wall (/bin/true alone %.1f ms)' \
+			"$(awk -v a="$(v "$TMP/mi-true-sampled")" 'BEGIN { print a * 1000 }')" \
+			"$(awk -v a="$(v "$TMP/mi-true-native")" 'BEGIN { print a * 1000 }')")"
+		json+=",\"record_true_s\":$(v "$TMP/mi-true-sampled"),\"true_s\":$(v "$TMP/mi-true-native")"
+	fi
+}
+
+# BENCH=micro: that comparison alone (no root needed), written to bench/results/micro.txt; the
+# other results files keep the last full run.
+if [ "${BENCH:-}" = micro ]; then
+	json=
+	micro_lines="heapsnap benchmark, micro at length, $(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs"$'\n'
+	echo "$micro_lines"
+	micro_bench
+	[ -n "${MICRO_MODES:-}${MICRO_WORKLOADS:-}" ] || printf '%s' "$micro_lines" >"$RES/micro.txt"
+	exit 0
+fi
+
+[ "$(id -u)" = 0 ] || { echo "bench: needs root for BPF" >&2; exit 1; }
 
 echo "heapsnap benchmark, $(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs, median of $RUNS runs"
 json="{\"date\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\",\"kernel\":\"$(uname -r)\",\"cpus\":$(nproc),\"runs\":$RUNS,\"workloads\":["
@@ -245,6 +371,8 @@ for w in "${WORKLOADS[@]}"; do
 done
 json+="]"
 echo "$table"
+micro_lines=
+[ -z "${BENCH:-}" ] && micro_bench
 
 # Debian's sqlite3 building a 1M-row index (3.08M allocations, 6.1M events): a real program
 # without frame pointers, every way in side by side, wall time of the whole command.
@@ -361,6 +489,8 @@ echo "$json" >"$RES/latest.json"
 {
 	echo "heapsnap benchmark, $(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs, median of $RUNS runs"
 	echo "$table"
+	echo
+	printf '%s' "$micro_lines"
 	echo
 	echo "$sq_table"
 	printf '%s' "$at_tables"

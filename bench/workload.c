@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* Benchmark workloads. Each prints "elapsed SECONDS ops OPS events EVENTS" for its timed
- * part only, so recorder start-up and attach are not counted.
+/* Benchmark workloads. Each prints "elapsed SECONDS ops OPS events EVENTS cpu SECONDS" for
+ * its timed part only, so recorder start-up and attach are not counted: wall time, and the
+ * process's CPU time (all its threads), which a machine shared with other work inflates less.
  *
  *   churn N       N malloc/free pairs, mixed sizes, over a ring of 1024 live blocks
  *   mt THREADS N  the same churn split over THREADS threads, each with its own ring
@@ -29,6 +30,14 @@ static double now(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
@@ -145,7 +154,7 @@ static int rate(int k, double secs)
 
 int main(int argc, char **argv)
 {
-	double t0, t1;
+	double t0, t1, c0 = cpu_now();
 	long n, events;
 
 	if (argc < 3)
@@ -187,6 +196,6 @@ int main(int argc, char **argv)
 	} else {
 		return 2;
 	}
-	printf("elapsed %.6f ops %ld events %ld\n", t1 - t0, n, events);
+	printf("elapsed %.6f ops %ld events %ld cpu %.6f\n", t1 - t0, n, events, cpu_now() - c0);
 	return 0;
 }

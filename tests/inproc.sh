@@ -217,7 +217,63 @@ t_alloctab_compile_check() {
 	return 0
 }
 
+# The sampled hooks' pass-by paths of new/delete and realloc.
+# Against the workloads' exact sizes: sampled, a passed-by operator new counts its bytes once
+# (not again in the malloc it calls, nor in operator new inside new[]), a delete or realloc
+# never passes a sampled block by (none stays live), a realloc passed by still counts its
+# bytes; every event, each figure exact through the same paths. Cumulative figures: an
+# allocation counted twice would add the inner one under operator new's frame.
+t_preload_sampled_cxx_realloc() {
+	need_go
+	local VIA=preload p
+	record -s 16k -o "$TMP/scx.hsnap" -- "$T/alloc_cxx" bulk || die "sampled C++ recording"
+	"$A" pprof -o "$TMP/scx.pb.gz" "$TMP/scx.hsnap" 2>/dev/null || die "pprof of sampled C++"
+	p=$TMP/scx.pb.gz
+	within "new char[4096] x20000 inuse_space estimate" 81920000 "$(pv $p inuse_space 'cxx_bulk_keep()' cum)" 10
+	within "new Widget x200000 alloc_space estimate" 9600000 "$(pv $p alloc_space 'cxx_bulk_churn()' cum)" 20
+	within "new Widget x200000 alloc_objects estimate" 200000 "$(pv $p alloc_objects 'cxx_bulk_churn()' cum)" 20
+	eq "deleted Widgets inuse" absent "$(pv $p inuse_space 'cxx_bulk_churn()' cum)"
+	record -s 16k -o "$TMP/sra.hsnap" -- "$T/alloc_c" rbulk || die "sampled realloc recording"
+	"$A" pprof -o "$TMP/sra.pb.gz" "$TMP/sra.hsnap" 2>/dev/null || die "pprof of sampled realloc"
+	p=$TMP/sra.pb.gz
+	within "realloc_keep inuse_space estimate" 81920000 "$(pv $p inuse_space realloc_keep cum)" 10
+	within "realloc_keep alloc_space estimate" 83920000 "$(pv $p alloc_space realloc_keep cum)" 10
+	within "realloc_churn alloc_space estimate" 505000000 "$(pv $p alloc_space realloc_churn cum)" 10
+	eq "realloc_churn inuse" absent "$(pv $p inuse_space realloc_churn cum)"
+	record -s 0 -o "$TMP/ecx.hsnap" -- "$T/alloc_cxx" bulk || die "C++ recording"
+	"$A" pprof -o "$TMP/ecx.pb.gz" "$TMP/ecx.hsnap" 2>/dev/null || die "pprof of C++"
+	p=$TMP/ecx.pb.gz
+	eq "new char[4096] x20000 inuse_space" 81920000 "$(pv $p inuse_space 'cxx_bulk_keep()' cum)"
+	eq "new Widget x200000 alloc_objects" 200000 "$(pv $p alloc_objects 'cxx_bulk_churn()' cum)"
+	eq "deleted Widgets inuse (every event)" absent "$(pv $p inuse_space 'cxx_bulk_churn()' cum)"
+	record -s 0 -o "$TMP/era.hsnap" -- "$T/alloc_c" rbulk || die "realloc recording"
+	"$A" pprof -o "$TMP/era.pb.gz" "$TMP/era.hsnap" 2>/dev/null || die "pprof of realloc"
+	p=$TMP/era.pb.gz
+	eq "realloc_keep inuse_space" 81920000 "$(pv $p inuse_space realloc_keep cum)"
+	eq "realloc_keep alloc_space" 83920000 "$(pv $p alloc_space realloc_keep cum)"
+	eq "realloc_churn alloc_space" 505000000 "$(pv $p alloc_space realloc_churn cum)"
+	eq "realloc_churn inuse (every event)" absent "$(pv $p inuse_space realloc_churn cum)"
+}
+
+# A new that throws (std::bad_alloc, caught by the program) through the hooks leaves the
+# thread recorded as before: the depth that keeps an allocator's own calls from being counted
+# again is not held across the runtime's operator new, whose exception would skip its undoing
+# (the thread then recorded nothing more: 0 of alloc_cxx throw's 7777 bytes).
+t_preload_cxx_after_bad_alloc() {
+	need_go
+	local VIA=preload p
+	record -s 0 -o "$TMP/cba.hsnap" -- "$T/alloc_cxx" throw || die "recording alloc_cxx throw"
+	"$A" pprof -o "$TMP/cba.pb.gz" "$TMP/cba.hsnap" 2>/dev/null || die "pprof"
+	p=$TMP/cba.pb.gz
+	eq "every event: cxx_after_throw inuse_space" 7777 "$(pv $p inuse_space 'cxx_after_throw()')"
+	eq "every event: cxx_after_throw inuse_objects" 7 "$(pv $p inuse_objects 'cxx_after_throw()')"
+	record -s 16 -o "$TMP/cbs.hsnap" -- "$T/alloc_cxx" throw || die "recording alloc_cxx throw, sampled"
+	"$A" pprof -o "$TMP/cbs.pb.gz" "$TMP/cbs.hsnap" 2>/dev/null || die "pprof, sampled"
+	within "sampled at 16 bytes: cxx_after_throw inuse_space" 7777 "$(pv "$TMP/cbs.pb.gz" inuse_space 'cxx_after_throw()')" 2
+}
+
 ALL="$ALL t_preload_sampled_dense t_preload_scribbled_ring t_preload_unprivileged t_preload_dwarf_debug_dir"
 ALL="$ALL t_preload_thread_churn t_preload_threads_past_limit t_preload_closed_fds t_preload_python_workers"
 ALL="$ALL t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
 ALL="$ALL t_alloctab_compile_check"
+ALL="$ALL t_preload_sampled_cxx_realloc t_preload_cxx_after_bad_alloc"

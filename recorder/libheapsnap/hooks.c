@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* libheapsnap.so, its hooks: the glibc family, every C++ operator new and delete, each
  * forwarding to the next definition (glibc's, or an allocator preloaded after us) and
- * recording the outermost call. Sampled, an allocation the draw passes by costs a
- * thread-local counter, and a free of a block never sampled one load of a byte. */
+ * recording the outermost call. Sampled, an allocation the draw passes by costs one compare
+ * and a thread-local countdown (11 instructions for malloc), a free of a block never sampled
+ * one bit of a filter (17), before the jump on; a call nested in another hook forwards at
+ * once, and a plain new or delete of the C++ runtime's goes straight to malloc or free. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -91,6 +93,7 @@ void resolve_from(void *handle)
 	R(setname, "pthread_setname_np");
 	R(prctl, "prctl");
 #undef R
+	hs_hot.free1 = real.free;
 }
 
 /* An allocation hook's body: the real call, then the event, at depth so that what the
@@ -171,6 +174,8 @@ HOOK EXPORT FAST void *malloc(size_t n)
 {
 	if (LIKELY(pass_by(n)))
 		return real.malloc(n);
+	if (nested() && real.malloc)
+		return real.malloc(n);
 	return malloc_full(n);
 }
 HOOK_WRITTEN(malloc);
@@ -192,6 +197,8 @@ HOOK EXPORT FAST void *calloc(size_t n, size_t m)
 {
 	if (LIKELY(pass_by(n * m)))
 		return real.calloc(n, m);
+	if (nested() && real.calloc)
+		return real.calloc(n, m);
 	return calloc_full(n, m);
 }
 HOOK_WRITTEN(calloc);
@@ -209,6 +216,8 @@ static __attribute__((noinline)) void free_full(void *p)
 HOOK EXPORT FAST void free(void *p)
 {
 	if (LIKELY(free_pass_by(p)))
+		return hs_hot.free1(p);
+	if (nested() && real.free && !is_boot(p))
 		return real.free(p);
 	free_full(p);
 }
@@ -263,7 +272,7 @@ static void *call_reallocarray(void *old, size_t n, size_t m)
 	return real.reallocarray(old, n, m);
 }
 
-HOOK EXPORT void *realloc(void *old, size_t n)
+static __attribute__((noinline)) void *realloc_full(void *old, size_t n)
 {
 	if (UNLIKELY(!real.realloc)) {
 		resolve();
@@ -271,6 +280,15 @@ HOOK EXPORT void *realloc(void *old, size_t n)
 			return boot_alloc(n);
 	}
 	return realloc_body(old, n, call_realloc, 0, hs_kind_of_realloc, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+}
+
+/* Passed by: the old block never sampled (so never boot memory, see free_pass_by) and the
+ * new one not drawn: neither end of it would be recorded. */
+HOOK EXPORT FAST void *realloc(void *old, size_t n)
+{
+	if (LIKELY(free_pass_by(old) && pass_by(n)))
+		return real.realloc(old, n);
+	return realloc_full(old, n);
 }
 HOOK_WRITTEN(realloc);
 
@@ -340,43 +358,128 @@ HOOK_WRITTEN(posix_memalign);
 /* C++: every operator new and delete, counted once with the malloc inside. The next definition
  * of an operator is libstdc++'s, or an allocator's preloaded after us (injected: the first
  * module's that defines it, as for malloc). Looked up on first use, after start-up: only a
- * program that calls it gets here. */
-static void *next_sym(void **cache, const char *name)
+ * program that calls it gets here. DIRECT: whether it is a plain new or delete (new, new[],
+ * delete, delete[], sized or not) of the C++ runtime itself (libstdc++'s or libc++'s), which
+ * only calls malloc (and, should that fail, the new handler or throws) or free: a call passed
+ * by may then go to the real malloc or free itself, where the operator's own call would have
+ * been passed by to the same function. An operator of any other module (an allocator's, a
+ * replacement) is always called. */
+struct cxx_next {
+	void *fn;
+	bool direct;
+};
+
+static bool cxx_plain(const char *name)
 {
-	void *f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+	static const char *const plain[] = {"_Znwm", "_Znam", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm"};
+
+	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+		if (!strcmp(name, plain[i]))
+			return true;
+	return false;
+}
+
+static bool cxx_runtime(const void *f)
+{
+	Dl_info di;
+	const char *base;
+
+	if (!dladdr(f, &di) || !di.dli_fname)
+		return false;
+	base = strrchr(di.dli_fname, '/');
+	base = base ? base + 1 : di.dli_fname;
+	return !strncmp(base, "libstdc++.so", 12) || !strncmp(base, "libc++.so", 9);
+}
+
+static void *next_sym(struct cxx_next *c, const char *name)
+{
+	void *f = __atomic_load_n(&c->fn, __ATOMIC_ACQUIRE);
 
 	if (!f) {
 		tdepth++;
 		f = lookup(next_handle, name);
+		if (f)
+			c->direct = cxx_plain(name) && real.malloc && real.free && cxx_runtime(f);
 		tdepth--;
 		if (!f)
 			abort(); /* a program that calls operator new has a C++ runtime */
-		__atomic_store_n(cache, f, __ATOMIC_RELEASE);
+		__atomic_store_n(&c->fn, f, __ATOMIC_RELEASE);
 	}
 	return f;
 }
 
-#define HS_HOOK_NEW(sym, kind, args, ret, params)                                                \
-	HOOK EXPORT ret sym HS_PARAMS params                                                      \
-	{                                                                                         \
-		static void *next;                                                                \
-		ret(*f) params = (ret(*) params)next_sym(&next, #sym);                            \
-		if (LIKELY(pass_by(HS_SIZE_OF_##args))) {                                         \
-			void *p;                                                                  \
-			tdepth++; /* its malloc inside is not another allocation */              \
-			p = f HS_ARGS params;                                                     \
+typedef void *(*new_fn)(size_t);
+
+/* A plain new passed by, the runtime's own operator next: the real malloc, and only if that
+ * fails the operator (its new handler, or its exception). Apart from the hook, so that the
+ * hook itself saves no register. Not at depth: an exception thrown through a frame of ours
+ * would leave the depth raised, and the thread recorded nothing more; what the operator's
+ * own malloc then gets, after its new handler, its hook counts. */
+static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
+{
+	void *p = real.malloc(n ? n : 1);
+
+	if (LIKELY(p != NULL))
+		return p;
+	return f(n);
+}
+
+/* The full path of a plain new, the runtime's own operator next: the real malloc recorded
+ * as the new; failing, the operator as new_direct calls it. */
+#define NEW_DIRECT_FULL(kind, size, f)                                                           \
+	do {                                                                                      \
+		struct tstate *t = enter();                                                       \
+		void *p;                                                                          \
+		tdepth++;                                                                         \
+		p = real.malloc((size) ? (size) : 1);                                             \
+		tdepth--;                                                                         \
+		if (UNLIKELY(p == NULL))                                                          \
+			return (f)(size);                                                         \
+		if (t && sample((size))) {                                                        \
+			tdepth++;                                                                 \
+			record_alloc(t, p, (size), (kind), (uint64_t)(uintptr_t)__builtin_frame_address(0)); \
 			tdepth--;                                                                 \
+		}                                                                                 \
+		return p;                                                                         \
+	} while (0)
+
+/* Passed by, the countdown is the new's and the real operator runs nested: the malloc it
+ * calls sees the depth and forwards at once; or, DIRECT, new_direct. The full path is a tail
+ * call, its frame the stack walk's first, as for malloc. */
+#define HS_HOOK_NEW(sym, kind, args, ret, params)                                                \
+	static struct cxx_next next_##sym;                                                        \
+	static __attribute__((noinline)) ret sym##_full HS_PARAMS params                          \
+	{                                                                                         \
+		ret(*f) params = (ret(*) params)next_sym(&next_##sym, #sym);                      \
+		if (next_##sym.direct)                                                            \
+			NEW_DIRECT_FULL(HS_KIND_##kind, HS_SIZE_OF_##args, (new_fn)(void *)f);     \
+		ALLOC_HOOK(HS_KIND_##kind, HS_SIZE_OF_##args, f HS_ARGS params);                  \
+	}                                                                                         \
+	HOOK EXPORT FAST ret sym HS_PARAMS params                                                 \
+	{                                                                                         \
+		ret(*f) params = (ret(*) params)__atomic_load_n(&next_##sym.fn, __ATOMIC_ACQUIRE); \
+		if (LIKELY(f && pass_by(HS_SIZE_OF_##args))) {                                    \
+			void *p;                                                                  \
+			if (LIKELY(next_##sym.direct))                                            \
+				return new_direct(HS_SIZE_OF_##args, (new_fn)(void *)f);           \
+			tdepth = 1; /* from 0 (pass_by): its malloc is not another allocation */ \
+			p = f HS_ARGS params;                                                     \
+			tdepth = 0;                                                               \
 			return p;                                                                 \
 		}                                                                                 \
-		ALLOC_HOOK(HS_KIND_##kind, HS_SIZE_OF_##args, f HS_ARGS params);                  \
+		if (f && nested()) /* operator new[] calls operator new */                       \
+			return f HS_ARGS params;                                                  \
+		return sym##_full HS_ARGS params;                                                 \
 	}
 
-/* Every delete frees its block as free does, then lets the real operator run nested. */
+/* Every delete frees its block as free does, then lets the real operator run nested. A
+ * block never sampled is passed by as free passes it: to the real operator, whose free is
+ * passed by the same way, or, DIRECT, to the real free, which is all that operator would do. */
 #define HS_HOOK_DELETE(sym, kind, args, ret, params)                                             \
-	HOOK EXPORT ret sym HS_PARAMS params                                                      \
+	static struct cxx_next next_##sym;                                                        \
+	static __attribute__((noinline)) ret sym##_full HS_PARAMS params                          \
 	{                                                                                         \
-		static void *next;                                                                \
-		ret(*f) params = (ret(*) params)next_sym(&next, #sym);                            \
+		ret(*f) params = (ret(*) params)next_sym(&next_##sym, #sym);                      \
 		void *p = HS_PTR_OF_##args;                                                       \
 		struct tstate *t;                                                                 \
 		uint64_t ts, size;                                                                \
@@ -388,6 +491,16 @@ static void *next_sym(void **cache, const char *name)
 		if (t)                                                                            \
 			record_free(t, p, size, 0, ts);                                           \
 		tdepth--;                                                                         \
+	}                                                                                         \
+	HOOK EXPORT FAST ret sym HS_PARAMS params                                                 \
+	{                                                                                         \
+		ret(*f) params = (ret(*) params)__atomic_load_n(&next_##sym.fn, __ATOMIC_ACQUIRE); \
+		if (LIKELY(f && free_pass_by(HS_PTR_OF_##args))) {                                \
+			if (LIKELY(next_##sym.direct))                                            \
+				return hs_hot.free1(HS_PTR_OF_##args);                             \
+			return f HS_ARGS params;                                                  \
+		}                                                                                 \
+		sym##_full HS_ARGS params;                                                        \
 	}
 
 #define HS_HOOK_OWN(sym, kind, args, ret, params)

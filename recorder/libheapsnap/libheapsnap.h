@@ -37,9 +37,13 @@ struct real_fns {
 #define FILTER_ALIGN (1u << 18)
 struct hs_hot {
 	uint64_t filter_min[(1u << FILTER_MIN_BITS) / 64]; /* first: on the boundary */
-	struct real_fns fns;  /* real */
+	/* The next cache line: what a pass-by reads, with real.free's copy and the first of
+	 * the real functions (malloc, calloc, realloc, reallocarray): one line for the common
+	 * calls, where the table's order puts free 80 bytes after malloc. */
 	uint64_t fw;          /* filter_word: address | mask; 0 while frees cannot pass by */
 	uint32_t fg;          /* fast_gen: session_gen while sampling, else FAST_OFF */
+	void (*free1)(void *); /* real.free, set with it (resolve_from) */
+	struct real_fns fns;  /* real */
 };
 extern struct hs_hot hs_hot;
 #define real (hs_hot.fns)
@@ -88,10 +92,19 @@ extern int injected;
  * the outer call's): one thread-local block, so that the fast path finds both at one offset. */
 struct hs_tls {
 	struct tstate *t;
-	int depth;
-	uint32_t gen;          /* t's, for the fast path */
+	union {
+		struct {
+			uint32_t gen; /* t's, for the fast path */
+			int depth;
+		};
+		/* Both at once: equal to fast_gen only outermost, in a state of this session. */
+		uint64_t key;
+	};
 	int64_t until_sample;  /* bytes to the next sample */
-};
+} __attribute__((aligned(32))); /* within one cache line */
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "struct hs_tls: key is gen | depth << 32 only little-endian"
+#endif
 extern __thread struct hs_tls hs_tls __attribute__((tls_model("initial-exec")));
 #define tsp (hs_tls.t)
 #define tdepth (hs_tls.depth)
@@ -162,12 +175,13 @@ extern uint8_t *sampled_count;
 void fast_path(bool on);
 
 /* A block's home slot in the table of sampled blocks, and its bucket in sampled_count: two
- * shifts and an xor, since every free computes it. Blocks are 16-aligned. */
+ * shifts and an xor, since every free computes it. Blocks are 16-aligned. (a >> 4 ^ a >> 22,
+ * written so that the compiler copies the address once.) */
 static inline __attribute__((always_inline)) uint32_t bucket(const void *p)
 {
 	uint64_t a = (uint64_t)(uintptr_t)p;
 
-	return (uint32_t)((a >> 4 ^ a >> 22) & (SAMPLED_SLOTS - 1));
+	return (uint32_t)(((a ^ a >> 18) >> 4) & (SAMPLED_SLOTS - 1));
 }
 
 /* Whether P may be a sampled block, by filter word W (nonzero): false for nearly every block. */
@@ -190,14 +204,25 @@ static inline __attribute__((always_inline)) bool sampled_maybe(const void *p)
  * session, and its byte countdown not yet run out. Nothing else is read or written. */
 static inline __attribute__((always_inline)) bool pass_by(size_t size)
 {
-	/* A thread without state has no countdown (0): it takes the full path. */
-	if (UNLIKELY(hs_tls.depth || hs_tls.gen != __atomic_load_n(&fast_gen, __ATOMIC_RELAXED)))
+	int64_t left;
+
+	/* Depth 0 and the generation in one compare. A thread without state has no
+	 * countdown (0): it takes the full path. */
+	if (UNLIKELY(hs_tls.key != (uint64_t)__atomic_load_n(&fast_gen, __ATOMIC_RELAXED)))
 		return false;
-	if (LIKELY(hs_tls.until_sample > (int64_t)size)) {
-		hs_tls.until_sample -= (int64_t)size;
+	left = (int64_t)((uint64_t)hs_tls.until_sample - size); /* mod 2^64: no overflow */
+	if (LIKELY(left > 0)) {
+		hs_tls.until_sample = left;
 		return true;
 	}
 	return false; /* the full path draws, and records */
+}
+
+/* Inside another hook (the real allocator's own calls, operator new's malloc) or the
+ * library's own code: the full path would record nothing and only forward. */
+static inline __attribute__((always_inline)) bool nested(void)
+{
+	return UNLIKELY(hs_tls.depth != 0);
 }
 
 /* Sampling, whether a free is passed by: a block never sampled, which is nearly every one.

@@ -19,6 +19,10 @@
  * Modes: no argument runs everything; "wait FIFO" allocates 5 x 777 in before_attach,
  * waits for a line on FIFO, frees them, then keeps 7 x 1111 from after_attach;
  * "bulk" keeps 20000 x 4096 from bulk_keep and churns 200000 x 100 in bulk_churn;
+ * "rbulk" grows 20000 blocks of 100 to 4096 by realloc in realloc_keep (allocated in all
+ * 20000 x (100 + 4096) = 83920000, live 20000 x 4096 = 81920000, in a static table) and
+ * churns 100000 x (50, realloc'd to 5000, freed) in realloc_churn (allocated 505000000,
+ * none live);
  * "loop SECONDS" allocates and frees in loop_work until SECONDS have passed;
  * "inject FIFO" is "wait FIFO" with a thread churning in idle_churn all along (an injected
  * recorder loads at an allocator call), then, after the line, thread_work in two threads,
@@ -232,6 +236,24 @@ NOINLINE void bulk_churn(void)
 	}
 }
 
+static void *volatile rbulk_blocks[20000];
+
+NOINLINE void realloc_keep(void)
+{
+	for (int i = 0; i < 20000; i++)
+		rbulk_blocks[i] = realloc(malloc(100), 4096);
+}
+
+NOINLINE void realloc_churn(void)
+{
+	for (int i = 0; i < 100000; i++) {
+		void *volatile p = malloc(50);
+
+		p = realloc(p, 5000);
+		free(p);
+	}
+}
+
 NOINLINE void loop_work(double secs)
 {
 	struct timespec a, b;
@@ -363,6 +385,11 @@ int main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], "bulk")) {
 		bulk_keep();
 		bulk_churn();
+		return 0;
+	}
+	if (argc == 2 && !strcmp(argv[1], "rbulk")) {
+		realloc_keep();
+		realloc_churn();
 		return 0;
 	}
 	if (argc == 3 && !strcmp(argv[1], "dlcycle") && atoi(argv[2]) > 100)

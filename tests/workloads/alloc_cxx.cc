@@ -7,6 +7,12 @@
  *   cxx_aligned       2 x 128 = 256 live (alignas(64): the aligned operator new)
  *   cxx_delete_churn  100 x 100 allocated with new[], all deleted
  *
+ * "bulk": cxx_bulk_keep keeps 20000 x new char[4096] = 81920000 (in a static table), and
+ * cxx_bulk_churn makes and deletes 200000 Widgets (9600000 allocated, none live).
+ *
+ * "throw": a new too large for any allocator throws std::bad_alloc, caught in main; then
+ * cxx_after_throw keeps 7 x new char[1111] = 7777.
+ *
  * "inject FIFO": a thread churns new/delete in cxx_idle_churn, "ready PID" is printed, and
  * the above runs once a line is read from FIFO (an injected recorder is in by then).
  */
@@ -60,6 +66,30 @@ NOINLINE void cxx_delete_churn()
 	}
 }
 
+static char *volatile bulk[20000];
+
+NOINLINE void cxx_bulk_keep()
+{
+	for (int i = 0; i < 20000; i++)
+		bulk[i] = new char[4096];
+}
+
+NOINLINE void cxx_bulk_churn()
+{
+	for (int i = 0; i < 200000; i++) {
+		Widget *volatile w = new Widget();
+		delete w;
+	}
+}
+
+static volatile size_t too_large = (size_t)1 << 60;
+
+NOINLINE void cxx_after_throw()
+{
+	for (int i = 0; i < 7; i++)
+		keep[nkeep++] = new char[1111];
+}
+
 static volatile int churn_stop;
 
 NOINLINE void *cxx_idle_churn(void *)
@@ -80,6 +110,21 @@ int main(int argc, char **argv)
 	static_assert(sizeof(Aligned) == 128, "Aligned size");
 	pthread_t churn;
 	bool wait = argc == 3 && argv[1][0] == 'i';
+
+	if (argc == 2 && argv[1][0] == 't') {
+		try {
+			keep[nkeep++] = new char[too_large];
+			return 3;
+		} catch (const std::bad_alloc &) {
+		}
+		cxx_after_throw();
+		return 0;
+	}
+	if (argc == 2 && argv[1][0] == 'b') {
+		cxx_bulk_keep();
+		cxx_bulk_churn();
+		return 0;
+	}
 
 	if (wait) {
 		char line[16];

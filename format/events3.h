@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/* Version 3 events (docs/FORMAT.md, Version 3 events): what the writer and the reader both
+ * keep per frame so that a steady state of allocations and frees is written as the same few
+ * bytes again and again. Each side updates this state the same way after every event, so
+ * the writer's choice of a short form and the reader's reading of it cannot drift apart.
+ * Everything here is bounded: fixed windows and a table of at most HS3_PAIRS entries, all
+ * reset at the start of every frame. */
+#ifndef HEAPSNAP_EVENTS3_H
+#define HEAPSNAP_EVENTS3_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "record.h"
+
+/* Core records of version 3 besides THREAD (1): TIME (5) and COLUMNS (6). */
+#define HS3_REC_TIME 5
+#define HS3_REC_COLUMNS 6
+
+/* A FREE may name its block by age: one of the last HS3_AGES allocations of the frame. */
+#define HS3_AGES 16
+/* An ALLOC may name its slot as one of the last HS3_RECENT slots freed in the frame. */
+#define HS3_RECENT 16
+/* (size, stack, kind, weight) pairs an ALLOC may name by index; past it, pairs are literal. */
+#define HS3_PAIRS 4096
+
+/* Event type bytes. ALLOC: 1 1 s s p p 0 0; FREE: 1 0 a 0 n n n n. */
+#define HS3_ALLOC 0xc0u
+#define HS3_SLOT_SHIFT 4
+#define HS3_PAIR_SHIFT 2
+#define HS3_FREE_AGE 0x20u
+#define HS3_ALLOC_RESERVED 0x03u
+#define HS3_FREE_RESERVED 0x10u
+
+enum hs3_slot_form {
+	HS3_SLOT_RECENT0 = 0,  /* the slot freed last in the frame, not yet taken again */
+	HS3_SLOT_NEW = 1,      /* one past the highest slot allocated in the frame */
+	HS3_SLOT_RECENT = 2,   /* recently freed slot number REF (uvarint in the ref column) */
+	HS3_SLOT_EXPLICIT = 3, /* low byte in the slot-low column, the rest in the slot-high one */
+};
+
+enum hs3_pair_form {
+	HS3_PAIR_SAME = 0,    /* the previous ALLOC's pair in the frame */
+	HS3_PAIR_INDEX = 1,   /* pair number REF of the frame's table */
+	HS3_PAIR_NEW = 2,     /* defined in the pair column, and added to the table */
+	HS3_PAIR_LITERAL = 3, /* defined in the pair column; the table is full */
+};
+
+/* The columns: byte streams that follow a frame's records, so that each holds values of
+ * one distribution, which zstd's entropy coder then codes close to it. */
+enum hs3_col { HS3_COL_REF, HS3_COL_SLOTLO, HS3_COL_SLOTHI, HS3_COL_PAIR, HS3_NR_COLS };
+
+struct hs3_pair {
+	uint64_t size, stack_id, weight;
+	uint32_t kind;
+	bool sampled;
+};
+
+struct hs3_age {
+	uint64_t slot;
+	bool live;
+};
+
+/* Reset at every frame: hs3_state__reset. */
+struct hs3_state {
+	uint64_t time; /* of the events that follow, set by TIME */
+	bool have_time;
+	uint64_t next_new;
+	uint64_t recent[HS3_RECENT]; /* recent[0]: freed last */
+	uint32_t nr_recent;
+	struct hs3_age ages[HS3_AGES]; /* ring: the allocation numbered n is at n % HS3_AGES */
+	uint64_t nr_allocs;
+	struct hs3_pair *pairs; /* HS3_PAIRS entries, owned by the caller */
+	uint32_t nr_pairs;
+	int32_t last_pair; /* -1: none */
+};
+
+void hs3_state__reset(struct hs3_state *s);
+/* Index in the recently freed slots, or -1. */
+int hs3_recent_find(const struct hs3_state *s, uint64_t slot);
+/* Age of the live block in SLOT among the frame's last HS3_AGES allocations, or -1. */
+int hs3_age_find(const struct hs3_state *s, uint64_t slot);
+/* What every ALLOC and FREE does to the state, on both sides. */
+void hs3_note_alloc(struct hs3_state *s, uint64_t slot);
+void hs3_note_free(struct hs3_state *s, uint64_t slot);
+bool hs3_pair_eq(const struct hs3_pair *a, const struct hs3_pair *b);
+
+/* ---- writer ---- */
+
+struct hs3_buf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+/* Open addressing over the frame's pairs: twice their number, stale entries told by gen. */
+#define HS3_PAIR_HASH (2 * HS3_PAIRS)
+struct hs3_hent {
+	uint32_t gen, idx;
+};
+
+struct hs3_writer {
+	struct hs3_state st;
+	struct hs3_buf col[HS3_NR_COLS];
+	struct hs3_hent *hash; /* HS3_PAIR_HASH */
+	uint32_t gen;
+	uint64_t quantum; /* ticks of coarse time; 1 = exact */
+};
+
+int hs3_writer__init(struct hs3_writer *w);
+void hs3_writer__fini(struct hs3_writer *w);
+void hs3_writer__reset(struct hs3_writer *w); /* at every frame */
+size_t hs3_writer__cols_len(const struct hs3_writer *w);
+/* Encodes the ALLOC, ALLOC_SAMPLED or FREE R, with the TIME record before it when its time
+ * moves, into MAIN (room for 32 bytes) and the columns. Returns -errno. COARSE gets the time
+ * a reader will return for it. */
+int hs3_encode(struct hs3_writer *w, const struct hs_record *r, uint8_t **main, uint64_t *coarse);
+/* The COLUMNS record that starts the frame, into OUT (room for 1 + 10 * (1 + HS3_NR_COLS)). */
+size_t hs3_columns_header(const struct hs3_writer *w, uint8_t *out);
+
+/* ---- reader ---- */
+
+struct hs3_cursor {
+	const uint8_t *p, *end;
+};
+
+/* Reads a frame's COLUMNS record at *P (main records end at END): sets the columns to the
+ * last bytes of the frame and *MAIN_END to where the records stop. NULL or why not. */
+const char *hs3_columns_read(const uint8_t **p, const uint8_t *end, struct hs3_cursor col[HS3_NR_COLS],
+			     const uint8_t **main_end);
+/* Decodes the event whose type byte TYPE was just read from *P (the main records, up to
+ * END) into REC (time, type, slot and the alloc fields). Returns NULL or why it is corrupt. */
+const char *hs3_decode(struct hs3_state *s, struct hs3_cursor col[HS3_NR_COLS], uint8_t type, struct hs_record *rec);
+/* A TIME record's field at *P. */
+const char *hs3_decode_time(struct hs3_state *s, const uint8_t **p, const uint8_t *end);
+
+#endif

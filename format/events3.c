@@ -82,6 +82,24 @@ void hs3_note_free(struct hs3_state *s, uint64_t slot)
 	s->nr_recent++;
 }
 
+int hs3_thread_find(const struct hs3_state *s, uint32_t pid, uint32_t tid)
+{
+	for (uint32_t i = 0; i < s->nr_threads; i++)
+		if (s->threads[i].pid == pid && s->threads[i].tid == tid)
+			return (int)i;
+	return -1;
+}
+
+void hs3_note_thread(struct hs3_state *s, uint32_t pid, uint32_t tid)
+{
+	int i = hs3_thread_find(s, pid, tid);
+	uint32_t n = i >= 0 ? (uint32_t)i : s->nr_threads < HS3_THREADS ? s->nr_threads++ : HS3_THREADS - 1;
+
+	memmove(&s->threads[1], &s->threads[0], n * sizeof(s->threads[0]));
+	s->threads[0].pid = pid;
+	s->threads[0].tid = tid;
+}
+
 bool hs3_pair_eq(const struct hs3_pair *a, const struct hs3_pair *b)
 {
 	return a->size == b->size && a->stack_id == b->stack_id && a->kind == b->kind && a->sampled == b->sampled &&

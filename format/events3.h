@@ -14,9 +14,13 @@
 
 #include "record.h"
 
-/* Core records of version 3 besides THREAD (1): TIME (5) and COLUMNS (6). */
+/* Core records of version 3 besides THREAD (1): TIME (5), COLUMNS (6), THREAD_AGAIN (7). */
 #define HS3_REC_TIME 5
 #define HS3_REC_COLUMNS 6
+#define HS3_REC_THREAD_AGAIN 7
+
+/* THREAD_AGAIN names one of the last HS3_THREADS threads of the frame, most recent first. */
+#define HS3_THREADS 16
 
 /* A FREE may name its block by age: one of the last HS3_AGES allocations of the frame. */
 #define HS3_AGES 16
@@ -71,6 +75,10 @@ struct hs3_state {
 	uint32_t nr_recent;
 	struct hs3_age ages[HS3_AGES]; /* ring: the allocation numbered n is at n % HS3_AGES */
 	uint64_t nr_allocs;
+	struct {
+		uint32_t pid, tid;
+	} threads[HS3_THREADS]; /* threads[0]: the current one */
+	uint32_t nr_threads;
 	struct hs3_pair *pairs; /* HS3_PAIRS entries, owned by the caller */
 	uint32_t nr_pairs;
 	int32_t last_pair; /* -1: none */
@@ -84,6 +92,10 @@ int hs3_age_find(const struct hs3_state *s, uint64_t slot);
 /* What every ALLOC and FREE does to the state, on both sides. */
 void hs3_note_alloc(struct hs3_state *s, uint64_t slot);
 void hs3_note_free(struct hs3_state *s, uint64_t slot);
+/* Index of the thread among the frame's recent ones, or -1; and what THREAD and
+ * THREAD_AGAIN do to them: the thread moves to the front. */
+int hs3_thread_find(const struct hs3_state *s, uint32_t pid, uint32_t tid);
+void hs3_note_thread(struct hs3_state *s, uint32_t pid, uint32_t tid);
 bool hs3_pair_eq(const struct hs3_pair *a, const struct hs3_pair *b);
 
 /* ---- writer ---- */

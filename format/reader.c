@@ -636,6 +636,17 @@ static int decode_core3(struct record_reader *r, struct hs_record *rec, struct c
 	} else if (type == HS_REC_THREAD) {
 		r->cur_pid = cu32(c);
 		r->cur_tid = cu32(c);
+		hs3_note_thread(&r->st3, r->cur_pid, r->cur_tid);
+	} else if (type == HS3_REC_THREAD_AGAIN) {
+		uint64_t i = cu(c);
+
+		if (!c->bad && i >= r->st3.nr_threads)
+			c->bad = "THREAD_AGAIN names a thread beyond those of its frame";
+		if (!c->bad) {
+			r->cur_pid = r->st3.threads[i].pid;
+			r->cur_tid = r->st3.threads[i].tid;
+			hs3_note_thread(&r->st3, r->cur_pid, r->cur_tid);
+		}
 	} else if (type == HS3_REC_TIME) {
 		c->bad = hs3_decode_time(&r->st3, &c->p, c->end);
 	} else if (type == HS3_REC_COLUMNS) {

@@ -428,9 +428,18 @@ static int remember_snapshot(struct record_writer *w, const struct hs_record *r)
 static void put_thread(struct record_writer *w, const struct hs_record *r, uint8_t **p)
 {
 	if (!w->have_thread || w->cur_pid != r->pid || w->cur_tid != r->tid) {
-		*(*p)++ = HS_REC_THREAD;
-		*p += hs_put_uvarint(*p, r->pid);
-		*p += hs_put_uvarint(*p, r->tid);
+		int i = w->e3 ? hs3_thread_find(&w->e3->st, r->pid, r->tid) : -1;
+
+		if (i >= 0) {
+			*(*p)++ = HS3_REC_THREAD_AGAIN;
+			*p += hs_put_uvarint(*p, (uint64_t)i);
+		} else {
+			*(*p)++ = HS_REC_THREAD;
+			*p += hs_put_uvarint(*p, r->pid);
+			*p += hs_put_uvarint(*p, r->tid);
+		}
+		if (w->e3)
+			hs3_note_thread(&w->e3->st, r->pid, r->tid);
 		w->cur_pid = r->pid;
 		w->cur_tid = r->tid;
 		w->have_thread = true;

@@ -201,7 +201,8 @@ static const uint8_t *frame_bytes(struct record_writer *w, size_t *len)
 	memcpy(p, w->raw, w->raw_len);
 	p += w->raw_len;
 	for (int i = 0; i < HS3_NR_COLS; i++) {
-		memcpy(p, w->e3->col[i].p, w->e3->col[i].len);
+		if (w->e3->col[i].len)
+			memcpy(p, w->e3->col[i].p, w->e3->col[i].len);
 		p += w->e3->col[i].len;
 	}
 	*len = n;

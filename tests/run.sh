@@ -68,7 +68,7 @@ run() {
 
 # ---- format library ----
 
-t_format_unit() { "$T/test_format"; }
+t_format_unit() { "$T/test_format" && "$T/test_format3"; }
 
 # ---- analyzer: golden outputs of a recorded fixture (no symbols needed) ----
 
@@ -100,12 +100,12 @@ t_format_v1() {
 	golden v1/alloc_c.summary.json summary --json --no-symbolize $f
 	"$A" info $f >"$TMP/v1.info" || die "info of a version 1 file"
 	contains "$TMP/v1.info" "Format: 1.0, complete"
-	# Re-encoded by today's writer, it gives the same figures as version 2.
+	# Re-encoded by today's writer (version 3), it gives the same figures.
 	"$T/mutate" $f "$TMP/v1to2.hsnap" 0 || die "re-encode"
 	"$A" top -n 0 --no-symbolize "$TMP/v1to2.hsnap" | tail -n +2 >"$TMP/v1to2.top"
 	tail -n +2 testdata/v1/alloc_c.top | diff -u - "$TMP/v1to2.top" || die "re-encoded file differs"
 	"$A" info "$TMP/v1to2.hsnap" >"$TMP/v2.info" || die "info of the re-encoded file"
-	contains "$TMP/v2.info" "Format: 2.1, complete"
+	contains "$TMP/v2.info" "Format: 3.0, complete"
 }
 
 t_analyzer_usage() {

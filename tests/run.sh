@@ -2835,6 +2835,51 @@ t_format_schema() {
 		"$(sha256sum <read.norm | cut -c1-64)"
 }
 
+# ---- format: version 2.1 files read as before, and version 3 keeps what they show ----
+# testdata/v2 holds a 2.1 recording (heapsnap-record of main at 5bb7e6b, --via preload) and what
+# that analyzer printed for it. Re-encoded as version 3 (tests/unit/mutate, seed 0), the figures
+# that do not print times stay the same to the byte: blocks, bytes, stacks and which free ended
+# which block (temporary); times move to the writer's 1 ms steps, never by a whole step.
+t_format_v2() {
+	local f=testdata/v2/alloc_c.hsnap n
+	golden v2/alloc_c.top top -n 0 --no-symbolize $f
+	golden v2/alloc_c.collapsed collapsed --no-symbolize $f
+	golden v2/alloc_c.summary summary --no-symbolize $f
+	golden v2/alloc_c.leaks leaks -n 5 --no-symbolize $f
+	golden v2/alloc_c.summary.json summary --json --no-symbolize $f
+	golden v2/alloc_c.timeline timeline --no-symbolize $f
+	golden v2/alloc_c.temporary temporary --no-symbolize $f
+	golden v2/alloc_c.info info $f
+	"$T/mutate" $f "$TMP/v2to3.hsnap" 0 || die "re-encode"
+	"$A" info "$TMP/v2to3.hsnap" >"$TMP/v2to3.info" || die "info of the re-encoded file"
+	contains "$TMP/v2to3.info" "Format: 3.0, complete"
+	for n in top collapsed temporary; do
+		local more=()
+		[ $n = top ] && more=(-n 0)
+		"$A" "$n" "${more[@]}" --no-symbolize "$TMP/v2to3.hsnap" | tail -n +2 >"$TMP/v2to3.$n"
+		tail -n +2 "testdata/v2/alloc_c.$n" | diff -u - "$TMP/v2to3.$n" || die "re-encoded $n differs"
+	done
+	# Peak and oldest times: the 2.1 file's, or at most one step (1 ms) earlier.
+	"$A" summary --json --no-symbolize "$TMP/v2to3.hsnap" >"$TMP/v2to3.json" || die "summary of the re-encoded file"
+	python3 - testdata/v2/alloc_c.summary.json "$TMP/v2to3.json" <<'PY' || die "re-encoded times"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+def walk(x, y, path):
+    if isinstance(x, dict):
+        assert x.keys() == y.keys(), path
+        for k in x:
+            if k != "file": walk(x[k], y[k], path + "." + k)
+    elif isinstance(x, list):
+        assert len(x) == len(y), path
+        for i, (p, q) in enumerate(zip(x, y)): walk(p, q, "%s[%d]" % (path, i))
+    elif isinstance(x, float) and ("time" in path or "_at" in path or "age" in path or path.endswith("s")):
+        assert -0.0011 <= y - x <= 0.0011, (path, x, y)
+    else:
+        assert x == y, (path, x, y)
+walk(a, b, "")
+PY
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -2848,6 +2893,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
 ALL="$ALL t_units_unit t_units_record_parsed t_units_record_bpf t_units_analyzer t_sampling_unit"
 ALL="$ALL t_format_schema"
+ALL="$ALL t_format_v2"
 ALL="$ALL t_preload_thread_churn t_inject_thread_churn t_preload_threads_past_limit t_preload_closed_fds t_preload_python_workers t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
 ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inject_real_linked_alloc t_inject_real_redis t_inject_real_nginx"
 ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_bpf_max_stack_default t_max_stack_after_cut"

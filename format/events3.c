@@ -37,27 +37,24 @@ static uint32_t nr_ages(const struct hs3_state *s)
 	return s->nr_allocs < HS3_AGES ? (uint32_t)s->nr_allocs : HS3_AGES;
 }
 
-static struct hs3_age *age_at(struct hs3_state *s, uint32_t age)
-{
-	return &s->ages[(s->nr_allocs - 1 - age) % HS3_AGES];
-}
-
 int hs3_age_find(const struct hs3_state *s, uint64_t slot)
 {
-	for (uint32_t a = 0; a < nr_ages(s); a++) {
-		const struct hs3_age *e = &s->ages[(s->nr_allocs - 1 - a) % HS3_AGES];
+	const struct hs3_live *e = &s->live[slot % HS3_LIVE];
 
-		if (e->live && e->slot == slot)
-			return (int)a;
-	}
-	return -1;
+	if (!e->used || !e->live || e->slot != slot || s->nr_allocs - 1 - e->n >= HS3_AGES)
+		return -1;
+	return (int)(s->nr_allocs - 1 - e->n);
 }
 
-static void ages_kill(struct hs3_state *s, uint64_t slot)
+/* The slot of the block AGE allocations ago, if it is live: what hs3_age_find would have
+ * given that age for. */
+static bool age_slot(const struct hs3_state *s, uint32_t age, uint64_t *slot)
 {
-	for (uint32_t i = 0; i < HS3_AGES; i++)
-		if (s->ages[i].slot == slot)
-			s->ages[i].live = false;
+	uint64_t n = s->nr_allocs - 1 - age, sl = s->age_slot[n % HS3_AGES];
+	const struct hs3_live *e = &s->live[sl % HS3_LIVE];
+
+	*slot = sl;
+	return e->used && e->live && e->slot == sl && e->n == n;
 }
 
 void hs3_note_alloc(struct hs3_state *s, uint64_t slot)
@@ -65,15 +62,19 @@ void hs3_note_alloc(struct hs3_state *s, uint64_t slot)
 	recent_remove(s, hs3_recent_find(s, slot));
 	if (slot >= s->next_new)
 		s->next_new = slot + 1;
-	/* A live slot allocated again: its free was lost, and its block is gone. */
-	ages_kill(s, slot);
-	s->ages[s->nr_allocs % HS3_AGES] = (struct hs3_age){slot, true};
+	/* A live slot allocated again (its free was lost) or one sharing its entry: the entry
+	 * is this block's now. */
+	s->live[slot % HS3_LIVE] = (struct hs3_live){slot, s->nr_allocs, true, true};
+	s->age_slot[s->nr_allocs % HS3_AGES] = slot;
 	s->nr_allocs++;
 }
 
 void hs3_note_free(struct hs3_state *s, uint64_t slot)
 {
-	ages_kill(s, slot);
+	struct hs3_live *e = &s->live[slot % HS3_LIVE];
+
+	if (e->slot == slot)
+		e->live = false;
 	recent_remove(s, hs3_recent_find(s, slot));
 	if (s->nr_recent == HS3_RECENT)
 		s->nr_recent--;
@@ -481,14 +482,11 @@ const char *hs3_decode(struct hs3_state *s, struct hs3_cursor col[HS3_NR_COLS], 
 		return "packed FREE with reserved bits set";
 	if (type & HS3_FREE_AGE) {
 		uint32_t age = type & 15u;
-		struct hs3_age *e;
 
 		if (age >= nr_ages(s))
 			return "frees by age a block older than the frame's allocations it may name";
-		e = age_at(s, age);
-		if (!e->live)
+		if (!age_slot(s, age, &slot))
 			return "frees by age a block that is not live";
-		slot = e->slot;
 	} else {
 		if (type & 15u)
 			return "packed FREE by slot with an age set";

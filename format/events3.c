@@ -16,20 +16,12 @@ void hs3_state__reset(struct hs3_state *s)
 	s->last_pair = -1;
 }
 
-int hs3_recent_find(const struct hs3_state *s, uint64_t slot)
+static bool freed_top(const struct hs3_state *s, uint64_t *slot)
 {
-	for (uint32_t i = 0; i < s->nr_recent; i++)
-		if (s->recent[i] == slot)
-			return (int)i;
-	return -1;
-}
-
-static void recent_remove(struct hs3_state *s, int i)
-{
-	if (i < 0)
-		return;
-	memmove(&s->recent[i], &s->recent[i + 1], (s->nr_recent - (uint32_t)i - 1) * sizeof(s->recent[0]));
-	s->nr_recent--;
+	if (!s->nr_freed)
+		return false;
+	*slot = s->freed[(s->freed_top - 1) % HS3_FREED];
+	return true;
 }
 
 static uint32_t nr_ages(const struct hs3_state *s)
@@ -57,9 +49,12 @@ static bool age_slot(const struct hs3_state *s, uint32_t age, uint64_t *slot)
 	return e->used && e->live && e->slot == sl && e->n == n;
 }
 
-void hs3_note_alloc(struct hs3_state *s, uint64_t slot)
+void hs3_note_alloc(struct hs3_state *s, uint64_t slot, bool from_freed)
 {
-	recent_remove(s, hs3_recent_find(s, slot));
+	if (from_freed) {
+		s->freed_top--;
+		s->nr_freed--;
+	}
 	if (slot >= s->next_new)
 		s->next_new = slot + 1;
 	/* A live slot allocated again (its free was lost) or one sharing its entry: the entry
@@ -75,12 +70,10 @@ void hs3_note_free(struct hs3_state *s, uint64_t slot)
 
 	if (e->slot == slot)
 		e->live = false;
-	recent_remove(s, hs3_recent_find(s, slot));
-	if (s->nr_recent == HS3_RECENT)
-		s->nr_recent--;
-	memmove(&s->recent[1], &s->recent[0], s->nr_recent * sizeof(s->recent[0]));
-	s->recent[0] = slot;
-	s->nr_recent++;
+	/* Past HS3_FREED, the oldest entry is overwritten: the stack keeps its top. */
+	s->freed[s->freed_top++ % HS3_FREED] = slot;
+	if (s->nr_freed < HS3_FREED)
+		s->nr_freed++;
 }
 
 int hs3_thread_find(const struct hs3_state *s, uint32_t pid, uint32_t tid)
@@ -227,23 +220,19 @@ static void encode_alloc(struct hs3_writer *w, const struct hs_record *r, uint8_
 			     .sampled = r->type == HS_REC_ALLOC_SAMPLED};
 	enum hs3_slot_form sf;
 	enum hs3_pair_form pf;
-	int recent = -1;
+	uint64_t top;
 	int32_t k;
 
 	p.weight = p.sampled ? r->alloc.weight : HS_WEIGHT_ONE;
-	if (s->nr_recent && s->recent[0] == slot)
-		sf = HS3_SLOT_RECENT0;
+	if (freed_top(s, &top) && top == slot)
+		sf = HS3_SLOT_FREED;
 	else if (slot == s->next_new)
 		sf = HS3_SLOT_NEW;
-	else if ((recent = hs3_recent_find(s, slot)) > 0)
-		sf = HS3_SLOT_RECENT;
 	else
 		sf = HS3_SLOT_EXPLICIT;
 	k = pair_lookup(w, &p, &pf);
 	*(*main)++ = (uint8_t)(HS3_ALLOC | sf << HS3_SLOT_SHIFT | pf << HS3_PAIR_SHIFT);
-	if (sf == HS3_SLOT_RECENT)
-		col_u(&w->col[HS3_COL_REF], (uint64_t)recent);
-	else if (sf == HS3_SLOT_EXPLICIT)
+	if (sf == HS3_SLOT_EXPLICIT)
 		put_slot(w, slot);
 	if (pf == HS3_PAIR_INDEX)
 		col_u(&w->col[HS3_COL_REF], (uint64_t)k);
@@ -257,7 +246,7 @@ static void encode_alloc(struct hs3_writer *w, const struct hs_record *r, uint8_
 			col_u(c, p.weight);
 	}
 	s->last_pair = k;
-	hs3_note_alloc(s, slot);
+	hs3_note_alloc(s, slot, sf == HS3_SLOT_FREED);
 }
 
 int hs3_encode(struct hs3_writer *w, const struct hs_record *r, uint8_t **main, uint64_t *coarse)
@@ -402,21 +391,15 @@ static const char *decode_alloc(struct hs3_state *s, struct hs3_cursor col[HS3_N
 	if (type & HS3_ALLOC_RESERVED)
 		return "packed ALLOC with reserved bits set";
 	switch (sf) {
-	case HS3_SLOT_RECENT0:
-		if (!s->nr_recent)
+	case HS3_SLOT_FREED:
+		if (!freed_top(s, &slot))
 			return "takes the slot freed last, but no free in this frame left one";
-		slot = s->recent[0];
 		break;
 	case HS3_SLOT_NEW:
 		slot = s->next_new;
 		break;
-	case HS3_SLOT_RECENT:
-		if (!get_u(&col[HS3_COL_REF], &k))
-			return "the reference column ends before its events, or holds a malformed varint";
-		if (k >= s->nr_recent)
-			return "names a recently freed slot beyond those freed in this frame";
-		slot = s->recent[k];
-		break;
+	case HS3_SLOT_RESERVED:
+		return "packed ALLOC with the reserved slot form";
 	case HS3_SLOT_EXPLICIT:
 		bad = get_slot(col, &slot);
 		break;
@@ -459,7 +442,7 @@ static const char *decode_alloc(struct hs3_state *s, struct hs3_cursor col[HS3_N
 	rec->alloc.stack_id = p->stack_id;
 	rec->alloc.kind = p->kind;
 	rec->alloc.weight = p->sampled ? p->weight : HS_WEIGHT_ONE;
-	hs3_note_alloc(s, slot);
+	hs3_note_alloc(s, slot, sf == HS3_SLOT_FREED);
 	return NULL;
 }
 

@@ -29,8 +29,13 @@
  * that share an entry, the older loses its age, and is freed by slot. */
 #define HS3_AGES 16
 #define HS3_LIVE 1024
-/* An ALLOC may name its slot as one of the last HS3_RECENT slots freed in the frame. */
-#define HS3_RECENT 16
+/* An ALLOC may name its slot as the one freed last in the frame and not taken again: the top
+ * of a stack of the frame's frees, of which the last HS3_FREED are kept. The recorder hands
+ * out the slot freed last first, so this is every allocation of a freed slot but those whose
+ * free was in an earlier frame (or past HS3_FREED frees back): with 16 kept, a Python run
+ * (PYTHONMALLOC=malloc) wrote out 16.3% of its allocations' slots, with 4096 15.4%, and its
+ * file was 2.2% smaller. */
+#define HS3_FREED 4096
 /* (size, stack, kind, weight) pairs an ALLOC may name by index; past it, pairs are literal. */
 #define HS3_PAIRS 4096
 
@@ -43,9 +48,9 @@
 #define HS3_FREE_RESERVED 0x10u
 
 enum hs3_slot_form {
-	HS3_SLOT_RECENT0 = 0,  /* the slot freed last in the frame, not yet taken again */
+	HS3_SLOT_FREED = 0,    /* the top of the frame's stack of frees, which it pops */
 	HS3_SLOT_NEW = 1,      /* one past the highest slot allocated in the frame */
-	HS3_SLOT_RECENT = 2,   /* recently freed slot number REF (uvarint in the ref column) */
+	HS3_SLOT_RESERVED = 2, /* corrupt */
 	HS3_SLOT_EXPLICIT = 3, /* low byte in the slot-low column, the rest in the slot-high one */
 };
 
@@ -76,8 +81,9 @@ struct hs3_state {
 	uint64_t time; /* of the events that follow, set by TIME */
 	bool have_time;
 	uint64_t next_new;
-	uint64_t recent[HS3_RECENT]; /* recent[0]: freed last */
-	uint32_t nr_recent;
+	uint64_t freed[HS3_FREED]; /* ring: the top at (freed_top - 1) % HS3_FREED */
+	uint64_t freed_top;
+	uint32_t nr_freed; /* entries on the stack, at most HS3_FREED */
 	uint64_t age_slot[HS3_AGES]; /* ring: the slot of the allocation numbered n at n % HS3_AGES */
 	struct hs3_live live[HS3_LIVE]; /* at slot % HS3_LIVE */
 	uint64_t nr_allocs;
@@ -91,12 +97,11 @@ struct hs3_state {
 };
 
 void hs3_state__reset(struct hs3_state *s);
-/* Index in the recently freed slots, or -1. */
-int hs3_recent_find(const struct hs3_state *s, uint64_t slot);
 /* Age of the live block in SLOT among the frame's last HS3_AGES allocations, or -1. */
 int hs3_age_find(const struct hs3_state *s, uint64_t slot);
-/* What every ALLOC and FREE does to the state, on both sides. */
-void hs3_note_alloc(struct hs3_state *s, uint64_t slot);
+/* What every ALLOC and FREE does to the state, on both sides; FROM_FREED: the ALLOC took the
+ * top of the stack of frees. */
+void hs3_note_alloc(struct hs3_state *s, uint64_t slot, bool from_freed);
 void hs3_note_free(struct hs3_state *s, uint64_t slot);
 /* Index of the thread among the frame's recent ones, or -1; and what THREAD and
  * THREAD_AGAIN do to them: the thread moves to the front. */

@@ -85,7 +85,7 @@ static int read_case(const char *path, struct hs_record *got, int max, struct re
 }
 
 /* THREAD 7/8, TIME 10; ALLOC new slot (0), new pair (16, stack 1, malloc); ALLOC new slot
- * (1), same pair; FREE by age 1 (slot 0); ALLOC of the slot freed last (0), new pair (300,
+ * (1), same pair; FREE by age 1 (slot 0); ALLOC of the slot freed last (0, popped), new pair (300,
  * stack 1, sampled, weight 70000); FREE of slot 1 by its number; ALLOC of slot 1 by number,
  * pair 0 by index; THREAD 9/9, TIME 12, THREAD_AGAIN 1 (7/8 again); FREE by age 0 (slot 1). */
 static const struct v3case valid = {
@@ -106,8 +106,8 @@ static const struct v3case bad[] = {
 	 {0, 0, 0, 3}, HS_READ_CORRUPT, 2, "frees by age a block that is not live"},
 	{"age beyond the frame's allocations", {1, 7, 8, 5, 0, 0xd8, 0xa3}, 7, {{0}, {0}, {0}, {16, 1, 0}},
 	 {0, 0, 0, 3}, HS_READ_CORRUPT, 1, "frees by age a block older"},
-	{"recently freed slot beyond those freed", {1, 7, 8, 5, 0, 0xe8}, 6, {{0}, {0}, {0}, {16, 1, 0}},
-	 {1, 0, 0, 3}, HS_READ_CORRUPT, 0, "beyond those freed in this frame"},
+	{"reserved slot form", {1, 7, 8, 5, 0, 0xe8}, 6, {{0}, {0}, {0}, {16, 1, 0}}, {1, 0, 0, 3},
+	 HS_READ_CORRUPT, 0, "reserved slot form"},
 	{"slot freed last, none freed", {1, 7, 8, 5, 0, 0xc8}, 6, {{0}, {0}, {0}, {16, 1, 0}}, {0, 0, 0, 3},
 	 HS_READ_CORRUPT, 0, "no free in this frame"},
 	{"THREAD_AGAIN beyond the frame's threads", {1, 7, 8, 7, 1}, 5, {{0}}, {0}, HS_READ_CORRUPT, 0,

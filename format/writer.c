@@ -737,7 +737,7 @@ int record_writer__error(const struct record_writer *w)
 
 uint64_t record_writer__raw_bytes(const struct record_writer *w)
 {
-	return w->raw_total + w->raw_len;
+	return w->raw_total + frame_len(w);
 }
 
 void record_writer__free(struct record_writer *w)

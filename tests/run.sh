@@ -2880,6 +2880,27 @@ walk(a, b, "")
 PY
 }
 
+# Damaged version 3 frames (raw bytes changed or cut, recompressed: tests/unit/schemagen's
+# corrupt) read by the sanitized reader: never a crash, and the version 3 checks are reached.
+t_format_v3_damage() {
+	local G seed f reasons
+	G=$T/schemagen
+	"$T/craft" outoforder "$TMP/d3a.hsnap" 3000 && "$T/craft" reused "$TMP/d3b.hsnap" || die "craft"
+	"$T/mutate" testdata/v2/alloc_c.hsnap "$TMP/d3c.hsnap" 0 || die "re-encode"
+	: >"$TMP/d3.log"
+	for f in d3a d3b d3c; do
+		for seed in $(seq 1 120); do
+			"$G" corrupt "$TMP/$f.hsnap" "$TMP/d3x.hsnap" $seed || die "schemagen corrupt $f $seed"
+			"$G" dump "$TMP/d3x.hsnap" >"$TMP/d3x.out" 2>&1 || { tail -5 "$TMP/d3x.out"; die "reading damaged $f $seed"; }
+			grep '^ret' "$TMP/d3x.out" >>"$TMP/d3.log"
+		done
+	done
+	reasons=$(grep -o 'status 3 .*' "$TMP/d3.log" | sed 's/.*record: //' | sort -u | tee "$TMP/d3.reasons" | wc -l)
+	cat "$TMP/d3.reasons"
+	[ "$reasons" -ge 4 ] || die "only $reasons kinds of damage found"
+	grep -q 'COLUMNS\|column\|by age\|pair\|TIME\|slot freed last\|reserved' "$TMP/d3.reasons" || die "no version 3 check reached"
+}
+
 bpf_check
 ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_progress t_fuzz_records t_bpf_c_exact t_bpf_c_labels_inline t_bpf_cxx_exact \
 	t_bpf_rust_exact t_bpf_attach_pid t_bpf_sampled t_bpf_snapshots_diff t_bpf_errors t_bpf_all_processes \
@@ -2893,7 +2914,7 @@ ALL="t_format_unit t_golden t_format_v1 t_analyzer_usage t_bad_input t_analyzer_
 	t_preload_auto_debian t_inject_auto_nofp t_pprof_unsymbolized t_install t_analyzer_pid_filter t_analyzer_timeline t_analyzer_speedscope t_analyzer_temporary t_analyzer_html t_preload_dwarf_debug_dir t_analyzer_diff_builds t_analyzer_gate_sampled t_fuzz_targets"
 ALL="$ALL t_units_unit t_units_record_parsed t_units_record_bpf t_units_analyzer t_sampling_unit"
 ALL="$ALL t_format_schema"
-ALL="$ALL t_format_v2"
+ALL="$ALL t_format_v2 t_format_v3_damage"
 ALL="$ALL t_preload_thread_churn t_inject_thread_churn t_preload_threads_past_limit t_preload_closed_fds t_preload_python_workers t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
 ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inject_real_linked_alloc t_inject_real_redis t_inject_real_nginx"
 ALL="$ALL t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all t_bpf_full_disk t_bpf_max_stack_default t_max_stack_after_cut"

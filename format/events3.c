@@ -66,6 +66,7 @@ void hs3_note_alloc(struct hs3_state *s, uint64_t slot, bool from_freed)
 
 void hs3_note_free(struct hs3_state *s, uint64_t slot)
 {
+	s->last_free = slot;
 	struct hs3_live *e = &s->live[slot % HS3_LIVE];
 
 	if (e->slot == slot)
@@ -249,6 +250,21 @@ static void encode_alloc(struct hs3_writer *w, const struct hs_record *r, uint8_
 	hs3_note_alloc(s, slot, sf == HS3_SLOT_FREED);
 }
 
+/* Whether a FREE may name its slot by its difference from the frame's last free's. That pays
+ * when a program frees what it allocated together (Python's objects, PYTHONMALLOC=malloc: a
+ * third smaller file); random frees pay for the form and a wider spread (the churn: 7.9%
+ * larger, cxx 5.4%). So the writer uses it while more than half of the last HS3_NEAR_RUN frees
+ * it wrote by slot were within the window (churn, cxx and mt: within 0.3% of without it). */
+static void near_adapt(struct hs3_writer *w, uint64_t near)
+{
+	w->near_seen++;
+	w->near_close += near < HS3_NEAR_WIDE;
+	if (w->near_seen < HS3_NEAR_RUN)
+		return;
+	w->near_max = w->near_close * 2 > w->near_seen ? HS3_NEAR_WIDE : 0;
+	w->near_seen = w->near_close = 0;
+}
+
 int hs3_encode(struct hs3_writer *w, const struct hs_record *r, uint8_t **main, uint64_t *coarse)
 {
 	struct hs3_state *s = &w->st;
@@ -273,8 +289,15 @@ int hs3_encode(struct hs3_writer *w, const struct hs_record *r, uint8_t **main, 
 	}
 	int age = hs3_age_find(s, r->free.slot);
 
+	uint64_t near = hs_zigzag((int64_t)(r->free.slot - s->last_free));
+
+	if (age < 0)
+		near_adapt(w, near);
 	if (age >= 0) {
 		*(*main)++ = (uint8_t)(HS_PACKED_EVENT | HS3_FREE_AGE | (uint32_t)age);
+	} else if (near < w->near_max) {
+		*(*main)++ = (uint8_t)(HS_PACKED_EVENT | HS3_FREE_NEAR);
+		col_u(&w->col[HS3_COL_NEAR], near);
 	} else {
 		*(*main)++ = HS_PACKED_EVENT;
 		put_slot(w, r->free.slot);
@@ -315,7 +338,7 @@ const char *hs3_columns_read(const uint8_t **p, const uint8_t *end, struct hs3_c
 	if (!get_u(&c, &nr))
 		return "COLUMNS record: malformed or cut varint";
 	if (nr != HS3_NR_COLS)
-		return "COLUMNS record: not 4 columns";
+		return "COLUMNS record: not 5 columns";
 	left = (uint64_t)(end - c.p);
 	for (int i = 0; i < HS3_NR_COLS; i++) {
 		if (!get_u(&c, &len[i]))
@@ -461,9 +484,15 @@ const char *hs3_decode(struct hs3_state *s, struct hs3_cursor col[HS3_NR_COLS], 
 	if (type & HS_PACKED_ALLOC)
 		return decode_alloc(s, col, type, rec);
 	rec->type = HS_REC_FREE;
-	if (type & HS3_FREE_RESERVED)
-		return "packed FREE with reserved bits set";
-	if (type & HS3_FREE_AGE) {
+	if (type & HS3_FREE_NEAR) {
+		uint64_t d;
+
+		if (type & (HS3_FREE_AGE | 15u))
+			return "packed FREE near the last one with an age set";
+		if (!get_u(&col[HS3_COL_NEAR], &d))
+			return "the near column ends before its events, or holds a malformed varint";
+		slot = s->last_free + (uint64_t)hs_unzigzag(d);
+	} else if (type & HS3_FREE_AGE) {
 		uint32_t age = type & 15u;
 
 		if (age >= nr_ages(s))

@@ -39,13 +39,16 @@
 /* (size, stack, kind, weight) pairs an ALLOC may name by index; past it, pairs are literal. */
 #define HS3_PAIRS 4096
 
-/* Event type bytes. ALLOC: 1 1 s s p p 0 0; FREE: 1 0 a 0 n n n n. */
+/* Event type bytes. ALLOC: 1 1 s s p p 0 0; FREE: 1 0 a d n n n n. */
 #define HS3_ALLOC 0xc0u
 #define HS3_SLOT_SHIFT 4
 #define HS3_PAIR_SHIFT 2
 #define HS3_FREE_AGE 0x20u
 #define HS3_ALLOC_RESERVED 0x03u
-#define HS3_FREE_RESERVED 0x10u
+#define HS3_FREE_NEAR 0x10u
+/* The writer's window for FREE near the last one (zigzag of the difference): see near_adapt. */
+#define HS3_NEAR_WIDE 256
+#define HS3_NEAR_RUN 1024
 
 enum hs3_slot_form {
 	HS3_SLOT_FREED = 0,    /* the top of the frame's stack of frees, which it pops */
@@ -63,7 +66,7 @@ enum hs3_pair_form {
 
 /* The columns: byte streams that follow a frame's records, so that each holds values of
  * one distribution, which zstd's entropy coder then codes close to it. */
-enum hs3_col { HS3_COL_REF, HS3_COL_SLOTLO, HS3_COL_SLOTHI, HS3_COL_PAIR, HS3_NR_COLS };
+enum hs3_col { HS3_COL_REF, HS3_COL_SLOTLO, HS3_COL_SLOTHI, HS3_COL_PAIR, HS3_COL_NEAR, HS3_NR_COLS };
 
 struct hs3_pair {
 	uint64_t size, stack_id, weight;
@@ -81,6 +84,7 @@ struct hs3_state {
 	uint64_t time; /* of the events that follow, set by TIME */
 	bool have_time;
 	uint64_t next_new;
+	uint64_t last_free; /* the slot of the frame's last FREE */
 	uint64_t freed[HS3_FREED]; /* ring: the top at (freed_top - 1) % HS3_FREED */
 	uint64_t freed_top;
 	uint32_t nr_freed; /* entries on the stack, at most HS3_FREED */
@@ -128,6 +132,7 @@ struct hs3_writer {
 	struct hs3_hent *hash; /* HS3_PAIR_HASH */
 	uint32_t gen;
 	uint64_t quantum; /* ticks of coarse time; 1 = exact */
+	uint64_t near_max, near_seen, near_close; /* near_adapt */
 };
 
 int hs3_writer__init(struct hs3_writer *w);

@@ -23,22 +23,22 @@ static void path_of(char *buf, size_t n, const char *name)
 	snprintf(buf, n, "%s/%s", dir, name);
 }
 
-/* A version 3.0 file of one frame: the COLUMNS record for the four columns, MAIN, then the
+/* A version 3.0 file of one frame: the COLUMNS record for the five columns, MAIN, then the
  * columns; no footer. */
-static void write_v3(const char *path, const uint8_t *main, size_t mlen, const uint8_t *const col[4],
-		     const size_t clen[4])
+static void write_v3(const char *path, const uint8_t *main, size_t mlen, const uint8_t *const col[5],
+		     const size_t clen[5])
 {
 	uint8_t raw[512], comp[1024], hdr[16] = {0}, fh[16];
 	size_t n = 0, z;
 	int fd;
 
 	raw[n++] = HS3_REC_COLUMNS;
-	raw[n++] = 4;
-	for (int i = 0; i < 4; i++)
+	raw[n++] = 5;
+	for (int i = 0; i < 5; i++)
 		raw[n++] = (uint8_t)clen[i];
 	memcpy(raw + n, main, mlen);
 	n += mlen;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		/* A column claimed longer than the 16 bytes a case holds is left out. */
 		if (clen[i] && clen[i] <= 16) {
 			memcpy(raw + n, col[i], clen[i]);
@@ -64,8 +64,8 @@ struct v3case {
 	const char *what;
 	uint8_t main[32];
 	size_t mlen;
-	uint8_t col[4][16];
-	size_t clen[4];
+	uint8_t col[5][16];
+	size_t clen[5];
 	enum hs_read_status want;
 	int events;
 	const char *why; /* in the reader's error */
@@ -87,15 +87,16 @@ static int read_case(const char *path, struct hs_record *got, int max, struct re
 /* THREAD 7/8, TIME 10; ALLOC new slot (0), new pair (16, stack 1, malloc); ALLOC new slot
  * (1), same pair; FREE by age 1 (slot 0); ALLOC of the slot freed last (0, popped), new pair (300,
  * stack 1, sampled, weight 70000); FREE of slot 1 by its number; ALLOC of slot 1 by number,
- * pair 0 by index; THREAD 9/9, TIME 12, THREAD_AGAIN 1 (7/8 again); FREE by age 0 (slot 1). */
+ * pair 0 by index; THREAD 9/9, TIME 12, THREAD_AGAIN 1 (7/8 again); FREE by age 0 (slot 1);
+ * ALLOC new slot (2), same pair; FREE near the last free (slot 1 + 1). */
 static const struct v3case valid = {
 	"valid",
-	{1, 7, 8, 5, 20, 0xd8, 0xd0, 0xa1, 0xc8, 0x80, 0xf4, 1, 9, 9, 5, 4, 7, 1, 0xa0},
-	19,
-	{{0}, {1, 1}, {0, 0}, {16, 1, 0, 0xac, 0x02, 1, 1, 0xf0, 0xa2, 0x04}},
-	{1, 2, 2, 10},
+	{1, 7, 8, 5, 20, 0xd8, 0xd0, 0xa1, 0xc8, 0x80, 0xf4, 1, 9, 9, 5, 4, 7, 1, 0xa0, 0xd0, 0x90},
+	21,
+	{{0}, {1, 1}, {0, 0}, {16, 1, 0, 0xac, 0x02, 1, 1, 0xf0, 0xa2, 0x04}, {2}},
+	{1, 2, 2, 10, 1},
 	HS_READ_TRUNCATED,
-	7,
+	9,
 	"no footer",
 };
 
@@ -122,8 +123,12 @@ static const struct v3case bad[] = {
 	 "slot-high column ends"},
 	{"reserved ALLOC bits", {1, 7, 8, 5, 0, 0xd9}, 6, {{0}, {0}, {0}, {16, 1, 0}}, {0, 0, 0, 3},
 	 HS_READ_CORRUPT, 0, "reserved bits"},
-	{"COLUMNS inside the frame", {1, 7, 8, HS3_REC_COLUMNS, 4, 0, 0, 0, 0}, 9, {{0}}, {0}, HS_READ_CORRUPT, 0,
+	{"COLUMNS inside the frame", {1, 7, 8, HS3_REC_COLUMNS, 5, 0, 0, 0, 0, 0}, 10, {{0}}, {0}, HS_READ_CORRUPT, 0,
 	 "after the start of its frame"},
+	{"near with an age set", {1, 7, 8, 5, 0, 0xd8, 0x91}, 7, {{0}, {0}, {0}, {16, 1, 0}, {0}}, {0, 0, 0, 3, 1},
+	 HS_READ_CORRUPT, 1, "near the last one with an age set"},
+	{"near column cut short", {1, 7, 8, 5, 0, 0xd8, 0x90}, 7, {{0}, {0}, {0}, {16, 1, 0}}, {0, 0, 0, 3, 0},
+	 HS_READ_CORRUPT, 1, "the near column ends"},
 	{"columns longer than the frame", {1, 7, 8}, 3, {{0}}, {200, 0, 0, 0}, HS_READ_CORRUPT, 0,
 	 "columns are longer than the frame"},
 };
@@ -131,16 +136,16 @@ static const struct v3case bad[] = {
 static void test_hand_written(void)
 {
 	char path[256];
-	struct hs_record got[8];
+	struct hs_record got[10];
 	struct record_reader *r;
 	int n;
 
 	path_of(path, sizeof(path), "v3.hsnap");
-	write_v3(path, valid.main, valid.mlen, (const uint8_t *const[]){valid.col[0], valid.col[1], valid.col[2], valid.col[3]},
-		 valid.clen);
-	n = read_case(path, got, 8, &r);
-	CHECK(n == 7 && record_reader__status(r) == HS_READ_TRUNCATED, "valid: %d events: %s", n, record_reader__error(r));
-	if (n == 7) {
+	write_v3(path, valid.main, valid.mlen,
+		 (const uint8_t *const[]){valid.col[0], valid.col[1], valid.col[2], valid.col[3], valid.col[4]}, valid.clen);
+	n = read_case(path, got, 10, &r);
+	CHECK(n == 9 && record_reader__status(r) == HS_READ_TRUNCATED, "valid: %d events: %s", n, record_reader__error(r));
+	if (n == 9) {
 		CHECK(got[0].type == HS_REC_ALLOC && got[0].time == 10 && got[0].alloc.slot == 0 && got[0].alloc.size == 16 &&
 			      got[0].alloc.stack_id == 1 && got[0].alloc.kind == 0 && got[0].pid == 7 && got[0].tid == 8 &&
 			      got[0].alloc.weight == HS_WEIGHT_ONE,
@@ -157,14 +162,17 @@ static void test_hand_written(void)
 		CHECK(got[6].type == HS_REC_FREE && got[6].free.slot == 1 && got[6].tid == 8 && got[6].time == 12,
 		      "THREAD_AGAIN, TIME, free by age 0: slot %" PRIu64 " tid %u time %" PRIu64, got[6].free.slot,
 		      got[6].tid, got[6].time);
+		CHECK(got[7].type == HS_REC_ALLOC && got[7].alloc.slot == 2 && got[8].type == HS_REC_FREE &&
+			      got[8].free.slot == 2,
+		      "free near the last one: slot %" PRIu64, got[8].free.slot);
 	}
 	record_reader__free(r);
 	for (size_t c = 0; c < sizeof(bad) / sizeof(bad[0]); c++) {
 		const struct v3case *k = &bad[c];
 
-		write_v3(path, k->main, k->mlen, (const uint8_t *const[]){k->col[0], k->col[1], k->col[2], k->col[3]},
+		write_v3(path, k->main, k->mlen, (const uint8_t *const[]){k->col[0], k->col[1], k->col[2], k->col[3], k->col[4]},
 			 k->clen);
-		n = read_case(path, got, 8, &r);
+		n = read_case(path, got, 10, &r);
 		CHECK(n == k->events && record_reader__status(r) == k->want && strstr(record_reader__error(r), k->why) &&
 			      strstr(record_reader__error(r), "frame at offset 16"),
 		      "%s: %d events, status %d: %s", k->what, n, record_reader__status(r), record_reader__error(r));

@@ -55,7 +55,7 @@ all: $(BINS) $(LIB)
 
 LIB_SRCS := $(wildcard recorder/libheapsnap/*.c) common/unwtab.c
 
-$(LIB): $(LIB_SRCS) recorder/libheapsnap/libheapsnap.h recorder/inproc/shm.h recorder/inject/inject_abi.h recorder/inject/gotwalk.h common/*.h format/record.h | $(OUTPUT)
+$(LIB): $(LIB_SRCS) recorder/libheapsnap/*.h recorder/inproc/shm.h recorder/inject/inject_abi.h recorder/inject/gotwalk.h common/*.h common/*.def format/record.h | $(OUTPUT)
 	$(call msg,LIB,$@)
 	$(Q)$(CC) $(LIB_CFLAGS) -Irecorder/libheapsnap -shared -Wl,-soname,libheapsnap.so -Wl,-z,now -Wl,-z,nodelete $(LIB_SRCS) -ldl -lpthread -o $@
 
@@ -96,7 +96,7 @@ $(OUTPUT)/common/%.o: common/%.c common/*.h | $(OUTPUT)/common
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-RECORD_HDRS := $(foreach d,$(RECORD_DIRS),$(wildcard $(d)/*.h)) format/*.h common/*.h bpf/heapsnap.h
+RECORD_HDRS := $(foreach d,$(RECORD_DIRS),$(wildcard $(d)/*.h)) format/*.h common/*.h common/*.def bpf/heapsnap.h
 $(OUTPUT)/recorder/%.o: recorder/%.c $(RECORD_HDRS) $(OUTPUT)/heapsnap.skel.h | $(addprefix $(OUTPUT)/,$(RECORD_DIRS))
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(RECORD_INC) -c $< -o $@
@@ -135,6 +135,13 @@ TEST_PROGS += $(OUTPUT)/tests/threadchurn $(OUTPUT)/tests/closefds
 TEST_PROGS += $(OUTPUT)/tests/wake $(OUTPUT)/tests/libwake_plugin.so
 TEST_PROGS += $(OUTPUT)/tests/test_units $(OUTPUT)/tests/test_sampling
 TEST_PROGS += $(OUTPUT)/tests/schemagen
+TEST_PROGS += $(OUTPUT)/tests/libc_alloc
+TEST_PROGS += $(OUTPUT)/tests/pydump
+
+$(OUTPUT)/tests/pydump: tests/unit/pydump.c $(FORMAT_SRCS) format/*.h common/event_abi.h | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iformat -Ibpf -Icommon \
+		$< $(FORMAT_SRCS) common/outfile.c -lzstd -lelf -o $@
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c tests/unit/check.h $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -219,6 +226,10 @@ $(OUTPUT)/tests/unseen_free: tests/workloads/unseen_free.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
+$(OUTPUT)/tests/libc_alloc: tests/workloads/libc_alloc.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
+
 $(OUTPUT)/tests/quick: tests/workloads/quick.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
@@ -232,7 +243,7 @@ $(OUTPUT)/tests/libwake_plugin.so: tests/workloads/wake_plugin.c | $(OUTPUT)/tes
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
 
-$(OUTPUT)/tests/scribble: tests/workloads/scribble.c recorder/inproc/shm.h bpf/heapsnap.h | $(OUTPUT)/tests
+$(OUTPUT)/tests/scribble: tests/workloads/scribble.c recorder/inproc/shm.h common/event_abi.h bpf/heapsnap.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -Irecorder/inproc -Ibpf -Icommon $< -o $@
 

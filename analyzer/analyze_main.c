@@ -216,6 +216,131 @@ static int check_opts(const struct opts *o)
 	return 0;
 }
 
+/* getopt's next option C into O: OPT_NEXT to go on, or main's exit status. */
+#define OPT_NEXT (-1)
+
+static int nodecount_opt(struct opts *o, const char *arg)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+
+	if (*end || v < 0 || v > 1000000)
+		return usage_error("invalid --nodecount '%s': expected a count (0 = all)", arg);
+	o->nodecount = (int)v;
+	o->nodecount_set = true;
+	return OPT_NEXT;
+}
+
+static int pid_opt(struct opts *o, const char *arg)
+{
+	char *end;
+	unsigned long v;
+	uint32_t *pids;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || !v || v > UINT32_MAX)
+		return usage_error("invalid --pid '%s': expected a process id", arg);
+	if (o->nr_pids == 1024)
+		return usage_error("%s", "at most 1024 --pid options");
+	pids = realloc(o->pids, sizeof(*o->pids) * (o->nr_pids + 1));
+	if (!pids)
+		return EXIT_FAIL;
+	o->pids = pids;
+	o->pids[o->nr_pids++] = (uint32_t)v;
+	return OPT_NEXT;
+}
+
+static int debug_dir_opt(struct opts *o, const char *arg)
+{
+	const char **d = realloc(o->debug_dirs, sizeof(*o->debug_dirs) * (size_t)(o->nr_debug_dirs + 1));
+
+	if (!d)
+		return EXIT_FAIL;
+	o->debug_dirs = d;
+	o->debug_dirs[o->nr_debug_dirs++] = arg;
+	return OPT_NEXT;
+}
+
+static int parse_opt(struct opts *o, int c)
+{
+	int ret;
+
+	switch (c) {
+	case 'o':
+		o->output = optarg;
+		return OPT_NEXT;
+	case 'n':
+		return nodecount_opt(o, optarg);
+	case OPT_SNAPSHOT:
+		o->snapshot = optarg;
+		return OPT_NEXT;
+	case OPT_AT:
+		ret = duration_opt("--at", optarg, &o->at);
+		if (ret)
+			return ret;
+		o->at_set = true;
+		return OPT_NEXT;
+	case OPT_PEAK:
+		o->peak = true;
+		return OPT_NEXT;
+	case OPT_FROM:
+		o->from = optarg;
+		return OPT_NEXT;
+	case OPT_TO:
+		o->to = optarg;
+		return OPT_NEXT;
+	case OPT_JSON:
+		o->json = true;
+		return OPT_NEXT;
+	case OPT_VALUE:
+		o->value = value_index(optarg);
+		if (o->value < 0)
+			return usage_error("invalid --value '%s': expected inuse_space, inuse_objects, "
+					   "alloc_space or alloc_objects", optarg);
+		o->value_set = true;
+		return OPT_NEXT;
+	case OPT_MIN_AGE:
+		ret = duration_opt("--min-age", optarg, &o->min_age);
+		if (ret)
+			return ret;
+		o->min_age_set = true;
+		return OPT_NEXT;
+	case OPT_PPROF:
+		o->pprof_out = optarg;
+		return OPT_NEXT;
+	case OPT_BASE_PPROF:
+		o->base_pprof_out = optarg;
+		return OPT_NEXT;
+	case OPT_PID:
+		return pid_opt(o, optarg);
+	case OPT_COMM:
+		if (!*optarg || strlen(optarg) > 15)
+			return usage_error("invalid --comm '%s': a process name is 1 to 15 characters", optarg);
+		o->comm = optarg;
+		return OPT_NEXT;
+	case OPT_DEBUG_DIR:
+		return debug_dir_opt(o, optarg);
+	case OPT_NO_SYM:
+		o->no_sym = true;
+		return OPT_NEXT;
+	case OPT_LINES:
+		o->lines = true;
+		return OPT_NEXT;
+	case OPT_MAX_GROWTH:
+		ret = amount_opt("--max-growth", optarg, &o->gate);
+		if (ret)
+			return ret;
+		o->gate_set = true;
+		return OPT_NEXT;
+	case 'h':
+		fputs(usage, stdout);
+		return EXIT_OK;
+	default:
+		return usage_error("%s", "bad option");
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {.value = V_INUSE_SPACE, .nodecount = 20};
@@ -235,112 +360,9 @@ int main(int argc, char **argv)
 	if (!o.cmd)
 		return usage_error("unknown subcommand '%s'", argv[1]);
 	optind = 2;
-	while ((c = getopt_long(argc, argv, "o:n:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			o.output = optarg;
-			break;
-		case 'n': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-
-			if (*end || v < 0 || v > 1000000)
-				return usage_error("invalid --nodecount '%s': expected a count (0 = all)", optarg);
-			o.nodecount = (int)v;
-			o.nodecount_set = true;
-			break;
-		}
-		case OPT_SNAPSHOT:
-			o.snapshot = optarg;
-			break;
-		case OPT_AT:
-			ret = duration_opt("--at", optarg, &o.at);
-			if (ret)
-				return ret;
-			o.at_set = true;
-			break;
-		case OPT_PEAK:
-			o.peak = true;
-			break;
-		case OPT_FROM:
-			o.from = optarg;
-			break;
-		case OPT_TO:
-			o.to = optarg;
-			break;
-		case OPT_JSON:
-			o.json = true;
-			break;
-		case OPT_VALUE:
-			o.value = value_index(optarg);
-			if (o.value < 0)
-				return usage_error("invalid --value '%s': expected inuse_space, inuse_objects, "
-						   "alloc_space or alloc_objects", optarg);
-			o.value_set = true;
-			break;
-		case OPT_MIN_AGE:
-			ret = duration_opt("--min-age", optarg, &o.min_age);
-			if (ret)
-				return ret;
-			o.min_age_set = true;
-			break;
-		case OPT_PPROF:
-			o.pprof_out = optarg;
-			break;
-		case OPT_BASE_PPROF:
-			o.base_pprof_out = optarg;
-			break;
-		case OPT_PID: {
-			char *end;
-			unsigned long v;
-			uint32_t *pids;
-
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || end == optarg || *end || !v || v > UINT32_MAX)
-				return usage_error("invalid --pid '%s': expected a process id", optarg);
-			if (o.nr_pids == 1024)
-				return usage_error("%s", "at most 1024 --pid options");
-			pids = realloc(o.pids, sizeof(*o.pids) * (o.nr_pids + 1));
-			if (!pids)
-				return EXIT_FAIL;
-			o.pids = pids;
-			o.pids[o.nr_pids++] = (uint32_t)v;
-			break;
-		}
-		case OPT_COMM:
-			if (!*optarg || strlen(optarg) > 15)
-				return usage_error("invalid --comm '%s': a process name is 1 to 15 characters", optarg);
-			o.comm = optarg;
-			break;
-		case OPT_DEBUG_DIR: {
-			const char **d = realloc(o.debug_dirs, sizeof(*o.debug_dirs) * (size_t)(o.nr_debug_dirs + 1));
-
-			if (!d)
-				return EXIT_FAIL;
-			o.debug_dirs = d;
-			o.debug_dirs[o.nr_debug_dirs++] = optarg;
-			break;
-		}
-		case OPT_NO_SYM:
-			o.no_sym = true;
-			break;
-		case OPT_LINES:
-			o.lines = true;
-			break;
-		case OPT_MAX_GROWTH:
-			ret = amount_opt("--max-growth", optarg, &o.gate);
-			if (ret)
-				return ret;
-			o.gate_set = true;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return EXIT_OK;
-		default:
-			return usage_error("%s", "bad option");
-		}
-	}
+	while ((c = getopt_long(argc, argv, "o:n:h", longopts, NULL)) != -1)
+		if ((ret = parse_opt(&o, c)) != OPT_NEXT)
+			return ret;
 	o.files = argv + optind;
 	o.nr_files = argc - optind;
 	ret = check_opts(&o);

@@ -40,6 +40,8 @@ struct unwinder {
 	bool window_miss;
 	uint64_t pcs[MAX_FRAMES];
 	uint32_t npcs;
+	/* The session's --max-stack: a copied stack is cut where a walked one would have been. */
+	uint32_t limit;
 };
 
 struct unwinder *unwinder__new(struct replay *r, struct symbolizer *sym)
@@ -50,6 +52,7 @@ struct unwinder *unwinder__new(struct replay *r, struct symbolizer *sym)
 		return NULL;
 	u->r = r;
 	u->mods = symbolizer__modules(sym);
+	u->limit = r->max_stack && r->max_stack < MAX_FRAMES ? (uint32_t)r->max_stack : MAX_FRAMES;
 	return u;
 }
 
@@ -117,7 +120,7 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	Dwarf_Addr pc;
 	bool activation;
 
-	if (!dwfl_frame_pc(state, &pc, &activation) || u->npcs >= MAX_FRAMES)
+	if (!dwfl_frame_pc(state, &pc, &activation) || u->npcs >= u->limit)
 		return DWARF_CB_ABORT;
 	u->pcs[u->npcs++] = pc;
 	return DWARF_CB_OK;
@@ -254,7 +257,7 @@ const uint64_t *unwinder__stack(struct unwinder *u, uint32_t pid, uint64_t id, u
 			fprintf(stderr, "unwind: pid %u id %lu rc %d frames %u: %s\n", pid, (unsigned long)id, rc, u->npcs,
 				rc ? dwfl_errmsg(-1) : "ok");
 
-		if (rc != 0 && u->npcs < MAX_FRAMES) {
+		if (rc != 0 && u->npcs < u->limit) {
 			Dwarf_Addr last = u->npcs ? u->pcs[u->npcs - 1] - 1 : d->regs[0];
 
 			if (u->window_miss)

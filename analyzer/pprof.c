@@ -339,21 +339,13 @@ static void *room(struct pprof_builder *b, void *arr, size_t *cap, size_t n, siz
 	return grown;
 }
 
-static int build_and_write(struct pprof_state *st, const struct profile *p, const struct pprof_opts *o, FILE *out)
+/* The profile's comments: who recorded it, what it shows, how it was sampled, what was lost. */
+static void add_comments(struct pprof_builder *b, const struct profile *p, const struct pprof_opts *o)
 {
-	static const char *const types[V__COUNT] = {"alloc_objects", "alloc_space", "inuse_objects", "inuse_space"};
-	static const char *const units[V__COUNT] = {"count", "bytes", "count", "bytes"};
 	const struct replay *r = p->r;
-	struct pprof_builder *b = &st->b;
-	char buf[512];
-	size_t cap_stack = 0, cap_fids = 0, cap_lines = 0;
+	char buf[512], desc[256];
+	uint64_t lost;
 
-	pprof_builder__init(b, types, units, V__COUNT, "space", "bytes", (int64_t)r->sample_rate);
-	st->loc_ids = xcalloc(b, p->nr_locs, sizeof(uint64_t));
-
-	pprof_builder__set_default_type(b, "inuse_space");
-	pprof_builder__set_time(b, (int64_t)(r->realtime_start_ns + r->stop_time * r->tick_ns),
-				(int64_t)((r->last_time - r->first_time) * r->tick_ns));
 	snprintf(buf, sizeof(buf), "heapsnap %s on %s, kernel %s", r->tool_version, r->hostname, r->kernel);
 	pprof_builder__add_comment(b, buf);
 	snprintf(buf, sizeof(buf), "command: %s", r->cmdline && *r->cmdline ? r->cmdline : "(attached)");
@@ -376,41 +368,51 @@ static int build_and_write(struct pprof_state *st, const struct profile *p, cons
 			 p->total[V_ALLOC_OBJECTS], sqrt(p->total_var[V_ALLOC_OBJECTS]));
 		pprof_builder__add_comment(b, buf);
 	}
-	{
-		char desc[256];
-		uint64_t lost = replay__lost_events(r, desc, sizeof(desc));
-
-		if (lost) {
-			snprintf(buf, sizeof(buf), "lost: %" PRIu64 " events while recording (%s)", lost, desc);
-			pprof_builder__add_comment(b, buf);
-		}
+	lost = replay__lost_events(r, desc, sizeof(desc));
+	if (lost) {
+		snprintf(buf, sizeof(buf), "lost: %" PRIu64 " events while recording (%s)", lost, desc);
+		pprof_builder__add_comment(b, buf);
 	}
+}
+
+/* The pprof id of a location's mapping, added on its first location; 0 for none. */
+static uint64_t mapping_id(struct pprof_state *st, const struct profile *p, const struct prof_loc *l,
+			   const struct pprof_opts *o)
+{
+	struct pprof_builder *b = &st->b;
+	bool created;
+	struct hmap_slot *slot;
+
+	if (!l->map)
+		return 0;
+	slot = hmap_put(&st->map_ids, (uint64_t)(uintptr_t)l->map, 0, &created);
+	if (!slot)
+		nomem(b);
+	if (created) {
+		struct pprof_mapping pm = {.start = l->map->start, .limit = l->map->end,
+					   .offset = l->map->offset, .filename = l->map->path};
+		char hex[2 * HS_MAX_BUILD_ID + 1];
+
+		hs_hex(l->map->build_id, l->map->build_id_len, hex);
+		pm.build_id = hex;
+		if (!o->no_symbolize)
+			symbolizer__module_flags(p->sym, l->module, &pm.has_functions, &pm.has_filenames,
+						 &pm.has_line_numbers, &pm.has_inline_frames);
+		slot->val = pprof_builder__add_mapping(b, &pm);
+	}
+	return slot->val;
+}
+
+static void add_locations(struct pprof_state *st, const struct profile *p, const struct pprof_opts *o)
+{
+	struct pprof_builder *b = &st->b;
+	size_t cap_fids = 0, cap_lines = 0;
 
 	for (uint32_t i = 0; i < p->nr_locs; i++) {
 		const struct prof_loc *l = &p->locs[i];
-		uint64_t mid = 0;
+		uint64_t mid = mapping_id(st, p, l, o);
 		int n = o->no_symbolize ? 0 : (int)l->nr_lines;
 
-		if (l->map) {
-			bool created;
-			struct hmap_slot *slot = hmap_put(&st->map_ids, (uint64_t)(uintptr_t)l->map, 0, &created);
-
-			if (!slot)
-				nomem(b);
-			if (created) {
-				struct pprof_mapping pm = {.start = l->map->start, .limit = l->map->end,
-							   .offset = l->map->offset, .filename = l->map->path};
-				char hex[2 * HS_MAX_BUILD_ID + 1];
-
-				hs_hex(l->map->build_id, l->map->build_id_len, hex);
-				pm.build_id = hex;
-				if (!o->no_symbolize)
-					symbolizer__module_flags(p->sym, l->module, &pm.has_functions, &pm.has_filenames,
-								 &pm.has_line_numbers, &pm.has_inline_frames);
-				slot->val = pprof_builder__add_mapping(b, &pm);
-			}
-			mid = slot->val;
-		}
 		/* Room for the lines, or for the one name given to an address in no mapping. */
 		st->fids = room(b, st->fids, &cap_fids, (size_t)n + 1, sizeof(*st->fids));
 		st->lines = room(b, st->lines, &cap_lines, (size_t)n + 1, sizeof(*st->lines));
@@ -434,12 +436,19 @@ static int build_and_write(struct pprof_state *st, const struct profile *p, cons
 		}
 		st->loc_ids[i] = pprof_builder__add_location(b, mid, l->addr, st->fids, st->lines, n);
 	}
+}
+
+static void add_samples(struct pprof_state *st, const struct profile *p)
+{
+	struct pprof_builder *b = &st->b;
+	size_t cap_stack = 0;
+
 	for (uint32_t i = 0; i < p->nr_samples; i++) {
 		const struct prof_sample *s = &p->samples[i];
 		int64_t v[V__COUNT];
 		struct pprof_label labels[3];
 		char pid[16];
-		const char *tname = replay__thread_name(r, s->pid, s->tid);
+		const char *tname = replay__thread_name(p->r, s->pid, s->tid);
 		int nl = 0;
 		bool any = false;
 
@@ -459,6 +468,24 @@ static int build_and_write(struct pprof_state *st, const struct profile *p, cons
 			labels[nl++] = (struct pprof_label){.key = "thread", .str = tname};
 		pprof_builder__add_sample(b, st->stack, (int)s->nr_locs, v, labels, nl);
 	}
+}
+
+static int build_and_write(struct pprof_state *st, const struct profile *p, const struct pprof_opts *o, FILE *out)
+{
+	static const char *const types[V__COUNT] = {"alloc_objects", "alloc_space", "inuse_objects", "inuse_space"};
+	static const char *const units[V__COUNT] = {"count", "bytes", "count", "bytes"};
+	const struct replay *r = p->r;
+	struct pprof_builder *b = &st->b;
+
+	pprof_builder__init(b, types, units, V__COUNT, "space", "bytes", (int64_t)r->sample_rate);
+	st->loc_ids = xcalloc(b, p->nr_locs, sizeof(uint64_t));
+
+	pprof_builder__set_default_type(b, "inuse_space");
+	pprof_builder__set_time(b, (int64_t)(r->realtime_start_ns + r->stop_time * r->tick_ns),
+				(int64_t)((r->last_time - r->first_time) * r->tick_ns));
+	add_comments(b, p, o);
+	add_locations(st, p, o);
+	add_samples(st, p);
 	return pprof_builder__write(b, out);
 }
 

@@ -605,6 +605,85 @@ static uint64_t seconds_to_ticks(double seconds, uint64_t tick_ns)
 	return t >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)t;
 }
 
+/* The snapshot TARGET names: its number from 1, its label, or "last"; NULL when none. */
+static struct snapshot_info *find_snapshot(struct replay *r, const struct replay_target *target)
+{
+	if (all_digits(target->snapshot)) {
+		unsigned long n = strtoul(target->snapshot, NULL, 10);
+
+		return n >= 1 && n <= r->nr_snaps ? &r->snaps[n - 1] : NULL;
+	}
+	for (uint32_t i = 0; i < r->nr_snaps; i++)
+		if (!strcmp(r->snaps[i].label, target->snapshot))
+			return &r->snaps[i];
+	if (!strcmp(target->snapshot, "last") && r->nr_snaps)
+		return &r->snaps[r->nr_snaps - 1];
+	return NULL;
+}
+
+/* For a snapshot or the peak: a first pass finds where to stop (*STOP_INDEX or *STOP_TIME),
+ * then the state is reset, its description kept, for the pass that counts. */
+static int find_stop(struct replay *r, struct record_reader *rd, const char *path, const struct replay_target *target,
+		     uint64_t *stop_index, uint64_t *stop_time)
+{
+	char desc[sizeof(r->stop_desc)];
+	int ret = pass(r, rd, UINT64_MAX, UINT64_MAX, target->kind == STOP_PEAK);
+
+	if (ret)
+		return ret;
+	if (target->kind == STOP_PEAK) {
+		*stop_index = r->peak_event + 1;
+		snprintf(r->stop_desc, sizeof(r->stop_desc), "peak (%.0f bytes live at %.3fs)", r->peak_bytes,
+			 replay__seconds(r, r->peak_time));
+	} else {
+		struct snapshot_info *sn = find_snapshot(r, target);
+
+		if (!sn)
+			return fail(r, EXIT_NODATA, "%s: no snapshot '%s' (the file has %u; `heapsnap-analyze info` lists them)%s",
+				    path, target->snapshot, r->nr_snaps,
+				    !strcmp(target->snapshot, "peak")
+					    ? "; it was recorded without --snapshot-at-peak: --peak replays to the "
+					      "peak the analyzer finds itself"
+					    : "");
+		if (sn->record_index == UINT64_MAX)
+			*stop_time = sn->time;
+		else
+			*stop_index = sn->record_index;
+		snprintf(r->stop_desc, sizeof(r->stop_desc), "snapshot '%s' at %.3fs", sn->label,
+			 replay__seconds(r, sn->time));
+	}
+	memcpy(desc, r->stop_desc, sizeof(desc));
+	reset_state(r);
+	memcpy(r->stop_desc, desc, sizeof(desc));
+	r->file_size = record_reader__file_size(rd);
+	r->format_major = record_reader__major(rd);
+	r->format_minor = record_reader__minor(rd);
+	record_reader__rewind(rd);
+	return 0;
+}
+
+/* After the pass that counts: what it found that makes the replay fail, or EXIT_OK. */
+static int check_replayed(struct replay *r, const char *path, const struct replay_target *target, uint64_t stop_time)
+{
+	if (!r->have_session) {
+		char why[sizeof(r->error)];
+
+		snprintf(why, sizeof(why), "%s", r->error);
+		return fail(r, r->status == HS_READ_CORRUPT ? EXIT_CORRUPT : EXIT_NODATA, "no session header in %s%s%s",
+			    path, why[0] ? "; " : "", why);
+	}
+	/* Past the end only when no event came after the time: last_time is then the last
+	 * event's, not the last one replayed before the time (which is always before it). */
+	if (target->kind == STOP_TIME && !r->stopped_early && stop_time > r->last_time && r->status == HS_READ_END)
+		return fail(r, EXIT_NODATA, "%s: --at %gs is past the end of the recording (%.3fs); omit --at for the end",
+			    path, target->at_seconds, replay__seconds(r, r->last_time));
+	if (r->status == HS_READ_CORRUPT)
+		return EXIT_CORRUPT;
+	if (r->events == 0 && target->kind == STOP_END && r->nr_snaps == 0)
+		return fail(r, EXIT_NODATA, "%s: the recording holds no allocation events", path);
+	return 0;
+}
+
 int replay__run(struct replay *r, const char *path, const struct replay_target *target)
 {
 	bool events = true;
@@ -622,57 +701,9 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 	r->format_minor = record_reader__minor(rd);
 
 	if (target->kind == STOP_SNAPSHOT || target->kind == STOP_PEAK) {
-		/* First pass: find where to stop. */
-		ret = pass(r, rd, UINT64_MAX, UINT64_MAX, target->kind == STOP_PEAK);
+		ret = find_stop(r, rd, path, target, &stop_index, &stop_time);
 		if (ret)
 			goto out;
-		if (target->kind == STOP_PEAK) {
-			stop_index = r->peak_event + 1;
-			snprintf(r->stop_desc, sizeof(r->stop_desc), "peak (%.0f bytes live at %.3fs)", r->peak_bytes,
-				 replay__seconds(r, r->peak_time));
-		} else {
-			struct snapshot_info *sn = NULL;
-
-			if (all_digits(target->snapshot)) {
-				unsigned long n = strtoul(target->snapshot, NULL, 10);
-
-				if (n >= 1 && n <= r->nr_snaps)
-					sn = &r->snaps[n - 1];
-			} else {
-				for (uint32_t i = 0; i < r->nr_snaps && !sn; i++)
-					if (!strcmp(r->snaps[i].label, target->snapshot))
-						sn = &r->snaps[i];
-				if (!sn && !strcmp(target->snapshot, "last") && r->nr_snaps)
-					sn = &r->snaps[r->nr_snaps - 1];
-			}
-			if (!sn) {
-				ret = fail(r, EXIT_NODATA,
-					   "%s: no snapshot '%s' (the file has %u; `heapsnap-analyze info` lists them)%s",
-					   path, target->snapshot, r->nr_snaps,
-					   !strcmp(target->snapshot, "peak")
-						   ? "; it was recorded without --snapshot-at-peak: --peak replays to the "
-						     "peak the analyzer finds itself"
-						   : "");
-				goto out;
-			}
-			if (sn->record_index == UINT64_MAX)
-				stop_time = sn->time;
-			else
-				stop_index = sn->record_index;
-			snprintf(r->stop_desc, sizeof(r->stop_desc), "snapshot '%s' at %.3fs", sn->label,
-				 replay__seconds(r, sn->time));
-		}
-		{
-			char desc[sizeof(r->stop_desc)];
-
-			memcpy(desc, r->stop_desc, sizeof(desc));
-			reset_state(r);
-			memcpy(r->stop_desc, desc, sizeof(desc));
-		}
-		r->file_size = record_reader__file_size(rd);
-		r->format_major = record_reader__major(rd);
-	r->format_minor = record_reader__minor(rd);
-		record_reader__rewind(rd);
 	} else if (target->kind == STOP_TIME) {
 		stop_time = seconds_to_ticks(target->at_seconds, 1000); /* refined below once tick_ns is known */
 		snprintf(r->stop_desc, sizeof(r->stop_desc), "%.3fs", target->at_seconds);
@@ -690,27 +721,8 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 		record_reader__rewind(rd);
 	}
 	ret = pass(r, rd, stop_index, stop_time, events);
-	if (ret)
-		goto out;
-	if (!r->have_session) {
-		char why[sizeof(r->error)];
-
-		snprintf(why, sizeof(why), "%s", r->error);
-		ret = fail(r, r->status == HS_READ_CORRUPT ? EXIT_CORRUPT : EXIT_NODATA, "no session header in %s%s%s",
-			   path, why[0] ? "; " : "", why);
-		goto out;
-	}
-	/* Past the end only when no event came after the time: last_time is then the last
-	 * event's, not the last one replayed before the time (which is always before it). */
-	if (target->kind == STOP_TIME && !r->stopped_early && stop_time > r->last_time && r->status == HS_READ_END) {
-		ret = fail(r, EXIT_NODATA, "%s: --at %gs is past the end of the recording (%.3fs); omit --at for the end",
-			   path, target->at_seconds, replay__seconds(r, r->last_time));
-		goto out;
-	}
-	if (r->status == HS_READ_CORRUPT)
-		ret = EXIT_CORRUPT;
-	else if (r->events == 0 && target->kind == STOP_END && r->nr_snaps == 0)
-		ret = fail(r, EXIT_NODATA, "%s: the recording holds no allocation events", path);
+	if (!ret)
+		ret = check_replayed(r, path, target, stop_time);
 out:
 	record_reader__free(rd);
 	return ret;

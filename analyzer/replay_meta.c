@@ -132,130 +132,173 @@ static void add_probe(struct replay *r, const struct hs_probe *p)
 	r->nr_probes++;
 }
 
+static void apply_session(struct replay *r, const struct hs_record *rec)
+{
+	if (r->have_session)
+		return;
+	r->have_session = true;
+	r->tool_version = replay_strdup(r, rec->session.tool_version);
+	r->hostname = replay_strdup(r, rec->session.hostname);
+	r->kernel = replay_strdup(r, rec->session.kernel);
+	r->cmdline = replay_strdup(r, rec->session.cmdline);
+	r->via = replay_strdup(r, rec->session.via);
+	r->tick_ns = rec->session.tick_ns;
+	r->realtime_start_ns = rec->session.realtime_start_ns;
+	r->sample_rate = rec->session.sample_rate;
+	r->max_stack = rec->session.max_stack;
+	r->stack_mode = rec->session.stack_mode;
+	for (uint32_t i = 0; i < rec->session.nr_probes; i++)
+		add_probe(r, &rec->session.probes[i]);
+}
+
+static void apply_process(struct replay *r, const struct hs_record *rec)
+{
+	struct process *p = replay_get_process(r, rec->pid);
+
+	free(p->comm);
+	free(p->cmdline);
+	free(p->exe);
+	p->comm = replay_strdup(r, rec->process.comm);
+	p->cmdline = replay_strdup(r, rec->process.cmdline);
+	p->exe = replay_strdup(r, rec->process.exe);
+	if (r->filter && r->filter->comm)
+		p->selected = replay_pid_listed(r, rec->pid) || !strcmp(p->comm, r->filter->comm);
+	if (rec->process.origin != HS_PROC_EXEC) {
+		p->ppid = rec->process.ppid;
+		p->t_start = rec->time;
+	}
+	p->origin = rec->process.origin;
+	copy_build_id(p->build_id, &p->build_id_len, rec->process.build_id);
+}
+
+static void apply_mapping(struct replay *r, const struct hs_record *rec)
+{
+	struct mapping *m;
+	struct hmap_slot *open;
+
+	if (r->nr_maps == UINT32_MAX)
+		return;
+	/* The mappings still open at each (pid, start), newest first, chained: an UNMAP
+	 * closes the newest without a scan. */
+	open = hmap_put(&r->open_maps, rec->pid, rec->mapping.start, NULL);
+	if (!open)
+		replay_nomem(r);
+	r->maps = replay_grow(r, r->maps, r->nr_maps, sizeof(*r->maps));
+	m = &r->maps[r->nr_maps++];
+	*m = (struct mapping){.pid = rec->pid, .start = rec->mapping.start, .end = rec->mapping.end,
+			      .offset = rec->mapping.offset, .inode = rec->mapping.inode, .t_map = rec->time,
+			      .t_unmap = UINT64_MAX, .path = replay_strdup(r, rec->mapping.path),
+			      .prev_open = (uint32_t)open->val};
+	open->val = r->nr_maps;
+	copy_build_id(m->build_id, &m->build_id_len, rec->mapping.build_id);
+}
+
+static void apply_unmap(struct replay *r, const struct hs_record *rec)
+{
+	struct hmap_slot *open = hmap_find(&r->open_maps, rec->pid, rec->unmap.start);
+
+	if (!open || !open->val || r->maps_sorted)
+		return;
+	r->maps[open->val - 1].t_unmap = rec->time;
+	open->val = r->maps[open->val - 1].prev_open;
+}
+
+static void apply_stack(struct replay *r, const struct hs_record *rec)
+{
+	bool created;
+	struct hmap_slot *s = hmap_put(&r->stack_idx, rec->stack.id, 0, &created);
+	uint64_t *v;
+
+	if (!s || !created)
+		return;
+	v = replay_realloc(r, NULL, sizeof(uint64_t) * (rec->stack.nr + 1));
+	v[0] = rec->stack.nr;
+	memcpy(v + 1, rec->stack.ips, sizeof(uint64_t) * rec->stack.nr);
+	r->stacks = replay_grow(r, r->stacks, r->nr_stack_slots, sizeof(*r->stacks));
+	r->dwarf = replay_grow(r, r->dwarf, r->nr_stack_slots, sizeof(*r->dwarf));
+	memset(&r->dwarf[r->nr_stack_slots], 0, sizeof(*r->dwarf));
+	r->stacks[r->nr_stack_slots++] = v;
+	s->val = r->nr_stack_slots;
+}
+
+static void apply_stack_dwarf(struct replay *r, const struct hs_record *rec)
+{
+	bool created;
+	struct hmap_slot *s = hmap_put(&r->stack_idx, rec->dwarf.id, 0, &created);
+	struct dwarf_stack *d;
+
+	if (!s || !created)
+		return;
+	r->stacks = replay_grow(r, r->stacks, r->nr_stack_slots, sizeof(*r->stacks));
+	r->dwarf = replay_grow(r, r->dwarf, r->nr_stack_slots, sizeof(*r->dwarf));
+	r->stacks[r->nr_stack_slots] = NULL;
+	d = &r->dwarf[r->nr_stack_slots++];
+	memset(d, 0, sizeof(*d));
+	for (uint32_t i = 0; i < rec->dwarf.nregs && i < 8; i++)
+		d->regs[i] = rec->dwarf.regs[i];
+	d->used = rec->dwarf.used;
+	d->len = rec->dwarf.window.len;
+	d->data = replay_realloc(r, NULL, d->len);
+	memcpy(d->data, rec->dwarf.window.p, d->len);
+	s->val = r->nr_stack_slots;
+	r->dwarf_stacks++;
+}
+
+static void apply_thread_name(struct replay *r, const struct hs_record *rec)
+{
+	bool created;
+	struct hmap_slot *s = hmap_put(&r->threads, rec->pid, rec->tid, &created);
+
+	/* The latest name wins: threads are usually named just after they start. */
+	if (s) {
+		if (!created)
+			free((char *)(uintptr_t)s->val);
+		s->val = (uint64_t)(uintptr_t)replay_strdup(r, rec->thread_name.comm);
+	}
+}
+
+static void apply_rss(struct replay *r, const struct hs_record *rec)
+{
+	struct process *p = replay_get_process(r, rec->pid);
+
+	if (rec->rss.rss_bytes > p->rss_max)
+		p->rss_max = rec->rss.rss_bytes;
+	if (p->selected) {
+		r->rss_sum += rec->rss.rss_bytes - p->rss_last;
+		p->rss_last = rec->rss.rss_bytes;
+		if (r->tl_on)
+			replay_timeline_note(r, rec->time);
+	}
+}
+
 /* Metadata is applied wherever it sits; events only up to the stop point. */
 void replay_meta__apply(struct replay *r, const struct hs_record *rec, bool before_stop)
 {
 	switch (rec->type) {
 	case HS_REC_SESSION:
-		if (r->have_session)
-			break;
-		r->have_session = true;
-		r->tool_version = replay_strdup(r, rec->session.tool_version);
-		r->hostname = replay_strdup(r, rec->session.hostname);
-		r->kernel = replay_strdup(r, rec->session.kernel);
-		r->cmdline = replay_strdup(r, rec->session.cmdline);
-		r->via = replay_strdup(r, rec->session.via);
-		r->tick_ns = rec->session.tick_ns;
-		r->realtime_start_ns = rec->session.realtime_start_ns;
-		r->sample_rate = rec->session.sample_rate;
-		r->max_stack = rec->session.max_stack;
-		r->stack_mode = rec->session.stack_mode;
-		for (uint32_t i = 0; i < rec->session.nr_probes; i++)
-			add_probe(r, &rec->session.probes[i]);
+		apply_session(r, rec);
 		break;
 	case HS_REC_PROBE:
 		add_probe(r, &rec->probe);
 		break;
-	case HS_REC_PROCESS: {
-		struct process *p = replay_get_process(r, rec->pid);
-
-		free(p->comm);
-		free(p->cmdline);
-		free(p->exe);
-		p->comm = replay_strdup(r, rec->process.comm);
-		p->cmdline = replay_strdup(r, rec->process.cmdline);
-		p->exe = replay_strdup(r, rec->process.exe);
-		if (r->filter && r->filter->comm)
-			p->selected = replay_pid_listed(r, rec->pid) || !strcmp(p->comm, r->filter->comm);
-		if (rec->process.origin != HS_PROC_EXEC) {
-			p->ppid = rec->process.ppid;
-			p->t_start = rec->time;
-		}
-		p->origin = rec->process.origin;
-		copy_build_id(p->build_id, &p->build_id_len, rec->process.build_id);
+	case HS_REC_PROCESS:
+		apply_process(r, rec);
 		break;
-	}
-	case HS_REC_MAPPING: {
-		struct mapping *m;
-		struct hmap_slot *open;
-
-		if (r->nr_maps == UINT32_MAX)
-			break;
-		/* The mappings still open at each (pid, start), newest first, chained: an UNMAP
-		 * closes the newest without a scan. */
-		open = hmap_put(&r->open_maps, rec->pid, rec->mapping.start, NULL);
-		if (!open)
-			replay_nomem(r);
-		r->maps = replay_grow(r, r->maps, r->nr_maps, sizeof(*r->maps));
-		m = &r->maps[r->nr_maps++];
-		*m = (struct mapping){.pid = rec->pid, .start = rec->mapping.start, .end = rec->mapping.end,
-				      .offset = rec->mapping.offset, .inode = rec->mapping.inode, .t_map = rec->time,
-				      .t_unmap = UINT64_MAX, .path = replay_strdup(r, rec->mapping.path),
-				      .prev_open = (uint32_t)open->val};
-		open->val = r->nr_maps;
-		copy_build_id(m->build_id, &m->build_id_len, rec->mapping.build_id);
+	case HS_REC_MAPPING:
+		apply_mapping(r, rec);
 		break;
-	}
-	case HS_REC_UNMAP: {
-		struct hmap_slot *open = hmap_find(&r->open_maps, rec->pid, rec->unmap.start);
-
-		if (!open || !open->val || r->maps_sorted)
-			break;
-		r->maps[open->val - 1].t_unmap = rec->time;
-		open->val = r->maps[open->val - 1].prev_open;
+	case HS_REC_UNMAP:
+		apply_unmap(r, rec);
 		break;
-	}
-	case HS_REC_STACK: {
-		bool created;
-		struct hmap_slot *s = hmap_put(&r->stack_idx, rec->stack.id, 0, &created);
-		uint64_t *v;
-
-		if (!s || !created)
-			break;
-		v = replay_realloc(r, NULL, sizeof(uint64_t) * (rec->stack.nr + 1));
-		v[0] = rec->stack.nr;
-		memcpy(v + 1, rec->stack.ips, sizeof(uint64_t) * rec->stack.nr);
-		r->stacks = replay_grow(r, r->stacks, r->nr_stack_slots, sizeof(*r->stacks));
-		r->dwarf = replay_grow(r, r->dwarf, r->nr_stack_slots, sizeof(*r->dwarf));
-		memset(&r->dwarf[r->nr_stack_slots], 0, sizeof(*r->dwarf));
-		r->stacks[r->nr_stack_slots++] = v;
-		s->val = r->nr_stack_slots;
+	case HS_REC_STACK:
+		apply_stack(r, rec);
 		break;
-	}
-	case HS_REC_STACK_DWARF: {
-		bool created;
-		struct hmap_slot *s = hmap_put(&r->stack_idx, rec->dwarf.id, 0, &created);
-		struct dwarf_stack *d;
-
-		if (!s || !created)
-			break;
-		r->stacks = replay_grow(r, r->stacks, r->nr_stack_slots, sizeof(*r->stacks));
-		r->dwarf = replay_grow(r, r->dwarf, r->nr_stack_slots, sizeof(*r->dwarf));
-		r->stacks[r->nr_stack_slots] = NULL;
-		d = &r->dwarf[r->nr_stack_slots++];
-		memset(d, 0, sizeof(*d));
-		for (uint32_t i = 0; i < rec->dwarf.nregs && i < 8; i++)
-			d->regs[i] = rec->dwarf.regs[i];
-		d->used = rec->dwarf.used;
-		d->len = rec->dwarf.window.len;
-		d->data = replay_realloc(r, NULL, d->len);
-		memcpy(d->data, rec->dwarf.window.p, d->len);
-		s->val = r->nr_stack_slots;
-		r->dwarf_stacks++;
+	case HS_REC_STACK_DWARF:
+		apply_stack_dwarf(r, rec);
 		break;
-	}
-	case HS_REC_THREAD_NAME: {
-		bool created;
-		struct hmap_slot *s = hmap_put(&r->threads, rec->pid, rec->tid, &created);
-
-		/* The latest name wins: threads are usually named just after they start. */
-		if (s) {
-			if (!created)
-				free((char *)(uintptr_t)s->val);
-			s->val = (uint64_t)(uintptr_t)replay_strdup(r, rec->thread_name.comm);
-		}
+	case HS_REC_THREAD_NAME:
+		apply_thread_name(r, rec);
 		break;
-	}
 	case HS_REC_SNAPSHOT:
 		r->snaps = replay_grow(r, r->snaps, r->nr_snaps, sizeof(*r->snaps));
 		r->snaps[r->nr_snaps++] = (struct snapshot_info){
@@ -273,18 +316,8 @@ void replay_meta__apply(struct replay *r, const struct hs_record *rec, bool befo
 		}
 		break;
 	case HS_REC_RSS:
-		if (before_stop) {
-			struct process *p = replay_get_process(r, rec->pid);
-
-			if (rec->rss.rss_bytes > p->rss_max)
-				p->rss_max = rec->rss.rss_bytes;
-			if (p->selected) {
-				r->rss_sum += rec->rss.rss_bytes - p->rss_last;
-				p->rss_last = rec->rss.rss_bytes;
-				if (r->tl_on)
-					replay_timeline_note(r, rec->time);
-			}
-		}
+		if (before_stop)
+			apply_rss(r, rec);
 		break;
 	case HS_REC_COUNTERS:
 	case HS_REC_END:

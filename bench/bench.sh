@@ -55,6 +55,8 @@ fi
 
 # BENCH=servers: real programs attached by injection (bench/attach_servers.sh) alone.
 [ "${BENCH:-}" = servers ] && exec bench/attach_servers.sh
+# BENCH=python: the Python table (bench/python.sh) alone.
+[ "${BENCH:-}" = python ] && exec bench/python.sh
 
 [ "$(id -u)" = 0 ] || { echo "bench: needs root for BPF" >&2; exit 1; }
 
@@ -352,6 +354,7 @@ echo "  $cpu_long s for $long_events events (at $(awk -v n="$long_events" -v s="
 echo "  $ns ns per event, $pct% of one core at 1M events/s"
 json+=",\"recorder_ns_per_event\":$ns,\"recorder_core_pct_at_1M_events_per_s\":$pct"
 
+bench/python.sh | tee "$TMP/python.txt"
 analyzer_bench
 json+="}"
 echo "$json" >"$RES/latest.json"
@@ -361,6 +364,7 @@ echo "$json" >"$RES/latest.json"
 	echo
 	echo "$sq_table"
 	printf '%s' "$at_tables"
+	cat "$TMP/python.txt"
 } >"$RES/latest.txt"
 echo
 echo "Wrote $RES/latest.txt and $RES/latest.json ($SECONDS s)"

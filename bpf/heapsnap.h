@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* The BPF unit's shared header: what bpf/heapsnap.bpf.c and its loader
- * (recorder/bpf/bpf_probes.c) both read, beside the events every way in shares
+ * (recorder/bpf/bpf_way.c, bpf_probes.c, bpf_unwind_tables.c) read, beside the events every way in shares
  * (common/event_abi.h) and the unwind rows (common/unw_rows.h). Fixed-width fields only. */
 #ifndef HEAPSNAP_BPF_SHARED_H
 #define HEAPSNAP_BPF_SHARED_H

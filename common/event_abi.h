@@ -23,6 +23,7 @@ enum hs_ev_type {
 	HS_EV_MMAP = 7,
 	HS_EV_COMM = 8,
 	HS_EV_DWARF = 9,
+	HS_EV_PYCODE = 10,
 };
 
 /* The attach cookie of every allocator probe: what the function is, and how to treat it. */
@@ -68,6 +69,15 @@ enum hs_counter_id {
 	HS_CNT_UNW_FP_LOST,      /* a CFA based on rbp where the callee's table lost track of rbp */
 	HS_CNT_UNW_DWARF_COPY,   /* BPF: the process's modules not known yet, the stack copied instead */
 	HS_CNT_UNW_FP_INSTEAD,   /* BPF: the same, but the ring too full for a copy: frame pointers */
+	/* Python (libheapsnap.so; the BPF way reads no Python frames). */
+	HS_CNT_PY_CODES,         /* code objects named (one PY_CODE each) */
+	HS_CNT_PY_WALK_STOPPED,  /* a Python frame walk stopped at memory it could not vouch for */
+	HS_CNT_PY_UNMATCHED,     /* eval-loop frames of a stack with no Python frame left for them (kept) */
+	HS_CNT_PY_NOT_WALKED,    /* stacks in the eval loop whose thread has no state, or a subinterpreter's */
+	HS_CNT_PY_TABLE_DROPPED, /* code objects whose line table was too large to send (no lines) */
+	HS_CNT_PY_PYMEM,         /* processes whose object and mem allocator domains were wrapped */
+	HS_CNT_PY_MAPS_READ,     /* reads of /proc/self/maps for the walk's readable ranges */
+	HS_CNT_PY_UNSUPPORTED,   /* interpreters not read: another version, free-threaded, a subinterpreter */
 	HS_CNT__MAX,
 };
 
@@ -141,6 +151,21 @@ struct hs_dwarf_event {
 struct hs_comm_event {
 	struct hs_event_hdr h;
 	char comm[16];
+};
+
+/* A Python code object, once per process and object (libheapsnap.so), before or after the
+ * stacks that name it: DATA holds the qualified name, the file name and the line table, in
+ * that order, name_len + file_len + table_len bytes (no terminators). */
+#define HS_PYCODE_MAX_NAME 512
+#define HS_PYCODE_MAX_FILE 1024
+#define HS_PYCODE_MAX_TABLE 16384
+struct hs_pycode_event {
+	struct hs_event_hdr h;
+	__u64 id;          /* HS_PYFRAME's code id, 1 to 2^28 - 1 */
+	__u32 first_line;
+	__u32 py_version;  /* major << 8 | minor */
+	__u32 name_len, file_len, table_len, pad;
+	__u8 data[HS_PYCODE_MAX_NAME + HS_PYCODE_MAX_FILE + HS_PYCODE_MAX_TABLE];
 };
 
 /* A Python frame in a stack: libheapsnap.so writes these where the interpreter's eval loop

@@ -1,7 +1,15 @@
 // SPDX-License-Identifier: MIT
 /* Starting the command: its path, a fork held on a pipe until the probes (or the
  * preloaded library's memory) are ready, and the forks that tell what it will load. */
-#include "session.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "launch.h"
+#include "signals.h"
 
 /* fork() with a close-on-exec pipe between parent and child. Returns the pid (0 in the
  * child), or -errno with nothing left open. */
@@ -44,9 +52,9 @@ char *resolve_command(const char *cmd)
 	return NULL;
 }
 
-/* Forks the command, held until the probes are in place; PRE: with the environment that
- * preloads LIB into it instead. */
-pid_t start_held_child(char **argv, const char *exe, int *go_fd, const struct preload *pre, const char *lib)
+/* Forks the command, held until the probes are in place; ENV: with the environment the way
+ * in needs (the one that preloads its library). */
+pid_t start_held_child(char **argv, const char *exe, int *go_fd, int (*env)(const void *ctx), const void *ctx)
 {
 	int pfd[2];
 	pid_t pid;
@@ -61,7 +69,7 @@ pid_t start_held_child(char **argv, const char *exe, int *go_fd, const struct pr
 		/* Held until the probes are attached; EOF means the recorder gave up. */
 		if (read(pfd[0], &c, 1) != 1)
 			_exit(127);
-		if (pre && preload__setenv(pre, lib)) {
+		if (env && env(ctx)) {
 			fprintf(stderr, "heapsnap-record: cannot set the environment for %s: %s\n", exe, strerror(errno));
 			_exit(127);
 		}

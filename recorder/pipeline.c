@@ -1,7 +1,21 @@
 // SPDX-License-Identifier: MIT
 /* Events into records: stack interning, the live set that names blocks by slot, the
  * handling of each event type, counters, snapshots and RSS. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nspid.h"
+#include "pipeline.h"
+#include "processes.h"
+#include "procfs.h"
+#include "sampling.h"
 #include "session.h"
+#include "py_code.h"
+#include "way.h"
 
 /* ---- events ---- */
 
@@ -15,7 +29,7 @@ static uint64_t stack_id(struct session *s, uint64_t hash)
 		return s->last_id;
 	slot = hmap_put(&s->stacks, hash, 0, &created);
 	if (!slot) {
-		s->err = -ENOMEM;
+		s->out.err = -ENOMEM;
 		return 0;
 	}
 	if (created)
@@ -48,7 +62,7 @@ static uint32_t pool_get(struct session *s)
 		s->cap_pool = s->cap_pool ? s->cap_pool * 2 : 4096;
 		np = realloc(s->pool, sizeof(*np) * s->cap_pool);
 		if (!np) {
-			s->err = -ENOMEM;
+			s->out.err = -ENOMEM;
 			return 0;
 		}
 		s->pool = np;
@@ -91,7 +105,7 @@ static bool ulive_alloc(struct session *s, struct hs_record *r, uint32_t tid)
 	}
 	slot = ptrmap_put(&s->ulive, r->pid, r->alloc.ptr, &created);
 	if (!slot) {
-		s->err = -ENOMEM;
+		s->out.err = -ENOMEM;
 		return false;
 	}
 	if (!created) {
@@ -106,7 +120,7 @@ static bool ulive_alloc(struct session *s, struct hs_record *r, uint32_t tid)
 			       HS_WEIGHT_ONE;
 	} else if (i == UINT32_MAX) {
 		i = pool_get(s);
-		if (s->err) {
+		if (s->out.err) {
 			ptrmap_remove(&s->ulive, slot);
 			return false;
 		}
@@ -142,7 +156,7 @@ static int64_t ulive_free(struct session *s, uint32_t pid, uint32_t tid, uint64_
 	/* Held back until the realloc returns: if it fails, the block comes back in this slot. */
 	pend = hmap_put(&s->pending, pid, tid, &created);
 	if (!pend) {
-		s->err = -ENOMEM;
+		s->out.err = -ENOMEM;
 		return -1;
 	}
 	if (!created)
@@ -192,12 +206,12 @@ static void on_dwarf_event(struct session *s, const struct hs_dwarf_event *e, si
 	h ^= e->len;
 	content = hmap_put(&s->dwarf_windows, h, e->len, &created);
 	if (!content) {
-		s->err = -ENOMEM;
+		s->out.err = -ENOMEM;
 		return;
 	}
 	slot = hmap_put(&s->stacks, e->key, 0, NULL);
 	if (!slot) {
-		s->err = -ENOMEM;
+		s->out.err = -ENOMEM;
 		return;
 	}
 	if (!created) {
@@ -212,7 +226,7 @@ static void on_dwarf_event(struct session *s, const struct hs_dwarf_event *e, si
 	r.dwarf.regs = (const uint64_t *)e->regs;
 	r.dwarf.used = e->used;
 	r.dwarf.window = (struct hs_bytes){e->data, e->len};
-	write_rec(s, &r);
+	write_rec(&s->out, &r);
 	s->stacks_written++;
 }
 
@@ -226,6 +240,7 @@ static const size_t min_len[] = {
 	[HS_EV_MMAP] = sizeof(struct hs_mmap_event),
 	[HS_EV_COMM] = sizeof(struct hs_comm_event),
 	[HS_EV_DWARF] = offsetof(struct hs_dwarf_event, data),
+	[HS_EV_PYCODE] = offsetof(struct hs_pycode_event, data),
 };
 
 /* A target in another PID namespace (injected): its events' pids and tids made the host's,
@@ -248,10 +263,91 @@ static void nspid_event(struct session *s, struct hs_event_hdr *h, size_t len)
 	}
 }
 
+static void on_alloc_event(struct session *s, const struct hs_alloc_event *e, uint64_t t)
+{
+	const struct hs_event_hdr *h = &e->h;
+	uint64_t w = sampling_weight(s->o->sample_rate, e->size);
+	struct hs_record r; /* not zeroed: the event fills what the writer reads */
+
+	/* Threads are named by HS_EV_COMM from BPF: no /proc read on this path. */
+	if (s->o->all && h->pid != s->last_pid) {
+		if (!proc_find(s, (pid_t)h->pid))
+			track_process(s, (pid_t)h->pid, HS_PROC_ATTACHED, 0, NULL);
+		s->last_pid = h->pid;
+	}
+	r.type = s->o->sample_rate ? HS_REC_ALLOC_SAMPLED : HS_REC_ALLOC;
+	r.time = t;
+	r.pid = h->pid;
+	r.tid = h->tid;
+	r.alloc.ptr = e->ptr;
+	r.alloc.size = e->size;
+	r.alloc.stack_id = (h->kind & HS_KIND_FLAG_RESTORED) && !s->o->sample_rate ? 0 : stack_id(s, e->stack);
+	r.alloc.kind = h->kind;
+	r.alloc.weight = w;
+	if (!ulive_alloc(s, &r, h->tid))
+		return;
+	write_rec(&s->out, &r);
+	s->n_alloc++;
+	s->bytes_alloc += (double)r.alloc.size * (double)w / HS_WEIGHT_ONE;
+	s->live_est += (double)r.alloc.size * (double)w / HS_WEIGHT_ONE;
+	update_peak(s, t);
+}
+
+static void on_free_event(struct session *s, const struct hs_free_event *e, uint64_t t)
+{
+	const struct hs_event_hdr *h = &e->h;
+	struct hs_record r; /* not zeroed: the event fills what the writer reads */
+	int64_t size;
+
+	size = ulive_free(s, h->pid, h->tid, e->ptr, h->kind & HS_FREE_FLAG_REALLOC, &r.free.slot);
+	if (size < 0)
+		return; /* allocated before recording began: counted, not written */
+	if (s->o->sample_rate)
+		size = (int64_t)e->size;
+	r.type = HS_REC_FREE;
+	r.time = t;
+	r.pid = h->pid;
+	r.tid = h->tid;
+	r.free.ptr = e->ptr;
+	write_rec(&s->out, &r);
+	s->n_free++;
+	s->live_est -= (double)size * (double)sampling_weight(s->o->sample_rate, (uint64_t)size) / HS_WEIGHT_ONE;
+}
+
+static void on_stack_event(struct session *s, const struct hs_stack_event *e, size_t len)
+{
+	uint64_t id = stack_id(s, e->hash);
+	struct hmap_slot *slot = hmap_find(&s->stacks, e->hash, 0);
+	struct hs_record r = {.type = HS_REC_STACK};
+	uint32_t nr = e->h.nr;
+
+	if (!slot || (slot->val & 1))
+		return; /* already in the file: the kernel forgot it and sent it again */
+	if (len < offsetof(struct hs_stack_event, ips) + nr * sizeof(uint64_t) || nr > HS_MAX_STACK)
+		return;
+	slot->val |= 1;
+	r.stack.id = id;
+	r.stack.nr = nr;
+	r.stack.ips = (const uint64_t *)e->ips;
+	write_rec(&s->out, &r);
+	s->stacks_written++;
+}
+
+static void on_comm_event(struct session *s, const struct hs_comm_event *e)
+{
+	struct hs_record r = {.type = HS_REC_THREAD_NAME, .pid = e->h.pid, .tid = e->h.tid};
+	char comm[17];
+
+	memcpy(comm, e->comm, 16);
+	comm[16] = 0;
+	thread_named(s, (pid_t)e->h.pid, (pid_t)e->h.tid);
+	r.thread_name.comm = comm;
+	write_rec(&s->out, &r);
+}
+
 int handle_event(struct session *s, const void *data, size_t len)
 {
 	const struct hs_event_hdr *h = data;
-	struct hs_record r; /* not zeroed: events fill what the writer reads, the rest memset it */
 	uint64_t t;
 
 	/* Each event at least as long as its type says: an in-process producer's memory is the
@@ -260,93 +356,26 @@ int handle_event(struct session *s, const void *data, size_t len)
 		return 0;
 	if (s->nsx)
 		nspid_event(s, (struct hs_event_hdr *)data, len);
-	t = ticks(s, h->ts);
+	t = ticks(&s->out, h->ts);
 	switch (h->type) {
-	case HS_EV_ALLOC: {
-		const struct hs_alloc_event *e = data;
-		uint64_t w = sampling_weight(s->o->sample_rate, e->size);
-
-		/* Threads are named by HS_EV_COMM from BPF: no /proc read on this path. */
-		if (s->o->all && h->pid != s->last_pid) {
-			if (!proc_find(s, (pid_t)h->pid))
-				track_process(s, (pid_t)h->pid, HS_PROC_ATTACHED, 0, NULL);
-			s->last_pid = h->pid;
-		}
-		r.type = s->o->sample_rate ? HS_REC_ALLOC_SAMPLED : HS_REC_ALLOC;
-		r.time = t;
-		r.pid = h->pid;
-		r.tid = h->tid;
-		r.alloc.ptr = e->ptr;
-		r.alloc.size = e->size;
-		r.alloc.stack_id = (h->kind & HS_KIND_FLAG_RESTORED) && !s->o->sample_rate ? 0 : stack_id(s, e->stack);
-		r.alloc.kind = h->kind;
-		r.alloc.weight = w;
-		if (!ulive_alloc(s, &r, h->tid))
-			break;
-		write_rec(s, &r);
-		s->n_alloc++;
-		s->bytes_alloc += (double)r.alloc.size * (double)w / HS_WEIGHT_ONE;
-		s->live_est += (double)r.alloc.size * (double)w / HS_WEIGHT_ONE;
-		update_peak(s, t);
+	case HS_EV_ALLOC:
+		on_alloc_event(s, data, t);
 		break;
-	}
-	case HS_EV_FREE: {
-		const struct hs_free_event *e = data;
-		int64_t size = (int64_t)e->size;
-
-		size = ulive_free(s, h->pid, h->tid, e->ptr, h->kind & HS_FREE_FLAG_REALLOC, &r.free.slot);
-		if (size < 0)
-			break; /* allocated before recording began: counted, not written */
-		if (s->o->sample_rate)
-			size = (int64_t)e->size;
-		r.type = HS_REC_FREE;
-		r.time = t;
-		r.pid = h->pid;
-		r.tid = h->tid;
-		r.free.ptr = e->ptr;
-		write_rec(s, &r);
-		s->n_free++;
-		s->live_est -= (double)size * (double)sampling_weight(s->o->sample_rate, (uint64_t)size) / HS_WEIGHT_ONE;
+	case HS_EV_FREE:
+		on_free_event(s, data, t);
 		break;
-	}
-	case HS_EV_STACK: {
-		const struct hs_stack_event *e = data;
-		uint64_t id = stack_id(s, e->hash);
-		struct hmap_slot *slot = hmap_find(&s->stacks, e->hash, 0);
-		uint32_t nr = h->nr;
-
-		if (!slot || (slot->val & 1))
-			break; /* already in the file: the kernel forgot it and sent it again */
-		if (len < offsetof(struct hs_stack_event, ips) + nr * sizeof(uint64_t) || nr > HS_MAX_STACK)
-			break;
-		slot->val |= 1;
-		memset(&r, 0, sizeof(r));
-		r.type = HS_REC_STACK;
-		r.stack.id = id;
-		r.stack.nr = nr;
-		r.stack.ips = (const uint64_t *)e->ips;
-		write_rec(s, &r);
-		s->stacks_written++;
+	case HS_EV_STACK:
+		on_stack_event(s, data, len);
 		break;
-	}
 	case HS_EV_DWARF:
 		on_dwarf_event(s, data, len);
 		break;
-	case HS_EV_COMM: {
-		const struct hs_comm_event *e = data;
-		char comm[17];
-
-		memcpy(comm, e->comm, 16);
-		comm[16] = 0;
-		hmap_put(&s->tids, h->pid, h->tid, NULL);
-		memset(&r, 0, sizeof(r));
-		r.type = HS_REC_THREAD_NAME;
-		r.pid = h->pid;
-		r.tid = h->tid;
-		r.thread_name.comm = comm;
-		write_rec(s, &r);
+	case HS_EV_PYCODE:
+		on_pycode_event(s, data, len, t);
 		break;
-	}
+	case HS_EV_COMM:
+		on_comm_event(s, data);
+		break;
 	case HS_EV_MMAP:
 		on_mmap_event(s, data, t);
 		break;
@@ -356,76 +385,49 @@ int handle_event(struct session *s, const void *data, size_t len)
 		on_proc_event(s, data, t);
 		break;
 	}
-	return s->err ? -1 : 0;
+	return s->out.err ? -1 : 0;
 }
 
 /* ---- counters, snapshots, RSS ---- */
 
 void read_counters(struct session *s)
 {
-	int ncpu = libbpf_num_possible_cpus(), fd;
-	uint64_t *vals;
-
-	if (s->pre) {
-		preload__counters(s->pre, s->cnt);
-		s->cnt[HS_CNT_UNKNOWN_FREE] += s->user_unknown_frees;
-		return;
-	}
-	fd = bpf_map__fd(s->skel->maps.counters);
-	if (ncpu <= 0)
-		return;
-	vals = calloc((size_t)ncpu, sizeof(*vals));
-	if (!vals)
-		return;
-	for (uint32_t k = 0; k < HS_CNT__MAX; k++) {
-		uint64_t sum = 0;
-
-		if (bpf_map_lookup_elem(fd, &k, vals))
-			continue;
-		for (int c = 0; c < ncpu; c++)
-			sum += vals[c];
-		s->cnt[k] = sum;
-	}
+	if (s->way->read_counters)
+		s->way->read_counters(s);
 	s->cnt[HS_CNT_UNKNOWN_FREE] += s->user_unknown_frees;
-	free(vals);
 }
 
 /* The counters beside the BPF/shared ones: their number, so that the array is sized by it. */
 #define EXTRA_COUNTERS 9
 
-static void add_counter(struct hs_counter *items, uint32_t *n, const char *name, uint64_t v)
+void counter_set__add(struct counter_set *c, const char *name, uint64_t v)
 {
-	/* A counter added here without raising EXTRA_COUNTERS would overflow: refused loudly. */
-	if (*n >= HS_CNT__MAX + EXTRA_COUNTERS) {
+	/* A counter added without raising EXTRA_COUNTERS would overflow: refused loudly. */
+	if (c->n >= c->cap) {
 		fprintf(stderr, "heapsnap-record: internal error: counter %s past EXTRA_COUNTERS, not written\n", name);
 		return;
 	}
-	items[(*n)++] = (struct hs_counter){name, v};
+	c->items[c->n++] = (struct hs_counter){name, v};
 }
 
 void write_counters(struct session *s, uint32_t type)
 {
 	struct hs_counter items[HS_CNT__MAX + EXTRA_COUNTERS];
-	struct hs_record r = {.type = type, .time = ticks(s, mono_ns())};
-	uint32_t n = 0;
+	struct counter_set c = {items, 0, HS_CNT__MAX + EXTRA_COUNTERS};
+	struct hs_record r = {.type = type, .time = ticks(&s->out, mono_ns())};
 
 	for (int k = 0; k < HS_CNT__MAX; k++)
-		add_counter(items, &n, counter_names[k], s->cnt[k]);
-	add_counter(items, &n, "events.alloc", s->n_alloc);
-	add_counter(items, &n, "events.free", s->n_free);
-	add_counter(items, &n, "stacks.written", s->stacks_written);
-	add_counter(items, &n, "probes.attached", (uint64_t)s->nr_links);
-	add_counter(items, &n, "probes.failed", (uint64_t)s->nr_probe_fail);
-	add_counter(items, &n, "map.live_max", s->o->max_live);
-	if (s->pre)
-		add_counter(items, &n, "lost.processes_unrecorded", s->procs_unrecorded);
-	if (s->inj) {
-		add_counter(items, &n, "lost.inject_unhooked_calls", s->inj_passed);
-		add_counter(items, &n, "inject.calls_held", s->inj_held);
-	}
-	r.counters.nr = n;
+		counter_set__add(&c, counter_names[k], s->cnt[k]);
+	counter_set__add(&c, "events.alloc", s->n_alloc);
+	counter_set__add(&c, "events.free", s->n_free);
+	counter_set__add(&c, "stacks.written", s->stacks_written);
+	counter_set__add(&c, "map.live_max", s->o->max_live);
+	/* probes.attached and probes.failed, and the way's own. */
+	if (s->way->add_counters)
+		s->way->add_counters(s, &c);
+	r.counters.nr = c.n;
 	r.counters.items = items;
-	write_rec(s, &r);
+	write_rec(&s->out, &r);
 }
 
 static void warn_stacks(struct session *s);
@@ -513,17 +515,27 @@ void snapshot(struct session *s, uint32_t origin, const char *label, uint64_t t)
 	r.snapshot.label = label;
 	r.snapshot.origin = origin;
 	r.snapshot.live_bytes = s->live_est > 0 ? (uint64_t)llround(s->live_est) : 0;
-	write_rec(s, &r);
+	write_rec(&s->out, &r);
 }
 
 void sample_rss(struct session *s)
 {
 	for (int i = 0; i < s->nr_procs; i++) {
-		struct hs_record r = {.type = HS_REC_RSS, .time = ticks(s, mono_ns())};
+		struct hs_record r = {.type = HS_REC_RSS, .time = ticks(&s->out, mono_ns())};
 
 		if (!s->procs[i].alive || proc_rss(s->procs[i].pid, &r.rss.rss_bytes, &r.rss.vm_bytes))
 			continue;
 		r.pid = (uint32_t)s->procs[i].pid;
-		write_rec(s, &r);
+		write_rec(&s->out, &r);
 	}
+}
+
+void pipeline_free(struct session *s)
+{
+	free(s->probes);
+	hmap_free(&s->stacks);
+	hmap_free(&s->dwarf_windows);
+	ptrmap_free(&s->ulive);
+	hmap_free(&s->pending);
+	free(s->pool);
 }

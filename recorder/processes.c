@@ -1,9 +1,18 @@
 // SPDX-License-Identifier: MIT
 /* Processes and their mappings: the PROCESS, THREAD_NAME, MAPPING and UNMAP records, from
  * /proc while a process lives and from what its events carried when it is gone. */
-#include "session.h"
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
-/* ---- processes and mappings ---- */
+#include "buildid.h"
+#include "elfsyms.h"
+#include "processes.h"
+#include "session.h"
+#include "way.h"
 
 struct proc *proc_find(struct session *s, pid_t pid)
 {
@@ -33,16 +42,7 @@ void write_mapping(struct session *s, pid_t pid, const struct proc_map *m, uint6
 	r.mapping.inode = m->inode;
 	r.mapping.path = m->path;
 	r.mapping.build_id = (struct hs_bytes){bid, n > 0 ? (uint32_t)n : 0};
-	write_rec(s, &r);
-}
-
-/* The pid a tracked process's uprobes are bound to: -1 (filtered in BPF) for -a and for a
- * command whose forks are followed. */
-static pid_t bind_pid(const struct session *s, pid_t pid)
-{
-	if (s->o->all || (s->child && s->probe_pid == -1))
-		return -1;
-	return pid;
+	write_rec(&s->out, &r);
 }
 
 /* Re-reads PID's maps: writes what appeared and vanished, and probes new objects. */
@@ -50,7 +50,7 @@ void rescan_maps(struct session *s, struct proc *p, bool attach, uint64_t when)
 {
 	struct proc_map *nm = NULL;
 	int nn = 0, i = 0, j = 0;
-	uint64_t began = mono_ns(), now = when ? when : ticks(s, began);
+	uint64_t began = mono_ns(), now = when ? when : ticks(&s->out, began);
 
 	if (proc_read_maps(p->pid, &nm, &nn))
 		return;
@@ -60,7 +60,7 @@ void rescan_maps(struct session *s, struct proc *p, bool attach, uint64_t when)
 		proc_maps_free(nm, nn);
 		return;
 	}
-	if (s->header_written) {
+	if (s->out.header_written) {
 		/* Both lists are sorted by start address. */
 		while (i < p->nr_maps || j < nn) {
 			if (i < p->nr_maps && j < nn && same_map(&p->maps[i], &nm[j])) {
@@ -70,7 +70,7 @@ void rescan_maps(struct session *s, struct proc *p, bool attach, uint64_t when)
 
 				r.unmap.start = p->maps[i].start;
 				r.unmap.end = p->maps[i].end;
-				write_rec(s, &r);
+				write_rec(&s->out, &r);
 				i++;
 			} else {
 				write_mapping(s, p->pid, &nm[j++], now);
@@ -81,19 +81,15 @@ void rescan_maps(struct session *s, struct proc *p, bool attach, uint64_t when)
 	p->maps = nm;
 	p->nr_maps = nn;
 	p->maps_ns = began;
-	if (s->unw)
-		unw_tables__update(s, p);
-	if (!attach || !s->skel)
-		return; /* in-process: nothing to probe */
-	for (int k = 0; k < nn; k++) {
-		char path[4200];
-		struct object *o;
+	if (s->way->mappings)
+		s->way->mappings(s, p, attach);
+}
 
-		snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, nm[k].path);
-		o = object_get(s, makedev(nm[k].dev_major, nm[k].dev_minor), nm[k].inode, nm[k].path);
-		if (o)
-			attach_object(s, bind_pid(s, p->pid), o, path);
-	}
+void rescan_all_maps(struct session *s, bool attach)
+{
+	for (int i = 0; i < s->nr_procs; i++)
+		if (s->procs[i].alive)
+			rescan_maps(s, &s->procs[i], attach, 0);
 }
 
 static char *dup_or_null(const char *s)
@@ -149,7 +145,7 @@ static char *exec_path(const struct hs_proc_event *e, uint64_t dev)
  * path and arguments; a fork's name), and for a fork child what its parent was. */
 void write_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid, const struct hs_proc_event *e)
 {
-	struct hs_record r = {.type = HS_REC_PROCESS, .time = ticks(s, mono_ns()), .pid = (uint32_t)pid};
+	struct hs_record r = {.type = HS_REC_PROCESS, .time = ticks(&s->out, mono_ns()), .pid = (uint32_t)pid};
 	char *comm = proc_read_string(pid, "comm"), *cmdline = proc_read_string(pid, "cmdline");
 	char *exe = proc_exe(pid), path[64], ecomm[17];
 	struct proc *p = proc_find(s, pid), *parent = ppid > 0 ? proc_find(s, ppid) : NULL;
@@ -191,7 +187,7 @@ void write_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid, co
 	r.process.cmdline = cmdline ? cmdline : "";
 	r.process.exe = exe ? exe : "";
 	r.process.build_id = (struct hs_bytes){bid, n > 0 ? (uint32_t)n : 0};
-	write_rec(s, &r);
+	write_rec(&s->out, &r);
 	if (p) {
 		free(p->comm);
 		free(p->cmdline);
@@ -206,28 +202,38 @@ void write_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid, co
 	}
 }
 
-static void name_thread(struct session *s, pid_t pid, pid_t tid)
+void thread_named(struct session *s, pid_t pid, pid_t tid)
 {
-	struct hs_record r = {.type = HS_REC_THREAD_NAME, .pid = (uint32_t)pid, .tid = (uint32_t)tid};
+	hmap_put(&s->tids, (uint64_t)pid, (uint64_t)tid, NULL);
+}
+
+struct thread_ctx {
+	struct session *s;
+	pid_t pid;
+};
+
+static void name_thread(pid_t tid, void *ctx)
+{
+	struct thread_ctx *t = ctx;
+	struct hs_record r = {.type = HS_REC_THREAD_NAME, .pid = (uint32_t)t->pid, .tid = (uint32_t)tid};
 	bool created;
 	char *comm;
 
-	if (!hmap_put(&s->tids, (uint64_t)pid, (uint64_t)tid, &created) || !created)
+	if (!hmap_put(&t->s->tids, (uint64_t)t->pid, (uint64_t)tid, &created) || !created)
 		return;
-	comm = proc_thread_comm(pid, tid);
+	comm = proc_thread_comm(t->pid, tid);
 	if (!comm)
 		return;
 	r.thread_name.comm = comm;
-	write_rec(s, &r);
+	write_rec(&t->s->out, &r);
 	free(comm);
 }
 
-
-void name_thread_cb(pid_t tid, void *ctx)
+void name_threads(struct session *s, pid_t pid)
 {
-	struct thread_ctx *t = ctx;
+	struct thread_ctx t = {s, pid};
 
-	name_thread(t->s, t->pid, tid);
+	proc_for_each_thread(pid, name_thread, &t);
 }
 
 struct proc *add_proc(struct session *s, pid_t pid)
@@ -255,27 +261,24 @@ struct proc *add_proc(struct session *s, pid_t pid)
 void track_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid, const struct hs_proc_event *e)
 {
 	struct proc *p = add_proc(s, pid);
-	struct thread_ctx t = {s, pid};
-	uint8_t one = 1;
-	uint32_t key = (uint32_t)pid;
 	uint64_t when;
 
 	if (!p)
 		return;
-	if (!s->o->all && s->skel)
-		bpf_map_update_elem(bpf_map__fd(s->skel->maps.tracked), &key, &one, BPF_ANY);
+	if (s->way->process_tracked)
+		s->way->process_tracked(s, pid);
 	write_process(s, pid, origin, ppid, e);
-	proc_for_each_thread(pid, name_thread_cb, &t);
+	name_threads(s, pid);
 	/* Every mapping is new to the file; a fork child's are from its fork on (it allocated
 	 * before we heard of it). */
-	when = origin == HS_PROC_FORKED && e ? ticks(s, e->h.ts) : 0;
+	when = origin == HS_PROC_FORKED && e ? ticks(&s->out, e->h.ts) : 0;
 	rescan_maps(s, p, true, when);
 	if (!p->nr_maps && origin == HS_PROC_FORKED) {
 		/* Gone before we looked: at fork its mappings were its parent's. */
 		struct proc *parent = proc_find(s, ppid);
 
 		for (int i = 0; parent && i < parent->nr_maps; i++)
-			write_mapping(s, pid, &parent->maps[i], when ? when : ticks(s, mono_ns()));
+			write_mapping(s, pid, &parent->maps[i], when ? when : ticks(&s->out, mono_ns()));
 	}
 }
 
@@ -286,13 +289,6 @@ static bool proc_covers(const struct proc *p, uint64_t addr)
 		if (p->maps[i].start <= addr && addr < p->maps[i].end)
 			return true;
 	return false;
-}
-
-static struct object *object_find(struct session *s, uint64_t dev, uint64_t ino)
-{
-	struct hmap_slot *slot = hmap_find(&s->objs_by_id, dev, ino);
-
-	return slot ? (struct object *)(uintptr_t)slot->val : NULL;
 }
 
 /* After an exec: if the image's text is not among the mappings read (the process already
@@ -306,17 +302,16 @@ static void ensure_exe_mapping(struct session *s, struct proc *p, const struct h
 
 	if (!e->start_code || !e->exe_ino || proc_covers(p, e->start_code))
 		return;
-	o = object_find(s, dev, e->exe_ino);
+	o = objects__find(&s->objs, dev, e->exe_ino);
 	if (!o) {
 		char *abs = exec_path(e, dev);
 
-		o = abs ? object_get(s, dev, e->exe_ino, abs) : NULL;
+		o = abs ? objects__get(&s->objs, dev, e->exe_ino, abs) : NULL;
 		free(abs);
 		if (!o)
 			return;
 	}
-	if (!o->scanned)
-		scan_object(s, o, o->path);
+	object__identify(o, o->path);
 	if (elf_exec_offset(o->path, &off))
 		return;
 	r.mapping.start = e->start_code & ~0xfffull;
@@ -325,7 +320,7 @@ static void ensure_exe_mapping(struct session *s, struct proc *p, const struct h
 	r.mapping.inode = e->exe_ino;
 	r.mapping.path = o->path;
 	r.mapping.build_id = (struct hs_bytes){o->build_id, (uint32_t)o->build_id_len};
-	write_rec(s, &r);
+	write_rec(&s->out, &r);
 }
 
 void on_proc_event(struct session *s, const struct hs_proc_event *e, uint64_t t)
@@ -366,12 +361,12 @@ void on_proc_event(struct session *s, const struct hs_proc_event *e, uint64_t t)
 			break;
 		/* The old image's mappings end here, even if the new one is gone before its own
 		 * can be read: then the event's text mapping is all there is of it. */
-		for (int i = 0; s->header_written && i < p->nr_maps; i++) {
+		for (int i = 0; s->out.header_written && i < p->nr_maps; i++) {
 			struct hs_record r = {.type = HS_REC_UNMAP, .time = t, .pid = (uint32_t)p->pid};
 
 			r.unmap.start = p->maps[i].start;
 			r.unmap.end = p->maps[i].end;
-			write_rec(s, &r);
+			write_rec(&s->out, &r);
 		}
 		proc_maps_free(p->maps, p->nr_maps);
 		p->maps = NULL;
@@ -389,11 +384,11 @@ void on_proc_event(struct session *s, const struct hs_proc_event *e, uint64_t t)
 			break;
 		r.exit.status = (code & 0x7f) ? -(int64_t)(code & 0x7f) : (code >> 8) & 0xff;
 		if (!(e->h.kind & HS_EXIT_FLAG_NO_STATUS))
-			write_rec(s, &r);
+			write_rec(&s->out, &r);
 		if (p->alive) {
 			p->alive = false;
-			if (p->pid != s->o->pid && p->pid != s->child)
-				detach_pid(s, p->pid);
+			if (p->pid != s->o->pid && p->pid != s->child && s->way->process_gone)
+				s->way->process_gone(s, p->pid);
 		}
 		break;
 	}
@@ -414,7 +409,7 @@ void on_mmap_event(struct session *s, const struct hs_mmap_event *e, uint64_t t)
 	rescan_maps(s, p, true, t);
 	if (proc_covers(p, e->addr))
 		return;
-	o = object_find(s, dev, e->ino);
+	o = objects__find(&s->objs, dev, e->ino);
 	if (!o && e->path[0] == '/') {
 		/* Named by the sender (the in-process recorder): used if it is still that file. */
 		char path[HS_EXEC_PATH_MAX + 1];
@@ -422,10 +417,10 @@ void on_mmap_event(struct session *s, const struct hs_mmap_event *e, uint64_t t)
 		memcpy(path, e->path, HS_EXEC_PATH_MAX);
 		path[HS_EXEC_PATH_MAX] = 0;
 		if (same_file(path, dev, e->ino))
-			o = object_get(s, dev, e->ino, path);
+			o = objects__get(&s->objs, dev, e->ino, path);
 	}
-	if (o && !o->scanned)
-		scan_object(s, o, o->path);
+	if (o)
+		object__identify(o, o->path);
 	snprintf(name, sizeof(name), "[inode %" PRIu64 "]", (uint64_t)e->ino);
 	r.mapping.start = e->addr;
 	r.mapping.end = e->addr + e->len;
@@ -434,5 +429,28 @@ void on_mmap_event(struct session *s, const struct hs_mmap_event *e, uint64_t t)
 	r.mapping.path = o ? o->path : name;
 	if (o)
 		r.mapping.build_id = (struct hs_bytes){o->build_id, (uint32_t)o->build_id_len};
-	write_rec(s, &r);
+	write_rec(&s->out, &r);
+}
+
+void write_attached(struct session *s, pid_t pid)
+{
+	struct proc *p = proc_find(s, pid);
+
+	write_process(s, pid, HS_PROC_ATTACHED, 0, NULL);
+	name_threads(s, pid);
+	for (int i = 0; p && i < p->nr_maps; i++)
+		write_mapping(s, pid, &p->maps[i], 0);
+}
+
+void procs_free(struct session *s)
+{
+	for (int i = 0; i < s->nr_procs; i++) {
+		proc_maps_free(s->procs[i].maps, s->procs[i].nr_maps);
+		free(s->procs[i].comm);
+		free(s->procs[i].cmdline);
+		free(s->procs[i].exe);
+	}
+	hmap_free(&s->proc_idx);
+	free(s->procs);
+	hmap_free(&s->tids);
 }

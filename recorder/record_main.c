@@ -235,6 +235,232 @@ bad:
 	return -1;
 }
 
+/* What an option parser returns when it took its option, and when the option is not its own. */
+enum { NEXT = -1, NOT_MINE = -2 };
+
+/* Each parser below takes option C with its argument ARG into O: it returns NEXT when C was
+ * one of its options and ARG good, NOT_MINE when C is not one of its options, else the exit
+ * status (2 for a bad ARG, said; 0 for --help and --version). */
+
+/* The target, the output, how long, sampling and stacks, snapshots. */
+static int parse_target_option(int c, const char *arg, struct rec_opts *o, bool *rate_set)
+{
+	uint64_t v;
+	const char *why;
+
+	switch (c) {
+	case 'p':
+		if (parse_count(arg, &v) || !v || v > 0x3fffffff)
+			return bad_option("--pid", arg, "expected a process id");
+		o->pid = (pid_t)v;
+		return NEXT;
+	case 'a':
+		o->all = true;
+		return NEXT;
+	case 'o':
+		o->output = arg;
+		return NEXT;
+	case 'd':
+		if (!secs_ok("--duration", arg, &o->duration))
+			return 2;
+		if (o->duration == 0 || o->duration > MAX_SECS)
+			return bad_option("--duration", arg, "expected more than 0 seconds, at most 1e9");
+		return NEXT;
+	case 's':
+		if (!size_ok("--sample-rate", arg, 1, &o->sample_rate))
+			return 2;
+		/* Past 2^40 a byte's weight (2^16 / p) nears 2^64, and a threshold 2^63. */
+		if (o->sample_rate > (1ull << 40))
+			return bad_option("--sample-rate", arg, "expected bytes from 0 to 1024g, e.g. 0, 4096, 512k, 1m");
+		*rate_set = true;
+		return NEXT;
+	case OPT_STACK:
+		if (!strcmp(arg, "fp")) {
+			o->stack_mode = HS_STACK_FP;
+		} else if (!strcmp(arg, "none")) {
+			o->stack_mode = HS_STACK_NONE;
+		} else if (!strcmp(arg, "auto")) {
+			o->stack_mode = HS_STACK_AUTO;
+		} else if (!strncmp(arg, "dwarf", 5) && (!arg[5] || arg[5] == '=')) {
+			o->stack_mode = HS_STACK_DWARF;
+			if (arg[5] && (units__size(arg + 6, 1, &v, &why) || v < 256 || v > 32768))
+				return bad_option("--stack", arg, "dwarf=SIZE takes 256 to 32768 (32k)");
+			if (arg[5])
+				o->dwarf_bytes = (uint32_t)v;
+		} else {
+			return bad_option("--stack", arg, "expected fp, dwarf[=BYTES], auto or none");
+		}
+		return NEXT;
+	case OPT_MAX_STACK:
+		if (parse_count(arg, &v) || v < 1 || v > 127)
+			return bad_option("--max-stack", arg, "expected 1..127");
+		o->max_stack = (uint32_t)v;
+		return NEXT;
+	case OPT_INTERVAL:
+		if (!secs_ok("--interval", arg, &o->interval))
+			return 2;
+		if (o->interval < 0.01 || o->interval > MAX_SECS)
+			return bad_option("--interval", arg, "expected seconds, at least 0.01 (10ms), at most 1e9");
+		return NEXT;
+	case OPT_PEAK:
+		o->snapshot_at_peak = true;
+		return NEXT;
+	case OPT_RSS:
+		if (!secs_ok("--rss-interval", arg, &o->rss_interval))
+			return 2;
+		if (o->rss_interval < 0.1 || o->rss_interval > MAX_SECS)
+			return bad_option("--rss-interval", arg, "expected seconds, at least 0.1 (100ms), at most 1e9");
+		return NEXT;
+	}
+	return NOT_MINE;
+}
+
+/* How the target is entered: probes, links, injection, the way in. */
+static int parse_probe_option(int c, const char *arg, struct rec_opts *o)
+{
+	switch (c) {
+	case OPT_LIBC:
+		if (access(arg, R_OK))
+			return bad_option("--libc", arg, strerror(errno));
+		o->libc = arg;
+		return NEXT;
+	case OPT_PROBE: {
+		struct custom_probe *np = realloc(o->probes, sizeof(*np) * (size_t)(o->nr_probes + 1));
+
+		if (!np)
+			return 1;
+		o->probes = np;
+		if (parse_probe(arg, &np[o->nr_probes]))
+			return bad_option("--probe", arg,
+					  "expected LIB:SYMBOL:KIND with KIND one of malloc, calloc, realloc, "
+					  "free, memalign, posix_memalign, new");
+		o->nr_probes++;
+		return NEXT;
+	}
+	case OPT_PROBE_ENTRY:
+		o->probe_entry = true;
+		return NEXT;
+	case OPT_PROBE_LINKS:
+		if (!strcmp(arg, "auto"))
+			o->probe_links = LINKS_AUTO;
+		else if (!strcmp(arg, "session"))
+			o->probe_links = LINKS_SESSION;
+		else if (!strcmp(arg, "multi"))
+			o->probe_links = LINKS_MULTI;
+		else if (!strcmp(arg, "perf"))
+			o->probe_links = LINKS_PERF;
+		else
+			return bad_option("--probe-links", arg, "expected auto, session, multi or perf");
+		return NEXT;
+	case OPT_ATTACH_TIMEOUT:
+		if (!secs_ok("--attach-timeout", arg, &o->attach_timeout))
+			return 2;
+		if (o->attach_timeout < 0.1 || o->attach_timeout > 3600)
+			return bad_option("--attach-timeout", arg, "expected seconds, 0.1 to 3600 (100ms to 1h)");
+		return NEXT;
+	case OPT_ATTACH_HOLD:
+		if (!secs_ok("--attach-hold", arg, &o->attach_hold))
+			return 2;
+		if (o->attach_hold < 0 || o->attach_hold > 1)
+			return bad_option("--attach-hold", arg, "expected seconds, 0 to 1 (0 to 1s)");
+		return NEXT;
+	case OPT_VIA:
+		if (!strcmp(arg, "auto"))
+			o->via = VIA_AUTO;
+		else if (!strcmp(arg, "bpf"))
+			o->via = VIA_BPF;
+		else if (!strcmp(arg, "preload"))
+			o->via = VIA_PRELOAD;
+		else if (!strcmp(arg, "inject"))
+			o->via = VIA_INJECT;
+		else
+			return bad_option("--via", arg, "expected auto, preload, inject or bpf");
+		return NEXT;
+	}
+	return NOT_MINE;
+}
+
+/* Limits, switches, help. */
+static int parse_limit_option(int c, const char *arg, struct rec_opts *o)
+{
+	uint64_t v;
+	const char *why;
+
+	switch (c) {
+	case OPT_MAX_LIVE:
+		if (units__size(arg, 1, &v, &why) || v < 1024 || v > (1u << 28))
+			return bad_option("--max-live", arg, "expected 1024..268435456");
+		o->max_live = (uint32_t)v;
+		return NEXT;
+	case OPT_STACK_CACHE:
+		if (units__size(arg, 1, &v, &why) || v < 1024 || v > (1u << 24))
+			return bad_option("--stack-cache", arg, "expected 1024..16777216");
+		o->stack_cache = (uint32_t)v;
+		return NEXT;
+	case OPT_UNWIND_ROWS:
+		if (units__size(arg, 1, &v, &why) || v < 65536 || v > (1u << 28))
+			return bad_option("--unwind-rows", arg, "expected 64k..256m");
+		o->unwind_rows = (uint32_t)v;
+		return NEXT;
+	case OPT_RINGBUF:
+		/* A plain figure is MiB, as it always was. */
+		if (!size_ok("--ringbuf-size", arg, 1u << 20, &v))
+			return 2;
+		if (v < (1u << 20) || v > (1u << 30) || (v & (v - 1)))
+			return bad_option("--ringbuf-size", arg, "expected a power of two from 1m to 1g (a plain figure is MiB)");
+		o->ringbuf_mb = (uint32_t)(v >> 20);
+		return NEXT;
+	case OPT_NO_FOLLOW:
+		o->follow_forks = false;
+		return NEXT;
+	case OPT_NOOP:
+		o->noop = true;
+		return NEXT;
+	case OPT_STATS:
+		o->stats = true;
+		return NEXT;
+	case 'v':
+		o->verbose++;
+		hs_verbose = 1;
+		return NEXT;
+	case 'h':
+		fputs(usage, stdout);
+		return 0;
+	case OPT_VERSION:
+		printf("heapsnap-record %s (record format %u.%u)\n", HEAPSNAP_VERSION, HS_FORMAT_MAJOR,
+		       HS_FORMAT_MINOR);
+		return 0;
+	}
+	return NOT_MINE;
+}
+
+/* Options checked against each other, once, after parsing; and the defaults that depend on
+ * others. Returns 0, or the exit status. */
+static int check_options(struct rec_opts *o, bool rate_set, char *default_out, size_t out_len)
+{
+	if (!!o->pid + !!o->argv + o->all != 1) {
+		fprintf(stderr, "heapsnap-record: give exactly one target: -p PID, -a, or -- COMMAND\n"
+				"Try 'heapsnap-record --help'.\n");
+		return 2;
+	}
+	if (!rate_set)
+		o->sample_rate = o->argv ? 0 : DEFAULT_RATE_PID;
+	/* A smaller kernel map makes every free's lookup cheaper (1M-live sampled: 1.15x -> 1.05x
+	 * the floor at 64K entries); every-event mode does not use it at all. */
+	if (!o->max_live) {
+		uint64_t want = o->sample_rate ? (32ull << 30) / o->sample_rate : 1024;
+
+		o->max_live = (uint32_t)(!o->sample_rate ? 1024 : want < 65536 ? 65536 : want > (1u << 20) ? 1u << 20 : want);
+	}
+	if (o->verbose)
+		print_opts(o);
+	if (!o->output) {
+		snprintf(default_out, out_len, "heapsnap.%d.hsnap", o->pid ? o->pid : getpid());
+		o->output = default_out;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct rec_opts o = {
@@ -253,8 +479,6 @@ int main(int argc, char **argv)
 	};
 	bool rate_set = false;
 	char default_out[64];
-	const char *why;
-	uint64_t v;
 	int c, ret;
 
 	/* First: a signal during start-up must not kill the recorder half-way. */
@@ -263,200 +487,24 @@ int main(int argc, char **argv)
 		fprintf(stderr, "heapsnap-record: cannot set up signal handling: %s\n", strerror(-ret));
 		return 1;
 	}
-
 	while ((c = getopt_long(argc, argv, "+p:ao:d:s:vh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (parse_count(optarg, &v) || !v || v > 0x3fffffff)
-				return bad_option("--pid", optarg, "expected a process id");
-			o.pid = (pid_t)v;
-			break;
-		case 'a':
-			o.all = true;
-			break;
-		case 'o':
-			o.output = optarg;
-			break;
-		case 'd':
-			if (!secs_ok("--duration", optarg, &o.duration))
-				return 2;
-			if (o.duration == 0 || o.duration > MAX_SECS)
-				return bad_option("--duration", optarg, "expected more than 0 seconds, at most 1e9");
-			break;
-		case 's':
-			if (!size_ok("--sample-rate", optarg, 1, &o.sample_rate))
-				return 2;
-			/* Past 2^40 a byte's weight (2^16 / p) nears 2^64, and a threshold 2^63. */
-			if (o.sample_rate > (1ull << 40))
-				return bad_option("--sample-rate", optarg, "expected bytes from 0 to 1024g, e.g. 0, 4096, 512k, 1m");
-			rate_set = true;
-			break;
-		case OPT_STACK:
-			if (!strcmp(optarg, "fp")) {
-				o.stack_mode = HS_STACK_FP;
-			} else if (!strcmp(optarg, "none")) {
-				o.stack_mode = HS_STACK_NONE;
-			} else if (!strcmp(optarg, "auto")) {
-				o.stack_mode = HS_STACK_AUTO;
-			} else if (!strncmp(optarg, "dwarf", 5) && (!optarg[5] || optarg[5] == '=')) {
-				o.stack_mode = HS_STACK_DWARF;
-				if (optarg[5] && (units__size(optarg + 6, 1, &v, &why) || v < 256 || v > 32768))
-					return bad_option("--stack", optarg, "dwarf=SIZE takes 256 to 32768 (32k)");
-				if (optarg[5])
-					o.dwarf_bytes = (uint32_t)v;
-			} else {
-				return bad_option("--stack", optarg, "expected fp, dwarf[=BYTES], auto or none");
-			}
-			break;
-		case OPT_MAX_STACK:
-			if (parse_count(optarg, &v) || v < 1 || v > 127)
-				return bad_option("--max-stack", optarg, "expected 1..127");
-			o.max_stack = (uint32_t)v;
-			break;
-		case OPT_INTERVAL:
-			if (!secs_ok("--interval", optarg, &o.interval))
-				return 2;
-			if (o.interval < 0.01 || o.interval > MAX_SECS)
-				return bad_option("--interval", optarg, "expected seconds, at least 0.01 (10ms), at most 1e9");
-			break;
-		case OPT_PEAK:
-			o.snapshot_at_peak = true;
-			break;
-		case OPT_RSS:
-			if (!secs_ok("--rss-interval", optarg, &o.rss_interval))
-				return 2;
-			if (o.rss_interval < 0.1 || o.rss_interval > MAX_SECS)
-				return bad_option("--rss-interval", optarg, "expected seconds, at least 0.1 (100ms), at most 1e9");
-			break;
-		case OPT_LIBC:
-			if (access(optarg, R_OK))
-				return bad_option("--libc", optarg, strerror(errno));
-			o.libc = optarg;
-			break;
-		case OPT_PROBE: {
-			struct custom_probe *np = realloc(o.probes, sizeof(*np) * (size_t)(o.nr_probes + 1));
-
-			if (!np)
-				return 1;
-			o.probes = np;
-			if (parse_probe(optarg, &np[o.nr_probes]))
-				return bad_option("--probe", optarg,
-						  "expected LIB:SYMBOL:KIND with KIND one of malloc, calloc, realloc, "
-						  "free, memalign, posix_memalign, new");
-			o.nr_probes++;
-			break;
-		}
-		case OPT_PROBE_ENTRY:
-			o.probe_entry = true;
-			break;
-		case OPT_PROBE_LINKS:
-			if (!strcmp(optarg, "auto"))
-				o.probe_links = LINKS_AUTO;
-			else if (!strcmp(optarg, "session"))
-				o.probe_links = LINKS_SESSION;
-			else if (!strcmp(optarg, "multi"))
-				o.probe_links = LINKS_MULTI;
-			else if (!strcmp(optarg, "perf"))
-				o.probe_links = LINKS_PERF;
-			else
-				return bad_option("--probe-links", optarg, "expected auto, session, multi or perf");
-			break;
-		case OPT_ATTACH_TIMEOUT:
-			if (!secs_ok("--attach-timeout", optarg, &o.attach_timeout))
-				return 2;
-			if (o.attach_timeout < 0.1 || o.attach_timeout > 3600)
-				return bad_option("--attach-timeout", optarg, "expected seconds, 0.1 to 3600 (100ms to 1h)");
-			break;
-		case OPT_ATTACH_HOLD:
-			if (!secs_ok("--attach-hold", optarg, &o.attach_hold))
-				return 2;
-			if (o.attach_hold < 0 || o.attach_hold > 1)
-				return bad_option("--attach-hold", optarg, "expected seconds, 0 to 1 (0 to 1s)");
-			break;
-		case OPT_VIA:
-			if (!strcmp(optarg, "auto"))
-				o.via = VIA_AUTO;
-			else if (!strcmp(optarg, "bpf"))
-				o.via = VIA_BPF;
-			else if (!strcmp(optarg, "preload"))
-				o.via = VIA_PRELOAD;
-			else if (!strcmp(optarg, "inject"))
-				o.via = VIA_INJECT;
-			else
-				return bad_option("--via", optarg, "expected auto, preload, inject or bpf");
-			break;
-		case OPT_MAX_LIVE:
-			if (units__size(optarg, 1, &v, &why) || v < 1024 || v > (1u << 28))
-				return bad_option("--max-live", optarg, "expected 1024..268435456");
-			o.max_live = (uint32_t)v;
-			break;
-		case OPT_STACK_CACHE:
-			if (units__size(optarg, 1, &v, &why) || v < 1024 || v > (1u << 24))
-				return bad_option("--stack-cache", optarg, "expected 1024..16777216");
-			o.stack_cache = (uint32_t)v;
-			break;
-		case OPT_UNWIND_ROWS:
-			if (units__size(optarg, 1, &v, &why) || v < 65536 || v > (1u << 28))
-				return bad_option("--unwind-rows", optarg, "expected 64k..256m");
-			o.unwind_rows = (uint32_t)v;
-			break;
-		case OPT_RINGBUF:
-			/* A plain figure is MiB, as it always was. */
-			if (!size_ok("--ringbuf-size", optarg, 1u << 20, &v))
-				return 2;
-			if (v < (1u << 20) || v > (1u << 30) || (v & (v - 1)))
-				return bad_option("--ringbuf-size", optarg, "expected a power of two from 1m to 1g (a plain figure is MiB)");
-			o.ringbuf_mb = (uint32_t)(v >> 20);
-			break;
-		case OPT_NO_FOLLOW:
-			o.follow_forks = false;
-			break;
-		case OPT_NOOP:
-			o.noop = true;
-			break;
-		case OPT_STATS:
-			o.stats = true;
-			break;
-		case 'v':
-			o.verbose++;
-			hs_verbose = 1;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		case OPT_VERSION:
-			printf("heapsnap-record %s (record format %u.%u)\n", HEAPSNAP_VERSION, HS_FORMAT_MAJOR,
-			       HS_FORMAT_MINOR);
-			return 0;
-		default:
+		ret = parse_target_option(c, optarg, &o, &rate_set);
+		if (ret == NOT_MINE)
+			ret = parse_probe_option(c, optarg, &o);
+		if (ret == NOT_MINE)
+			ret = parse_limit_option(c, optarg, &o);
+		if (ret == NOT_MINE) {
 			fprintf(stderr, "Try 'heapsnap-record --help'.\n");
 			return 2;
 		}
+		if (ret != NEXT)
+			return ret;
 	}
 	if (optind < argc)
 		o.argv = argv + optind;
-
-	/* Options checked against each other, once. */
-	if (!!o.pid + !!o.argv + o.all != 1) {
-		fprintf(stderr, "heapsnap-record: give exactly one target: -p PID, -a, or -- COMMAND\n"
-				"Try 'heapsnap-record --help'.\n");
-		return 2;
-	}
-	if (!rate_set)
-		o.sample_rate = o.argv ? 0 : DEFAULT_RATE_PID;
-	/* A smaller kernel map makes every free's lookup cheaper (1M-live sampled: 1.15x -> 1.05x
-	 * the floor at 64K entries); every-event mode does not use it at all. */
-	if (!o.max_live) {
-		uint64_t want = o.sample_rate ? (32ull << 30) / o.sample_rate : 1024;
-
-		o.max_live = (uint32_t)(!o.sample_rate ? 1024 : want < 65536 ? 65536 : want > (1u << 20) ? 1u << 20 : want);
-	}
-	if (o.verbose)
-		print_opts(&o);
-	if (!o.output) {
-		snprintf(default_out, sizeof(default_out), "heapsnap.%d.hsnap", o.pid ? o.pid : getpid());
-		o.output = default_out;
-	}
+	ret = check_options(&o, rate_set, default_out, sizeof(default_out));
+	if (ret)
+		return ret;
 	ret = recorder_run(&o);
 	for (int i = 0; i < o.nr_probes; i++) {
 		free(o.probes[i].lib);

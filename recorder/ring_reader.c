@@ -1,12 +1,21 @@
 // SPDX-License-Identifier: MIT
 /* Reading rings in place: the BPF per-CPU rings and the in-process per-thread rings share
  * one framing, so one reader handles both, merging them by time. */
+#include <errno.h>
+#include <inttypes.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <linux/bpf.h>
+
+#include "output.h"
+#include "pipeline.h"
+#include "ring_reader.h"
 #include "session.h"
+#include "signals.h"
 
-/* ---- reading the per-CPU rings ---- */
-
-
-static int ring_map(struct ring *r, int fd, uint32_t size)
+int ring_map(struct ring *r, int fd, uint32_t size)
 {
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 	void *p;
@@ -109,7 +118,7 @@ static void ring_handle_all(struct session *s, struct ring *r)
 	const struct hs_event_hdr *h;
 	uint32_t len;
 
-	while (!s->err && (h = ring_head(r, &len))) {
+	while (!s->out.err && (h = ring_head(r, &len))) {
 		handle_event(s, h, len);
 		r->pos += ring_rec_bytes(len);
 		ring_publish(r, false);
@@ -122,7 +131,7 @@ static void ring_handle_all(struct session *s, struct ring *r)
  * later than every other ring's, and the rings are compared once per run. */
 static void merge_rings(struct session *s, uint64_t limit)
 {
-	while (!s->err) {
+	while (!s->out.err) {
 		struct ring *best = NULL;
 		uint64_t best_ts = UINT64_MAX, next_ts = UINT64_MAX;
 		const struct hs_event_hdr *h;
@@ -145,7 +154,7 @@ static void merge_rings(struct session *s, uint64_t limit)
 			break;
 		if (next_ts > limit)
 			next_ts = limit;
-		while ((h = ring_head(best, &len)) && h->ts <= next_ts && !s->err) {
+		while ((h = ring_head(best, &len)) && h->ts <= next_ts && !s->out.err) {
 			handle_event(s, h, len);
 			best->pos += ring_rec_bytes(len);
 			ring_publish(best, false);
@@ -204,79 +213,30 @@ uint64_t drain(struct session *s, bool all, bool *held)
 		}
 		/* The end: what the rings held when it began is handled, or only records still
 		 * being written are left. A target that keeps allocating cannot hold it up. */
-		if (after == before || reached || s->err)
+		if (after == before || reached || s->out.err)
 			return mono_ns();
 	}
 }
 
-/* One ring per possible CPU, all of RING_BYTES, made before the BPF object is loaded: the
- * first also serves as the template of the array of rings. */
-int create_rings(struct session *s, uint32_t ring_bytes)
-{
-	s->ring_bytes = ring_bytes;
-	s->nr_rings = libbpf_num_possible_cpus();
-	if (s->nr_rings <= 0)
-		return s->nr_rings ? s->nr_rings : -EINVAL;
-	s->rings = calloc((size_t)s->nr_rings, sizeof(*s->rings));
-	s->ring_fds = malloc(sizeof(*s->ring_fds) * (size_t)s->nr_rings);
-	if (!s->rings || !s->ring_fds)
-		return -ENOMEM;
-	for (int i = 0; i < s->nr_rings; i++)
-		s->ring_fds[i] = -1;
-	for (int i = 0; i < s->nr_rings; i++) {
-		s->ring_fds[i] = bpf_map_create(BPF_MAP_TYPE_RINGBUF, NULL, 0, 0, ring_bytes, NULL);
-		if (s->ring_fds[i] < 0)
-			return -errno;
-	}
-	bpf_map__set_max_entries(s->skel->maps.rings, (uint32_t)s->nr_rings);
-	return bpf_map__set_inner_map_fd(s->skel->maps.rings, s->ring_fds[0]);
-}
-
-/* After loading: puts the rings in the BPF array, maps them, and has one epoll set wait on
- * them all. Edge-triggered: events left in a ring for the merge must not wake the recorder
- * again and again, only the producers' wakeups. */
 /* The epoll set the loop sleeps on: the signalfd and, for in-process rings, the eventfd
  * producers write past a quarter of a ring and the socket children that closed their
  * inherited descriptors ask for them on; all level-triggered, read every time round. */
-int rings_epoll(struct session *s, int wake_fd)
+int loop_epoll_add(struct session *s, const int *fds, int n)
 {
-	int fds[] = {rec_signals__fd(), wake_fd, s->pre ? preload__listen_fd(s->pre) : -1};
-
 	if (s->epfd < 0)
 		s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->epfd < 0)
 		return -errno;
-	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
-		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = UINT32_MAX - (uint32_t)i};
+	for (int i = -1; i < n; i++) {
+		int fd = i < 0 ? rec_signals__fd() : fds[i];
+		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = UINT32_MAX - (uint32_t)(i + 1)};
 
-		if (fds[i] >= 0 && epoll_ctl(s->epfd, EPOLL_CTL_ADD, fds[i], &ev))
+		if (fd >= 0 && epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev))
 			return -errno;
 	}
 	return 0;
 }
 
-int install_rings(struct session *s)
-{
-	int outer = bpf_map__fd(s->skel->maps.rings), err;
-
-	s->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (s->epfd < 0)
-		return -errno;
-	for (int i = 0; i < s->nr_rings; i++) {
-		uint32_t key = (uint32_t)i;
-		struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.u32 = key};
-
-		if (bpf_map_update_elem(outer, &key, &s->ring_fds[i], BPF_ANY))
-			return -errno;
-		if ((err = ring_map(&s->rings[i], s->ring_fds[i], s->ring_bytes)))
-			return err;
-		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->ring_fds[i], &ev))
-			return -errno;
-	}
-	return rings_epoll(s, -1);
-}
-
-/* Sleeps until a producer wakes the recorder or TIMEOUT_MS pass. */
 int wait_rings(struct session *s, int timeout_ms)
 {
 	struct epoll_event evs[16];

@@ -2,9 +2,24 @@
 /* --stack auto through BPF: the unwind tables of the modules tracked processes map, built
  * once per build-id (common/unwtab.c) straight into the BPF program's array of rows, and
  * each process's executable mappings with where their module's rows are. */
+#include <errno.h>
 #include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bpf_way.h"
+#include "buildid.h"
+#include "heapsnap.h"
+#include "heapsnap.skel.h"
+#include "objects.h"
+#include "output.h"
+#include "processes.h"
 #include "session.h"
 #include "unwtab.h"
 
@@ -21,8 +36,9 @@ struct unw_tables {
 
 int unw_tables__open(struct session *s)
 {
+	struct bpf_way *b = bpf_of(s);
 	struct unw_tables *u = calloc(1, sizeof(*u));
-	struct bpf_map *rows = s->skel->maps.unw_rows;
+	struct bpf_map *rows = b->skel->maps.unw_rows;
 	int err;
 
 	if (!u)
@@ -38,8 +54,8 @@ int unw_tables__open(struct session *s)
 		unw_tables__free(u);
 		return err;
 	}
-	u->procs_fd = bpf_map__fd(s->skel->maps.unw_procs);
-	s->unw = u;
+	u->procs_fd = bpf_map__fd(b->skel->maps.unw_procs);
+	b->unw = u;
 	return 0;
 }
 
@@ -137,10 +153,8 @@ static int find_debug_frame(Elf *elf, const uint8_t **data, uint64_t *len)
 }
 
 /* Builds O's table from the file open at FD, or finds it built for the same build-id. */
-static void load_object(struct session *s, struct object *o, int fd)
+static void load_object(struct unw_tables *u, struct object *o, struct obj_unwind *t, int fd)
 {
-	struct unw_tables *u = s->unw;
-	struct obj_unwind *t = &o->unw;
 	uint64_t k1 = 0, k2 = 0, len, addr, dbg_len;
 	struct hmap_slot *slot = NULL;
 	const uint8_t *eh, *dbg;
@@ -226,7 +240,8 @@ static bool link_bias(const struct obj_unwind *t, const struct proc_map *m, uint
 /* P's executable mappings, as just read from /proc, to the BPF program. */
 void unw_tables__update(struct session *s, const struct proc *p)
 {
-	struct unw_tables *u = s->unw;
+	struct bpf_way *b = bpf_of(s);
+	struct unw_tables *u = b->unw;
 	struct hs_unw_proc *v = u->val;
 	uint32_t key = (uint32_t)p->pid;
 
@@ -235,7 +250,8 @@ void unw_tables__update(struct session *s, const struct proc *p)
 	for (int i = 0; i < p->nr_maps && v->n < HS_UNW_MAX_MAPS; i++) {
 		const struct proc_map *m = &p->maps[i];
 		struct hs_unw_map *e = &v->m[v->n];
-		struct object *o = object_get(s, makedev(m->dev_major, m->dev_minor), m->inode, m->path);
+		struct object *obj = objects__get(&s->objs, makedev(m->dev_major, m->dev_minor), m->inode, m->path);
+		struct bpf_obj *o = obj ? bpf_obj(b, obj) : NULL;
 		uint64_t bias = 0;
 
 		if (!o)
@@ -249,7 +265,7 @@ void unw_tables__update(struct session *s, const struct proc *p)
 						  strerror(-fd));
 				continue; /* not known: the BPF side copies the stack when it meets it */
 			}
-			load_object(s, o, fd);
+			load_object(u, obj, &o->unw, fd);
 			close(fd);
 		}
 		e->start = m->start;
@@ -264,10 +280,10 @@ void unw_tables__update(struct session *s, const struct proc *p)
 		}
 		v->n++;
 	}
-	if (p->nr_maps > HS_UNW_MAX_MAPS && !s->warned_unw_maps) {
+	if (p->nr_maps > HS_UNW_MAX_MAPS && !b->warned_unw_maps) {
 		rec_warnx("process %d has %d executable mappings; stacks through those past the first %d "
 			  "are copied and unwound offline", p->pid, p->nr_maps, HS_UNW_MAX_MAPS);
-		s->warned_unw_maps = true;
+		b->warned_unw_maps = true;
 	}
 	if (bpf_map_update_elem(u->procs_fd, &key, v, BPF_ANY) && !u->warned_update) {
 		rec_warnx("cannot give the BPF program the mappings of process %d: %s; its stacks are copied "

@@ -164,47 +164,9 @@ static int store_slots(struct inject *j, struct remote *r, const uint64_t *value
 	return err;
 }
 
-/* A thread of the target to stop: the main one if it runs, else any other, never one in
- * uninterruptible sleep (it would stop only when it leaves it) or gone. */
-static pid_t pick_thread(pid_t pid)
-{
-	char path[64];
-	pid_t best = pid;
-	DIR *d;
-	struct dirent *e;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	if (!(d = opendir(path)))
-		return pid;
-	while ((e = readdir(d))) {
-		pid_t tid = (pid_t)atoi(e->d_name);
-		char st[64] = "";
-		FILE *f;
-
-		if (tid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-		if ((f = fopen(path, "re"))) {
-			char *p;
-
-			if (!fgets(st, sizeof(st), f))
-				st[0] = 0;
-			fclose(f);
-			p = strrchr(st, ')');
-			if (p && p[1] == ' ' && !strchr("DZXTt", p[2])) {
-				best = tid;
-				if (tid == pid)
-					break;
-			}
-		}
-	}
-	closedir(d);
-	return best;
-}
-
 static int stop_thread(struct inject *j, struct remote **r, uint64_t insn, char *why, size_t why_len)
 {
-	int err = remote__stop(j->pid, pick_thread(j->pid), r, why, why_len);
+	int err = remote__stop(j->pid, look__pick_thread(j->pid), r, why, why_len);
 
 	if (err == -EPERM) {
 		int scope = look__yama_scope();
@@ -429,174 +391,174 @@ static int grab_fd(struct inject *j, int fd)
 	return ours < 0 ? -errno : ours;
 }
 
-int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, char *why, size_t why_len,
-		   bool *touched)
-{
-	struct inject *j = calloc(1, sizeof(*j));
-	struct hs_inject_data *d = calloc(1, sizeof(*d));
-	uint64_t insn, tramp[HS_INJ_MAX_SLOTS];
-	struct remote *r = NULL;
-	struct proc_map *v = NULL;
-	int n = 0, err, lib_src = -1, loaded = 0, libc_i = -1;
-	int64_t ret, lib_fd_t = -1;
-	int32_t fds[2];
-	bool seccomp = false;
+/* What the attach learns and holds on its way, from one step to the next. */
+struct attach_ctx {
+	pid_t pid;
+	struct proc_map *v; /* the target's mappings */
+	int n;
+	bool loaded;   /* libheapsnap.so is mapped already: dlopen'ed by name, not copied */
+	bool seccomp;  /* the target runs under a seccomp filter: check our system calls first */
+	uint32_t allocs; /* allocator entries the trampoline takes */
+	int lib_src;   /* the library, ours to copy */
 	struct stat st;
+	int64_t lib_fd_t; /* the memfd for it, numbered in the target */
+	int32_t fds[2];   /* the detach pipe, numbered in the target */
+	struct remote *r; /* the thread stopped */
+};
 
-	*touched = false;
-	why[0] = 0;
-	if (!j || !d) {
-		free(j);
-		free(d);
-		return -ENOMEM;
-	}
-	j->pid = pid;
-	j->d = d;
-	j->pidfd = j->pipe_w = j->shm_fd = j->wake_fd = -1;
-	if ((err = look__preflight(pid, why, why_len, &seccomp)))
-		goto out;
-	if ((err = proc_read_file_maps(pid, &v, &n))) {
-		snprintf(why, why_len, "cannot read /proc/%d/maps: %s", pid, strerror(-err));
-		goto out;
-	}
-	if ((err = look__already_recorded(pid, v, n, why, why_len)))
-		goto out;
-	for (int i = 0; i < n; i++) {
-		if (look__is_libc(v[i].path) && libc_i < 0)
-			libc_i = i;
-		if (strstr(look__base_name(v[i].path), "libheapsnap.so"))
-			loaded = 1;
-	}
-	err = -ENOENT;
-	if (libc_i < 0) {
-		snprintf(why, why_len, "process %d maps no glibc (static, or another libc): nothing to load the library with",
-			 pid);
-		goto out;
-	}
-	static const char *const libc_fns[] = {"pthread_create", "pthread_attr_init", "pthread_attr_setdetachstate",
-					      "dlopen", "dlsym", "dlerror"};
-	uint64_t fns[6];
+/* Step 1, touching nothing: the target's state and mappings, its glibc and the functions in it
+ * the stub calls. */
+static int attach__look_libc(struct inject *j, struct attach_ctx *c, char *why, size_t why_len)
+{
+	int err;
 
-	look__symbol_addrs(pid, v, n, libc_i, libc_fns, 6, fns);
-	d->fn_pthread_create = fns[0];
-	d->fn_attr_init = fns[1];
-	d->fn_attr_detach = fns[2];
-	d->fn_dlopen = fns[3];
-	d->fn_dlsym = fns[4];
-	d->fn_dlerror = fns[5];
-	if (!d->fn_pthread_create || !d->fn_attr_init || !d->fn_attr_detach || !d->fn_dlopen || !d->fn_dlsym ||
-	    !d->fn_dlerror) {
-		char *libc = hs_strdup_printable(v[libc_i].path);
-
-		snprintf(why, why_len, "the glibc of process %d (%s) lacks pthread_create or dlopen in libc itself "
-			 "(glibc before 2.34?)", pid, libc ? libc : "?");
-		free(libc);
-		goto out;
+	if ((err = look__preflight(c->pid, why, why_len, &c->seccomp)))
+		return err;
+	if ((err = proc_read_file_maps(c->pid, &c->v, &c->n))) {
+		snprintf(why, why_len, "cannot read /proc/%d/maps: %s", c->pid, strerror(-err));
+		return err;
 	}
-	uint32_t beyond = 0, allocs = 0;
-	bool cut = look__find_slots(pid, v, n, d, o->verbose, &beyond, &allocs);
+	if ((err = look__already_recorded(c->pid, c->v, c->n, why, why_len)))
+		return err;
+	return look__libc(c->pid, c->v, c->n, j->d, &c->loaded, why, why_len);
+}
+
+/* Step 1, still touching nothing: the GOT entries the trampoline takes, each one's protection,
+ * and the `syscall` instruction the stopped thread runs ours with. */
+static int attach__look_entries(struct inject *j, struct attach_ctx *c, const struct inject_opts *o, char *why,
+				size_t why_len)
+{
+	struct hs_inject_data *d = j->d;
+	uint32_t beyond = 0;
+	bool cut = look__find_slots(c->pid, c->v, c->n, d, o->verbose, &beyond, &c->allocs);
 
 	j->nr_slots = d->lib.nr_slots;
 	if (beyond)
 		fprintf(stderr, "heapsnap-record: warning: process %d has %u allocator GOT entries beyond the %d the "
 				"trampoline takes: calls through them while the library loads are not counted\n",
-			pid, beyond, HS_INJ_MAX_SLOTS);
-	if (!allocs) {
-		snprintf(why, why_len, "no module of process %d calls malloc or free through its GOT%s", pid,
+			c->pid, beyond, HS_INJ_MAX_SLOTS);
+	if (!c->allocs) {
+		snprintf(why, why_len, "no module of process %d calls malloc or free through its GOT%s", c->pid,
 			 cut ? " (gave up after a million reads of its relocation tables)" : "");
-		goto out;
+		return -ENOENT;
 	}
 	for (uint32_t i = 0; i < j->nr_slots; i++) {
 		j->slot_prot[i] = PROT_READ;
-		for (int k = 0; k < n; k++)
-			if (d->slots[i].got >= v[k].start && d->slots[i].got < v[k].end)
-				j->slot_prot[i] = (uint64_t)prot_of(v[k].perms);
+		for (int k = 0; k < c->n; k++)
+			if (d->slots[i].got >= c->v[k].start && d->slots[i].got < c->v[k].end)
+				j->slot_prot[i] = (uint64_t)prot_of(c->v[k].perms);
 	}
-	insn = j->insn = look__find_syscall(pid, v, n);
-	if (!insn) {
-		snprintf(why, why_len, "no syscall instruction in the libc of process %d", pid);
-		goto out;
+	j->insn = look__find_syscall(c->pid, c->v, c->n);
+	if (!j->insn) {
+		snprintf(why, why_len, "no syscall instruction in the libc of process %d", c->pid);
+		return -ENOENT;
 	}
-	lib_src = open(o->lib, O_RDONLY | O_CLOEXEC);
-	if (lib_src < 0 || fstat(lib_src, &st) || !S_ISREG(st.st_mode)) {
-		err = -errno;
-		snprintf(why, why_len, "cannot open %s: %s", o->lib, strerror(errno));
-		goto out;
-	}
-	j->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (j->pidfd < 0) {
-		err = -errno;
-		snprintf(why, why_len, "pidfd_open(%d): %s", pid, strerror(errno));
-		goto out;
-	}
+	return 0;
+}
 
-	/* ---- the stop: system calls and stores only ---- */
-	if ((err = stop_thread(j, &r, insn, why, why_len)))
-		goto out;
-	if (seccomp && (err = check_seccomp(r, 0, why, why_len)))
-		goto out_release;
-	if ((err = rsys(r, SYS_mmap, 0, HS_STUB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+/* The library to copy, and a pidfd to take the target's descriptors through. */
+static int attach__open(struct inject *j, struct attach_ctx *c, const struct inject_opts *o, char *why,
+			size_t why_len)
+{
+	int e;
+
+	c->lib_src = open(o->lib, O_RDONLY | O_CLOEXEC);
+	if (c->lib_src < 0 || fstat(c->lib_src, &c->st)) {
+		e = errno;
+		snprintf(why, why_len, "cannot open %s: %s", o->lib, strerror(e));
+		return -e;
+	}
+	if (!S_ISREG(c->st.st_mode)) {
+		snprintf(why, why_len, "cannot open %s: not a regular file", o->lib);
+		return -EINVAL;
+	}
+	j->pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
+	if (j->pidfd < 0) {
+		e = errno;
+		snprintf(why, why_len, "pidfd_open(%d): %s", c->pid, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+/* Step 2, the thread stopped: the stub's pages, the memfd for the library (unless it is loaded)
+ * and the detach pipe, whose write end becomes ours alone. */
+static int attach__stub_pages(struct inject *j, struct attach_ctx *c, char *why, size_t why_len, bool *touched)
+{
+	int64_t ret;
+	int err;
+
+	if ((err = rsys(c->r, SYS_mmap, 0, HS_STUB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 			(uint64_t)-1, 0, &ret, "mmap", why, why_len)))
-		goto out_release;
+		return err;
 	*touched = true;
 	j->stub = (uint64_t)ret;
 	/* The data shared: a fork child's count of calls that went by is seen here too. The code
 	 * stays a private anonymous mapping, which no one takes for a module's. */
-	if ((err = rsys(r, SYS_mmap, j->stub + HS_STUB_CODE_BYTES, HS_STUB_DATA_BYTES, PROT_READ | PROT_WRITE,
+	if ((err = rsys(c->r, SYS_mmap, j->stub + HS_STUB_CODE_BYTES, HS_STUB_DATA_BYTES, PROT_READ | PROT_WRITE,
 			MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, (uint64_t)-1, 0, &ret, "mmap", why, why_len)))
-		goto out_release;
-	if ((err = remote_write(pid, j->stub + HS_STUB_CODE_BYTES, HS_LIB_SONAME, sizeof(HS_LIB_SONAME))))
-		goto out_release;
-	if (!loaded && (err = rsys(r, SYS_memfd_create, j->stub + HS_STUB_CODE_BYTES, MFD_CLOEXEC, 0, 0, 0, 0,
-				   &lib_fd_t, "memfd_create", why, why_len)))
-		goto out_release;
-	if ((err = rsys(r, SYS_pipe2, j->stub + HS_STUB_CODE_BYTES, O_CLOEXEC, 0, 0, 0, 0, &ret, "pipe2", why,
+		return err;
+	if ((err = remote_write(c->pid, j->stub + HS_STUB_CODE_BYTES, HS_LIB_SONAME, sizeof(HS_LIB_SONAME))))
+		return err;
+	if (!c->loaded && (err = rsys(c->r, SYS_memfd_create, j->stub + HS_STUB_CODE_BYTES, MFD_CLOEXEC, 0, 0, 0, 0,
+				      &c->lib_fd_t, "memfd_create", why, why_len)))
+		return err;
+	if ((err = rsys(c->r, SYS_pipe2, j->stub + HS_STUB_CODE_BYTES, O_CLOEXEC, 0, 0, 0, 0, &ret, "pipe2", why,
 			why_len)) ||
-	    (err = remote_read(pid, j->stub + HS_STUB_CODE_BYTES, fds, sizeof(fds))))
-		goto out_release;
-	j->pipe_w = grab_fd(j, fds[1]);
-	if (j->pipe_w < 0 || rsys(r, SYS_close, (uint64_t)fds[1], 0, 0, 0, 0, 0, &ret, "close", why, why_len)) {
-		err = j->pipe_w < 0 ? j->pipe_w : -EIO;
+	    (err = remote_read(c->pid, j->stub + HS_STUB_CODE_BYTES, c->fds, sizeof(c->fds))))
+		return err;
+	j->pipe_w = grab_fd(j, c->fds[1]);
+	if (j->pipe_w < 0 || rsys(c->r, SYS_close, (uint64_t)c->fds[1], 0, 0, 0, 0, 0, &ret, "close", why, why_len)) {
 		snprintf(why + strlen(why), why_len - strlen(why), "%staking the detach pipe's end", why[0] ? "; " : "");
-		goto out_release;
+		return j->pipe_w < 0 ? j->pipe_w : -EIO;
 	}
-	if (!loaded) {
-		int lib_fd = grab_fd(j, (int)lib_fd_t);
-		off_t off = 0;
+	return 0;
+}
 
-		err = lib_fd < 0 ? lib_fd : 0;
-		while (!err && off < st.st_size) {
-			ssize_t n = sendfile(lib_fd, lib_src, &off, (size_t)(st.st_size - off));
+/* The library's bytes into the target's memfd, through a descriptor of ours for it. */
+static int attach__copy_lib(struct inject *j, struct attach_ctx *c, const struct inject_opts *o, char *why,
+			    size_t why_len)
+{
+	int lib_fd = grab_fd(j, (int)c->lib_fd_t), err;
+	off_t off = 0;
 
-			if (n <= 0)
-				err = n < 0 ? -errno : -EIO; /* 0: the file shrank under us */
-		}
-		if (lib_fd >= 0)
-			close(lib_fd);
-		if (err) {
-			snprintf(why, why_len, "copying %s into process %d: %s", o->lib, pid, strerror(-err));
-			goto out_release;
-		}
+	err = lib_fd < 0 ? lib_fd : 0;
+	while (!err && off < c->st.st_size) {
+		ssize_t n = sendfile(lib_fd, c->lib_src, &off, (size_t)(c->st.st_size - off));
+
+		if (n <= 0)
+			err = n < 0 ? -errno : -EIO; /* 0: the file shrank under us */
 	}
-	/* The data, then the code, made executable and no longer writable. */
+	if (lib_fd >= 0)
+		close(lib_fd);
+	if (err)
+		snprintf(why, why_len, "copying %s into process %d: %s", o->lib, c->pid, strerror(-err));
+	return err;
+}
+
+/* The stub's data page as the library's entry reads it (recorder/inject/inject_abi.h). */
+static void attach__fill_data(struct inject *j, const struct attach_ctx *c, const struct inject_opts *o)
+{
+	struct hs_inject_data *d = j->d;
+
 	d->magic = HS_INJ_MAGIC;
 	d->version = HS_INJ_VERSION;
 	d->size = sizeof(*d);
 	/* Compared with getpid() in the target: its own namespace's number. */
-	d->target_pid = (uint64_t)look__ns_pid(pid);
+	d->target_pid = (uint64_t)look__ns_pid(c->pid);
 	d->fired = HS_FIRED_PREARM;
 	d->gate = HS_GATE_CLOSED;
 	d->hold_ns = (uint64_t)(o->hold * 1e9);
-	if (loaded) {
+	if (c->loaded) {
 		d->dlopen_flags = RTLD_NOW | RTLD_NOLOAD;
 		snprintf(d->lib_path, sizeof(d->lib_path), "%s", HS_LIB_SONAME);
 	} else {
 		d->dlopen_flags = RTLD_NOW;
-		snprintf(d->lib_path, sizeof(d->lib_path), "/proc/self/fd/%d", (int)lib_fd_t);
+		snprintf(d->lib_path, sizeof(d->lib_path), "/proc/self/fd/%d", (int)c->lib_fd_t);
 	}
 	snprintf(d->entry, sizeof(d->entry), "%s", HS_INJECT_ENTRY);
-	d->lib.pipe_fd = fds[0];
-	d->lib.lib_fd = loaded ? -1 : (int32_t)lib_fd_t;
+	d->lib.pipe_fd = c->fds[0];
+	d->lib.lib_fd = c->loaded ? -1 : (int32_t)c->lib_fd_t;
 	d->lib.sample_rate = o->sample_rate;
 	d->lib.stack_mode = o->stack_mode;
 	d->lib.max_stack = o->max_stack;
@@ -609,57 +571,116 @@ int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, 
 	d->lib.shm_fd = d->lib.wake_fd = -1;
 	if (o->sample_rate)
 		memcpy(d->thresholds, o->thresholds, sizeof(d->thresholds));
-	if ((err = remote_write(pid, j->stub + HS_STUB_CODE_BYTES, d, sizeof(*d))) ||
-	    (err = remote_write(pid, j->stub, hs_stub_blob, HS_STUB_CODE_BYTES))) {
-		snprintf(why, why_len, "writing the stub into process %d: %s", pid, strerror(-err));
-		goto out_release;
+}
+
+/* The data, then the code, made executable and no longer writable; then the GOT entries at the
+ * trampoline, and the stub armed last. A failure puts every entry back. */
+static int attach__stub_arm(struct inject *j, struct attach_ctx *c, char *why, size_t why_len)
+{
+	struct hs_inject_data *d = j->d;
+	uint64_t tramp[HS_INJ_MAX_SLOTS];
+	int64_t ret;
+	int err;
+
+	if ((err = remote_write(c->pid, j->stub + HS_STUB_CODE_BYTES, d, sizeof(*d))) ||
+	    (err = remote_write(c->pid, j->stub, hs_stub_blob, HS_STUB_CODE_BYTES))) {
+		snprintf(why, why_len, "writing the stub into process %d: %s", c->pid, strerror(-err));
+		return err;
 	}
-	if ((err = rsys(r, SYS_mprotect, j->stub, HS_STUB_CODE_BYTES, PROT_READ | PROT_EXEC, 0, 0, 0, &ret,
+	if ((err = rsys(c->r, SYS_mprotect, j->stub, HS_STUB_CODE_BYTES, PROT_READ | PROT_EXEC, 0, 0, 0, &ret,
 			"mprotect", why, why_len)))
-		goto out_release;
+		return err;
 	for (uint32_t i = 0; i < j->nr_slots; i++)
 		tramp[i] = j->stub + (uint64_t)(hs_stub_tramp - hs_stub_blob) + 16 * i;
-	err = store_slots(j, r, tramp, why, why_len);
+	err = store_slots(j, c->r, tramp, why, why_len);
 	j->tramp_in = true;
 	if (!err) {
 		/* Armed last: every entry points at the trampoline before any thread may act on it. */
 		uint64_t armed = HS_FIRED_ARMED;
 
-		err = remote_write(pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_FIRED, &armed, sizeof(armed));
+		err = remote_write(c->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_FIRED, &armed, sizeof(armed));
 		if (err)
-			snprintf(why, why_len, "arming the stub in process %d: %s", pid, strerror(-err));
+			snprintf(why, why_len, "arming the stub in process %d: %s", c->pid, strerror(-err));
 	}
 	if (err) {
 		uint64_t orig[HS_INJ_MAX_SLOTS], off = HS_FIRED_UNARMED;
 
-		remote_write(pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_FIRED, &off, sizeof(off));
+		remote_write(c->pid, j->stub + HS_STUB_CODE_BYTES + HS_INJ_OFF_FIRED, &off, sizeof(off));
 		for (uint32_t i = 0; i < j->nr_slots; i++)
 			orig[i] = d->slots[i].orig;
-		store_slots(j, r, orig, why + strlen(why), 0);
+		store_slots(j, c->r, orig, why + strlen(why), 0);
 	}
-out_release:
-	j->stopped_ns += remote__release(r);
-	if (err)
-		goto out;
-	if (o->verbose)
-		fprintf(stderr, "heapsnap-record: process %d stopped %.2f ms; trampoline in %u GOT entries (%u of "
-				"allocators); waiting for an allocator call\n", pid, (double)j->stopped_ns / 1e6, j->nr_slots, allocs);
+	return err;
+}
 
-	/* ---- the target's own threads from here ---- */
-	if ((err = wait_ready(j, o, insn, why, why_len)))
-		goto out;
-	j->shm_fd = grab_fd(j, d->lib.shm_fd);
-	j->wake_fd = grab_fd(j, d->lib.wake_fd);
+/* Step 2 whole: one thread stopped for system calls and stores only, then let go. */
+static int attach__stopped(struct inject *j, struct attach_ctx *c, const struct inject_opts *o, char *why,
+			   size_t why_len, bool *touched)
+{
+	int err;
+
+	if ((err = stop_thread(j, &c->r, j->insn, why, why_len)))
+		return err;
+	if (c->seccomp)
+		err = check_seccomp(c->r, 0, why, why_len);
+	if (!err)
+		err = attach__stub_pages(j, c, why, why_len, touched);
+	if (!err && !c->loaded)
+		err = attach__copy_lib(j, c, o, why, why_len);
+	if (!err) {
+		attach__fill_data(j, c, o);
+		err = attach__stub_arm(j, c, why, why_len);
+	}
+	j->stopped_ns += remote__release(c->r);
+	return err;
+}
+
+/* Step 3's end: the shared memory and wake descriptor the library answered with, checked. */
+static int attach__take_shm(struct inject *j, char *why, size_t why_len)
+{
+	j->shm_fd = grab_fd(j, j->d->lib.shm_fd);
+	j->wake_fd = grab_fd(j, j->d->lib.wake_fd);
 	if (j->shm_fd < 0 || j->wake_fd < 0 || !hs_fd_is_eventfd(j->wake_fd) ||
 	    !(fcntl(j->shm_fd, F_GET_SEALS) & F_SEAL_SHRINK)) {
-		snprintf(why, why_len, "the shared memory the library in process %d answered with is not as made", pid);
-		err = -EPROTO;
-		goto out;
+		snprintf(why, why_len, "the shared memory the library in process %d answered with is not as made", j->pid);
+		return -EPROTO;
 	}
-out:
-	if (lib_src >= 0)
-		close(lib_src);
-	proc_maps_free(v, n);
+	return 0;
+}
+
+int inject__attach(pid_t pid, const struct inject_opts *o, struct inject **out, char *why, size_t why_len,
+		   bool *touched)
+{
+	struct attach_ctx c = {.pid = pid, .lib_src = -1, .lib_fd_t = -1};
+	struct inject *j = calloc(1, sizeof(*j));
+	struct hs_inject_data *d = calloc(1, sizeof(*d));
+	int err;
+
+	*touched = false;
+	why[0] = 0;
+	if (!j || !d) {
+		free(j);
+		free(d);
+		return -ENOMEM;
+	}
+	j->pid = pid;
+	j->d = d;
+	j->pidfd = j->pipe_w = j->shm_fd = j->wake_fd = -1;
+	if (!(err = attach__look_libc(j, &c, why, why_len)) && !(err = attach__look_entries(j, &c, o, why, why_len)) &&
+	    !(err = attach__open(j, &c, o, why, why_len)))
+		err = attach__stopped(j, &c, o, why, why_len, touched);
+	if (!err && o->verbose)
+		fprintf(stderr, "heapsnap-record: process %d stopped %.2f ms; trampoline in %u GOT entries (%u of "
+				"allocators); waiting for an allocator call\n", pid, (double)j->stopped_ns / 1e6, j->nr_slots,
+			c.allocs);
+	/* ---- the target's own threads from here ---- */
+	if (!err)
+		err = wait_ready(j, o, j->insn, why, why_len);
+	if (!err)
+		err = attach__take_shm(j, why, why_len);
+	if (c.lib_src >= 0)
+		close(c.lib_src);
+	proc_maps_free(c.v, c.n);
 	if (err) {
 		inject__detach(j);
 		if (j->tramp_in)

@@ -3,6 +3,7 @@
  * touching nothing: its state and tracer, whether another recorder records it, its libc's
  * functions, the GOT entries the trampoline takes, a `syscall` instruction. Everything read
  * from the target is the target's to shape: bounded, and escaped before it is printed. */
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "allocators.h"
 #include "elfsyms.h"
 #include "gotwalk.h"
 #include "inject_abi.h"
@@ -92,18 +94,16 @@ struct slot_ctx {
 };
 #define MAX_SAFE_POINTS 64
 
-/* The allocator entries the trampoline sits in: every one the library hooks (got_hooks.c), so that
- * no allocator call made while it loads goes by unseen: it waits there, or is counted. Only
- * code that holds none of the locks pthread_create or dlopen take calls them. */
+/* The allocator entries the trampoline sits in: every one the library hooks (the table
+ * common/allocators.def, as got_hooks.c reads it), so that no allocator call made while it
+ * loads goes by unseen: it waits there, or is counted. Only code that holds none of the locks
+ * pthread_create or dlopen take calls them. */
 static int pick_slot(void *ctx, uint64_t got, const char *name)
 {
 	static const char *const names[] = {
-		"malloc", "calloc", "realloc", "reallocarray", "free", "aligned_alloc", "posix_memalign", "memalign",
-		"valloc", "pvalloc", "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
-		"_ZnwmSt11align_val_t", "_ZnamSt11align_val_t", "_ZnwmSt11align_val_tRKSt9nothrow_t",
-		"_ZnamSt11align_val_tRKSt9nothrow_t", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm", "_ZdlPvRKSt9nothrow_t",
-		"_ZdaPvRKSt9nothrow_t", "_ZdlPvSt11align_val_t", "_ZdaPvSt11align_val_t", "_ZdlPvmSt11align_val_t",
-		"_ZdaPvmSt11align_val_t", "_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+#define HS_ALLOC(sym, kind, args, nest, hook, ret, params) HS_ALLOC_IF_HOOKED(hook, #sym, )
+#include "allocators.def"
+#undef HS_ALLOC
 	};
 	/* Calls a process makes while it idles, where it holds none of those locks either: a
 	 * process that never calls its allocator through a GOT (between requests) is reached
@@ -346,5 +346,83 @@ int look__already_recorded(pid_t pid, const struct proc_map *v, int n, char *why
 		return -EALREADY;
 	}
 	return 0;
+}
+
+/* The target's glibc, whether libheapsnap.so is mapped already (*LOADED), and the functions in
+ * that glibc the stub calls, into D. */
+int look__libc(pid_t pid, struct proc_map *v, int n, struct hs_inject_data *d, bool *loaded, char *why,
+	       size_t why_len)
+{
+	static const char *const libc_fns[] = {"pthread_create", "pthread_attr_init", "pthread_attr_setdetachstate",
+					      "dlopen", "dlsym", "dlerror"};
+	uint64_t fns[6];
+	int libc_i = -1;
+
+	for (int i = 0; i < n; i++) {
+		if (look__is_libc(v[i].path) && libc_i < 0)
+			libc_i = i;
+		if (strstr(look__base_name(v[i].path), "libheapsnap.so"))
+			*loaded = true;
+	}
+	if (libc_i < 0) {
+		snprintf(why, why_len, "process %d maps no glibc (static, or another libc): nothing to load the library with",
+			 pid);
+		return -ENOENT;
+	}
+	look__symbol_addrs(pid, v, n, libc_i, libc_fns, 6, fns);
+	d->fn_pthread_create = fns[0];
+	d->fn_attr_init = fns[1];
+	d->fn_attr_detach = fns[2];
+	d->fn_dlopen = fns[3];
+	d->fn_dlsym = fns[4];
+	d->fn_dlerror = fns[5];
+	if (!d->fn_pthread_create || !d->fn_attr_init || !d->fn_attr_detach || !d->fn_dlopen || !d->fn_dlsym ||
+	    !d->fn_dlerror) {
+		char *libc = hs_strdup_printable(v[libc_i].path);
+
+		snprintf(why, why_len, "the glibc of process %d (%s) lacks pthread_create or dlopen in libc itself "
+			 "(glibc before 2.34?)", pid, libc ? libc : "?");
+		free(libc);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* A thread of the target to stop: the main one if it runs, else any other, never one in
+ * uninterruptible sleep (it would stop only when it leaves it) or gone. */
+pid_t look__pick_thread(pid_t pid)
+{
+	char path[64];
+	pid_t best = pid;
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	if (!(d = opendir(path)))
+		return pid;
+	while ((e = readdir(d))) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		char st[64] = "";
+		FILE *f;
+
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+		if ((f = fopen(path, "re"))) {
+			char *p;
+
+			if (!fgets(st, sizeof(st), f))
+				st[0] = 0;
+			fclose(f);
+			p = strrchr(st, ')');
+			if (p && p[1] == ' ' && !strchr("DZXTt", p[2])) {
+				best = tid;
+				if (tid == pid)
+					break;
+			}
+		}
+	}
+	closedir(d);
+	return best;
 }
 

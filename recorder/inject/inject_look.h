@@ -34,4 +34,11 @@ int look__yama_scope(void);
 int look__preflight(pid_t pid, char *why, size_t why_len, bool *seccomp);
 /* -EALREADY if another heapsnap-record records PID now (WHY names it). */
 int look__already_recorded(pid_t pid, const struct proc_map *v, int n, char *why, size_t why_len);
+/* The target's glibc in V: -ENOENT (WHY says why) without one, or without the functions the
+ * stub calls there, whose addresses go into D; *LOADED: libheapsnap.so is mapped already. */
+int look__libc(pid_t pid, struct proc_map *v, int n, struct hs_inject_data *d, bool *loaded, char *why,
+	       size_t why_len);
+/* A thread of PID to stop: the main one if it runs, else any other not in uninterruptible
+ * sleep, stopped or gone; PID itself when none is. */
+pid_t look__pick_thread(pid_t pid);
 #endif

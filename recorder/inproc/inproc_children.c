@@ -2,9 +2,18 @@
 /* The command's descendants, in-process: the shared memory handed to those that ask the
  * recorder's socket for it (their inherited descriptors were closed), and those found
  * running without recording, said. */
+#include <inttypes.h>
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-#include "session.h"
+#include "inproc_shm.h"
+#include "inproc_way.h"
+#include "output.h"
+#include "processes.h"
+#include "procfs.h"
 
 /* ---- the shared memory for children that closed their inherited descriptors ---- */
 
@@ -54,13 +63,15 @@ static const char *peer_refused(struct session *s, const struct preload_peer *pe
  * file: for the first 20 only, since anyone may connect and must not flood the output. */
 static void say_unrecorded(struct session *s, pid_t pid, int64_t uid, const char *why)
 {
+	struct inproc_way *iw = inproc_of(s);
 	char *comm = proc_read_string(pid, "comm"), who[32] = "";
 
 	if (uid >= 0)
 		snprintf(who, sizeof(who), ", uid %" PRId64, uid);
-	if (++s->procs_unrecorded <= 20)
+
+	if (++iw->procs_unrecorded <= 20)
 		rec_warnx("warning: process %d (%s%s) is not recorded: %s%s", (int)pid, comm ? comm : "gone", who, why,
-			  s->procs_unrecorded == 20 ? " (further ones are only counted, in lost.processes_unrecorded)" : "");
+			  iw->procs_unrecorded == 20 ? " (further ones are only counted, in lost.processes_unrecorded)" : "");
 	free(comm);
 }
 
@@ -68,11 +79,12 @@ static void say_unrecorded(struct session *s, pid_t pid, int64_t uid, const char
  * connections cannot hold the loop), and says which were refused, and why. */
 void serve_children(struct session *s)
 {
+	struct preload *pre = inproc_of(s)->pre;
 	struct preload_peer peer;
 
-	for (int n = 0; s->pre && n < 16; n++) {
+	for (int n = 0; pre && n < 16; n++) {
 		const char *why;
-		int err = preload__accept(s->pre, &peer);
+		int err = preload__accept(pre, &peer);
 
 		if (err <= 0) {
 			if (err < 0)
@@ -80,7 +92,7 @@ void serve_children(struct session *s)
 			return;
 		}
 		why = peer_refused(s, &peer);
-		if (!why && !(err = preload__grant(s->pre, &peer)))
+		if (!why && !(err = preload__grant(pre, &peer)))
 			continue;
 		say_unrecorded(s, peer.pid, (int64_t)peer.uid, why ? why : strerror(-err));
 		preload__peer_close(&peer);
@@ -134,22 +146,23 @@ static bool has_library(pid_t pid)
  * once: a process that runs on costs one read of its stat per scan. */
 static void check_image(struct session *s, pid_t pid)
 {
+	struct inproc_way *iw = inproc_of(s);
 	uint64_t key = image_key(pid);
 	struct hmap_slot *slot;
 	bool created, lib;
 
 	if (!key)
 		return;
-	slot = hmap_find(&s->seen_images, (uint64_t)pid, key);
+	slot = hmap_find(&iw->seen_images, (uint64_t)pid, key);
 	if (!slot) {
-		if (s->seen_images.nr >= SEEN_MAX) {
-			if (!s->seen_full)
+		if (iw->seen_images.nr >= SEEN_MAX) {
+			if (!iw->seen_full)
 				rec_warnx("warning: over %d programs run under the command: those started from now on are "
 					  "not checked for being recorded", SEEN_MAX);
-			s->seen_full = true;
+			iw->seen_full = true;
 			return;
 		}
-		slot = hmap_put(&s->seen_images, (uint64_t)pid, key, &created);
+		slot = hmap_put(&iw->seen_images, (uint64_t)pid, key, &created);
 		if (slot)
 			slot->val = 1;
 		return;
@@ -193,7 +206,7 @@ void scan_children(struct session *s)
 {
 	struct tree_walk w = {.n = 0};
 
-	if (!s->pre || !s->child || s->child_reaped)
+	if (!inproc_of(s)->pre || !s->child || s->child_reaped)
 		return;
 	w.q = malloc(SCAN_MAX_PROCS * sizeof(*w.q));
 	if (!w.q)
@@ -205,9 +218,4 @@ void scan_children(struct session *s)
 		check_image(s, w.pid);
 	}
 	free(w.q);
-}
-
-void children_free(struct session *s)
-{
-	hmap_free(&s->seen_images);
 }

@@ -14,15 +14,13 @@
 #include "inject_abi.h"
 #include "libheapsnap.h"
 
-/* What we hook, by the name a module imports. */
+/* What we hook, by the name a module imports: every allocator the table (common/allocators.def)
+ * has a hook for, then the calls that tell us of new modules and thread names. */
 static const char *const hook_names[] = {
-	"malloc", "calloc", "realloc", "reallocarray", "free", "aligned_alloc", "posix_memalign", "memalign",
-	"valloc", "pvalloc", "dlopen", "pthread_setname_np", "prctl",
-	"_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_t",
-	"_ZnamSt11align_val_t", "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t",
-	"_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm", "_ZdlPvRKSt9nothrow_t", "_ZdaPvRKSt9nothrow_t",
-	"_ZdlPvSt11align_val_t", "_ZdaPvSt11align_val_t", "_ZdlPvmSt11align_val_t", "_ZdaPvmSt11align_val_t",
-	"_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+#define HS_ALLOC(sym, kind, args, nest, hook, ret, params) HS_ALLOC_IF_HOOKED(hook, #sym, )
+#include "allocators.def"
+#undef HS_ALLOC
+	"dlopen", "pthread_setname_np", "prctl",
 };
 #define NR_HOOKS (sizeof(hook_names) / sizeof(hook_names[0]))
 static uint64_t hook_addr[NR_HOOKS];

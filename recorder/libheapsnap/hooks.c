@@ -25,8 +25,23 @@
 
 #include "libheapsnap.h"
 
-/* ---- the real allocators ---- */
+/* Each line of the allocator table (common/allocators.def) whose hook is written here by hand
+ * (OWN): its kind, for that hook to record, and the mark its HOOK_WRITTEN must find. The end of
+ * this file checks that every such line has its hook. */
+#define HS_ALLOC(sym, kind, args, nest, hook, ret, params) HS_LISTED_##hook(sym, kind)
+#define HS_LISTED_OWN(sym, kind) enum { hs_kind_of_##sym = HS_KIND_##kind };
+#define HS_LISTED_ALLOC(sym, kind)
+#define HS_LISTED_FREE(sym, kind)
+#define HS_LISTED_NEW(sym, kind)
+#define HS_LISTED_DELETE(sym, kind)
+#define HS_LISTED_BPF(sym, kind)
+#define HS_LISTED_RUST(sym, kind)
+#include "allocators.def"
+#undef HS_ALLOC
+/* After a hand-written hook: fails to compile when the table has no OWN line for it. */
+#define HOOK_WRITTEN(sym) enum { hs_written_##sym = hs_kind_of_##sym + 1 }
 
+/* ---- the real allocators ---- */
 
 /* dlsym itself allocates: what it asks for before the real functions are known comes from
  * here, and is never given back. */
@@ -69,19 +84,12 @@ void resolve_from(void *handle)
 {
 	next_handle = handle;
 #define R(f, name) real.f = (__typeof__(real.f))lookup(handle, name)
-	R(malloc, "malloc");
-	R(calloc, "calloc");
-	R(realloc, "realloc");
-	R(reallocarray, "reallocarray");
-	R(aligned_alloc, "aligned_alloc");
-	R(posix_memalign, "posix_memalign");
-	R(memalign, "memalign");
-	R(valloc, "valloc");
-	R(pvalloc, "pvalloc");
+#define HS_ALLOC(sym, kind, args, nest, hook, ret, params) HS_ALLOC_IF_REAL(hook, R(sym, #sym);)
+#include "allocators.def"
+#undef HS_ALLOC
 	R(dlopen, "dlopen");
 	R(setname, "pthread_setname_np");
 	R(prctl, "prctl");
-	R(free, "free");
 #undef R
 }
 
@@ -156,7 +164,7 @@ static __attribute__((noinline)) void *malloc_full(size_t n)
 		if (!real.malloc)
 			return boot_alloc(n);
 	}
-	ALLOC_HOOK(HS_KIND_MALLOC, n, real.malloc(n));
+	ALLOC_HOOK(hs_kind_of_malloc, n, real.malloc(n));
 }
 
 HOOK EXPORT FAST void *malloc(size_t n)
@@ -165,6 +173,7 @@ HOOK EXPORT FAST void *malloc(size_t n)
 		return real.malloc(n);
 	return malloc_full(n);
 }
+HOOK_WRITTEN(malloc);
 
 static __attribute__((noinline)) void *calloc_full(size_t n, size_t m)
 {
@@ -176,7 +185,7 @@ static __attribute__((noinline)) void *calloc_full(size_t n, size_t m)
 			return p; /* boot memory is zero */
 		}
 	}
-	ALLOC_HOOK(HS_KIND_CALLOC, n * m, real.calloc(n, m));
+	ALLOC_HOOK(hs_kind_of_calloc, n * m, real.calloc(n, m));
 }
 
 HOOK EXPORT FAST void *calloc(size_t n, size_t m)
@@ -185,6 +194,7 @@ HOOK EXPORT FAST void *calloc(size_t n, size_t m)
 		return real.calloc(n, m);
 	return calloc_full(n, m);
 }
+HOOK_WRITTEN(calloc);
 
 static __attribute__((noinline)) void free_full(void *p)
 {
@@ -202,8 +212,10 @@ HOOK EXPORT FAST void free(void *p)
 		return real.free(p);
 	free_full(p);
 }
+HOOK_WRITTEN(free);
 
-static void *realloc_body(void *old, size_t n, void *(*call)(void *, size_t, size_t), size_t m, uint64_t fp)
+static void *realloc_body(void *old, size_t n, void *(*call)(void *, size_t, size_t), size_t m, uint32_t kind,
+			  uint64_t fp)
 {
 	struct tstate *t = enter();
 	uint64_t ts, old_size = 0;
@@ -225,7 +237,7 @@ static void *realloc_body(void *old, size_t n, void *(*call)(void *, size_t, siz
 		if (old_sampled)
 			record_free(t, old, old_size, p ? HS_FREE_FLAG_REALLOC : 0, ts);
 		if (p && sample(n * (m ? m : 1)))
-			record_alloc(t, p, n * (m ? m : 1), HS_KIND_REALLOC, fp);
+			record_alloc(t, p, n * (m ? m : 1), kind, fp);
 	} else if (old_sampled && shm->sample_rate) {
 		sampled_add(old, old_size); /* failed: the old block stays, still sampled */
 	}
@@ -258,8 +270,9 @@ HOOK EXPORT void *realloc(void *old, size_t n)
 		if (!real.realloc)
 			return boot_alloc(n);
 	}
-	return realloc_body(old, n, call_realloc, 0, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+	return realloc_body(old, n, call_realloc, 0, hs_kind_of_realloc, (uint64_t)(uintptr_t)__builtin_frame_address(0));
 }
+HOOK_WRITTEN(realloc);
 
 HOOK EXPORT void *reallocarray(void *old, size_t n, size_t m)
 {
@@ -269,36 +282,10 @@ HOOK EXPORT void *reallocarray(void *old, size_t n, size_t m)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return realloc_body(old, n, call_reallocarray, m, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+	return realloc_body(old, n, call_reallocarray, m, hs_kind_of_reallocarray,
+			    (uint64_t)(uintptr_t)__builtin_frame_address(0));
 }
-
-HOOK EXPORT void *aligned_alloc(size_t a, size_t n)
-{
-	if (UNLIKELY(!real.aligned_alloc))
-		resolve();
-	ALLOC_HOOK(HS_KIND_MEMALIGN, n, real.aligned_alloc(a, n));
-}
-
-HOOK EXPORT void *memalign(size_t a, size_t n)
-{
-	if (UNLIKELY(!real.memalign))
-		resolve();
-	ALLOC_HOOK(HS_KIND_MEMALIGN, n, real.memalign(a, n));
-}
-
-HOOK EXPORT void *valloc(size_t n)
-{
-	if (UNLIKELY(!real.valloc))
-		resolve();
-	ALLOC_HOOK(HS_KIND_MEMALIGN, n, real.valloc(n));
-}
-
-HOOK EXPORT void *pvalloc(size_t n)
-{
-	if (UNLIKELY(!real.pvalloc))
-		resolve();
-	ALLOC_HOOK(HS_KIND_MEMALIGN, n, real.pvalloc(n));
-}
+HOOK_WRITTEN(reallocarray);
 
 HOOK EXPORT int posix_memalign(void **out, size_t a, size_t n)
 {
@@ -311,22 +298,49 @@ HOOK EXPORT int posix_memalign(void **out, size_t a, size_t n)
 	tdepth++;
 	ret = real.posix_memalign(out, a, n);
 	if (t && !ret && sample(n))
-		record_alloc(t, *out, n, HS_KIND_MEMALIGN, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+		record_alloc(t, *out, n, hs_kind_of_posix_memalign, (uint64_t)(uintptr_t)__builtin_frame_address(0));
 	tdepth--;
 	return ret;
 }
+HOOK_WRITTEN(posix_memalign);
 
-/* ---- C++: every operator new and delete, counted once with the malloc inside ---- */
+/* ---- the hooks the table generates ---- */
 
-typedef void *(*new_fn)(size_t);
-typedef void *(*new_a_fn)(size_t, size_t);
-typedef void *(*new_nt_fn)(size_t, const void *);
-typedef void *(*new_ant_fn)(size_t, size_t, const void *);
-typedef void (*del_fn)(void *);
+/* An allocator that takes a size and returns the block (aligned_alloc, memalign, valloc...). */
+#define HS_HOOK_ALLOC(sym, kind, args, ret, params)                                              \
+	HOOK EXPORT ret sym HS_PARAMS params                                                      \
+	{                                                                                         \
+		if (UNLIKELY(!real.sym))                                                          \
+			resolve();                                                                \
+		ALLOC_HOOK(HS_KIND_##kind, HS_SIZE_OF_##args, real.sym HS_ARGS params);          \
+	}
 
-/* The next definition of a C++ operator: libstdc++'s, or an allocator's preloaded after us
- * (injected: the first module's that defines it, as for malloc). Looked up on first use,
- * after start-up: only a program that calls it gets here. */
+/* A free of another name: the block is gone as free's is. */
+#define HS_HOOK_FREE(sym, kind, args, ret, params)                                               \
+	HOOK EXPORT ret sym HS_PARAMS params                                                      \
+	{                                                                                         \
+		void *p = HS_PTR_OF_##args;                                                       \
+		struct tstate *t;                                                                 \
+		uint64_t ts, size;                                                                \
+		if (UNLIKELY(!real.sym)) {                                                        \
+			resolve();                                                                \
+			if (!real.sym)                                                            \
+				return;                                                           \
+		}                                                                                 \
+		if (!p || is_boot(p))                                                             \
+			return;                                                                   \
+		t = free_begin(p, &size, &ts);                                                    \
+		tdepth++;                                                                         \
+		real.sym HS_ARGS params;                                                          \
+		if (t)                                                                            \
+			record_free(t, p, size, 0, ts);                                           \
+		tdepth--;                                                                         \
+	}
+
+/* C++: every operator new and delete, counted once with the malloc inside. The next definition
+ * of an operator is libstdc++'s, or an allocator's preloaded after us (injected: the first
+ * module's that defines it, as for malloc). Looked up on first use, after start-up: only a
+ * program that calls it gets here. */
 static void *next_sym(void **cache, const char *name)
 {
 	void *f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
@@ -342,60 +356,55 @@ static void *next_sym(void **cache, const char *name)
 	return f;
 }
 
-#define NEW_HOOK(sym, kind, type, args, callargs, size)                                          \
-	HOOK EXPORT void *sym args                                                                \
+#define HS_HOOK_NEW(sym, kind, args, ret, params)                                                \
+	HOOK EXPORT ret sym HS_PARAMS params                                                      \
 	{                                                                                         \
 		static void *next;                                                                \
-		type f = (type)next_sym(&next, #sym);                                             \
-		if (LIKELY(pass_by(size))) {                                                      \
+		ret(*f) params = (ret(*) params)next_sym(&next, #sym);                            \
+		if (LIKELY(pass_by(HS_SIZE_OF_##args))) {                                         \
 			void *p;                                                                  \
 			tdepth++; /* its malloc inside is not another allocation */              \
-			p = f callargs;                                                           \
+			p = f HS_ARGS params;                                                     \
 			tdepth--;                                                                 \
 			return p;                                                                 \
 		}                                                                                 \
-		ALLOC_HOOK(kind, size, f callargs);                                               \
+		ALLOC_HOOK(HS_KIND_##kind, HS_SIZE_OF_##args, f HS_ARGS params);                  \
 	}
 
-NEW_HOOK(_Znwm, HS_KIND_NEW, new_fn, (size_t n), (n), n)
-NEW_HOOK(_Znam, HS_KIND_NEW_ARRAY, new_fn, (size_t n), (n), n)
-NEW_HOOK(_ZnwmRKSt9nothrow_t, HS_KIND_NEW, new_nt_fn, (size_t n, const void *nt), (n, nt), n)
-NEW_HOOK(_ZnamRKSt9nothrow_t, HS_KIND_NEW_ARRAY, new_nt_fn, (size_t n, const void *nt), (n, nt), n)
-NEW_HOOK(_ZnwmSt11align_val_t, HS_KIND_NEW, new_a_fn, (size_t n, size_t a), (n, a), n)
-NEW_HOOK(_ZnamSt11align_val_t, HS_KIND_NEW_ARRAY, new_a_fn, (size_t n, size_t a), (n, a), n)
-NEW_HOOK(_ZnwmSt11align_val_tRKSt9nothrow_t, HS_KIND_NEW, new_ant_fn, (size_t n, size_t a, const void *nt),
-	 (n, a, nt), n)
-NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, HS_KIND_NEW_ARRAY, new_ant_fn, (size_t n, size_t a, const void *nt),
-	 (n, a, nt), n)
-
 /* Every delete frees its block as free does, then lets the real operator run nested. */
-#define DEL_HOOK(sym, args, callargs)                                                            \
-	HOOK EXPORT void sym args                                                                 \
+#define HS_HOOK_DELETE(sym, kind, args, ret, params)                                             \
+	HOOK EXPORT ret sym HS_PARAMS params                                                      \
 	{                                                                                         \
 		static void *next;                                                                \
-		void (*f) args = (void (*) args)next_sym(&next, #sym);                            \
+		ret(*f) params = (ret(*) params)next_sym(&next, #sym);                            \
+		void *p = HS_PTR_OF_##args;                                                       \
 		struct tstate *t;                                                                 \
 		uint64_t ts, size;                                                                \
 		if (!p)                                                                           \
 			return;                                                                   \
 		t = free_begin(p, &size, &ts);                                                    \
 		tdepth++;                                                                         \
-		f callargs;                                                                       \
+		f HS_ARGS params;                                                                 \
 		if (t)                                                                            \
 			record_free(t, p, size, 0, ts);                                           \
 		tdepth--;                                                                         \
 	}
 
-DEL_HOOK(_ZdlPv, (void *p), (p))
-DEL_HOOK(_ZdaPv, (void *p), (p))
-DEL_HOOK(_ZdlPvm, (void *p, size_t n), (p, n))
-DEL_HOOK(_ZdaPvm, (void *p, size_t n), (p, n))
-DEL_HOOK(_ZdlPvRKSt9nothrow_t, (void *p, const void *nt), (p, nt))
-DEL_HOOK(_ZdaPvRKSt9nothrow_t, (void *p, const void *nt), (p, nt))
-DEL_HOOK(_ZdlPvSt11align_val_t, (void *p, size_t a), (p, a))
-DEL_HOOK(_ZdaPvSt11align_val_t, (void *p, size_t a), (p, a))
-DEL_HOOK(_ZdlPvmSt11align_val_t, (void *p, size_t n, size_t a), (p, n, a))
-DEL_HOOK(_ZdaPvmSt11align_val_t, (void *p, size_t n, size_t a), (p, n, a))
-DEL_HOOK(_ZdlPvSt11align_val_tRKSt9nothrow_t, (void *p, size_t a, const void *nt), (p, a, nt))
-DEL_HOOK(_ZdaPvSt11align_val_tRKSt9nothrow_t, (void *p, size_t a, const void *nt), (p, a, nt))
+#define HS_HOOK_OWN(sym, kind, args, ret, params)
+#define HS_HOOK_BPF(sym, kind, args, ret, params)
+#define HS_HOOK_RUST(sym, kind, args, ret, params)
+#define HS_ALLOC(sym, kind, args, nest, hook, ret, params) HS_HOOK_##hook(sym, kind, args, ret, params)
+#include "allocators.def"
+#undef HS_ALLOC
 
+/* Every line marked OWN has its hook above (a missing one is an undeclared hs_written_). */
+#define HS_CHECK_OWN(sym) _Static_assert(hs_written_##sym > 0, "the table's hook for " #sym);
+#define HS_CHECK_ALLOC(sym)
+#define HS_CHECK_FREE(sym)
+#define HS_CHECK_NEW(sym)
+#define HS_CHECK_DELETE(sym)
+#define HS_CHECK_BPF(sym)
+#define HS_CHECK_RUST(sym)
+#define HS_ALLOC(sym, kind, args, nest, hook, ret, params) HS_CHECK_##hook(sym)
+#include "allocators.def"
+#undef HS_ALLOC

@@ -26,6 +26,7 @@
 
 #include "inject_abi.h"
 #include "libheapsnap.h"
+#include "python.h"
 
 static int own_shm_fd = -1; /* the memory this library made; -1 while it has none */
 static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -262,6 +263,8 @@ static int session(struct hs_inject_data *d)
 		return fail(l, ENOENT, "no module imports an allocator through its GOT");
 	}
 	emit_maps();
+	py_attach();
+	pymem_request_install(); /* runs when the main thread next runs Python */
 	safe_points_back(d);
 	l->shm_fd = own_shm_fd;
 	l->wake_fd = wake_fd;
@@ -273,6 +276,7 @@ static int session(struct hs_inject_data *d)
 
 	go_dormant();
 	__atomic_store_n(&shm->dormant, 1, __ATOMIC_RELEASE);
+	pymem_detach();
 	got_restore_all();
 	__atomic_store_n(&l->lib_state, HS_LIB_DETACHED, __ATOMIC_RELEASE);
 	return 0;

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "libheapsnap.h"
+#include "python.h"
 
 /* ---- processes, images, thread names ---- */
 
@@ -140,6 +141,7 @@ HOOK EXPORT void *dlopen(const char *file, int mode)
 		emit_maps(); /* the recorder keeps each mapping once */
 		if (injected)
 			got_patch_new();
+		py_attach(); /* an interpreter embedded now */
 	}
 	return h;
 }
@@ -197,6 +199,7 @@ static void after_fork_child(void)
 	spin_unlock(&sampled_lock);
 	unwind_after_fork(true);
 	self_pid = (uint32_t)getpid();
+	py_after_fork_child();
 	if (tsp) {
 		tsp->tid = gettid_raw();
 		tsp->ring = -1;
@@ -349,6 +352,7 @@ __attribute__((constructor)) static void hs_init(void)
 	fast_path(shm->sample_rate != 0);
 	emit_proc(HS_EV_EXEC, (uint32_t)getppid());
 	emit_maps();
+	py_attach();
 }
 
 /* Once per process, whichever way the library came in. */

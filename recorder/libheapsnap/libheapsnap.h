@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "allocators.h"
 #include "record.h"
 #include "shm.h"
 
@@ -19,16 +20,10 @@
 
 /* The next definitions of what we interpose: glibc's, or an allocator preloaded after us. */
 struct real_fns {
-	void *(*malloc)(size_t);
-	void *(*calloc)(size_t, size_t);
-	void *(*realloc)(void *, size_t);
-	void *(*reallocarray)(void *, size_t, size_t);
-	void (*free)(void *);
-	void *(*aligned_alloc)(size_t, size_t);
-	int (*posix_memalign)(void **, size_t, size_t);
-	void *(*memalign)(size_t, size_t);
-	void *(*valloc)(size_t);
-	void *(*pvalloc)(size_t);
+	/* each allocator the table (common/allocators.def) hooks but for C++ operators */
+#define HS_ALLOC(sym, kind, args, nest, hook, ret, params) HS_ALLOC_IF_REAL(hook, ret(*sym) params;)
+#include "allocators.def"
+#undef HS_ALLOC
 	void *(*dlopen)(const char *, int);
 	int (*setname)(pthread_t, const char *);
 	int (*prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);

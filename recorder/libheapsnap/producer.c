@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "libheapsnap.h"
+#include "python.h"
 
 struct hs_shm_hdr *shm;
 uint8_t *shm_data;
@@ -366,7 +367,9 @@ static __attribute__((always_inline)) inline uint32_t walk(struct tstate *t, uin
 	uint32_t n = 0;
 
 	while (n < max) {
-		if (fp < t->stack_lo || fp + 16 > t->stack_hi || (fp & 7)) {
+		/* fp + 16 would wrap for a junk rbp near 2^64 (an interpreter's negative int in
+		 * rbp, under pymalloc's wrapper) and pass for one inside the stack. */
+		if (fp < t->stack_lo || fp > t->stack_hi - 16 || (fp & 7)) {
 			if (fp) /* not the outermost frame's zero: a frame without a frame pointer */
 				count(HS_CNT_STACK_ERROR);
 			break;
@@ -416,6 +419,9 @@ static uint64_t capture(struct tstate *t, uint64_t fp, uint64_t ts)
 	} else {
 		n = walk(t, fp, ips, max);
 	}
+	/* Where the stack passes through Python's eval loop, the Python frames it ran. */
+	if (__atomic_load_n(&py_ready, __ATOMIC_RELAXED))
+		n = py_splice(t, ips, n, max);
 	if (!n)
 		return 0;
 	h = hash_ips(ips, n);
@@ -627,6 +633,7 @@ void record_alloc(struct tstate *t, void *p, size_t size, uint8_t kind, uint64_t
 	e->size = size;
 	e->stack = h;
 	commit(t, need);
+	pymem_on_recorded();
 }
 
 void record_free(struct tstate *t, void *p, uint64_t size, uint8_t flags, uint64_t ts)

@@ -221,6 +221,42 @@ static uint64_t lim; /* one past the highest slot allocated: frees name a slot b
 
 /* R's fields for type T, about one in BAD out of the reader's range; false for a type the
  * writer takes no record of (THREAD, FRAME_INDEX: it writes them itself). */
+/* An allocation or a free of a slot allocated before (an allocation when none was). */
+static void fill_alloc(struct hs_record *r, uint32_t t)
+{
+	if (t == HS_REC_FREE && !lim)
+		r->type = t = HS_REC_ALLOC;
+	r->alloc.slot = t == HS_REC_FREE ? rnd() % lim : rnd() % (lim + 1);
+	if (t != HS_REC_FREE && r->alloc.slot == lim)
+		lim++;
+	r->alloc.size = val();
+	r->alloc.stack_id = rnd() % 4;
+	r->alloc.kind = rnd() % 9;
+	r->alloc.weight = val();
+	r->pid = rnd() % 3;
+	r->tid = rnd() % 3;
+}
+
+static void fill_session(struct hs_record *r, int bad)
+{
+	r->session.tool_version = str();
+	r->session.hostname = str();
+	r->session.kernel = str();
+	r->session.cmdline = str();
+	r->session.tick_ns = rnd() % bad ? 1 + val() % 1000 : val();
+	r->session.monotonic_start_ns = val();
+	r->session.realtime_start_ns = val();
+	r->session.sample_rate = val();
+	r->session.max_stack = rnd() % bad ? 1 + rnd() % 127 : val();
+	r->session.flags = val();
+	r->session.stack_mode = (uint32_t)val();
+	r->session.nr_probes = rnd() % 40;
+	for (uint32_t i = 0; i < r->session.nr_probes; i++)
+		probe(&probes[i]);
+	r->session.probes = probes;
+	r->session.via = str();
+}
+
 static bool fill(struct hs_record *r, uint32_t t, int bad)
 {
 	switch (t) {
@@ -229,35 +265,10 @@ static bool fill(struct hs_record *r, uint32_t t, int bad)
 	case HS_REC_ALLOC:
 	case HS_REC_ALLOC_SAMPLED:
 	case HS_REC_FREE:
-		if (t == HS_REC_FREE && !lim)
-			r->type = t = HS_REC_ALLOC;
-		r->alloc.slot = t == HS_REC_FREE ? rnd() % lim : rnd() % (lim + 1);
-		if (t != HS_REC_FREE && r->alloc.slot == lim)
-			lim++;
-		r->alloc.size = val();
-		r->alloc.stack_id = rnd() % 4;
-		r->alloc.kind = rnd() % 9;
-		r->alloc.weight = val();
-		r->pid = rnd() % 3;
-		r->tid = rnd() % 3;
+		fill_alloc(r, t);
 		break;
 	case HS_REC_SESSION:
-		r->session.tool_version = str();
-		r->session.hostname = str();
-		r->session.kernel = str();
-		r->session.cmdline = str();
-		r->session.tick_ns = rnd() % bad ? 1 + val() % 1000 : val();
-		r->session.monotonic_start_ns = val();
-		r->session.realtime_start_ns = val();
-		r->session.sample_rate = val();
-		r->session.max_stack = rnd() % bad ? 1 + rnd() % 127 : val();
-		r->session.flags = val();
-		r->session.stack_mode = (uint32_t)val();
-		r->session.nr_probes = rnd() % 40;
-		for (uint32_t i = 0; i < r->session.nr_probes; i++)
-			probe(&probes[i]);
-		r->session.probes = probes;
-		r->session.via = str();
+		fill_session(r, bad);
 		break;
 	case HS_REC_PROCESS:
 		r->process.ppid = (uint32_t)val();

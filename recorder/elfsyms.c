@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: MIT
+/* Reading ELF files on disk: a library's allocator functions by the one table
+ * (common/allocators.def), for the BPF way's probes and the injector's look; a symbol for
+ * --probe; whether a command is dynamic (choosing the way in); an executable's text offset
+ * (process tracking). On the floor below the ways in, since all of them read it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,81 +22,93 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= m && !strcmp(s + n - m, suffix);
 }
 
-/* Rust allocator shims: legacy `__rust_alloc`, or v0-mangled `_R...12___rust_alloc`. */
-static bool rust_shim(const char *name, const char *shim, const char *v0_suffix)
+/* Rust allocator shims: legacy `__rust_alloc`, or v0-mangled `_R...12___rust_alloc`: the name
+ * preceded by its length, and by a `_` when it starts with one or a digit. */
+static bool rust_v0(const char *name, const char *shim)
 {
-	return !strcmp(name, shim) || (!strncmp(name, "_R", 2) && ends_with(name, v0_suffix));
+	char suffix[64];
+	bool sep = shim[0] == '_' || (shim[0] >= '0' && shim[0] <= '9');
+	int n = snprintf(suffix, sizeof(suffix), "%zu%s%s", strlen(shim), sep ? "_" : "", shim);
+
+	return n > 0 && (size_t)n < sizeof(suffix) && ends_with(name, suffix);
 }
 
-bool alloc_func__classify(const char *name, bool in_libc, enum hs_prog *prog, uint32_t *kind, bool *wrapper)
-{
-	static const struct {
-		const char *name;
-		enum hs_prog prog;
-		uint32_t kind;
-	} plain[] = {
-		{"malloc", PROG_SIZE1, HS_KIND_MALLOC},
-		{"calloc", PROG_CALLOC, HS_KIND_CALLOC},
-		{"realloc", PROG_REALLOC, HS_KIND_REALLOC},
-		{"reallocarray", PROG_REALLOCARRAY, HS_KIND_REALLOC},
-		{"memalign", PROG_SIZE2, HS_KIND_MEMALIGN},
-		{"aligned_alloc", PROG_SIZE2, HS_KIND_MEMALIGN},
-		{"posix_memalign", PROG_POSIX_MEMALIGN, HS_KIND_MEMALIGN},
-		{"valloc", PROG_SIZE1, HS_KIND_MEMALIGN},
-		{"pvalloc", PROG_SIZE1, HS_KIND_MEMALIGN},
-		{"free", PROG_FREE, HS_KIND_MALLOC},
-		{"cfree", PROG_FREE, HS_KIND_MALLOC},
-		/* jemalloc, tcmalloc and mimalloc entry points beyond the standard names. */
-		{"mallocx", PROG_SIZE1, HS_KIND_MALLOC},
-		{"rallocx", PROG_REALLOC, HS_KIND_REALLOC},
-		{"dallocx", PROG_FREE, HS_KIND_MALLOC},
-		{"sdallocx", PROG_FREE, HS_KIND_MALLOC},
-		{"tc_malloc", PROG_SIZE1, HS_KIND_MALLOC},
-		{"tc_calloc", PROG_CALLOC, HS_KIND_CALLOC},
-		{"tc_realloc", PROG_REALLOC, HS_KIND_REALLOC},
-		{"tc_free", PROG_FREE, HS_KIND_MALLOC},
-		{"tc_memalign", PROG_SIZE2, HS_KIND_MEMALIGN},
-		{"mi_malloc", PROG_SIZE1, HS_KIND_MALLOC},
-		{"mi_zalloc", PROG_SIZE1, HS_KIND_CALLOC},
-		{"mi_calloc", PROG_CALLOC, HS_KIND_CALLOC},
-		{"mi_realloc", PROG_REALLOC, HS_KIND_REALLOC},
-		{"mi_free", PROG_FREE, HS_KIND_MALLOC},
-	};
+enum alloc_nest { NEST_LEAF, NEST_CALLS, NEST_FREE, NEST_WRAPS };
+enum alloc_hook { HOOK_OWN, HOOK_ALLOC, HOOK_FREE, HOOK_NEW, HOOK_DELETE, HOOK_BPF, HOOK_RUST };
 
-	*wrapper = false;
-	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
-		if (!strcmp(name, plain[i].name)) {
-			*prog = plain[i].prog;
-			*kind = plain[i].kind;
-			/* Outside glibc a free may call another probed free (free -> mi_free). */
-			*wrapper = plain[i].prog == PROG_FREE && !in_libc;
-			return true;
-		}
-	}
-	/* operator new / new[]: every variant takes the size first (m = unsigned long). */
+/* The allocator functions (common/allocators.def): what the probes need of each. */
+static const struct {
+	const char *name;
+	enum hs_prog prog;
+	uint32_t kind;
+	enum alloc_nest nest;
+	bool rust;
+} alloc_table[] = {
+#define HS_ALLOC(sym, kind, args, nest, hook, ret, params) \
+	{#sym, PROG_##args, HS_KIND_##kind, NEST_##nest, HOOK_##hook == HOOK_RUST},
+#include "allocators.def"
+#undef HS_ALLOC
+};
+
+static bool from_table(size_t i, bool in_libc, enum hs_prog *prog, uint32_t *kind, bool *wrapper, bool *leaf)
+{
+	*prog = alloc_table[i].prog;
+	*kind = alloc_table[i].kind;
+	/* Outside glibc a free may call another probed free (free -> mi_free). */
+	*wrapper = alloc_table[i].nest == NEST_WRAPS || (alloc_table[i].nest == NEST_FREE && !in_libc);
+	*leaf = in_libc && alloc_table[i].nest == NEST_LEAF;
+	return true;
+}
+
+#define NR_ALLOC_TABLE (sizeof(alloc_table) / sizeof(alloc_table[0]))
+
+/* The table's lines by name, for a binary search: a library's every symbol is looked up. */
+static uint8_t by_name[NR_ALLOC_TABLE];
+static pthread_once_t by_name_once = PTHREAD_ONCE_INIT;
+
+static int by_name_cmp(const void *a, const void *b)
+{
+	return strcmp(alloc_table[*(const uint8_t *)a].name, alloc_table[*(const uint8_t *)b].name);
+}
+
+static void by_name_sort(void)
+{
+	_Static_assert(NR_ALLOC_TABLE <= 256, "the allocator table's index is a byte");
+	for (size_t i = 0; i < NR_ALLOC_TABLE; i++)
+		by_name[i] = (uint8_t)i;
+	qsort(by_name, NR_ALLOC_TABLE, sizeof(by_name[0]), by_name_cmp);
+}
+
+static int name_cmp(const void *key, const void *elem)
+{
+	return strcmp(key, alloc_table[*(const uint8_t *)elem].name);
+}
+
+bool alloc_func__classify(const char *name, bool in_libc, enum hs_prog *prog, uint32_t *kind, bool *wrapper,
+			  bool *leaf)
+{
+	const uint8_t *hit;
+
+	pthread_once(&by_name_once, by_name_sort);
+	hit = bsearch(name, by_name, NR_ALLOC_TABLE, sizeof(by_name[0]), name_cmp);
+	if (hit)
+		return from_table(*hit, in_libc, prog, kind, wrapper, leaf);
+	for (size_t i = 0; !strncmp(name, "_R", 2) && i < NR_ALLOC_TABLE; i++)
+		if (alloc_table[i].rust && rust_v0(name, alloc_table[i].name))
+			return from_table(i, in_libc, prog, kind, wrapper, leaf);
+	/* A C++ operator new or delete the table does not list (a runtime's newer variant): every
+	 * new takes the size first (m = unsigned long), every delete the pointer. */
+	*leaf = false;
 	if (!strncmp(name, "_Znwm", 5) || !strncmp(name, "_Znam", 5)) {
 		*prog = PROG_SIZE1;
 		*kind = name[3] == 'w' ? HS_KIND_NEW : HS_KIND_NEW_ARRAY;
+		*wrapper = false;
+		*leaf = in_libc;
 		return true;
 	}
 	if (!strncmp(name, "_ZdlPv", 6) || !strncmp(name, "_ZdaPv", 6)) {
 		*prog = PROG_FREE;
 		*kind = name[3] == 'l' ? HS_KIND_NEW : HS_KIND_NEW_ARRAY;
-		*wrapper = true;
-		return true;
-	}
-	*kind = HS_KIND_RUST;
-	if (rust_shim(name, "__rust_alloc", "12___rust_alloc") ||
-	    rust_shim(name, "__rust_alloc_zeroed", "19___rust_alloc_zeroed")) {
-		*prog = PROG_SIZE1;
-		return true;
-	}
-	if (rust_shim(name, "__rust_realloc", "14___rust_realloc")) {
-		*prog = PROG_RUST_REALLOC;
-		return true;
-	}
-	if (rust_shim(name, "__rust_dealloc", "14___rust_dealloc")) {
-		*prog = PROG_FREE;
 		*wrapper = true;
 		return true;
 	}
@@ -260,23 +277,30 @@ static int scan_cb(Elf *elf, const char *name, GElf_Sym *sym, void *ctx)
 	enum hs_prog prog;
 	uint32_t kind;
 	uint64_t off;
-	bool wrapper;
+	bool wrapper, leaf;
 
-	if (!alloc_func__classify(name, s->in_libc, &prog, &kind, &wrapper) || !vaddr_to_off(elf, sym, &off))
+	if (!alloc_func__classify(name, s->in_libc, &prog, &kind, &wrapper, &leaf) || !vaddr_to_off(elf, sym, &off))
 		return 0;
-	for (int i = 0; i < s->out->nr; i++)
-		if (s->out->v[i].offset == off)
-			return 0; /* an alias (.symtab and .dynsym, or __libc_malloc) */
-	v = realloc(s->out->v, sizeof(*v) * (size_t)(s->out->nr + 1));
-	if (!v)
-		return -ENOMEM;
-	s->out->v = v;
-	f = &v[s->out->nr++];
-	/* glibc's realloc calls malloc for a NULL block; its other allocators call none. */
+	f = NULL;
+	for (int i = 0; i < s->out->nr && !f; i++) {
+		if (s->out->v[i].offset != off)
+			continue;
+		/* An alias (.symtab and .dynsym, or __libc_malloc): probed once, under its public
+		 * name when it has one (malloc or mi_malloc rather than __libc_malloc). */
+		if (strncmp(s->out->v[i].name, "__", 2) || !strncmp(name, "__", 2))
+			return 0;
+		f = &s->out->v[i];
+		free(f->name);
+	}
+	if (!f) {
+		v = realloc(s->out->v, sizeof(*v) * (size_t)(s->out->nr + 1));
+		if (!v)
+			return -ENOMEM;
+		s->out->v = v;
+		f = &v[s->out->nr++];
+	}
 	*f = (struct alloc_func){.name = strdup(name), .offset = off, .probe_offset = off, .prog = prog,
-				 .kind = kind, .wrapper = wrapper,
-				 .leaf = s->in_libc && (prog == PROG_SIZE1 || prog == PROG_SIZE2 || prog == PROG_CALLOC ||
-							prog == PROG_POSIX_MEMALIGN)};
+				 .kind = kind, .wrapper = wrapper, .leaf = leaf};
 	if (s->place) {
 		uint8_t code[32];
 

@@ -2,6 +2,7 @@
 #ifndef HEAPSNAP_ELFSYMS_H
 #define HEAPSNAP_ELFSYMS_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Which BPF entry program handles a function, by where its arguments are. */
@@ -32,8 +33,10 @@ struct alloc_func_list {
 	int nr;
 };
 
-/* Classifies a symbol name. Returns false when it is not an allocator entry point. */
-bool alloc_func__classify(const char *name, bool in_libc, enum hs_prog *prog, uint32_t *kind, bool *wrapper);
+/* Classifies a symbol name by the allocator table (common/allocators.def). Returns false when it
+ * is not an allocator entry point. IN_LIBC: the symbol is glibc's (*leaf may then be true). */
+bool alloc_func__classify(const char *name, bool in_libc, enum hs_prog *prog, uint32_t *kind, bool *wrapper,
+			  bool *leaf);
 bool alloc_func__parse_kind(const char *s, enum hs_prog *prog, uint32_t *kind);
 /* Finds the allocator functions PATH defines. IN_LIBC marks glibc, whose free is a primary. */
 int alloc_funcs__scan(const char *path, bool in_libc, bool place_probes, struct alloc_func_list *out);

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+/* The in-process way in: libheapsnap.so preloaded into the command, writing into rings in
+ * memory it shares with the recorder; the rings of threads and processes gone given back. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "inproc_shm.h"
+#include "inproc_way.h"
+#include "nspid.h"
+#include "output.h"
+#include "pipeline.h"
+#include "procfs.h"
+#include "ring_reader.h"
+#include "way.h"
+
+int inproc_use_rings(struct session *s)
+{
+	struct preload *pre = inproc_of(s)->pre;
+	uint32_t nr, bytes;
+	int fds[2];
+
+	preload__geometry(pre, &nr, &bytes);
+	s->nr_rings = (int)nr;
+	s->ring_bytes = bytes;
+	s->rings = calloc(nr, sizeof(*s->rings));
+	if (!s->rings)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < nr; i++) {
+		struct hs_shm_ring *r = &preload__hdr(pre)->rings[i];
+
+		ring_use_memory(&s->rings[i], &r->cons, &r->prod, preload__ring_data(pre, i), bytes);
+	}
+	preload__heartbeat(pre, mono_ns());
+	fds[0] = preload__wake_fd(pre);
+	fds[1] = preload__listen_fd(pre);
+	return loop_epoll_add(s, fds, 2);
+}
+
+/* In-process: the shared memory and its rings, read as the BPF rings are. */
+static int inproc_start(struct session *s, struct run *u)
+{
+	const struct rec_opts *o = s->o;
+	struct inproc_way *w = calloc(1, sizeof(*w));
+	int err;
+
+	if (!w)
+		return -ENOMEM;
+	s->way_state = w;
+	w->lib = preload__find_lib();
+	if (!w->lib) {
+		rec_warnx("cannot find libheapsnap.so next to heapsnap-record or in ../lib/heapsnap/ (set HEAPSNAP_LIB)");
+		return -ENOENT;
+	}
+	/* A ring per thread of the targets, claimed at its first event. */
+	u->ring_bytes = PRELOAD_RING_BYTES;
+	err = preload__open(PRELOAD_RINGS, u->ring_bytes, o->sample_rate, (uint32_t)o->stack_mode, o->max_stack,
+			    o->dwarf_bytes, &w->pre);
+	if (err) {
+		rec_warnx("cannot create the memory shared with the command: %s", strerror(-err));
+		return err;
+	}
+	return inproc_use_rings(s);
+}
+
+static int inproc_child_env(const struct session *s)
+{
+	const struct inproc_way *w = inproc_of(s);
+
+	return preload__setenv(w->pre, w->lib);
+}
+
+void inproc_woken(struct session *s)
+{
+	preload__ack(inproc_of(s)->pre);
+}
+
+/* Whether PID has ended: gone, or a zombie (its threads are all gone, its ring too). */
+static bool pid_ended(pid_t pid)
+{
+	return (kill(pid, 0) && errno == ESRCH) || proc_is_zombie(pid);
+}
+
+/* In-process rings whose thread has exited, or whose process is gone, go back to the pool
+ * once read to the end. */
+static void reclaim_rings(struct session *s, struct preload *pre, bool check_pids)
+{
+	/* At once when a thread found every ring held: some may be of processes gone. */
+	bool starved = preload__starved(pre);
+
+	check_pids |= starved;
+	for (int i = 0; i < s->nr_rings; i++) {
+		uint64_t owner = preload__owner(pre, (uint32_t)i), prod;
+		struct ring *r = &s->rings[i];
+
+		if (!owner)
+			continue;
+		/* A process gone: its rings are closing, as an exited thread's, so that a thread
+		 * that needs one waits for them to be read rather than go without. */
+		if (!(owner & HS_SHM_CLOSING) && check_pids) {
+			/* The owner's pid is its namespace's (an injected target in another PID
+			 * namespace): asked of this one's by its number here. */
+			pid_t opid = (pid_t)(owner >> 32 & 0x7fffffff);
+
+			if (s->nsx)
+				opid = (pid_t)nspid__pid(s->nsx, (uint32_t)opid);
+			if (pid_ended(opid) && preload__close(pre, (uint32_t)i, owner))
+				owner |= HS_SHM_CLOSING;
+		}
+		prod = __atomic_load_n(r->prod, __ATOMIC_ACQUIRE);
+		if (r->pos != prod || !(owner & HS_SHM_CLOSING))
+			continue;
+		preload__release(pre, (uint32_t)i, owner, r->pos);
+		r->published = r->end = r->pos;
+	}
+	if (starved)
+		preload__fed(pre);
+}
+
+/* After a drain: children that asked for the memory (a child's fork is known by then), the
+ * heartbeat, rings given back; once a second, descendants running unrecorded. */
+void inproc_polled(struct session *s, uint64_t now, bool tick)
+{
+	struct preload *pre = inproc_of(s)->pre;
+
+	serve_children(s);
+	preload__heartbeat(pre, now);
+	reclaim_rings(s, pre, tick);
+	if (tick)
+		scan_children(s);
+}
+
+void inproc_read_counters(struct session *s)
+{
+	preload__counters(inproc_of(s)->pre, s->cnt);
+}
+
+void inproc_add_counters(struct session *s, struct counter_set *c)
+{
+	/* Nothing is probed; the names are every recording's. */
+	counter_set__add(c, "probes.attached", 0);
+	counter_set__add(c, "probes.failed", 0);
+	counter_set__add(c, "lost.processes_unrecorded", inproc_of(s)->procs_unrecorded);
+}
+
+/* In-process, the command's status comes from waitpid: its library saw it end, not how. */
+static void inproc_child_reaped(struct session *s)
+{
+	struct hs_record r = {.type = HS_REC_EXIT, .time = ticks(&s->out, mono_ns()), .pid = (uint32_t)s->child};
+
+	r.exit.status = WIFSIGNALED(s->child_status) ? -(int64_t)WTERMSIG(s->child_status)
+						    : WEXITSTATUS(s->child_status);
+	write_rec(&s->out, &r);
+}
+
+/* Hooks still running in processes left behind go dormant. */
+void inproc_quiesce(struct session *s)
+{
+	if (inproc_of(s))
+		preload__detach(inproc_of(s)->pre);
+}
+
+void inproc_release(struct inproc_way *w)
+{
+	preload__free(w->pre);
+	hmap_free(&w->seen_images);
+	free(w->lib);
+}
+
+static void inproc_free(struct session *s)
+{
+	struct inproc_way *w = inproc_of(s);
+
+	if (!w)
+		return;
+	inproc_release(w);
+	free(w);
+	s->way_state = NULL;
+}
+
+const struct way_ops inproc_way = {
+	.name = "preload",
+	.start = inproc_start,
+	.child_env = inproc_child_env,
+	.poll_ms = 5,
+	.woken = inproc_woken,
+	.polled = inproc_polled,
+	.read_counters = inproc_read_counters,
+	.add_counters = inproc_add_counters,
+	.child_reaped = inproc_child_reaped,
+	.quiesce = inproc_quiesce,
+	.detach = inproc_quiesce,
+	.free = inproc_free,
+};

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/* The in-process way in's own state, shared by its files: inproc_way.c (its way_ops: the
+ * shared memory, its rings, rings given back), inproc_children.c (the command's descendants)
+ * and the injected way, which is this way with a library loaded into a running process
+ * instead of preloaded (struct inject_way begins with a struct inproc_way). */
+#ifndef HEAPSNAP_INPROC_WAY_H
+#define HEAPSNAP_INPROC_WAY_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hmap.h"
+#include "session.h"
+
+struct preload;
+struct counter_set;
+
+/* In-process rings: one per thread of the targets at once, claimed at its first event.
+ * Memory is touched only as rings are used. */
+#define PRELOAD_RINGS 256
+#define PRELOAD_RING_BYTES (1u << 20)
+
+struct inproc_way {
+	struct preload *pre;       /* the memory shared with the targets */
+	char *lib;                 /* libheapsnap.so */
+	uint64_t procs_unrecorded; /* processes refused or found without the library */
+	struct hmap seen_images;   /* (pid, image key) of the command's descendants: 1 seen, 2 checked */
+	bool seen_full;
+};
+
+static inline struct inproc_way *inproc_of(const struct session *s)
+{
+	return s->way_state;
+}
+
+/* inproc_way.c, for the injected way too */
+/* The shared memory's rings as session.rings, and its descriptors in the loop's epoll set. */
+int inproc_use_rings(struct session *s);
+void inproc_woken(struct session *s);
+void inproc_polled(struct session *s, uint64_t now, bool tick);
+void inproc_read_counters(struct session *s);
+void inproc_add_counters(struct session *s, struct counter_set *c);
+void inproc_quiesce(struct session *s);
+/* Frees what struct inproc_way holds, not the struct. */
+void inproc_release(struct inproc_way *w);
+
+/* inproc_children.c: hands the shared memory to the command's descendants that ask the
+ * socket; once a second, says which of them run without being recorded. */
+void serve_children(struct session *s);
+void scan_children(struct session *s);
+#endif

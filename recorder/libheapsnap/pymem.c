@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: MIT
+/* pymalloc's objects: the interpreter's PYMEM_DOMAIN_MEM and PYMEM_DOMAIN_OBJ allocators
+ * wrapped as tracemalloc wraps them (PyMem_GetAllocator, PyMem_SetAllocator), each wrapper
+ * forwarding to the allocator it replaced, so that objects are recorded at their requested
+ * sizes and pymalloc goes on doing what it does. An object over 512 bytes, which pymalloc
+ * passes on to malloc, is counted once: the wrapper calls at depth, so that malloc's hook
+ * takes that inner call as nested (as operator new's malloc is).
+ *
+ * Installed with the GIL held: a pending call (Py_AddPendingCall), requested launched on a
+ * recorded event once the interpreter is initialized, injected at the injection. Detached,
+ * the originals go back the same way, if the domains still hold our wrappers (something
+ * wrapped over them since keeps them: they forward, and record nothing while detached). The
+ * library is never unloaded, so a wrapper stays callable. */
+#include <string.h>
+#include <time.h>
+
+#include "libheapsnap.h"
+#include "python.h"
+
+enum { DOMAIN_MEM = 1, DOMAIN_OBJ = 2 };
+
+struct pymem_allocator { /* PyMemAllocatorEx, the same from 3.5 to 3.13 */
+	void *ctx;
+	void *(*malloc)(void *ctx, size_t size);
+	void *(*calloc)(void *ctx, size_t nelem, size_t elsize);
+	void *(*realloc)(void *ctx, void *ptr, size_t size);
+	void (*free)(void *ctx, void *ptr);
+};
+
+static struct pymem_allocator orig[3]; /* by domain: what our wrappers forward to */
+/* 0 not asked, 1 asked (a pending call on its way), 2 installed, 3 restored */
+static int state;
+enum { NOT_ASKED, ASKED, INSTALLED, RESTORED };
+
+/* What records, tail-called by the fast path: its frame is the walk's first, as a hook's is. */
+static __attribute__((noinline)) void *w_malloc_full(void *ctx, size_t n)
+{
+	const struct pymem_allocator *o = ctx;
+	struct tstate *t = enter();
+	void *p;
+
+	tdepth++;
+	p = o->malloc(o->ctx, n);
+	if (t && p && sample(n))
+		record_alloc(t, p, n, HS_KIND_MALLOC, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+	tdepth--;
+	return p;
+}
+
+/* Requests up to this size stay in pymalloc's pools (its SMALL_REQUEST_THRESHOLD): a call the
+ * sampler passes by needs no depth around it, as no malloc of it can be sampled twice. */
+#define PYMALLOC_SMALL 512
+
+/* Without a frame of its own, as the hooks' fast paths (hooks.c): a call passed by costs the
+ * countdown and a jump to pymalloc. */
+static __attribute__((noinline, optimize("omit-frame-pointer"))) void *w_malloc(void *ctx, size_t n)
+{
+	if (LIKELY(n <= PYMALLOC_SMALL && pass_by(n))) {
+		const struct pymem_allocator *o = ctx;
+
+		return o->malloc(o->ctx, n);
+	}
+	return w_malloc_full(ctx, n);
+}
+
+static __attribute__((noinline)) void *w_calloc(void *ctx, size_t n, size_t m)
+{
+	const struct pymem_allocator *o = ctx;
+	size_t size = m && n > SIZE_MAX / m ? SIZE_MAX : n * m;
+	struct tstate *t;
+	void *p;
+
+	if (LIKELY(pass_by(size))) {
+		tdepth++; /* pymalloc's own calloc inside is not another allocation */
+		p = o->calloc(o->ctx, n, m);
+		tdepth--;
+		return p;
+	}
+	t = enter();
+	tdepth++;
+	p = o->calloc(o->ctx, n, m);
+	if (t && p && sample(size))
+		record_alloc(t, p, size, HS_KIND_CALLOC, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+	tdepth--;
+	return p;
+}
+
+/* As realloc's hook: the old block freed (if it was recorded) and the new one allocated. */
+static __attribute__((noinline)) void *w_realloc(void *ctx, void *old, size_t n)
+{
+	const struct pymem_allocator *o = ctx;
+	struct tstate *t;
+	uint64_t ts, old_size = 0;
+	bool old_sampled;
+	void *p;
+
+	/* Sampling: a new size the draw passes by, of a block never sampled (or none). */
+	if (LIKELY(pass_by(n) && (!old || free_pass_by(old)))) {
+		tdepth++;
+		p = o->realloc(o->ctx, old, n);
+		tdepth--;
+		return p;
+	}
+	t = enter();
+	if (!t) {
+		tdepth++;
+		p = o->realloc(o->ctx, old, n);
+		tdepth--;
+		return p;
+	}
+	ts = now_ns();
+	old_sampled = old && (!shm->sample_rate || (old_size = sampled_take(old)));
+	tdepth++;
+	p = o->realloc(o->ctx, old, n);
+	if (p) {
+		if (old_sampled)
+			record_free(t, old, old_size, HS_FREE_FLAG_REALLOC, ts);
+		if (sample(n))
+			record_alloc(t, p, n, HS_KIND_REALLOC, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+	} else if (old_sampled && shm->sample_rate) {
+		sampled_add(old, old_size); /* failed: the old block stays */
+	}
+	tdepth--;
+	return p;
+}
+
+static __attribute__((noinline)) void w_free_full(void *ctx, void *p)
+{
+	const struct pymem_allocator *o = ctx;
+	struct tstate *t = NULL;
+	uint64_t size = 0, ts = 0;
+
+	if (!(__atomic_load_n(&active, __ATOMIC_RELAXED) && shm->sample_rate && !tdepth && !sampled_maybe(p))) {
+		t = enter();
+		if (t && shm->sample_rate && !(size = sampled_take(p)))
+			t = NULL;
+		if (t)
+			ts = now_ns();
+	}
+	if (!__atomic_load_n(&shm->sample_rate, __ATOMIC_RELAXED))
+		py_code_freed(p); /* before its address can be taken again */
+	tdepth++;
+	o->free(o->ctx, p);
+	if (t)
+		record_free(t, p, size, 0, ts);
+	tdepth--;
+}
+
+/* Recording every event, every free of the domains takes w_free_full: each code object freed
+ * is seen. Sampling, frees pass by unseen. */
+bool pymem_sees_frees(void)
+{
+	return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == INSTALLED && !shm->sample_rate &&
+	       __atomic_load_n(&active, __ATOMIC_RELAXED);
+}
+
+static __attribute__((noinline, optimize("omit-frame-pointer"))) void w_free(void *ctx, void *p)
+{
+	if (LIKELY(free_pass_by(p))) { /* never sampled, NULL included */
+		const struct pymem_allocator *o = ctx;
+
+		o->free(o->ctx, p);
+		return;
+	}
+	if (p)
+		w_free_full(ctx, p);
+}
+
+static bool ours(const struct pymem_allocator *a)
+{
+	return a->malloc == w_malloc && a->free == w_free;
+}
+
+/* Pending call, with the GIL held: both domains wrapped. */
+static int install(void *arg)
+{
+	struct pymem_allocator cur[3];
+
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == INSTALLED)
+		return 0;
+	for (int d = DOMAIN_MEM; d <= DOMAIN_OBJ; d++) {
+		py.get_allocator(d, &cur[d]);
+		if (ours(&cur[d]))
+			continue; /* still ours from an earlier attach */
+		orig[d] = cur[d];
+	}
+	for (int d = DOMAIN_MEM; d <= DOMAIN_OBJ; d++) {
+		/* The context is the allocator forwarded to: one load fewer on every call. */
+		struct pymem_allocator w = {&orig[d], w_malloc, w_calloc, w_realloc, w_free};
+
+		if (!ours(&cur[d]))
+			py.set_allocator(d, &w);
+	}
+	/* Memos made before now may hold code freed unseen. */
+	__atomic_add_fetch(&py_code_epoch, 1, __ATOMIC_ACQ_REL);
+	__atomic_store_n(&state, INSTALLED, __ATOMIC_RELEASE);
+	count(HS_CNT_PY_PYMEM);
+	return 0;
+}
+
+/* Pending call, with the GIL held: the originals back where our wrappers still are. */
+static int restore(void *arg)
+{
+	for (int d = DOMAIN_MEM; d <= DOMAIN_OBJ; d++) {
+		struct pymem_allocator cur;
+
+		py.get_allocator(d, &cur);
+		if (ours(&cur))
+			py.set_allocator(d, &orig[d]);
+	}
+	__atomic_store_n(&state, RESTORED, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void pymem_request_install(void)
+{
+	int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+
+	if (!__atomic_load_n(&py_ready, __ATOMIC_ACQUIRE) || !py.add_pending_call || !py.get_allocator ||
+	    !py.set_allocator || !py.is_initialized || s == ASKED || s == INSTALLED)
+		return;
+	if (!py.is_initialized())
+		return;
+	/* A session before this one may have sampled, its frees unseen: no memo is trusted. */
+	__atomic_add_fetch(&py_code_epoch, 1, __ATOMIC_ACQ_REL);
+	if (__atomic_compare_exchange_n(&state, &s, ASKED, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+		tdepth++;
+		if (py.add_pending_call(install, NULL))
+			__atomic_store_n(&state, s, __ATOMIC_RELEASE); /* its queue full: asked again later */
+		tdepth--;
+	}
+}
+
+/* Launched: asked of a recorded event (the interpreter starts after the library). */
+void pymem_on_recorded(void)
+{
+	int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
+
+	if (UNLIKELY(s == NOT_ASKED || s == RESTORED) && !injected)
+		pymem_request_install();
+}
+
+/* Injected, at the end of a session: the originals back, waited for at most a second (the
+ * main thread runs pending calls, and may be blocked in C code meanwhile: the wrappers stay
+ * then, forwarding and recording nothing, until it runs it). */
+void pymem_detach(void)
+{
+	int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+
+	if (s != INSTALLED && s != ASKED)
+		return;
+	if (py.add_pending_call(restore, NULL))
+		return;
+	for (int i = 0; i < 1000 && __atomic_load_n(&state, __ATOMIC_ACQUIRE) != RESTORED; i++) {
+		struct timespec ms = {0, 1000000};
+
+		nanosleep(&ms, NULL);
+	}
+}

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+/* Which way in records, and why: said with -v and kept in the file's header. */
+#include <sys/stat.h>
+
+#include "elfsyms.h"
+#include "launch.h"
+#include "output.h"
+#include "session.h"
+#include "via.h"
+#include "way.h"
+
+/* Which way in, and why: said with -v and kept in the file. */
+int choose_via(struct session *s, const struct run *u)
+{
+	const struct rec_opts *o = s->o;
+	bool bpf_only = o->nr_probes || o->libc || o->noop || o->probe_entry || o->probe_links != LINKS_AUTO;
+	struct stat st;
+
+	s->via = o->via;
+	if (o->via == VIA_AUTO) {
+		if (o->pid && bpf_only)
+			s->via = VIA_BPF, s->via_why = "bpf: an option of the probes (--probe, --libc, --noop-probes, ...)";
+		else if (o->pid)
+			s->via = VIA_INJECT, s->via_why = "inject: libheapsnap.so loaded into the running process";
+		else if (o->all)
+			s->via = VIA_BPF, s->via_why = "bpf: every process on the host";
+		else if (bpf_only)
+			s->via = VIA_BPF, s->via_why = "bpf: an option of the probes (--probe, --libc, --noop-probes, ...)";
+		else if (!stat(u->exe, &st) && (st.st_mode & (S_ISUID | S_ISGID)))
+			s->via = VIA_BPF, s->via_why = "bpf: a setuid or setgid program ignores LD_PRELOAD";
+		else if (!elf_is_dynamic(u->exe) && !is_script(u->exe))
+			s->via = VIA_BPF, s->via_why = "bpf: a static binary loads no preloaded library";
+		else
+			s->via = VIA_PRELOAD, s->via_why = "preload: a launched, dynamically linked command";
+	} else if (o->via == VIA_PRELOAD || o->via == VIA_INJECT) {
+		bool inject = o->via == VIA_INJECT;
+
+		s->via_why = inject ? "inject: asked for with --via inject" : "preload: asked for with --via preload";
+		if (inject && !o->pid) {
+			rec_warnx("--via inject attaches to a running process (-p PID); a command is preloaded (--via preload)");
+			return -EINVAL;
+		}
+		if (!inject && !o->argv) {
+			rec_warnx("--via preload records a command it starts (-- COMMAND); -p is injected (--via inject), -a uses BPF");
+			return -EINVAL;
+		}
+		if (bpf_only) {
+			rec_warnx("--via %s: that probe option (--probe, --libc, --noop-probes, --probe-links, "
+			      "--probe-at-entry) is BPF's alone; use --via bpf", inject ? "inject" : "preload");
+			return -EINVAL;
+		}
+	} else {
+		s->via_why = "bpf: asked for with --via bpf";
+	}
+	s->way = s->via == VIA_PRELOAD ? &inproc_way : s->via == VIA_INJECT ? &inject_way : &bpf_way;
+	if (o->verbose && s->via != VIA_INJECT)
+		rec_warnx("recording via %s", s->via_why);
+	return 0;
+}

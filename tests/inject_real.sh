@@ -1,0 +1,311 @@
+# ---- injection into real programs (issue 23): interpreters and servers nobody here wrote ----
+
+# psize FILE.pb.gz SIZE: "ALLOC_OBJECTS INUSE_OBJECTS" of the blocks of exactly SIZE bytes, as
+# go tool pprof reads them (the bytes label of each sample).
+psize() {
+	go tool pprof -raw "$1" 2>/dev/null | awk -v sz="$2" '
+		/^Samples:/ { s = 1; next }
+		/^Locations/ { s = 0 }
+		s && /^ *[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+:/ { ao = $1; io = $3 }
+		s && index($0, "bytes:[" sz " bytes]") { a += ao; i += io }
+		END { print a + 0, i + 0 }'
+}
+
+# A test that fails leaves none of its servers, loads or recorders behind: the EXIT trap of
+# the test's subshell ends those still running (REAL_PIDS, the recorder in RPID).
+REAL_PIDS=
+
+real_cleanup() {
+	local p
+	for p in ${RPID:-} $REAL_PIDS; do kill "$p" 2>/dev/null; done
+	return 0
+}
+
+# real_attach NAME PID ROUND [RECORDER OPTIONS...]: attaches (the default way in), waits until
+# attached; sets RPID.
+real_attach() {
+	local name=$1 pid=$2 i=$3
+	shift 3
+	"$R" -v -p "$pid" "$@" -o "$TMP/$name$i.hsnap" >/dev/null 2>"$TMP/$name$i.rerr" &
+	RPID=$!
+	waitfor "$TMP/$name$i.rerr" "attached to $pid" || { cat "$TMP/$name$i.rerr"; die "$name: attach $i never happened"; }
+	contains "$TMP/$name$i.rerr" "recording via inject"
+}
+
+# real_detach NAME PID ROUND: stops the recorder (Ctrl-C); the process lives on, with no GOT
+# entry of any module left pointing at the library or the stub, and the file is readable.
+real_detach() {
+	local name=$1 pid=$2 i=$3
+	kill -INT $RPID
+	wait $RPID || { RPID=; cat "$TMP/$name$i.rerr"; die "$name: the recorder failed (attach $i)"; }
+	RPID=
+	kill -0 "$pid" 2>/dev/null || die "$name: the target died during attach $i"
+	eq "$name: GOT entries after detach $i" clean "$(python3 tests/gotvalue.py "$pid" --all)"
+	"$A" info "$TMP/$name$i.hsnap" >/dev/null 2>&1 || die "$name: recording $i unreadable"
+}
+
+# real_interp NAME INTERPRETER SCRIPT EXECUTABLE SIZE: the script's (tests/workloads/real_alloc.*)
+# keep_blocks allocate SIZE bytes each; four attaches, every event then sampled in turn.
+real_interp() {
+	local name=$1 interp=$2 script=$3 exe=$4 size=$5 i n=0 len=$(($5 - ${6:-0}))
+	mkfifo "$TMP/$name.fifo"
+	"$interp" "$script" "$TMP/$name.fifo" >"$TMP/$name.out" 2>"$TMP/$name.terr" &
+	TJOB=$! REAL_PIDS=$!
+	trap real_cleanup EXIT
+	waitfor "$TMP/$name.out" ready || die "$name: the target never said ready"
+	TPID=$(awk '/^ready/ { print $2 }' "$TMP/$name.out")
+	for i in 1 2 3 4; do
+		if [ $((i % 2)) = 1 ]; then real_attach $name $TPID $i -s 0; else real_attach $name $TPID $i; fi
+		n=$((n + 10 * i))
+		echo "keep $((10 * i))" >"$TMP/$name.fifo"
+		waitfor "$TMP/$name.out" "kept $n $((n * len))" || { cat "$TMP/$name.out"; die "$name: no answer to keep, attach $i"; }
+		real_detach $name $TPID $i
+		eq "$name: GOT entry of malloc after detach $i" libc "$(python3 tests/gotvalue.py $TPID "$exe" malloc)"
+		if [ $((i % 2)) = 1 ]; then
+			"$A" pprof -o "$TMP/$name$i.pb.gz" "$TMP/$name$i.hsnap" 2>/dev/null || die "$name: pprof $i"
+			eq "$name: $size-byte blocks kept during attach $i (allocated, live)" "$((10 * i)) $((10 * i))" \
+				"$(psize "$TMP/$name$i.pb.gz" $size)"
+		fi
+	done
+	echo "exit 5" >"$TMP/$name.fifo"
+	wait $TJOB; eq "$name: the target's own exit status" 5 $?
+	REAL_PIDS=
+	[ -s "$TMP/$name.terr" ] && { cat "$TMP/$name.terr"; die "$name: the target wrote to stderr"; }
+	contains "$TMP/$name.out" "rounds ok"
+	grep -q bad "$TMP/$name.out" && die "$name: the target computed a wrong sum"
+	return 0
+}
+
+# Debian's python3.11: non-PIE, canonical PLT entries for malloc and free.
+t_inject_real_python() {
+	need_inject; need_go
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
+	real_interp rpy /usr/bin/python3 tests/workloads/real_alloc.py "$(realpath /usr/bin/python3)" 5000 33
+}
+
+# node: non-PIE, canonical PLT entries for malloc, calloc, realloc and free.
+t_inject_real_node() {
+	need_inject; need_go
+	[ -x /usr/bin/node ] || skip "no /usr/bin/node"
+	real_interp rnd /usr/bin/node tests/workloads/real_alloc.js "$(realpath /usr/bin/node)" 50000
+}
+
+# A program built so (tests/workloads/canon_plt.c): every figure exact, at each of three attaches.
+t_inject_real_canon_plt() {
+	need_inject; need_go
+	local i p
+	mkfifo "$TMP/cpl.fifo"
+	"$T/canon_plt" "$TMP/cpl.fifo" >"$TMP/cpl.out" 2>"$TMP/cpl.terr" &
+	TJOB=$! REAL_PIDS=$!
+	trap real_cleanup EXIT
+	waitfor "$TMP/cpl.out" ready || die "the target never said ready"
+	TPID=$(awk '/^ready/ { print $2 }' "$TMP/cpl.out")
+	for i in 1 2 3; do
+		real_attach cpl $TPID $i -s 0
+		echo keep >"$TMP/cpl.fifo"
+		waitfor "$TMP/cpl.out" "kept $i" || die "no answer to keep, attach $i"
+		real_detach cpl $TPID $i
+		eq "GOT entry of malloc after detach $i" libc "$(python3 tests/gotvalue.py $TPID "$T/canon_plt" malloc)"
+		p=$TMP/cpl$i.pb.gz
+		"$A" pprof -o "$p" "$TMP/cpl$i.hsnap" 2>/dev/null || die "pprof $i"
+		eq "canon_keep inuse_space, attach $i" 27027 "$(pv $p inuse_space canon_keep)"
+		eq "canon_keep inuse_objects, attach $i" 9 "$(pv $p inuse_objects canon_keep)"
+		eq "canon_calloc inuse_space, attach $i" 8008 "$(pv $p inuse_space canon_calloc)"
+		eq "canon_realloc inuse_space, attach $i" 5005 "$(pv $p inuse_space canon_realloc)"
+		eq "canon_realloc alloc_space, attach $i" 6006 "$(pv $p alloc_space canon_realloc)"
+		eq "canon_temp alloc_space, attach $i" 18018 "$(pv $p alloc_space canon_temp)"
+		eq "canon_temp inuse_space, attach $i" absent "$(pv $p inuse_space canon_temp)"
+	done
+	echo exit >"$TMP/cpl.fifo"
+	wait $TJOB; eq "the target's own exit status" 9 $?
+	REAL_PIDS=
+	[ -s "$TMP/cpl.terr" ] && { cat "$TMP/cpl.terr"; die "the target wrote to stderr"; }
+	eq "the target's stdout" "ready $TPID kept 1 kept 2 kept 3" "$(cat "$TMP/cpl.out" | tr '\n' ' ' | sed 's/ $//')"
+}
+
+# An allocator the program links (tests/workloads/countalloc.c, a SysV hash table only) still
+# gets the program's calls while attached: its own count of them, and exact figures.
+t_inject_real_linked_alloc() {
+	need_inject; need_go
+	local i p k=0
+	mkfifo "$TMP/lal.fifo"
+	"$T/linked_alloc" "$TMP/lal.fifo" >"$TMP/lal.out" 2>"$TMP/lal.terr" &
+	TJOB=$! REAL_PIDS=$!
+	trap real_cleanup EXIT
+	waitfor "$TMP/lal.out" ready || die "the target never said ready"
+	TPID=$(awk '/^ready/ { print $2 }' "$TMP/lal.out")
+	for i in 1 2 3; do
+		real_attach lal $TPID $i -s 0
+		# The first round of a thread may see the library's own first calls too; the second not.
+		echo keep >"$TMP/lal.fifo"
+		k=$((k + 1)); waitfor "$TMP/lal.out" "kept $k calls" || die "no answer to keep, attach $i"
+		echo keep >"$TMP/lal.fifo"
+		k=$((k + 1)); waitfor "$TMP/lal.out" "kept $k calls" || die "no answer to keep, attach $i"
+		eq "calls libcountalloc.so saw from linked_keep, attach $i" "kept $k calls 6" "$(grep "^kept $k calls" "$TMP/lal.out")"
+		real_detach lal $TPID $i
+		p=$TMP/lal$i.pb.gz
+		"$A" pprof -o "$p" "$TMP/lal$i.hsnap" 2>/dev/null || die "pprof $i"
+		eq "linked_keep inuse_space, attach $i" 17776 "$(pv $p inuse_space linked_keep)"
+		eq "linked_temp alloc_space, attach $i" 6666 "$(pv $p alloc_space linked_temp)"
+		eq "linked_temp inuse_space, attach $i" absent "$(pv $p inuse_space linked_temp)"
+	done
+	echo exit >"$TMP/lal.fifo"
+	wait $TJOB; eq "the target's own exit status" 6 $?
+	REAL_PIDS=
+	[ -s "$TMP/lal.terr" ] && { cat "$TMP/lal.terr"; die "the target wrote to stderr"; }
+	return 0
+}
+
+# free_port: a TCP port of 127.0.0.1 that nothing listens on now.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# redis_roundtrip PORT TAG: 200 SETs of known values, then their GETs, each answer checked.
+redis_roundtrip() {
+	local k
+	for k in $(seq 200); do echo "SET hs:$2:$k v-$2-$k-$(printf '%0300d' $k)"; done |
+		redis-cli -p $1 >"$TMP/rset.out" 2>&1 || die "redis-cli SET ($2)"
+	eq "redis: SET answers ($2)" 200 "$(grep -c '^OK$' "$TMP/rset.out")"
+	for k in $(seq 200); do echo "GET hs:$2:$k"; done | redis-cli -p $1 >"$TMP/rget.out" 2>&1 || die "redis-cli GET ($2)"
+	for k in $(seq 200); do echo "v-$2-$k-$(printf '%0300d' $k)"; done >"$TMP/rget.want"
+	cmp -s "$TMP/rget.out" "$TMP/rget.want" || { diff "$TMP/rget.want" "$TMP/rget.out" | head; die "redis: wrong GET answers ($2)"; }
+}
+
+# redis-server (PIE, its malloc jemalloc's, linked): four attaches under redis-benchmark's load,
+# every event then sampled in turn; values set and read back right during each and after.
+t_inject_real_redis() {
+	need_inject
+	local port i bench
+	command -v redis-server >/dev/null && command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null ||
+		skip "no redis-server, redis-cli or redis-benchmark (packages redis-server, redis-tools)"
+	port=$(free_port)
+	redis-server --port $port --bind 127.0.0.1 --save '' --appendonly no --daemonize no --dir "$TMP" \
+		--logfile "$TMP/redis.log" >/dev/null 2>&1 &
+	TJOB=$! REAL_PIDS=$!
+	trap real_cleanup EXIT
+	waitfor "$TMP/redis.log" "Ready to accept connections" || { cat "$TMP/redis.log"; die "redis-server never ready"; }
+	# Bounded: 120 s at most, stopped after the last attach.
+	timeout 120 redis-benchmark -h 127.0.0.1 -p $port -c 4 -n 100000 -l -r 10000 -d 200 -t set,get,lpush,lpop -q \
+		>"$TMP/rbench.out" 2>&1 &
+	bench=$!
+	REAL_PIDS="$REAL_PIDS $bench"
+	redis_roundtrip $port before
+	for i in 1 2 3 4; do
+		if [ $((i % 2)) = 1 ]; then real_attach rds $TJOB $i -s 0; else real_attach rds $TJOB $i; fi
+		kill -0 $bench 2>/dev/null || { cat "$TMP/rbench.out"; die "redis: the load stopped before attach $i"; }
+		redis_roundtrip $port $i
+		real_detach rds $TJOB $i
+		[ $((i % 2)) = 1 ] && { "$A" stats --json "$TMP/rds$i.hsnap" | grep -q '"allocs":[1-9]' ||
+			die "redis: no allocation recorded under load (attach $i)"; }
+	done
+	redis_roundtrip $port after
+	kill $bench; wait $bench 2>/dev/null
+	REAL_PIDS=$TJOB
+	redis-cli -p $port shutdown nosave >/dev/null 2>&1
+	wait $TJOB; eq "redis-server's exit status" 0 $?
+	REAL_PIDS=
+	grep -E "crashed|Segmentation|Assertion" "$TMP/redis.log" && die "redis-server's log reports a crash"
+	return 0
+}
+
+# nginx's worker (PIE), under a bounded HTTP load that checks every body: four attaches, every
+# event then sampled in turn; a known file served right during each and after; nginx quits cleanly.
+t_inject_real_nginx() {
+	need_inject
+	local d=$TMP/ngx port i worker load
+	command -v nginx >/dev/null || skip "no nginx (package nginx-light)"
+	mkdir -p "$d/www" "$d/tmp"
+	head -c 100000 /dev/urandom >"$d/www/blob.bin"
+	port=$(free_port)
+	cat >"$d/nginx.conf" <<EOC
+daemon off;
+master_process on;
+worker_processes 1;
+user root;
+pid $d/nginx.pid;
+error_log $d/error.log;
+events { worker_connections 64; }
+http {
+	access_log off;
+	client_body_temp_path $d/tmp/body;
+	proxy_temp_path $d/tmp/proxy;
+	fastcgi_temp_path $d/tmp/fastcgi;
+	uwsgi_temp_path $d/tmp/uwsgi;
+	scgi_temp_path $d/tmp/scgi;
+	server { listen 127.0.0.1:$port; root $d/www; }
+}
+EOC
+	nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$TMP/ngx.out" 2>&1 &
+	TJOB=$! REAL_PIDS=$!
+	trap real_cleanup EXIT
+	for i in $(seq 400); do
+		worker=$(pgrep -P $TJOB | head -1)
+		[ -n "$worker" ] && curl -sf -o /dev/null "http://127.0.0.1:$port/blob.bin" && break
+		sleep 0.05
+	done
+	[ -n "$worker" ] || { cat "$d/error.log"; die "nginx never served"; }
+	python3 tests/workloads/http_load.py $port /blob.bin "$d/www/blob.bin" "$TMP/ngx.stop" >"$TMP/hload.out" 2>&1 &
+	load=$!
+	REAL_PIDS="$REAL_PIDS $load"
+	waitfor "$TMP/hload.out" "n 100" || { cat "$TMP/hload.out"; die "nginx: the load never got going"; }
+	for i in 1 2 3 4; do
+		if [ $((i % 2)) = 1 ]; then real_attach ngx $worker $i -s 0; else real_attach ngx $worker $i; fi
+		curl -sf "http://127.0.0.1:$port/blob.bin" | cmp -s - "$d/www/blob.bin" || die "nginx: wrong answer during attach $i"
+		kill -0 $load 2>/dev/null || { cat "$TMP/hload.out"; die "nginx: the load ended during attach $i"; }
+		real_detach ngx $worker $i
+		[ $((i % 2)) = 1 ] && { "$A" stats --json "$TMP/ngx$i.hsnap" | grep -q '"allocs":[1-9]' ||
+			die "nginx: no allocation recorded under load (attach $i)"; }
+	done
+	curl -sf "http://127.0.0.1:$port/blob.bin" | cmp -s - "$d/www/blob.bin" || die "nginx: wrong answer after the attaches"
+	touch "$TMP/ngx.stop"
+	wait $load || { cat "$TMP/hload.out"; die "nginx: the load client saw a wrong answer"; }
+	REAL_PIDS=$TJOB
+	contains "$TMP/hload.out" "ok "
+	eq "nginx: the same worker all along" "$worker" "$(pgrep -P $TJOB | head -1)"
+	kill -QUIT $TJOB
+	wait $TJOB; eq "nginx's exit status" 0 $?
+	REAL_PIDS=
+	grep -E "\[(alert|crit|emerg)\]|exited on signal" "$d/error.log" && die "nginx's log reports trouble"
+	return 0
+}
+
+# mc_ask PORT: one set and get through memcached's text protocol; prints its answer's lines.
+mc_ask() {
+	local reply
+	exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+	printf 'set hs 0 0 5\r\nhello\r\nget hs\r\nquit\r\n' >&3
+	reply=$(timeout 10 cat <&3 | tr -d '\r' | tr '\n' ' ')
+	exec 3<&-
+	echo "$reply"
+}
+
+# memcached idle (its threads wait in epoll_wait, no allocator call) is injected at those
+# calls, answers correctly while attached and after, and its first connection's allocations
+# are recorded; twice.
+t_inject_memcached_idle() {
+	need_inject
+	command -v memcached >/dev/null || skip "no memcached"
+	local port=$((20000 + RANDOM % 20000)) mpid i n
+	memcached -u nobody -l 127.0.0.1 -p $port -U 0 -t 2 >"$TMP/mc.out" 2>&1 &
+	mpid=$!
+	for i in $(seq 200); do mc_ask $port >/dev/null 2>&1 && break; sleep 0.05; done
+	eq "memcached answers" "STORED VALUE hs 0 5 hello END " "$(mc_ask $port)"
+	for i in 1 2; do
+		"$R" -v --via inject -p $mpid -s 0 -o "$TMP/mc$i.hsnap" >/dev/null 2>"$TMP/mc$i.rerr" &
+		RPID=$!
+		waitfor "$TMP/mc$i.rerr" "attached to $mpid" || { cat "$TMP/mc$i.rerr"; kill $mpid; die "memcached: not injected while idle ($i)"; }
+		contains "$TMP/mc$i.rerr" "(safe point only): epoll_wait"
+		eq "memcached answers while attached ($i)" "STORED VALUE hs 0 5 hello END " "$(mc_ask $port)"
+		kill -INT $RPID
+		wait $RPID || { cat "$TMP/mc$i.rerr"; kill $mpid; die "memcached: the recorder failed ($i)"; }
+		# The first connection's buffers are allocated; later ones reuse them (memcached keeps them).
+		n=$("$A" stats --json "$TMP/mc$i.hsnap" | grep -o '"events.alloc":[0-9]*' | cut -d: -f2)
+		[ $i = 2 ] || [ "${n:-0}" -gt 0 ] || { kill $mpid; die "memcached: nothing recorded of a connection"; }
+		"$A" info "$TMP/mc$i.hsnap" >/dev/null 2>&1 || { kill $mpid; die "memcached: recording $i unreadable"; }
+		eq "memcached answers after the detach ($i)" "STORED VALUE hs 0 5 hello END " "$(mc_ask $port)"
+	done
+	kill $mpid; wait $mpid 2>/dev/null
+	return 0
+}
+
+ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inject_real_linked_alloc"
+ALL="$ALL t_inject_real_redis t_inject_real_nginx t_inject_memcached_idle"

@@ -1,0 +1,223 @@
+# The in-process way in (--via preload, recorder/inproc/ and libheapsnap.so): what only it
+# does. The tests it shares with BPF are in tests/ways.sh (t_WHAT@preload).
+
+# Unwinding finds its files where symbolization does (one module cache): a binary whose call
+# frame information is only in a separate debug file, found through --debug-dir by build-id.
+t_preload_dwarf_debug_dir() {
+	need_go
+	local bid
+	mkdir -p "$TMP/dd/bin"
+	cp "$T/nofp_debugframe" "$TMP/dd/bin/nofp"
+	readelf -S "$TMP/dd/bin/nofp" | grep -q '\.debug_frame' || skip "the compiler put no .debug_frame in the test program"
+	bid=$(readelf -n "$TMP/dd/bin/nofp" | awk '/Build ID/ { print $3 }')
+	mkdir -p "$TMP/dd/dbg/.build-id/${bid:0:2}"
+	objcopy --only-keep-debug "$TMP/dd/bin/nofp" "$TMP/dd/dbg/.build-id/${bid:0:2}/${bid:2}.debug"
+	strip --strip-debug "$TMP/dd/bin/nofp"
+	! readelf -S "$TMP/dd/bin/nofp" | grep -q '\.debug_frame' || die "strip left .debug_frame"
+	"$R" --via preload --stack dwarf -o "$TMP/dd.hsnap" -- "$TMP/dd/bin/nofp" >/dev/null 2>"$TMP/dd.err" ||
+		{ cat "$TMP/dd.err"; die "recording"; }
+	"$A" pprof -o "$TMP/dd0.pb.gz" "$TMP/dd.hsnap" 2>/dev/null || die "pprof"
+	"$A" pprof --debug-dir "$TMP/dd/dbg" -o "$TMP/dd1.pb.gz" "$TMP/dd.hsnap" 2>/dev/null || die "pprof --debug-dir"
+	# Without the debug file the callers are out of reach (no CFI): the test can fail.
+	eq "no debug file: nofp_level1" absent "$(pv "$TMP/dd0.pb.gz" inuse_space nofp_level1 cum)"
+	eq "--debug-dir: nofp_level3 flat" 20000 "$(pv "$TMP/dd1.pb.gz" inuse_space nofp_level3)"
+	eq "--debug-dir: nofp_level1 cum" 20000 "$(pv "$TMP/dd1.pb.gz" inuse_space nofp_level1 cum)"
+	eq "--debug-dir: main cum" 20000 "$(pv "$TMP/dd1.pb.gz" inuse_space main cum)"
+}
+
+# A target that overwrites its own ring (tests/workloads/scribble.c) costs that ring, said
+# aloud, and nothing else: the recorder does not read past the record or crash.
+t_preload_scribbled_ring() {
+	"$R" --via preload -o "$TMP/sc.hsnap" -- "$T/scribble" >/dev/null 2>"$TMP/sc.err"
+	eq "the target's own exit status" 0 $?
+	contains "$TMP/sc.err" "a ring held a record of 536870912 bytes past what its producer wrote"
+	"$A" info "$TMP/sc.hsnap" >/dev/null 2>&1 || die "the recording must stay readable"
+}
+
+# Sampling every block (a 16-byte mean): the library's table of sampled blocks fills with
+# the tombstones of 200,000 frees and is rebuilt on the way; the figures stay exact.
+t_preload_sampled_dense() {
+	record --via preload -s 16 -o "$TMP/sd.hsnap" -- "$T/alloc_c" bulk || die "dense sampling"
+	"$A" pprof -o "$TMP/sd.pb.gz" "$TMP/sd.hsnap" 2>/dev/null
+	need_go
+	within "bulk_keep inuse_space" 82080000 "$(pv "$TMP/sd.pb.gz" inuse_space bulk_keep)" 1
+	within "bulk_churn alloc_space" 20000000 "$(pv "$TMP/sd.pb.gz" alloc_space bulk_churn)" 2
+	eq "bulk_churn inuse (every sampled block freed)" absent "$(pv "$TMP/sd.pb.gz" inuse_space bulk_churn)"
+}
+
+# A user records their own program with no privilege at all; auto picks the way and says why.
+t_preload_unprivileged() {
+	command -v setpriv >/dev/null || skip "no setpriv to drop root"
+	mkdir -p "$TMP/up"; chmod 777 "$TMP/up"; unpriv_bin
+	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$TMP/ub/heapsnap-record" -v -o "$TMP/up/c.hsnap" \
+		-- "$TMP/ub/alloc_c" >/dev/null 2>"$TMP/e" || { cat "$TMP/e"; die "recording as uid 65534 without capabilities"; }
+	contains "$TMP/e" "recording via preload: a launched, dynamically linked command"
+	"$A" info "$TMP/up/c.hsnap" >"$TMP/up.info" 2>/dev/null
+	contains "$TMP/up.info" "Recorded via preload: a launched, dynamically linked command"
+	"$A" pprof -o "$TMP/up.pb.gz" "$TMP/up/c.hsnap" 2>/dev/null
+	if command -v go >/dev/null; then
+		eq "unprivileged: leak_malloc inuse_space" 10000 "$(pv "$TMP/up.pb.gz" inuse_space leak_malloc)"
+		eq "unprivileged: child_work (fork child)" 15000 "$(pv "$TMP/up.pb.gz" inuse_space child_work)"
+	fi
+	[ -n "$BPF_REASON" ] && return 0
+	# auto: BPF for what preloading cannot reach.
+	"$R" -v -o "$TMP/st.hsnap" -- "$T/static_once" "$TMP/runs" >/dev/null 2>"$TMP/e" || die "static"
+	contains "$TMP/e" "recording via bpf: a static binary loads no preloaded library"
+	"$R" --via preload --probe-links multi -o "$TMP/x.hsnap" -- /bin/true 2>"$TMP/e"; eq "--via preload --probe-links exit" 1 $?
+	contains "$TMP/e" "is BPF's alone; use --via bpf"
+}
+
+# ---- the in-process recorder's shared memory: rings of exited threads reused, children that
+# close inherited descriptors still recorded (issue 23, items 5 and 6); churn_check is in
+# tests/lib.sh ----
+
+# 10,000 threads made and joined one after another, then with 64 and 250 alive at once: far
+# more threads than rings (256), never more alive at once.
+t_preload_thread_churn() {
+	need_go
+	local w
+	for w in 1 64 250; do
+		"$R" --via preload -o "$TMP/ch$w.hsnap" -- "$T/threadchurn" 10000 $w >/dev/null 2>"$TMP/ch$w.err" ||
+			{ cat "$TMP/ch$w.err"; die "threadchurn 10000 $w"; }
+		grep -q "lost" "$TMP/ch$w.err" && { cat "$TMP/ch$w.err"; die "threadchurn 10000 $w: the recorder warned of losses"; }
+		churn_check "churn$w" "$TMP/ch$w.hsnap" 10000
+	done
+}
+
+# 300 threads alive together, past the 256 rings: those without a ring are counted and said,
+# and every thread is either recorded or counted.
+t_preload_threads_past_limit() {
+	need_go
+	local lost kept
+	"$R" --via preload -o "$TMP/pl.hsnap" -- "$T/threadchurn" 300 all >/dev/null 2>"$TMP/pl.err" ||
+		{ cat "$TMP/pl.err"; die "threadchurn 300 all"; }
+	contains "$TMP/pl.err" "more events lost (lost.thread_map_full"
+	"$A" pprof -o "$TMP/pl.pb.gz" "$TMP/pl.hsnap" 2>/dev/null || die "pprof"
+	lost=$("$A" stats --json "$TMP/pl.hsnap" | grep -o '"lost.thread_map_full":[0-9]*' | cut -d: -f2)
+	kept=$(pv "$TMP/pl.pb.gz" inuse_objects churn_keep)
+	[ "${lost:-0}" -gt 0 ] || die "no thread counted without a ring"
+	eq "threads recorded ($kept) + threads counted without a ring ($lost)" 300 $((kept + lost))
+}
+
+# closefds (tests/workloads/closefds.c): its child closes every inherited descriptor, then
+# runs the program again, which keeps 5 x 3000 bytes in closed_child_keep; the parent 2 x 1000
+# in parent_keep. With a file, the child opens it at every number from 3 to 31 first: the
+# library must take none of them for the recorder's, and write nothing to it.
+t_preload_closed_fds() {
+	need_go
+	local p=$TMP/cf.pb.gz
+	"$R" --via preload -o "$TMP/cf.hsnap" -- "$T/closefds" >/dev/null 2>"$TMP/cf.err" || { cat "$TMP/cf.err"; die "closefds"; }
+	"$A" pprof -o "$p" "$TMP/cf.hsnap" 2>/dev/null || die "pprof"
+	eq "parent_keep inuse_space" 2000 "$(pv $p inuse_space parent_keep)"
+	eq "closed_child_keep inuse_space (the child that closed its descriptors)" 15000 "$(pv $p inuse_space closed_child_keep)"
+	eq "closed_child_keep inuse_objects" 5 "$(pv $p inuse_objects closed_child_keep)"
+	head -c 8192 /dev/zero >"$TMP/cf.file"
+	"$R" --via preload -o "$TMP/cf2.hsnap" -- "$T/closefds" "$TMP/cf.file" >/dev/null 2>"$TMP/cf2.err" ||
+		{ cat "$TMP/cf2.err"; die "closefds with a file at the old numbers"; }
+	head -c 8192 /dev/zero | cmp -s - "$TMP/cf.file" || die "the file opened at the recorder's old descriptor numbers was changed"
+	"$A" pprof -o "$p" "$TMP/cf2.hsnap" 2>/dev/null || die "pprof"
+	eq "closed_child_keep inuse_space, another file at the old numbers" 15000 "$(pv $p inuse_space closed_child_keep)"
+	# Python's subprocess closes inherited descriptors by default (close_fds=True).
+	"$R" --via preload -o "$TMP/cf3.hsnap" -- /usr/bin/python3 -c \
+		"import subprocess; subprocess.run(['$T/closefds', '--child'], check=True)" >/dev/null 2>"$TMP/cf3.err" ||
+		{ cat "$TMP/cf3.err"; die "python3 subprocess"; }
+	"$A" pprof -o "$p" "$TMP/cf3.hsnap" 2>/dev/null || die "pprof"
+	eq "closed_child_keep inuse_space, run by python3's subprocess" 15000 "$(pv $p inuse_space closed_child_keep)"
+}
+
+# CPython's own test runner: its worker processes are started with close_fds=True, and each
+# must be recorded with what it allocates (before: the coordinating process alone).
+t_preload_python_workers() {
+	[ -d /usr/lib/python3.11/test/test_json ] || skip "no CPython test suite (libpython3.11-testsuite)"
+	local pids nw=0 pid total
+	"$R" --via preload -o "$TMP/pw.hsnap" -- /usr/bin/python3 -m test -j1 test_json >"$TMP/pw.out" 2>"$TMP/pw.err" ||
+		{ tail "$TMP/pw.out" "$TMP/pw.err"; die "python3 -m test -j1 test_json"; }
+	contains "$TMP/pw.out" "Tests result: SUCCESS"
+	"$A" info --json "$TMP/pw.hsnap" >"$TMP/pw.json" || die "info"
+	pids=$(/usr/bin/python3 -c 'import json, sys; print(" ".join(str(p["pid"]) for p in json.load(open(sys.argv[1]))["processes"] if p["origin"] != "started"))' "$TMP/pw.json")
+	for pid in $pids; do
+		total=$("$A" top -n 1 --value alloc_space --pid "$pid" "$TMP/pw.hsnap" 2>/dev/null | awk '/accounting for/ { print $(NF - 1) }')
+		[ "${total:-0}" -gt 1000000 ] && nw=$((nw + 1))
+	done
+	[ $nw -ge 1 ] || { head -c 300 "$TMP/pw.json"; die "no worker process recorded with its allocations (processes besides the command: ${pids:-none})"; }
+}
+
+# A process that is not the command's descendant asks the recorder's socket for the memory:
+# refused (it gets no descriptor), and said, in the recorder's output and the file.
+t_preload_socket_refused() {
+	need_go
+	[ "$(id -u)" = 0 ] || skip "not root: the asking process runs as another user"
+	command -v setpriv >/dev/null || skip "no setpriv to run the asking process as another user"
+	local cpid name got
+	mkfifo "$TMP/sr.fifo"
+	"$R" --via preload -o "$TMP/sr.hsnap" -- "$T/threadchurn" 1 1 "$TMP/sr.fifo" >"$TMP/sr.out" 2>"$TMP/sr.err" &
+	RPID=$!
+	waitfor "$TMP/sr.out" ready || { cat "$TMP/sr.err"; die "the command never said ready"; }
+	cpid=$(awk '/^ready/ { print $2 }' "$TMP/sr.out")
+	name=$(tr '\0' '\n' <"/proc/$cpid/environ" | sed -n 's/^HEAPSNAP_SOCK=\([^,]*\),.*/\1/p')
+	[ -n "$name" ] || die "no HEAPSNAP_SOCK in the command's environment"
+	got=$(setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(20)
+s.connect("\0" + sys.argv[1])
+msg, anc, flags, addr = s.recvmsg(1, socket.CMSG_SPACE(8))
+print(len(msg), len(anc))' "$name")
+	echo go >"$TMP/sr.fifo"
+	wait $RPID || { cat "$TMP/sr.err"; die "the recorder failed"; }
+	eq "bytes and descriptors a foreign process received" "0 0" "$got"
+	grep -q "warning: process [0-9]* (python3, uid 65534) is not recorded: it is not the command or a process started by it" "$TMP/sr.err" ||
+		{ cat "$TMP/sr.err"; die "the refusal was not said"; }
+	"$A" stats --json "$TMP/sr.hsnap" | grep -q '"lost.processes_unrecorded":1' || die "the refusal is not counted in the file"
+}
+
+# A descendant that runs without the library (its environment lost LD_PRELOAD) is said not to
+# be recorded, and counted in the file, while it runs.
+t_preload_unrecorded_said() {
+	mkfifo "$TMP/us.fifo"
+	"$R" --via preload -o "$TMP/unrec.hsnap" -- /bin/sh -c "env -u LD_PRELOAD $T/threadchurn 1 1 $TMP/us.fifo" \
+		>"$TMP/us.out" 2>"$TMP/us.err" &
+	RPID=$!
+	waitfor "$TMP/us.out" ready || { cat "$TMP/us.err"; die "the command never said ready"; }
+	waitfor "$TMP/us.err" "is not recorded" || { echo go >"$TMP/us.fifo"; wait $RPID; cat "$TMP/us.err"; die "nothing said of the process run without the library"; }
+	echo go >"$TMP/us.fifo"
+	wait $RPID || { cat "$TMP/us.err"; die "the recorder failed"; }
+	contains "$TMP/us.err" "(threadchurn) is not recorded: libheapsnap.so is not loaded in it (its environment lost LD_PRELOAD"
+	"$A" stats --json "$TMP/unrec.hsnap" | grep -q '"lost.processes_unrecorded":1' || die "not counted in the file"
+}
+
+# 2,000 short-lived processes, 8 at a time, each keeping 3 x 1000 bytes in quick_alloc and
+# ending with _exit (no destructor says so): the rings of processes gone are found and reused
+# as soon as they run short, and of a process's image before its exec at once.
+t_preload_process_churn() {
+	need_go
+	local lost
+	"$R" --via preload -o "$TMP/pc.hsnap" -- /bin/sh -c "seq 2000 | xargs -P 8 -n 1 $T/quick" >/dev/null 2>"$TMP/pc.err" ||
+		{ cat "$TMP/pc.err"; die "xargs -P 8 quick"; }
+	"$A" pprof -o "$TMP/pc.pb.gz" "$TMP/pc.hsnap" 2>/dev/null || die "pprof"
+	lost=$("$A" stats --json "$TMP/pc.hsnap" | grep -o '"lost\.[a-z_]*":[0-9]*' | awk -F: '{ s += $2 } END { print s + 0 }')
+	eq "lost.* in all" 0 "$lost"
+	eq "quick_alloc inuse_space (2,000 processes)" 6000000 "$(pv "$TMP/pc.pb.gz" inuse_space quick_alloc)"
+}
+
+# The allocator table's compile-time check (recorder/libheapsnap/hooks.c): a line marked OWN whose hook is
+# not written fails to compile, and so does a written hook the table has no OWN line for.
+t_alloctab_compile_check() {
+	command -v "${CC:-gcc}" >/dev/null || skip "no C compiler"
+	local f="-std=gnu11 -fsyntax-only -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -I. -Ibpf -Icommon -Iformat"
+	f="$f -Irecorder -Irecorder/inproc -Irecorder/inject -Irecorder/libheapsnap"
+	${CC:-gcc} $f recorder/libheapsnap/hooks.c 2>"$TMP/atc0.err" || { cat "$TMP/atc0.err"; die "hooks.c as it is does not compile"; }
+	grep -q '^HOOK_WRITTEN(realloc);$' recorder/libheapsnap/hooks.c || die "hooks.c marks no realloc hook"
+	sed 's/^HOOK_WRITTEN(realloc);$//' recorder/libheapsnap/hooks.c >"$TMP/atc1.c"
+	${CC:-gcc} $f "$TMP/atc1.c" 2>"$TMP/atc1.err" && die "a listed hook left unwritten compiled"
+	contains "$TMP/atc1.err" "hs_written_realloc"
+	sed 's/^HOOK_WRITTEN(realloc);$/HOOK_WRITTEN(realloc); HOOK_WRITTEN(strdup);/' recorder/libheapsnap/hooks.c >"$TMP/atc2.c"
+	${CC:-gcc} $f "$TMP/atc2.c" 2>"$TMP/atc2.err" && die "a hook the table does not list compiled"
+	contains "$TMP/atc2.err" "hs_kind_of_strdup"
+	return 0
+}
+
+ALL="$ALL t_preload_sampled_dense t_preload_scribbled_ring t_preload_unprivileged t_preload_dwarf_debug_dir"
+ALL="$ALL t_preload_thread_churn t_preload_threads_past_limit t_preload_closed_fds t_preload_python_workers"
+ALL="$ALL t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
+ALL="$ALL t_alloctab_compile_check"

@@ -135,6 +135,19 @@ TEST_PROGS += $(OUTPUT)/tests/threadchurn $(OUTPUT)/tests/closefds
 TEST_PROGS += $(OUTPUT)/tests/wake $(OUTPUT)/tests/libwake_plugin.so
 TEST_PROGS += $(OUTPUT)/tests/test_units $(OUTPUT)/tests/test_sampling
 TEST_PROGS += $(OUTPUT)/tests/schemagen
+TEST_PROGS += $(OUTPUT)/tests/test_pyline $(OUTPUT)/tests/craft_py
+
+# A recording of a Python program with real line tables (t_python_crafted_*).
+$(OUTPUT)/tests/craft_py: tests/unit/craft_py.c $(FORMAT_SRCS) format/*.h common/event_abi.h | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iformat -Ibpf -Icommon \
+		$< $(FORMAT_SRCS) common/outfile.c -lzstd -lelf -o $@
+
+# The Python line-table decoder against CPython's own tables (t_python_linetables).
+$(OUTPUT)/tests/test_pyline: tests/unit/test_pyline.c tests/unit/check.h analyzer/pyline.c analyzer/pyline.h | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Ianalyzer \
+		-fsanitize=address,undefined -fno-sanitize-recover=all $< analyzer/pyline.c -o $@
 TEST_PROGS += $(OUTPUT)/tests/libc_alloc
 TEST_PROGS += $(OUTPUT)/tests/pydump
 
@@ -325,7 +338,12 @@ $(OUTPUT)/asan/heapsnap-record: $(RECORD_SRCS) $(FORMAT_SRCS) $(COMMON_SRCS) $(O
 FUZZ_CC ?= clang
 FUZZ_FLAGS := -std=gnu11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-D_GNU_SOURCE -DHEAPSNAP_VERSION='"$(VERSION)-fuzz"' -I$(OUTPUT) -Iformat -Ibpf -Icommon -Ianalyzer -Itests/fuzz
-FUZZ_PROGS := $(OUTPUT)/fuzz/fuzz_reader $(OUTPUT)/fuzz/fuzz_replay $(OUTPUT)/fuzz/fuzz_unwtab
+FUZZ_PROGS := $(OUTPUT)/fuzz/fuzz_reader $(OUTPUT)/fuzz/fuzz_replay $(OUTPUT)/fuzz/fuzz_unwtab $(OUTPUT)/fuzz/fuzz_pyline
+
+$(OUTPUT)/fuzz/fuzz_pyline: tests/fuzz/fuzz_pyline.c analyzer/pyline.c analyzer/pyline.h
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $< analyzer/pyline.c -o $@
 
 $(OUTPUT)/fuzz/fuzz_unwtab: tests/fuzz/fuzz_unwtab.c common/unwtab.c common/unwtab.h bpf/heapsnap.h
 	$(call msg,FUZZ-CC,$@)
@@ -344,7 +362,7 @@ $(OUTPUT)/fuzz/fuzz_replay: tests/fuzz/fuzz_replay.c tests/fuzz/fuzz_common.h $(
 	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $< $(filter-out analyzer/analyze_main.c,$(ANALYZE_SRCS)) $(ANALYZE_ASSETS) $(FORMAT_SRCS) $(COMMON_SRCS) \
 		$(OUTPUT)/profile.pb-c.c $(ANALYZE_LIBS) -o $@
 
-fuzz-programs: $(FUZZ_PROGS) $(OUTPUT)/tests/craft
+fuzz-programs: $(FUZZ_PROGS) $(OUTPUT)/tests/craft $(OUTPUT)/tests/craft_py
 
 # FUZZ_SECONDS per target (default 60); `make check` runs them for a few seconds each.
 fuzz: deps

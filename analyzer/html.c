@@ -407,6 +407,34 @@ static void html_num(FILE *out, double v)
 	fprintf(out, "<td class=n>%.0f</td>", v);
 }
 
+/* A Python program's own table: its leaves are the interpreter's, so the top functions hold no
+ * Python code; here each Python function by what it owns (the innermost Python frame) and holds. */
+static int write_python_table(const struct profile *p, FILE *out)
+{
+	struct fn_rows py;
+	int err = rows__python_functions(p, V_INUSE_SPACE, &py);
+
+	if (err || !py.nr) {
+		fn_rows__free(&py);
+		return err;
+	}
+	fputs("<section id=python><h2>Python functions: in use at the end</h2><table class=rows><thead><tr>"
+	      "<th>own bytes</th><th>cum bytes</th><th>function</th></tr></thead><tbody>\n", out);
+	for (uint32_t i = 0; i < py.nr && i < HTML_TABLE_ROWS; i++) {
+		fputs("<tr>", out);
+		html_num(out, py.rows[i].flat);
+		html_num(out, py.rows[i].cum);
+		fputs("<td class=fn>", out);
+		html_text(out, py.rows[i].name);
+		fputs("</td></tr>\n", out);
+	}
+	fprintf(out, "</tbody></table><p class=note>%u of %u Python functions. Own: the blocks whose innermost "
+		     "Python frame is the function's (the line that made them); cum: anywhere in the stack.</p></section>\n",
+		py.nr < HTML_TABLE_ROWS ? py.nr : HTML_TABLE_ROWS, py.nr);
+	fn_rows__free(&py);
+	return 0;
+}
+
 static int write_tables(const struct profile *p, FILE *out)
 {
 	struct fn_rows top;
@@ -431,6 +459,9 @@ static int write_tables(const struct profile *p, FILE *out)
 	fprintf(out, "</tbody></table><p class=note>%u of %u functions; %.0f bytes in use in all.</p></section>\n",
 		top.nr < HTML_TABLE_ROWS ? top.nr : HTML_TABLE_ROWS, top.nr, top.total);
 	fn_rows__free(&top);
+	err = write_python_table(p, out);
+	if (err)
+		return err;
 
 	err = rows__leaks(p, 0, HTML_TABLE_ROWS, &leaks);
 	if (err)

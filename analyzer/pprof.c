@@ -411,7 +411,8 @@ static void add_locations(struct pprof_state *st, const struct profile *p, const
 	for (uint32_t i = 0; i < p->nr_locs; i++) {
 		const struct prof_loc *l = &p->locs[i];
 		uint64_t mid = mapping_id(st, p, l, o);
-		int n = o->no_symbolize ? 0 : (int)l->nr_lines;
+		/* A Python frame is named whatever the options: nothing after could name it. */
+		int n = o->no_symbolize && !l->python ? 0 : (int)l->nr_lines;
 
 		/* Room for the lines, or for the one name given to an address in no mapping. */
 		st->fids = room(b, st->fids, &cap_fids, (size_t)n + 1, sizeof(*st->fids));
@@ -420,9 +421,11 @@ static void add_locations(struct pprof_state *st, const struct profile *p, const
 			const struct prof_line *ln = &p->lines[l->first_line + (uint32_t)k];
 			char nb[128];
 
-			st->fids[k] = pprof_builder__function(b, profile__line_name(p, l, ln, nb, sizeof(nb)), ln->system_name,
-							  ln->file);
+			st->fids[k] = pprof_builder__function(b, l->python ? ln->function : profile__line_name(p, l, ln, nb, sizeof(nb)),
+							  ln->system_name, ln->file);
 			st->lines[k] = ln->line;
+			if (ln->start_line)
+				b->p.function[st->fids[k] - 1]->start_line = ln->start_line;
 		}
 		/* Unsymbolized frames in a symbolized profile still get a name pprof can show,
 		 * module+0xOFFSET as the text reports give it: a location without a function is
@@ -434,7 +437,8 @@ static void add_locations(struct pprof_state *st, const struct profile *p, const
 			st->lines[0] = 0;
 			n = 1;
 		}
-		st->loc_ids[i] = pprof_builder__add_location(b, mid, l->addr, st->fids, st->lines, n);
+		/* A Python frame has no address: its location is its line. */
+		st->loc_ids[i] = pprof_builder__add_location(b, mid, l->python ? 0 : l->addr, st->fids, st->lines, n);
 	}
 }
 

@@ -53,6 +53,19 @@ uint64_t profile__stack_key(const struct profile *p, uint32_t pid, uint64_t id)
 	return h | 1ull << 63; /* recorded ids are counters: far below */
 }
 
+/* Python frame IP of PID as location L, its one line LN. */
+static int profile__python_loc(struct profile *p, uint32_t pid, uint64_t ip, struct prof_loc *l, struct prof_line *ln)
+{
+	struct py_frame f;
+
+	if (py_codes__frame(&p->r->py, pid, ip, &f))
+		return -ENOMEM;
+	*l = (struct prof_loc){.addr = ip, .module = -1, .first_line = p->nr_lines, .nr_lines = 1, .python = true};
+	*ln = (struct prof_line){.function = f.function, .system_name = f.display, .file = f.file,
+				 .line = f.known ? f.line : 0, .start_line = f.first_line};
+	return 0;
+}
+
 int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym)
 {
 	uint32_t cap_samples = 0, cap_locs = 0, cap_refs = 0, cap_lines = 0;
@@ -90,13 +103,15 @@ int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym)
 			p->total_var[k] += s->var[k];
 		}
 		for (uint32_t f = 0; f < nr; f++) {
-			uint64_t addr = ips[f] ? ips[f] - 1 : 0; /* every frame is a return address */
+			bool py = HS_IS_PYFRAME(ips[f]);
+			/* Every native frame is a return address; a Python frame is a code and an offset. */
+			uint64_t addr = py ? ips[f] : ips[f] ? ips[f] - 1 : 0;
 			bool created;
 			struct hmap_slot *slot;
 
 			/* A frame-pointer walk through code built without them wanders into data: stop at
 			 * the first frame outside every executable mapping. */
-			if (f > 0 && !replay__mapping(r, a->pid, addr, r->stop_time)) {
+			if (f > 0 && !py && !replay__mapping(r, a->pid, addr, r->stop_time)) {
 				p->cut_frames += nr - f;
 				break;
 			}
@@ -110,7 +125,15 @@ int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym)
 
 				GROW(p->locs, p->nr_locs, cap_locs);
 				l = &p->locs[p->nr_locs];
-				l->addr = addr;
+				if (py) {
+					GROW(p->lines, p->nr_lines, cap_lines);
+					if (profile__python_loc(p, a->pid, addr, l, &p->lines[p->nr_lines]))
+						goto nomem;
+					p->nr_lines++;
+					slot->val = p->nr_locs++;
+					goto ref;
+				}
+				*l = (struct prof_loc){.addr = addr};
 				l->map = replay__mapping(r, a->pid, addr, r->stop_time);
 				symbolizer__lookup(sym, l->map, addr, &res);
 				l->module = res.module;
@@ -124,6 +147,7 @@ int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym)
 				}
 				slot->val = p->nr_locs++;
 			}
+ref:
 			GROW(p->loc_refs, p->nr_loc_refs, cap_refs);
 			p->loc_refs[p->nr_loc_refs++] = (uint32_t)slot->val;
 			s->nr_locs++;
@@ -140,6 +164,8 @@ nomem:
 const char *profile__line_name(const struct profile *p, const struct prof_loc *l, const struct prof_line *ln,
 			       char *buf, size_t len)
 {
+	if (l->python && ln && ln->system_name)
+		return ln->system_name;
 	if (ln && ln->function)
 		return ln->function;
 	if (l->map) {

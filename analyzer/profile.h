@@ -12,15 +12,20 @@
 enum { V_ALLOC_OBJECTS, V_ALLOC_SPACE, V_INUSE_OBJECTS, V_INUSE_SPACE, V__COUNT };
 
 struct prof_line {
-	const char *function, *system_name, *file; /* owned by the symbolizer; may be NULL */
+	const char *function, *system_name, *file; /* owned by the symbolizer (or the replay's Python codes); may be NULL */
 	uint32_t line;
+	uint32_t start_line; /* the function's first line, where known (Python functions) */
 };
 
 struct prof_loc {
-	uint64_t addr; /* the looked-up address: return address - 1 */
-	const struct mapping *map;
+	uint64_t addr; /* the looked-up address: return address - 1; a Python frame's tagged entry as is */
+	const struct mapping *map; /* NULL for a Python frame */
 	int module;
 	uint32_t first_line, nr_lines;
+	/* A Python frame (HS_IS_PYFRAME): one line, the Python function's, whose system_name is
+	 * "qualname (file.py)", the name reports show (a qualified name alone is not unique:
+	 * every module has a <module>). */
+	bool python;
 };
 
 struct prof_sample {

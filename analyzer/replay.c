@@ -481,6 +481,7 @@ static int pass_records(struct replay *r, struct decoder *d, uint64_t stop_index
 		if (ret != 1)
 			break;
 		ev = item.ev;
+		r->offset = item.offset;
 		if ((r->records & 0xffff) == 0)
 			progress_tick(&pg, item.offset, r->file_size, r->path);
 		if (ev && !stopped && events)
@@ -531,6 +532,8 @@ static int pass(struct replay *r, struct record_reader *rd, uint64_t stop_index,
 		r->oom = NULL;
 		decoder__free(d);
 		timeline_finish(r);
+		if (r->refused)
+			return EXIT_FAIL;
 		return fail(r, EXIT_FAIL, "%s: out of memory after %" PRIu64 " records", r->path, r->records);
 	}
 	r->oom = &oom;
@@ -783,4 +786,5 @@ void replay__free(struct replay *r)
 	for (uint32_t i = 0; i < r->nr_counters; i++)
 		free(r->counters[i].name);
 	free(r->counters);
+	py_codes__free(&r->py);
 }

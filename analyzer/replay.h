@@ -10,6 +10,7 @@
 #include "exitcode.h"
 #include "hmap.h"
 #include "model.h"
+#include "pycode.h"
 #include "record.h"
 
 /* One live block, indexed by its slot. The recorder reuses freed slots first, so the table
@@ -97,6 +98,7 @@ struct replay {
 	bool maps_sorted;
 	struct hmap open_maps; /* (pid, start) -> newest open mapping there, index + 1 */
 	struct hmap threads; /* (pid, tid) -> strdup'd name pointer */
+	struct py_codes py; /* Python code objects (pycode.c) */
 
 	uint64_t **stacks; /* by id: [0] = nr, then frames; dwarf stacks: NULL */
 	struct dwarf_stack *dwarf; /* parallel to stacks */
@@ -129,6 +131,8 @@ struct replay {
 
 	enum hs_read_status status;
 	char error[600];
+	bool refused;    /* the pass ended on a record past a limit: error says which */
+	uint64_t offset; /* while a pass runs: where the reader was for the record being applied */
 	uint64_t file_size;
 	uint64_t frames;
 };

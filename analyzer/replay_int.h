@@ -21,4 +21,6 @@ void replay_timeline_note(struct replay *r, uint64_t t);
 /* A metadata record (not an allocation or a free) into the model; BEFORE_STOP while the
  * replay has not reached its stop. */
 void replay_meta__apply(struct replay *r, const struct hs_record *rec, bool before_stop);
+/* A PY_CODE record into the model (pycode.c); past a limit, ends the pass with an error. */
+void replay_py__apply(struct replay *r, const struct hs_record *rec);
 #endif

@@ -319,6 +319,9 @@ void replay_meta__apply(struct replay *r, const struct hs_record *rec, bool befo
 		if (before_stop)
 			apply_rss(r, rec);
 		break;
+	case HS_REC_PY_CODE:
+		replay_py__apply(r, rec);
+		break;
 	case HS_REC_COUNTERS:
 	case HS_REC_END:
 		if (before_stop || rec->type == HS_REC_END)

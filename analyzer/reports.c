@@ -142,16 +142,65 @@ int report_collapsed(const struct profile *p, const struct report_opts *o, FILE 
 
 /* ---- top ---- */
 
+/* top's Python functions, when the recording has Python frames: by own (the innermost Python
+ * frame: the line of Python that made the block), then cum. In a Python program the leaves are
+ * the interpreter's, so the flat table alone shows no Python code. */
+static void top_python_json(struct jsonw *w, const struct fn_rows *py, uint32_t shown, bool sampled)
+{
+	if (!py->nr)
+		return;
+	jsonw__arr_begin(w, "python_functions");
+	for (uint32_t i = 0; i < shown; i++) {
+		jsonw__obj_begin(w, NULL);
+		jsonw__str(w, "name", py->rows[i].name);
+		jsonw__count(w, "own", py->rows[i].flat);
+		jsonw__count(w, "cum", py->rows[i].cum);
+		if (sampled) {
+			jsonw__count(w, "own_se", sqrt(py->rows[i].flat_var));
+			jsonw__count(w, "cum_se", sqrt(py->rows[i].cum_var));
+		}
+		jsonw__obj_end(w);
+	}
+	jsonw__arr_end(w);
+}
+
+static void top_python_text(FILE *out, const struct fn_rows *py, uint32_t shown, double total, bool sampled)
+{
+	if (!py->nr)
+		return;
+	fprintf(out, "\nPython functions: %u of %u (own: the innermost Python frame, the line that made the "
+		     "block; cum: anywhere in the stack)\n", shown, py->nr);
+	fprintf(out, "%12s %7s %12s %7s  ", "own", "own%", "cum", "cum%");
+	if (sampled)
+		fprintf(out, "%10s %10s  ", "own se", "cum se");
+	fprintf(out, "function\n");
+	for (uint32_t i = 0; i < shown; i++) {
+		const struct fn_row *r = &py->rows[i];
+
+		fprintf(out, "%12.0f %6.2f%% %12.0f %6.2f%%  ", r->flat, total ? 100 * r->flat / total : 0, r->cum,
+			total ? 100 * r->cum / total : 0);
+		if (sampled)
+			fprintf(out, "%10.0f %10.0f  ", sqrt(r->flat_var), sqrt(r->cum_var));
+		fprintf(out, "%s\n", r->name);
+	}
+}
+
 int report_top(const struct profile *p, const struct report_opts *o, FILE *out)
 {
 	struct fn_rows t;
 	double total, sum = 0;
 	uint32_t shown;
 	bool sampled = p->r->sample_rate != 0;
+	struct fn_rows py;
 	int err = rows__functions(p, o->value, &t);
 
 	if (err)
 		return err;
+	err = rows__python_functions(p, o->value, &py);
+	if (err) {
+		fn_rows__free(&t);
+		return err;
+	}
 	total = t.total;
 	shown = shown_of(t.nr, o->nodecount);
 	if (o->json) {
@@ -176,6 +225,7 @@ int report_top(const struct profile *p, const struct report_opts *o, FILE *out)
 			jsonw__obj_end(&w);
 		}
 		jsonw__arr_end(&w);
+		top_python_json(&w, &py, shown_of(py.nr, o->nodecount), sampled);
 		report_json_tail(&w);
 	} else {
 		const char *unit = o->value == V_ALLOC_SPACE || o->value == V_INUSE_SPACE ? "bytes" : "objects";
@@ -204,8 +254,10 @@ int report_top(const struct profile *p, const struct report_opts *o, FILE *out)
 				fprintf(out, "%10.0f %10.0f  ", sqrt(r->flat_var), sqrt(r->cum_var));
 			fprintf(out, "%s\n", r->name);
 		}
+		top_python_text(out, &py, shown_of(py.nr, o->nodecount), total, sampled);
 	}
 	fn_rows__free(&t);
+	fn_rows__free(&py);
 	return report_finish(out, 0);
 }
 

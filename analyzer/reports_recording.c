@@ -69,6 +69,8 @@ int report_stats(const struct profile *p, const struct report_opts *o, FILE *out
 		jsonw__u64(&w, "restored", r->restored);
 		jsonw__u64(&w, "stacks", stacks);
 		jsonw__u64(&w, "mappings", r->nr_maps);
+		jsonw__u64(&w, "python_codes", r->py.nr);
+		jsonw__u64(&w, "python_codes_repeated", r->py.duplicates);
 		jsonw__u64(&w, "frames", r->frames);
 		jsonw__u64(&w, "skipped_records", r->skipped);
 		jsonw__u64(&w, "sample_rate", r->sample_rate);
@@ -86,6 +88,9 @@ int report_stats(const struct profile *p, const struct report_opts *o, FILE *out
 	fprintf(out, "Record file: %.2f bytes per event\n", r->events ? (double)r->file_size / (double)r->events : 0.0);
 	fprintf(out, "Stacks: %" PRIu64 " interned; mappings: %u; records skipped (unknown types): %" PRIu64 "\n",
 		stacks, r->nr_maps, r->skipped);
+	if (r->py.nr)
+		fprintf(out, "Python code objects: %u (%" PRIu64 " bytes of names and line tables)%s\n", r->py.nr,
+			r->py.bytes, r->py.duplicates ? "; a code id of a process named again: the first kept" : "");
 	fprintf(out, "Probes: %u\n", r->nr_probes);
 	for (uint32_t i = 0; i < r->nr_probes; i++)
 		fprintf(out, "  %-40s %s +0x%" PRIx64 "\n", r->probes[i].symbol, r->probes[i].path, r->probes[i].offset);

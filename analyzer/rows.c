@@ -152,15 +152,35 @@ int rows__sample_frames(const struct profile *p, const struct prof_sample *s, co
 	return (int)n;
 }
 
+/* A Python frame: its function alone (the file and line go in *LINE_OUT, which the reports
+ * show beside it). */
+static const char *python_frame_name(const struct profile *p, uint32_t pid, uint64_t ip, char *buf, size_t len,
+				     struct prof_line *line_out)
+{
+	struct py_frame f;
+
+	if (py_codes__frame(&p->r->py, pid, ip, &f))
+		f = (struct py_frame){.function = "[python frame: out of memory]"};
+	snprintf(buf, len, "%s", f.function);
+	if (line_out)
+		*line_out = (struct prof_line){.function = f.function, .system_name = f.display, .file = f.file,
+					       .line = f.known ? f.line : 0, .start_line = f.first_line};
+	return buf;
+}
+
 const char *rows__frame_name(const struct profile *p, uint32_t pid, uint64_t ip, char *buf, size_t len,
 			     struct prof_line *line_out)
 {
-	const struct mapping *m = replay__mapping(p->r, pid, ip - 1, p->r->stop_time);
-	struct prof_loc l = {.addr = ip - 1, .map = m};
+	const struct mapping *m;
+	struct prof_loc l;
 	struct prof_line ln = {0};
 	struct sym_result res;
 	const char *name;
 
+	if (HS_IS_PYFRAME(ip))
+		return python_frame_name(p, pid, ip, buf, len, line_out);
+	m = replay__mapping(p->r, pid, ip - 1, p->r->stop_time);
+	l = (struct prof_loc){.addr = ip - 1, .map = m};
 	symbolizer__lookup(p->sym, m, ip - 1, &res);
 	if (res.nr)
 		ln = (struct prof_line){.function = res.frames[0].function, .file = res.frames[0].file,
@@ -244,10 +264,53 @@ static int cmp_fn(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-int rows__functions(const struct profile *p, int value, struct fn_rows *out)
+/* Adds each Python function's own (v[0]: the innermost Python frame, the code whose line made
+ * the block) and cum (v[1]) of VALUE to T, with their variances (v[2], v[3]). */
+static int python_totals(const struct profile *p, int value, struct named_table *t)
+{
+	for (uint32_t i = 0; i < p->nr_samples; i++) {
+		const struct prof_sample *s = &p->samples[i];
+		double v = s->v[value], var = s->var[value];
+		bool own = true;
+
+		for (uint32_t k = 0; v != 0 && k < s->nr_locs; k++) {
+			const struct prof_loc *l = &p->locs[p->loc_refs[s->first_loc + k]];
+			const char *name;
+			bool seen = false;
+			double *row;
+
+			if (!l->python || !l->nr_lines)
+				continue;
+			name = profile__line_name(p, l, &p->lines[l->first_line], NULL, 0);
+			/* Recursion counts once toward cum: a scan of the Python frames before (a stack
+			 * has at most HS_MAX_STACK frames). */
+			for (uint32_t j = 0; j < k && !seen; j++) {
+				const struct prof_loc *o = &p->locs[p->loc_refs[s->first_loc + j]];
+
+				seen = o->python && o->nr_lines &&
+				       !strcmp(profile__line_name(p, o, &p->lines[o->first_line], NULL, 0), name);
+			}
+			row = named_get(t, name);
+			if (!row)
+				return -ENOMEM;
+			if (own) {
+				row[0] += v;
+				row[2] += var;
+				own = false;
+			}
+			if (!seen) {
+				row[1] += v;
+				row[3] += var;
+			}
+		}
+	}
+	return 0;
+}
+
+static int fn_rows_of(const struct profile *p, int value, bool python, struct fn_rows *out)
 {
 	struct named_table t = {0};
-	int err = function_totals(p, value, &t);
+	int err = python ? python_totals(p, value, &t) : function_totals(p, value, &t);
 
 	memset(out, 0, sizeof(*out));
 	out->total = p->total[value];
@@ -269,6 +332,16 @@ int rows__functions(const struct profile *p, int value, struct fn_rows *out)
 		qsort(out->rows, out->nr, sizeof(*out->rows), cmp_fn);
 	named_free(&t);
 	return 0;
+}
+
+int rows__functions(const struct profile *p, int value, struct fn_rows *out)
+{
+	return fn_rows_of(p, value, false, out);
+}
+
+int rows__python_functions(const struct profile *p, int value, struct fn_rows *out)
+{
+	return fn_rows_of(p, value, true, out);
 }
 
 void fn_rows__free(struct fn_rows *t)
@@ -396,6 +469,25 @@ static int cmp_temp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* A leaf below Python code is named with the innermost Python function too ("PyBytes_FromSize
+ * in parse (app.py)"): the interpreter's leaves are the same for every Python function. */
+static const char *temp_python_caller(const struct profile *p, const struct prof_sample *s, const char *leaf,
+				      char *buf, size_t len)
+{
+	for (uint32_t i = 1; i < s->nr_locs; i++) {
+		const struct prof_loc *l = &p->locs[p->loc_refs[s->first_loc + i]];
+		char own[ROWS_NAME_MAX];
+
+		if (!l->python || !l->nr_lines)
+			continue;
+		snprintf(own, sizeof(own), "%s", leaf); /* LEAF may be BUF */
+		if (snprintf(buf, len, "%s in %s", own, profile__line_name(p, l, &p->lines[l->first_line], NULL, 0)) >= (int)len)
+			buf[len - 1] = 0; /* cut, as every name is at ROWS_NAME_MAX */
+		return buf;
+	}
+	return leaf;
+}
+
 int rows__temporary(const struct profile *p, struct temp_rows *out)
 {
 	const struct replay *r = p->r;
@@ -417,6 +509,7 @@ int rows__temporary(const struct profile *p, struct temp_rows *out)
 			const struct prof_loc *l = &p->locs[p->loc_refs[s->first_loc]];
 
 			name = profile__line_name(p, l, l->nr_lines ? &p->lines[l->first_line] : NULL, buf, sizeof(buf));
+			name = temp_python_caller(p, s, name, buf, sizeof(buf));
 		} else {
 			snprintf(buf, sizeof(buf), "(stack %" PRIu64 " not recorded)", a->stack_id);
 			name = buf;
@@ -559,7 +652,8 @@ static char *stack_key(const struct profile *p, const struct prof_sample *s, boo
 			if (ln && ln->function && lines && ln->file) {
 				fprintf(m, "%s%s (%s:%u)", i || k ? " <- " : "", ln->function, basename(ln->file), ln->line);
 			} else if (ln && ln->function) {
-				fprintf(m, "%s%s", i || k ? " <- " : "", ln->function);
+				/* A Python function by its name and file: every module has a <module>. */
+				fprintf(m, "%s%s", i || k ? " <- " : "", l->python && ln->system_name ? ln->system_name : ln->function);
 			} else {
 				/* Unsymbolized: module and offset are stable across ASLR. */
 				fprintf(m, "%s%s", i || k ? " <- " : "", profile__line_name(p, l, NULL, buf, sizeof(buf)));

@@ -39,6 +39,9 @@ struct fn_rows {
 };
 
 int rows__functions(const struct profile *p, int value, struct fn_rows *out);
+/* Python functions alone (the recording's Python frames): flat is a function's own, the blocks
+ * whose innermost Python frame it is (what tracemalloc charges to a line), cum anywhere. */
+int rows__python_functions(const struct profile *p, int value, struct fn_rows *out);
 void fn_rows__free(struct fn_rows *t);
 
 /* Live blocks older than MIN_AGE grouped by stack, largest first; stacks of the first

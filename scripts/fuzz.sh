@@ -34,6 +34,8 @@ cat testdata/alloc_c.hsnap "$REG/outoforder.hsnap" >"$REG/two-files.hsnap"
 "$C" reused "$REG/reused.hsnap"
 "$C" sampled "$REG/sampled.hsnap"
 "$C" sampledbpf "$REG/sampledbpf.hsnap"
+# Python frames: line tables of random bytes, unrecorded codes, offsets past every table.
+"$OUT/tests/craft_py" "$REG/py-hostile.hsnap" --hostile 1
 [ -d testdata/fuzz ] && cp testdata/fuzz/* "$REG/"
 for t in reader replay; do
 	echo "fuzz_$t: $(ls "$REG" | wc -l) regression inputs"
@@ -60,6 +62,23 @@ echo "fuzz_unwtab: ${SECS}s"
 "$F/fuzz_unwtab" "${LIMITS[@]}" -max_total_time="$SECS" -max_len=262144 -print_final_stats=1 \
 	-artifact_prefix="$F/unwtab-" "$F/corpus-unwtab" >"$F/unwtab.log" 2>&1 || { tail -40 "$F/unwtab.log"; exit 1; }
 grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$F/unwtab.log" | sed "s/^/  /"
+# Line tables: seeded with real ones, each interpreter's present, in fuzz_pyline's input form.
+mkdir -p "$F/corpus-pyline"
+for py in /usr/bin/python3 "$HOME"/.pyenv/versions/3.{8,9,10,12,13}.*/bin/python3; do
+	[ -x "$py" ] || continue
+	"$py" tests/pylines.py 3 2>/dev/null | python3 -c '
+import sys
+versions = {0x308: 0, 0x309: 1, 0x30a: 2, 0x30b: 3, 0x30c: 4, 0x30d: 5}
+for i, l in enumerate(x for x in sys.stdin if x.startswith("C ")):
+    v, first, n, t = l.split()[1:5]
+    if i % 20 == 0 and int(v) in versions and t != "-":
+        open("%s/%x-%d" % (sys.argv[1], int(v), i), "wb").write(
+            bytes([versions[int(v)]]) + (int(n) // 2).to_bytes(4, "little") + bytes.fromhex(t))' "$F/corpus-pyline"
+done
+echo "fuzz_pyline: ${SECS}s"
+"$F/fuzz_pyline" "${LIMITS[@]}" -max_total_time="$SECS" -max_len=65536 -print_final_stats=1 \
+	-artifact_prefix="$F/pyline-" "$F/corpus-pyline" >"$F/pyline.log" 2>&1 || { tail -40 "$F/pyline.log"; exit 1; }
+grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$F/pyline.log" | sed "s/^/  /"
 for t in reader replay; do
 	cp testdata/*.hsnap "$REG"/*.hsnap "$F/corpus-$t/"
 	cp testdata/v1/alloc_c.hsnap "$F/corpus-$t/v1-alloc_c.hsnap"

@@ -17,4 +17,15 @@ f=testdata/alloc_c.hsnap
 "$A" leaks -n 5 --no-symbolize $f >testdata/alloc_c.leaks
 "$A" info $f >testdata/alloc_c.info
 "$A" summary --json --no-symbolize $f >testdata/alloc_c.summary.json
-echo "regenerated testdata/ from $f"
+# A Python program's recording, crafted (tests/unit/craft_py.c: its figures) with Debian's
+# python3.11's line tables of tests/workloads/py_exact.py, its codes naming /srv/app/py_exact.py.
+p=testdata/py_exact.hsnap
+py_line() { grep -n -- "$1" tests/workloads/py_exact.py | head -1 | cut -d: -f1; }
+eval "$(sed -n '/^py_specs() {/,/^}/p' tests/python.sh)"
+/usr/bin/python3 tests/pylines.py --code "$(realpath tests/workloads/py_exact.py)" '<module>' main keep_large keep_small \
+	chain_a chain_b chain_c worker key_fn sort_with_key >"$OUT/py_exact.codes"
+"$OUT/tests/craft_py" $p "$OUT/py_exact.codes" /srv/app/py_exact.py a $(py_specs)
+"$A" top -n 0 $p >testdata/py_exact.top
+"$A" collapsed $p >testdata/py_exact.collapsed
+"$A" leaks -n 4 $p >testdata/py_exact.leaks
+echo "regenerated testdata/ from $f and $p"

@@ -148,3 +148,415 @@ t_python_bpf_said() {
 }
 
 ALL="$ALL t_python_launched_debian t_python_fp_junk_rbp t_python_launched_shared t_python_attached t_python_code_ids t_python_sampled t_python_unsupported t_python_bpf_said"
+
+# ---- Python, the analyzer's side (issue 25): CPython's line tables read offline (analyzer/pyline.c)
+# against each interpreter's own reading; Python frames through every report, on crafted recordings
+# with real line tables and on hostile ones; tests/workloads/py_exact.py recorded for real, launched
+# and attached, against tracemalloc.
+
+# The interpreters to check line tables against: Debian's and pyenv's 3.8 to 3.13, those present.
+py_interpreters() {
+	local v
+	[ -x /usr/bin/python3 ] && echo /usr/bin/python3
+	for v in 3.8 3.9 3.10 3.11 3.12 3.13; do
+		ls -d "$HOME"/.pyenv/versions/$v.*/bin/python3 2>/dev/null | tail -1
+	done
+}
+
+# analyzer/pyline.c against each interpreter's own reading of its line tables (co_lines(),
+# dis.findlinestarts()) at every instruction of 60 standard-library modules; then hostile tables.
+t_python_linetables() {
+	local py n=0 out
+	"$T/test_pyline" --hostile || die "hostile line tables"
+	for py in $(py_interpreters); do
+		"$py" tests/pylines.py 60 >"$TMP/pylines.dump" 2>"$TMP/pylines.err" || die "$py tests/pylines.py: $(tail -1 "$TMP/pylines.err")"
+		out=$("$T/test_pyline" "$TMP/pylines.dump" 2>&1) || die "$py: $out"
+		echo "$py: $out"
+		case $out in 0\ codes*) die "$py: no code objects dumped" ;; esac
+		n=$((n + 1))
+	done
+	[ $n -gt 0 ] || skip "no Python interpreter (/usr/bin/python3 or pyenv's 3.8-3.13) to take line tables from"
+	[ $n -ge 2 ] || echo "note: only $n interpreter checked"
+}
+
+# The oracle workload, and its line of each statement that keeps memory (FUNCTION=LINE, as
+# craft_py takes them): main.F is main's call of F, worker2 the worker's second loop.
+PY_EXACT=tests/workloads/py_exact.py
+py_line() { grep -n -- "$1" "$PY_EXACT" | head -1 | cut -d: -f1; }
+py_specs() {
+	echo "module=$(py_line '^main()$') main.keep_large=$(py_line '^    keep_large()$')" \
+		"main.keep_small=$(py_line '^    keep_small()$') main.chain_a=$(py_line '^    chain_a(N_CHAIN)$')" \
+		"main.run_thread=$(py_line '^    run_thread()$') main.sort_with_key=$(py_line '^    sort_with_key()$')" \
+		"keep_large=$(py_line 'large\[i\] = bytearray(LARGE)') keep_small=$(py_line 'small\[i\] = bytes(SMALL)')" \
+		"chain_c=$(py_line 'chained\[i\] = bytes(CHAIN)') chain_b=$(py_line '^    chain_c(n)$') chain_a=$(py_line '^    chain_b(n)$')" \
+		"worker=$(py_line 'threaded\[i\] = bytearray(T_LARGE)') worker2=$(py_line 'threaded\[N_T_LARGE + i\] = bytes(T_SMALL)')" \
+		"key_fn=$(py_line 'called_back\[x\] = bytearray(CB)') sort_with_key=$(py_line 'return sorted(items, key=key_fn)')"
+}
+
+# py_craft NAME VARIANT PYTHON [FILE]: $TMP/NAME.hsnap, py_exact.py as craft_py writes it, with
+# PYTHON's line tables of it, its codes naming FILE (default: the script's own path).
+py_craft() {
+	local name=$1 variant=$2 py=$3 f
+	f=$(realpath "$PY_EXACT")
+	"$py" tests/pylines.py --code "$f" '<module>' main keep_large keep_small chain_a chain_b chain_c worker key_fn \
+		sort_with_key >"$TMP/$name.codes" || die "$py: the line tables of $f"
+	"$T/craft_py" "$TMP/$name.hsnap" "$TMP/$name.codes" "${4:-$f}" "$variant" $(py_specs) || die "craft_py $name"
+}
+
+# pl PROFILE SAMPLE_INDEX "FUNCTION FILE:LINE": that line's cum value as go tool pprof -lines reads it.
+pl() {
+	go tool pprof -lines -top -nodecount=100000 -nodefraction=0 -edgefraction=0 -unit=B -sample_index="$2" "$1" 2>/dev/null |
+		awk -v fn="$3" '
+			/^ *flat/ { body = 1; next }
+			body { name = $6; for (i = 7; i <= NF; i++) name = name " " $i
+			       if (name == fn) { v = $4; sub(/B$/, "", v); print v; found = 1; exit } }
+			END { if (!found) print "absent" }'
+}
+
+# A crafted recording of py_exact.py (tests/unit/craft_py.c: its figures) through go tool
+# pprof: each Python function's bytes and objects (-top), on its line (-lines) with the line
+# tables of each interpreter present, the frames of a callback from C in the order they ran
+# (-traces), the source with bytes on the line (-list), a code id per process (-tagfocus).
+t_python_crafted_pprof() {
+	need_go
+	local py f p=$TMP/pyc.pb.gz n=0
+	f=$(realpath "$PY_EXACT")
+	for py in $(py_interpreters); do
+		py_craft pyc a "$py"
+		"$A" pprof -o "$p" "$TMP/pyc.hsnap" 2>"$TMP/pyc.err" || { cat "$TMP/pyc.err"; die "pprof"; }
+		eq "$py: keep_large's line" 800456 "$(pl "$p" inuse_space "keep_large $f:$(py_line 'large\[i\] = bytearray(LARGE)')")"
+		eq "$py: worker's first line" 101140 "$(pl "$p" inuse_space "worker $f:$(py_line 'threaded\[i\] = bytearray(T_LARGE)')")"
+		eq "$py: worker's second line" 16600 "$(pl "$p" inuse_space "worker $f:$(py_line 'threaded\[N_T_LARGE + i\] = bytes(T_SMALL)')")"
+		eq "$py: main's call of chain_a" 19980 "$(pl "$p" inuse_space "main $f:$(py_line '^    chain_a(N_CHAIN)$')")"
+		eq "$py: chain_b's call of chain_c" 60 "$(pl "$p" inuse_objects "chain_b $f:$(py_line '^    chain_c(n)$')")"
+		eq "$py: sort_with_key, no offset: its first line" 1111 "$(pl "$p" inuse_space "sort_with_key $f:$(py_line '^def sort_with_key')")"
+		n=$((n + 1))
+	done
+	[ $n -gt 0 ] || skip "no Python interpreter to take line tables from"
+	for fn_want in "keep_large 800456 16" "keep_small 153000 1010" "chain_a 19980 60" "chain_b 19980 60" \
+		"chain_c 19980 60" "worker 117740 240" "key_fn 48448 128" "sort_with_key 49559 129" "main 1010772 1206" \
+		"<module> 1010772 1206" "[python code 999 not recorded] 7777 1"; do
+		set -- $fn_want
+		local fn=${*:1:$#-2} b=${*: -2:1} c=${*: -1}
+		eq "$fn inuse_space (cum)" "$b" "$(pv "$p" inuse_space "$fn" cum)"
+		eq "$fn inuse_objects (cum)" "$c" "$(pv "$p" inuse_objects "$fn" cum)"
+		eq "$fn flat (a Python frame is never a leaf here)" 0 "$(pv "$p" inuse_space "$fn")"
+	done
+	# --no-symbolize leaves native frames to be symbolized later; Python frames are named now,
+	# as nothing later could name them.
+	"$A" pprof --no-symbolize -o "$TMP/pycn.pb.gz" "$TMP/pyc.hsnap" 2>/dev/null || die "pprof --no-symbolize"
+	eq "--no-symbolize: keep_large" 800456 "$(pv "$TMP/pycn.pb.gz" inuse_space keep_large cum)"
+	# Process 200's keep_small has the code id of process 100's keep_large.
+	eq "pid 200: keep_small" 20000 "$(go tool pprof -tagfocus=pid:200 -top -unit=B -sample_index=inuse_space "$p" 2>/dev/null |
+		awk '$6 == "keep_small" { v = $4; sub(/B$/, "", v); print v }')"
+	eq "pid 200: keep_large" "" "$(go tool pprof -tagfocus=pid:200 -top -sample_index=inuse_space "$p" 2>/dev/null | awk '$6 == "keep_large"')"
+	# Native -> Python -> native (sorted) -> Python, as it ran, innermost first.
+	go tool pprof -traces -sample_index=inuse_space "$p" 2>/dev/null >"$TMP/pyc.traces"
+	awk '/-----------/ { if (t ~ /key_fn/) print t; t = ""; next } $1 ~ /:$/ { next } { t = t " " $NF }' "$TMP/pyc.traces" |
+		grep -F 'python3+0xf' >"$TMP/pyc.cb"
+	eq "the callback's frames" " python3+0xf python3+0x1f key_fn python3+0x4f sort_with_key main <module> python3+0x2f" \
+		"$(cat "$TMP/pyc.cb")"
+	# -list: the source from the file the code names, with the bytes on the allocating line.
+	go tool pprof -list '^keep_large$' -unit=B -sample_index=inuse_space "$p" >"$TMP/pyc.list" 2>/dev/null
+	contains "$TMP/pyc.list" "ROUTINE ======================== keep_large in $f"
+	eq "-list keep_large: its allocating line" "800456B $(py_line 'large\[i\] = bytearray(LARGE)'): large[i] = bytearray(LARGE)" \
+		"$(awk '$2 ~ /B$/ && $2 != "800456B" { next } $2 == "800456B" { print $2, $3, $4, $5, $6 }' "$TMP/pyc.list" | tail -1)"
+	eq "-list keep_large: starts at its def" "$(py_line '^def keep_large'):def keep_large():" \
+		"$(grep -m1 -E '^ +[^ ]+ +[^ ]+ +[0-9]+:' "$TMP/pyc.list" | sed -E 's/^ +[^ ]+ +[^ ]+ +//')"
+}
+
+# go tool pprof -http on the same recording: its top, source and flame graph views hold the
+# Python functions, with their bytes on the allocating line.
+t_python_crafted_http() {
+	need_go
+	command -v curl >/dev/null || skip "no curl to read pprof's web pages"
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 for the line tables"
+	local port=$((20000 + $$ % 20000)) pid i u
+	py_craft pyw a /usr/bin/python3
+	"$A" pprof -o "$TMP/pyw.pb.gz" "$TMP/pyw.hsnap" 2>/dev/null || die "pprof"
+	go tool pprof -http=127.0.0.1:$port -no_browser -sample_index=inuse_space "$TMP/pyw.pb.gz" >"$TMP/pyw.log" 2>&1 &
+	pid=$!
+	u=http://127.0.0.1:$port/ui
+	for i in $(seq 400); do curl -sf -o /dev/null "$u/" && break; sleep 0.05; done
+	curl -sf "$u/top" >"$TMP/pyw.top"; curl -sf "$u/source?f=keep_large" >"$TMP/pyw.src"
+	curl -sf "$u/flamegraph" >"$TMP/pyw.flame"
+	kill $pid
+	contains "$TMP/pyw.top" '{"Name":"keep_large","InlineLabel":"","Flat":0,"Cum":800456,'
+	contains "$TMP/pyw.top" '{"Name":"worker","InlineLabel":"","Flat":0,"Cum":117740,'
+	grep -A3 -F "$(py_line 'large\[i\] = bytearray(LARGE)')" "$TMP/pyw.src" | grep -q 'bytearray(LARGE)' ||
+		die "the source view lacks keep_large's line"
+	grep -F "bytearray(LARGE)" "$TMP/pyw.src" | grep -q "781.70kB" || die "the source view lacks the bytes on keep_large's line"
+	contains "$TMP/pyw.flame" '"key_fn"'
+}
+
+# The text reports of the same recording: top, collapsed (goldens of testdata/py_exact.hsnap,
+# crafted so from Debian's python3.11, its codes naming /srv/app/py_exact.py), leaks with
+# file:line, temporary by leaf and Python caller, JSON, speedscope, stats; diff of two runs
+# whose code ids and pids differ: Python functions match by name and file.
+t_python_crafted_reports() {
+	local f
+	golden py_exact.top top -n 0 testdata/py_exact.hsnap
+	golden py_exact.collapsed collapsed testdata/py_exact.hsnap
+	golden py_exact.leaks leaks -n 4 testdata/py_exact.hsnap
+	"$A" temporary testdata/py_exact.hsnap >"$TMP/pyr.temp" 2>/dev/null || die "temporary"
+	contains "$TMP/pyr.temp" "           5            320    0.5%  python3+0x1f in keep_small (py_exact.py)"
+	"$A" top --json -n 0 testdata/py_exact.hsnap >"$TMP/pyr.json" 2>/dev/null || die "top --json"
+	python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+d = {f["name"]: f["cum"] for f in j["functions"]}
+assert d["keep_large (py_exact.py)"] == 800456 and d["worker (py_exact.py)"] == 117740, d
+# Python functions by own (the innermost Python frame) and cum.
+py = [(f["name"], f["own"], f["cum"]) for f in j["python_functions"]]
+assert py[:5] == [("keep_large (py_exact.py)", 800456, 800456), ("keep_small (py_exact.py)", 153000, 153000),
+                  ("worker (py_exact.py)", 117740, 117740), ("key_fn (py_exact.py)", 48448, 48448),
+                  ("chain_c (py_exact.py)", 19980, 19980)], py[:5]
+own = {n: (o, c) for n, o, c in py}
+assert own["chain_a (py_exact.py)"] == (0, 19980) and own["sort_with_key (py_exact.py)"] == (1111, 49559), own
+assert own["[python code 999 not recorded]"] == (7777, 7777) and own["main (py_exact.py)"] == (0, 1010772), own
+assert not any(n.startswith("python3+") for n in own), own' "$TMP/pyr.json" || die "top --json"
+	"$A" speedscope -o "$TMP/pyr.ss.json" testdata/py_exact.hsnap 2>/dev/null || die "speedscope"
+	contains "$TMP/pyr.ss.json" '{"name":"key_fn (py_exact.py)"}'
+	"$A" stats testdata/py_exact.hsnap >"$TMP/pyr.stats" 2>/dev/null || die "stats"
+	contains "$TMP/pyr.stats" "Python code objects: 11 ("
+	command -v /usr/bin/python3 >/dev/null || skip "no /usr/bin/python3 for the diff's recordings"
+	f=$(realpath "$PY_EXACT")
+	py_craft pyra a /usr/bin/python3
+	py_craft pyrb b /usr/bin/python3
+	"$A" diff --json -n 0 "$TMP/pyra.hsnap" "$TMP/pyrb.hsnap" >"$TMP/pyr.diff" 2>/dev/null || die "diff"
+	# The same program, its file named otherwise: no Python function of one is one of the other.
+	py_craft pyro a /usr/bin/python3 /srv/app/other.py
+	"$A" diff --json -n 0 "$TMP/pyra.hsnap" "$TMP/pyro.hsnap" >"$TMP/pyro.diff" 2>/dev/null || die "diff, other file"
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+st = sorted((s["delta"], s["name"].split(" <- ")[2]) for s in d["stacks"] if s["name"].startswith("python3+0xf <- python3+0x1f <- keep_large"))
+l = sys.argv[2]
+assert st == [(-800008, "keep_large (py_exact.py:%s)" % l), (800008, "keep_large (other.py:%s)" % l)], st' \
+		"$TMP/pyro.diff" "$(py_line 'large\[i\] = bytearray(LARGE)')" || die "Python functions of two files matched"
+	python3 - "$TMP/pyr.diff" "$(py_line 'small\[i\] = bytes(SMALL)')" <<-'PY' || die "diff of two runs"
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	assert d["delta"] == 133000, d["delta"]
+	st = [(s["name"], s["delta"]) for s in d["stacks"]]
+	assert st == [("python3+0x1f <- keep_small (py_exact.py:%s) <- main (py_exact.py:%s) <- <module> (py_exact.py:%s) <- python3+0x2f"
+	               % (sys.argv[2], st[0][0].split("main (py_exact.py:")[1].split(")")[0],
+	                  st[0][0].split("<module> (py_exact.py:")[1].split(")")[0]), 133000)], st
+	PY
+}
+
+# Hostile Python frames: line tables of random bytes (of every version, and of versions no
+# interpreter has), codes not recorded, offsets past every table, names with escapes: every
+# report finishes, under ASan and UBSan when built. A file of more code objects than the
+# analyzer keeps is refused, naming the frame's offset.
+t_python_hostile() {
+	local a=$A seed c
+	[ -x "$OUT/asan/heapsnap-analyze" ] && a=$OUT/asan/heapsnap-analyze
+	for seed in 1 2 3 4 5 6; do
+		"$T/craft_py" "$TMP/pyx.hsnap" --hostile $seed || die "craft_py --hostile $seed"
+		for c in top collapsed "leaks -n 50" temporary "pprof -o $TMP/pyx.pb.gz" "html -o $TMP/pyx.html" \
+			"speedscope -o $TMP/pyx.ss" "diff $TMP/pyx.hsnap"; do
+			$a $c "$TMP/pyx.hsnap" >"$TMP/pyx.out" 2>"$TMP/pyx.err" || { tail -5 "$TMP/pyx.err"; die "seed $seed: $c"; }
+		done
+		grep -q $'\x1b' "$TMP/pyx.out" && die "seed $seed: a terminal escape from the file reached the output"
+	done
+	"$T/craft_py" "$TMP/pym.hsnap" --many 2097153 || die "craft_py --many"
+	"$A" top "$TMP/pym.hsnap" >/dev/null 2>"$TMP/pym.err" && die "2097153 code objects accepted"
+	grep -qE "pym.hsnap: frame at offset [0-9]+, record [0-9]+: more Python code objects than this analyzer reads \(at most 2097152" \
+		"$TMP/pym.err" || { cat "$TMP/pym.err"; die "the refusal does not say where and why"; }
+	# A code id named twice in one process: the first name kept, and said.
+	"$T/craft_py" "$TMP/pyd.hsnap" --repeated || die "craft_py --repeated"
+	"$A" collapsed "$TMP/pyd.hsnap" 2>/dev/null | grep -q "first (f.py)" || die "the first name of a repeated code id not kept"
+	"$A" stats "$TMP/pyd.hsnap" 2>/dev/null | grep -q "^Python code objects: 1 (.*named again: the first kept" ||
+		die "a repeated code id not said"
+	"$T/craft_py" "$TMP/pym.hsnap" --many 1000 || die "craft_py --many 1000"
+	"$A" stats "$TMP/pym.hsnap" 2>/dev/null | grep -q "^Python code objects: 1000 " || die "1000 code objects not read"
+}
+
+# ---- py_exact.py recorded for real: every figure as tracemalloc counts it ----
+
+# py_tracemalloc [PYTHON NAME]: tracemalloc's figures of py_exact.py by function and line, in
+# $TMP/NAME.tm ("FUNCTION LINE BYTES COUNT"; default: Debian's python3, py_exact), once per run of
+# the tests, the script run from its absolute path (the path its code objects name).
+py_tracemalloc() {
+	local py=${1:-/usr/bin/python3} tm=$TMP/${2:-py_exact}.tm
+	[ -s "$tm" ] && return 0
+	"$py" "$(realpath "$PY_EXACT")" --tracemalloc >"$tm.out" 2>"$tm.err" ||
+		{ cat "$tm.err"; die "$py py_exact.py --tracemalloc"; }
+	grep -E '^(keep_large|keep_small|chain_a|chain_b|chain_c|worker|key_fn) ' "$tm.out" >"$tm"
+	[ "$(wc -l <"$tm")" -ge 8 ] || { cat "$tm.out"; die "$py: tracemalloc's figures of py_exact.py are missing"; }
+}
+
+# py_need_codes NAME: skips unless recording NAME holds Python code objects (PY_CODE records),
+# which only a recorder that reads Python frames writes.
+py_need_codes() {
+	local n
+	n=$("$A" stats --json "$TMP/$1.hsnap" 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin).get("python_codes", 0))')
+	[ "${n:-0}" -gt 0 ] ||
+		skip "the recording holds no Python code objects (PY_CODE records): this libheapsnap.so does not read Python frames"
+}
+
+# py_exact_check NAME [TM]: recording NAME's Python functions against tracemalloc's figures
+# (py_tracemalloc's TM, default py_exact): each line's bytes and blocks in use (go tool pprof
+# -lines), each function's (cum), and -list keep_large's line.
+py_exact_check() {
+	local p=$TMP/$1.pb.gz tm=$TMP/${2:-py_exact}.tm f fn line b c kb=0 line_kl
+	f=$(realpath "$PY_EXACT")
+	"$A" pprof -o "$p" "$TMP/$1.hsnap" 2>"$TMP/$1.aerr" || { cat "$TMP/$1.aerr"; die "$1: pprof"; }
+	while read -r fn line b c; do
+		eq "$1: $fn $f:$line inuse_space" "$b" "$(pl "$p" inuse_space "$fn $f:$line")"
+		eq "$1: $fn $f:$line inuse_objects" "$c" "$(pl "$p" inuse_objects "$fn $f:$line")"
+	done <"$tm"
+	for fn in keep_large keep_small chain_a chain_b chain_c worker key_fn; do
+		eq "$1: $fn inuse_space (cum)" "$(awk -v fn="$fn" '$1 == fn { s += $3 } END { print s }' "$tm")" \
+			"$(pv "$p" inuse_space "$fn" cum)"
+	done
+	# top's Python functions: those that allocate themselves own what they hold.
+	"$A" top --json -n 0 "$TMP/$1.hsnap" >"$TMP/$1.top.json" 2>/dev/null || die "$1: top --json"
+	for fn in keep_large keep_small chain_c worker key_fn; do
+		eq "$1: $fn own (top)" "$(awk -v fn="$fn" '$1 == fn { s += $3 } END { print s }' "$tm")" \
+			"$(python3 -c 'import json, sys
+print(next((round(f["own"]) for f in json.load(open(sys.argv[1])).get("python_functions", []) if f["name"] == sys.argv[2]), "absent"))' \
+				"$TMP/$1.top.json" "$fn (py_exact.py)")"
+	done
+	line_kl=$(py_line 'large\[i\] = bytearray(LARGE)')
+	kb=$(awk -v l="$line_kl" '$1 == "keep_large" && $2 == l { print $3 }' "$tm")
+	go tool pprof -list '^keep_large$' -unit=B -sample_index=inuse_space "$p" >"$TMP/$1.list" 2>/dev/null
+	eq "$1: -list keep_large" "${kb}B $line_kl: large[i] = bytearray(LARGE)" \
+		"$(awk -v l="$line_kl:" '$3 == l { print $2, $3, $4, $5, $6 }' "$TMP/$1.list")"
+}
+
+# Launched through the preload way, every event: every figure of py_exact.py as tracemalloc
+# counts it in a run of its own, on the right file and line.
+t_python_exact_preload() {
+	need_go
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
+	py_tracemalloc
+	"$R" --via preload -s 0 -o "$TMP/pye.hsnap" -- /usr/bin/python3 "$(realpath "$PY_EXACT")" >"$TMP/pye.out" 2>"$TMP/pye.err" ||
+		{ cat "$TMP/pye.err"; die "recording py_exact.py"; }
+	contains "$TMP/pye.out" held
+	py_need_codes pye
+	py_exact_check pye
+}
+
+# Launched, sampled at 4 KiB: each function's estimate within 4 of its stated standard errors of
+# tracemalloc's figure, or 1% (functions of 48 KB and more: at least ~10 samples each).
+t_python_exact_sampled() {
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
+	py_tracemalloc
+	"$R" --via preload -s 4k -o "$TMP/pys.hsnap" -- /usr/bin/python3 "$(realpath "$PY_EXACT")" >"$TMP/pys.out" 2>"$TMP/pys.err" ||
+		{ cat "$TMP/pys.err"; die "recording py_exact.py"; }
+	contains "$TMP/pys.out" held
+	py_need_codes pys
+	"$A" top --json -n 0 "$TMP/pys.hsnap" >"$TMP/pys.json" 2>/dev/null || die "top --json"
+	python3 - "$TMP/pys.json" "$TMP/py_exact.tm" <<-'PY' || die "sampled estimates"
+	import json, sys
+	rows = {f["name"]: f for f in json.load(open(sys.argv[1]))["functions"]}
+	truth = {}
+	for l in open(sys.argv[2]):
+	    fn, line, b, c = l.split()
+	    truth[fn] = truth.get(fn, 0) + int(b)
+	for fn in ("keep_large", "keep_small", "worker", "key_fn"):
+	    r = rows.get(fn + " (py_exact.py)")
+	    assert r, (fn, "not sampled")
+	    # A class of blocks no sample saw states no error of its own (keep_large's 8 objects of
+	    # 56 bytes, each sampled with p = 0.014, beside buffers sampled surely): 1% at least.
+	    assert abs(r["cum"] - truth[fn]) <= max(4 * r["cum_se"], truth[fn] / 100), (fn, r["cum"], r["cum_se"], truth[fn])
+	    print(fn, truth[fn], r["cum"], "+-", r["cum_se"])
+	PY
+}
+
+# The same launched with each shared-libpython build present (pyenv's 3.8 to 3.13): their own
+# line-table formats and frame layouts, each against its own tracemalloc.
+t_python_exact_shared() {
+	need_go
+	local py v n=0
+	for v in 3.8 3.9 3.10 3.11 3.12 3.13; do
+		py=$(ls -d "$HOME"/.pyenv/versions/$v.*/bin/python3 2>/dev/null | tail -1)
+		[ -x "$py" ] || continue
+		py_tracemalloc "$py" "pyt$v"
+		"$R" --via preload -s 0 -o "$TMP/pyv$v.hsnap" -- "$py" "$(realpath "$PY_EXACT")" >"$TMP/pyv$v.out" 2>"$TMP/pyv$v.err" ||
+			{ cat "$TMP/pyv$v.err"; die "recording py_exact.py with $py"; }
+		contains "$TMP/pyv$v.out" held
+		py_need_codes "pyv$v"
+		py_exact_check "pyv$v" "pyt$v"
+		n=$((n + 1))
+	done
+	[ $n -gt 0 ] || skip "no shared-libpython interpreter (pyenv's 3.8 to 3.13 under ~/.pyenv/versions)"
+}
+
+# Attached with -p to the running interpreter before it allocates, every event: the same.
+t_python_exact_attach() {
+	need_inject; need_go
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
+	local rc
+	py_tracemalloc
+	RARGS="--via inject -s 0" inject_start pya /usr/bin/python3 "$(realpath "$PY_EXACT")"
+	echo go >"$TMP/pya.fifo"
+	wait $TJOB; rc=$?
+	eq "pya: the target's own exit status" 0 $rc
+	wait $RPID || { cat "$TMP/pya.rerr"; die "pya: the recorder failed"; }
+	[ -s "$TMP/pya.terr" ] && { cat "$TMP/pya.terr"; die "pya: the target wrote to stderr"; }
+	eq "pya: the target's stdout" "ready $TPID held" "$(cat "$TMP/pya.out" | tr '\n' ' ' | sed 's/ $//')"
+	py_need_codes pya
+	py_exact_check pya
+}
+
+# The HTML report of the launched recording in Chromium: the Python functions in its flame
+# graph and tables with tracemalloc's bytes.
+t_python_exact_html() {
+	command -v chromium >/dev/null || skip "chromium is not installed (scripts/install-deps.sh installs it)"
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
+	py_tracemalloc
+	"$R" --via preload -s 0 -o "$TMP/pyeh.hsnap" -- /usr/bin/python3 "$(realpath "$PY_EXACT")" >/dev/null 2>"$TMP/pyeh.err" ||
+		{ cat "$TMP/pyeh.err"; die "recording py_exact.py"; }
+	py_need_codes pyeh
+	"$A" html -o "$TMP/pyeh.html" "$TMP/pyeh.hsnap" 2>"$TMP/pyeh.aerr" || { cat "$TMP/pyeh.aerr"; die "html"; }
+	sed -n '/<section id=python>/,/<\/section>/p' "$TMP/pyeh.html" >"$TMP/pyeh.py"
+	contains "$TMP/pyeh.py" "<tr><td class=n>$(awk '$1 == "keep_large" { s += $3 } END { print s }' "$TMP/py_exact.tm")</td>"
+	python3 tests/htmlcheck.py dom "$TMP/pyeh.html" "" >"$TMP/pyeh.json" || die "chromium on the report"
+	python3 - "$TMP/pyeh.json" "$TMP/py_exact.tm" <<-'PY' || die "what rendered"
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	assert d["rendered"], "the page's script did not finish"
+	want, lines = {}, set()
+	for l in open(sys.argv[2]):
+	    fn, line, b, c = l.split()
+	    want[fn + " (py_exact.py)"] = want.get(fn + " (py_exact.py)", 0) + int(b)
+	    lines.add("%s py_exact.py:%s" % (fn, line))
+	# The flame graph: exact where nothing of the function was folded into "other" (the graph
+	# keeps 2,500 nodes: a callback's many small paths through list.sort may be), never more.
+	for fn, b in want.items():
+	    v = d["values"].get(fn, 0)
+	    assert v == b or (b < 100000 and 0 < v <= b), (fn, v, b)
+	# The tables of live stacks: each allocating line and each line of a call between.
+	rows = " | ".join(d["table_functions"])
+	for l in lines:
+	    assert l in rows, (l, rows[:2000])
+	PY
+}
+
+# The HTML report of the crafted recording in Chromium: Python functions in its flame graph
+# and tables, with their bytes.
+t_python_crafted_html() {
+	command -v chromium >/dev/null || skip "chromium is not installed (scripts/install-deps.sh installs it)"
+	"$A" html -o "$TMP/pyh.html" testdata/py_exact.hsnap 2>"$TMP/pyh.err" || { cat "$TMP/pyh.err"; die "html"; }
+	# The table of Python functions by own and cum, as top gives it.
+	sed -n '/<section id=python>/,/<\/section>/p' "$TMP/pyh.html" >"$TMP/pyh.py"
+	contains "$TMP/pyh.py" '<tr><td class=n>800456</td><td class=n>800456</td><td class=fn>keep_large (py_exact.py)</td></tr>'
+	contains "$TMP/pyh.py" '<tr><td class=n>0</td><td class=n>19980</td><td class=fn>chain_a (py_exact.py)</td></tr>'
+	python3 tests/htmlcheck.py dom "$TMP/pyh.html" "" >"$TMP/pyh.json" || die "chromium on the report"
+	python3 - "$TMP/pyh.json" <<-'PY' || die "what rendered"
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	assert d["rendered"], "the page's script did not finish"
+	want = {"keep_large (py_exact.py)": 800456, "keep_small (py_exact.py)": 153000, "chain_c (py_exact.py)": 19980,
+	        "worker (py_exact.py)": 117740, "key_fn (py_exact.py)": 48448, "[python code 999 not recorded]": 7777}
+	for fn, b in want.items():
+	    assert d["values"].get(fn) == b, (fn, d["values"].get(fn), b)
+	    assert d["view"].get(fn) == [0, b], (fn, d["view"].get(fn))
+	    assert fn in d["table_functions"], (fn, d["table_functions"][:20])
+	assert any("keep_large py_exact.py:47" in t for t in d["table_functions"]), "no leak row with the Python line"
+	PY
+}
+
+ALL="$ALL t_python_linetables t_python_crafted_pprof t_python_crafted_http t_python_crafted_reports t_python_crafted_html t_python_hostile"
+ALL="$ALL t_python_exact_preload t_python_exact_shared t_python_exact_sampled t_python_exact_attach t_python_exact_html"

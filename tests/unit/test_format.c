@@ -72,6 +72,11 @@ static void write_sample(const char *path, uint32_t frame_size, uint64_t *nr_rec
 	  .dwarf = {.id = 9, .nregs = 4, .regs = ips, .used = 9000, .window = {(const uint8_t *)"stackbytes", 10}});
 	W(.type = HS_REC_PROBE, .time = 3, .pid = 42,
 	  .probe = {.symbol = "_Znwm", .path = "/lib/libstdc++.so.6", .offset = 0xabc, .kind = 4});
+	/* A Python code object: 3.11's location table of a two-line function, as CPython made it. */
+	W(.type = HS_REC_PY_CODE, .time = 4, .pid = 42,
+	  .py_code = {.id = (1ull << 28) - 1, .qualname = "Cache.<locals>.build", .filename = "/srv/app/cache.py",
+		      .first_line = 120, .py_version = 0x30b,
+		      .line_table = {(const uint8_t *)"\x80\x00\xd8\x04\x08\x80\x48\x00", 8}});
 	for (int i = 0; i < NR_EVENTS; i++) {
 		uint64_t t = 10 + (uint64_t)i * 3;
 
@@ -230,6 +235,14 @@ static void test_roundtrip(void)
 			CHECK(rec.pid == 42 && !strcmp(rec.probe.symbol, "_Znwm") && rec.probe.offset == 0xabc &&
 				      rec.probe.kind == 4, "probe fields");
 			break;
+		case HS_REC_PY_CODE:
+			CHECK(rec.pid == 42 && rec.time == 4 && rec.py_code.id == (1ull << 28) - 1 &&
+				      !strcmp(rec.py_code.qualname, "Cache.<locals>.build") &&
+				      !strcmp(rec.py_code.filename, "/srv/app/cache.py") && rec.py_code.first_line == 120 &&
+				      rec.py_code.py_version == 0x30b && rec.py_code.line_table.len == 8 &&
+				      !memcmp(rec.py_code.line_table.p, "\x80\x00\xd8\x04\x08\x80\x48\x00", 8),
+			      "python code fields");
+			break;
 		case HS_REC_EXIT:
 			CHECK(rec.exit.status == -9, "exit status");
 			break;
@@ -249,7 +262,7 @@ static void test_roundtrip(void)
 	CHECK(frees == NR_EVENTS / 3 && allocs == NR_EVENTS - NR_EVENTS / 3, "event counts");
 	CHECK(sampled > 0, "sampled allocs present");
 	CHECK(record_reader__frames(r) > 10, "small frames: %" PRIu64, record_reader__frames(r));
-	for (uint32_t t = HS_REC_ALLOC; t <= HS_REC_STACK_DWARF; t++)
+	for (uint32_t t = HS_REC_ALLOC; t <= HS_REC_PY_CODE; t++)
 		if (t <= HS_REC_FREE || (t >= HS_REC_SESSION && t != HS_REC_FRAME_INDEX))
 			CHECK(have[t], "type %s round-tripped", hs_rec_type_name(t));
 
@@ -756,6 +769,42 @@ static void test_big_footer(void)
 	unlink(path);
 }
 
+/* A PY_CODE whose line table is longer than any the recorder writes (HS_MAX_PY_LINE_TABLE):
+ * the reader refuses it, naming the file and offset, and reads nothing of it. */
+static void test_py_code_limit(void)
+{
+	static uint8_t table[HS_MAX_PY_LINE_TABLE + 1];
+	char path[256], err[256];
+	struct record_writer *w;
+	struct record_reader *r;
+	struct hs_record rec = {.type = HS_REC_PY_CODE, .pid = 7,
+				.py_code = {.id = 1, .qualname = "f", .filename = "f.py", .first_line = 1,
+					    .py_version = 0x30c}};
+	int ret, seen = 0;
+
+	path_of(path, sizeof(path), "pylimit.hsnap");
+	CHECK(!record_writer__open(path, NULL, &w), "open writer");
+	rec.py_code.line_table = (struct hs_bytes){table, HS_MAX_PY_LINE_TABLE};
+	CHECK(!record_writer__write(w, &rec), "a table at the limit is written");
+	rec.py_code.id = 2;
+	rec.py_code.line_table.len = HS_MAX_PY_LINE_TABLE + 1;
+	record_writer__write(w, &rec);
+	record_writer__close(w);
+	record_writer__free(w);
+	CHECK(!record_reader__open(path, &r, err, sizeof(err)), "open: %s", err);
+	while ((ret = record_reader__next(r, &rec)) == 1) {
+		seen++;
+		CHECK(rec.type != HS_REC_PY_CODE || (rec.py_code.id == 1 && rec.py_code.line_table.len == HS_MAX_PY_LINE_TABLE),
+		      "only the table at the limit is read, got code %" PRIu64 " of %u bytes", rec.py_code.id,
+		      rec.py_code.line_table.len);
+	}
+	CHECK(record_reader__status(r) == HS_READ_CORRUPT && strstr(record_reader__error(r), "offset") &&
+		      strstr(record_reader__error(r), "py-code"),
+	      "a table past the limit is refused, naming the offset and the record: %s", record_reader__error(r));
+	record_reader__free(r);
+	unlink(path);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -778,6 +827,7 @@ int main(void)
 	/* Exact times (a quantum of 1 ns), which the footer's sums compare. */
 	ver.quantum_ns = 1;
 	test_big_footer();
+	test_py_code_limit();
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* CPython line tables, read offline: a code object's co_lnotab (3.8, 3.9), co_linetable
+ * (3.10) or location table (3.11 and later) turned into the line of a bytecode offset.
+ * Freestanding (libc only): tests/unit/test_pyline.c checks it against CPython itself. */
+#ifndef HEAPSNAP_PYLINE_H
+#define HEAPSNAP_PYLINE_H
+#include <stdint.h>
+
+enum pyline_format { PYLINE_LNOTAB = 1, PYLINE_LINETABLE310, PYLINE_LOCATIONS };
+
+/* Bytes [start, end) of a code's bytecode run on LINE, -1 where the table gives none. */
+struct pyline_range {
+	uint32_t start, end;
+	int64_t line;
+};
+
+/* The table format of interpreter version PY_VERSION (major << 8 | minor), or 0 for a
+ * version this decoder does not know. */
+int pyline__format(uint32_t py_version);
+
+/* The ranges of TABLE, in bytecode order, empty ones dropped, into a malloc'd *OUT. Work and
+ * memory are linear in LEN (at most one range per table byte). Returns 0, -EINVAL for an
+ * unknown version, or -ENOMEM. */
+int pyline__ranges(uint32_t py_version, const uint8_t *table, uint32_t len, int64_t first_line,
+		   struct pyline_range **out, uint32_t *nr);
+
+/* The line of the instruction at byte OFFSET in ranges R (from pyline__ranges), -1 when no
+ * range holds it or its range has no line. */
+int64_t pyline__lookup(const struct pyline_range *r, uint32_t nr, uint32_t offset);
+#endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "events3.h"
 #include "hmap.h"
 #include "record.h"
 #include "schema.h"
@@ -51,6 +52,10 @@ struct record_reader {
 	struct hmap v1_live;
 	uint64_t *v1_free;
 	size_t v1_nr_free, v1_cap_free;
+
+	/* Version 3: the events' per-frame state, and the frame's columns. */
+	struct hs3_state st3;
+	struct hs3_cursor col[HS3_NR_COLS];
 
 	/* Per-record arena: sized before decoding so pointers into it never move. */
 	uint8_t *arena;
@@ -148,6 +153,11 @@ int record_reader__open(const char *path, struct record_reader **out, char *err,
 		goto fail;
 	}
 	r->minor = fh.minor;
+	if (r->major >= 3 && !(r->st3.pairs = calloc(HS3_PAIRS, sizeof(*r->st3.pairs)))) {
+		e = -ENOMEM;
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto fail;
+	}
 	r->data_start = HS_FILE_HEADER_SIZE;
 	r->next_off = r->data_start;
 	r->dctx = ZSTD_createDCtx();
@@ -265,6 +275,18 @@ static int load_frame(struct record_reader *r, uint64_t off, bool want_footer)
 	r->next_off = off + sizeof(fh) + clen;
 	r->raw_len = rlen;
 	r->pos = 0;
+	if (r->major >= 3) {
+		const uint8_t *p = r->raw, *main_end;
+		const char *why = hs3_columns_read(&p, r->raw + rlen, r->col, &main_end);
+
+		if (why) {
+			set_status(r, HS_READ_CORRUPT, "frame at offset %" PRIu64 ", byte 0: %s", off, why);
+			return 0;
+		}
+		r->pos = (size_t)(p - r->raw);
+		r->raw_len = (size_t)(main_end - r->raw);
+		hs3_state__reset(&r->st3);
+	}
 	r->last_time = r->last_key = 0;
 	r->have_site = false;
 	r->cur_pid = r->cur_tid = 0;
@@ -601,6 +623,43 @@ static void decode_event(struct record_reader *r, struct hs_record *rec, struct 
 	r->last_key = key;
 }
 
+/* Version 3's core records at C, whose type byte TYPE was read: an event (returns 1, REC
+ * filled), THREAD or TIME (0), or -1 with c->bad set. */
+static int decode_core3(struct record_reader *r, struct hs_record *rec, struct cur *c, uint32_t type)
+{
+	if (type & HS_PACKED_EVENT) {
+		rec->pid = r->cur_pid;
+		rec->tid = r->cur_tid;
+		c->bad = hs3_decode(&r->st3, r->col, (uint8_t)type, rec);
+		if (!c->bad)
+			c->bad = check_slot(r, rec, rec->alloc.slot);
+	} else if (type == HS_REC_THREAD) {
+		r->cur_pid = cu32(c);
+		r->cur_tid = cu32(c);
+		hs3_note_thread(&r->st3, r->cur_pid, r->cur_tid);
+	} else if (type == HS3_REC_THREAD_AGAIN) {
+		uint64_t i = cu(c);
+
+		if (!c->bad && i >= r->st3.nr_threads)
+			c->bad = "THREAD_AGAIN names a thread beyond those of its frame";
+		if (!c->bad) {
+			r->cur_pid = r->st3.threads[i].pid;
+			r->cur_tid = r->st3.threads[i].tid;
+			hs3_note_thread(&r->st3, r->cur_pid, r->cur_tid);
+		}
+	} else if (type == HS3_REC_TIME) {
+		c->bad = hs3_decode_time(&r->st3, &c->p, c->end);
+	} else if (type == HS3_REC_COLUMNS) {
+		c->bad = "a COLUMNS record after the start of its frame";
+	} else {
+		c->bad = "unknown core record type (core types cannot be skipped)";
+	}
+	if (c->bad)
+		return -1;
+	r->pos = (size_t)(c->p - r->raw);
+	return type & HS_PACKED_EVENT ? 1 : 0;
+}
+
 static int decode_next(struct record_reader *r, struct hs_record *rec)
 {
 	while (r->pos < r->raw_len) {
@@ -610,6 +669,15 @@ static int decode_next(struct record_reader *r, struct hs_record *rec)
 
 		bool packed = (type & HS_PACKED_EVENT) && r->major >= 2;
 
+		if (r->major >= 3 && (packed || type <= HS_REC_CORE_MAX)) {
+			int ret = decode_core3(r, rec, &c, type);
+
+			if (ret < 0)
+				goto bad;
+			if (ret)
+				return 1;
+			continue;
+		}
 		if (packed || type == HS_REC_ALLOC || type == HS_REC_ALLOC_SAMPLED || type == HS_REC_FREE) {
 			decode_event(r, rec, &c, &type, packed);
 			if (c.bad)
@@ -771,5 +839,6 @@ void record_reader__free(struct record_reader *r)
 	free(r->path);
 	hmap_free(&r->v1_live);
 	free(r->v1_free);
+	free(r->st3.pairs);
 	free(r);
 }

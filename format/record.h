@@ -12,8 +12,8 @@
 
 #include "event_abi.h"
 
-#define HS_FORMAT_MAJOR 2
-#define HS_FORMAT_MINOR 1
+#define HS_FORMAT_MAJOR 3
+#define HS_FORMAT_MINOR 0
 /* The oldest major version the reader still reads: version 1 named blocks by address. */
 #define HS_FORMAT_MAJOR_OLDEST 1
 
@@ -228,11 +228,16 @@ struct hs_record {
 struct record_writer;
 
 struct record_writer_opts {
-	uint32_t frame_size; /* raw bytes per frame before it is compressed; 0 = 1 MiB */
+	uint32_t frame_size; /* raw bytes per frame before it is compressed; 0 = 2 MiB */
 	int zstd_level;      /* 0 = 2 */
 	const char **why;    /* set to a sentence when open fails for a reason errno does not name */
 	uint32_t footer_max; /* raw bytes the footer frame may hold; 0 = HS_MAX_FRAME_RAW (tests set less) */
+	uint32_t major;      /* 0 = HS_FORMAT_MAJOR; 2 writes version 2.1 (tests, fixtures) */
+	/* Version 3 writes an event's time to within this (the step TIME records move in):
+	 * 0 = HS_TIME_QUANTUM_NS; at most the session's tick_ns is exact. */
+	uint64_t time_quantum_ns;
 };
+#define HS_TIME_QUANTUM_NS 1000000ull
 
 /* Starts a file for PATH and writes the file header. The file gets its name only when
  * published (record_writer__publish, or at close): see outfile.h for what is refused. */

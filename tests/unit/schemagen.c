@@ -342,7 +342,9 @@ static bool fill(struct hs_record *r, uint32_t t, int bad)
 static int cmd_write(char **argv)
 {
 	struct record_writer *w;
-	struct record_writer_opts o = {.frame_size = 4096};
+	/* Version 2.1: the bytes pinned are that version's; its extended records are version 3's
+	 * too, and test_format3 covers version 3's events. */
+	struct record_writer_opts o = {.frame_size = 4096, .major = 2};
 	long n = atol(argv[2]);
 	int bad = atoi(argv[4]);
 	st = strtoull(argv[3], NULL, 10) * 0x9e3779b97f4a7c15ull + 7;

@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: MIT
+/* Version 3 events (docs/FORMAT.md, Version 3 events): frames written by hand, byte by byte
+ * as the document gives them, valid and damaged; times to within the writer's quantum; and
+ * the writer's bounded dictionaries past their limits. Built with ASan/UBSan. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "events3.h"
+#include "record.h"
+
+#include "check.h"
+
+static char dir[] = "/tmp/hsfmt3.XXXXXX";
+
+static void path_of(char *buf, size_t n, const char *name)
+{
+	snprintf(buf, n, "%s/%s", dir, name);
+}
+
+/* A version 3.0 file of one frame: the COLUMNS record for the five columns, MAIN, then the
+ * columns; no footer. */
+static void write_v3(const char *path, const uint8_t *main, size_t mlen, const uint8_t *const col[5],
+		     const size_t clen[5])
+{
+	uint8_t raw[512], comp[1024], hdr[16] = {0}, fh[16];
+	size_t n = 0, z;
+	int fd;
+
+	raw[n++] = HS3_REC_COLUMNS;
+	raw[n++] = 5;
+	for (int i = 0; i < 5; i++)
+		raw[n++] = (uint8_t)clen[i];
+	memcpy(raw + n, main, mlen);
+	n += mlen;
+	for (int i = 0; i < 5; i++) {
+		/* A column claimed longer than the 16 bytes a case holds is left out. */
+		if (clen[i] && clen[i] <= 16) {
+			memcpy(raw + n, col[i], clen[i]);
+			n += clen[i];
+		}
+	}
+	z = ZSTD_compress(comp, sizeof(comp), raw, n, 3);
+	memcpy(hdr, HS_FILE_MAGIC, 8);
+	hdr[8] = 3;
+	memcpy(fh, "HSFB", 4);
+	for (int i = 0; i < 4; i++) {
+		fh[4 + i] = (uint8_t)(z >> (8 * i));
+		fh[8 + i] = (uint8_t)(n >> (8 * i));
+		fh[12 + i] = 0;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0 && write(fd, hdr, 16) == 16 && write(fd, fh, 16) == 16 && write(fd, comp, z) == (ssize_t)z,
+	      "write %s", path);
+	close(fd);
+}
+
+struct v3case {
+	const char *what;
+	uint8_t main[32];
+	size_t mlen;
+	uint8_t col[5][16];
+	size_t clen[5];
+	enum hs_read_status want;
+	int events;
+	const char *why; /* in the reader's error */
+};
+
+static int read_case(const char *path, struct hs_record *got, int max, struct record_reader **rp)
+{
+	char err[256];
+	struct hs_record rec;
+	int n = 0;
+
+	CHECK(!record_reader__open(path, rp, err, sizeof(err)), "open: %s", err);
+	while (record_reader__next(*rp, &rec) == 1)
+		if (n < max)
+			got[n++] = rec;
+	return n;
+}
+
+/* THREAD 7/8, TIME 10; ALLOC new slot (0), new pair (16, stack 1, malloc); ALLOC new slot
+ * (1), same pair; FREE by age 1 (slot 0); ALLOC of the slot freed last (0, popped), new pair (300,
+ * stack 1, sampled, weight 70000); FREE of slot 1 by its number; ALLOC of slot 1 by number,
+ * pair 0 by index; THREAD 9/9, TIME 12, THREAD_AGAIN 1 (7/8 again); FREE by age 0 (slot 1);
+ * ALLOC new slot (2), same pair; FREE near the last free (slot 1 + 1). */
+static const struct v3case valid = {
+	"valid",
+	{1, 7, 8, 5, 20, 0xd8, 0xd0, 0xa1, 0xc8, 0x80, 0xf4, 1, 9, 9, 5, 4, 7, 1, 0xa0, 0xd0, 0x90},
+	21,
+	{{0}, {1, 1}, {0, 0}, {16, 1, 0, 0xac, 0x02, 1, 1, 0xf0, 0xa2, 0x04}, {2}},
+	{1, 2, 2, 10, 1},
+	HS_READ_TRUNCATED,
+	9,
+	"no footer",
+};
+
+static const struct v3case bad[] = {
+	{"pair index beyond the table", {1, 7, 8, 5, 0, 0xd4}, 6, {{0}}, {1, 0, 0, 0}, HS_READ_CORRUPT, 0,
+	 "pair index beyond the frame's pair table"},
+	{"age of a block already freed", {1, 7, 8, 5, 0, 0xd8, 0xa0, 0xa0}, 8, {{0}, {0}, {0}, {16, 1, 0}},
+	 {0, 0, 0, 3}, HS_READ_CORRUPT, 2, "frees by age a block that is not live"},
+	{"age beyond the frame's allocations", {1, 7, 8, 5, 0, 0xd8, 0xa3}, 7, {{0}, {0}, {0}, {16, 1, 0}},
+	 {0, 0, 0, 3}, HS_READ_CORRUPT, 1, "frees by age a block older"},
+	{"reserved slot form", {1, 7, 8, 5, 0, 0xe8}, 6, {{0}, {0}, {0}, {16, 1, 0}}, {1, 0, 0, 3},
+	 HS_READ_CORRUPT, 0, "reserved slot form"},
+	{"slot freed last, none freed", {1, 7, 8, 5, 0, 0xc8}, 6, {{0}, {0}, {0}, {16, 1, 0}}, {0, 0, 0, 3},
+	 HS_READ_CORRUPT, 0, "no free in this frame"},
+	{"THREAD_AGAIN beyond the frame's threads", {1, 7, 8, 7, 1}, 5, {{0}}, {0}, HS_READ_CORRUPT, 0,
+	 "THREAD_AGAIN names a thread beyond"},
+	{"event before TIME", {1, 7, 8, 0xd8}, 4, {{0}, {0}, {0}, {16, 1, 0}}, {0, 0, 0, 3}, HS_READ_CORRUPT, 0,
+	 "before the frame's first TIME"},
+	{"free of a slot never used", {1, 7, 8, 5, 0, 0x80}, 6, {{0}, {3}, {0}}, {0, 1, 1, 0}, HS_READ_CORRUPT, 0,
+	 "frees a slot no allocation used"},
+	{"pair column cut short", {1, 7, 8, 5, 0, 0xd8}, 6, {{0}, {0}, {0}, {16}}, {0, 0, 0, 1}, HS_READ_CORRUPT, 0,
+	 "the pair column ends"},
+	{"slot-high column missing", {1, 7, 8, 5, 0, 0x80}, 6, {{0}, {0}}, {0, 1, 0, 0}, HS_READ_CORRUPT, 0,
+	 "slot-high column ends"},
+	{"reserved ALLOC bits", {1, 7, 8, 5, 0, 0xd9}, 6, {{0}, {0}, {0}, {16, 1, 0}}, {0, 0, 0, 3},
+	 HS_READ_CORRUPT, 0, "reserved bits"},
+	{"COLUMNS inside the frame", {1, 7, 8, HS3_REC_COLUMNS, 5, 0, 0, 0, 0, 0}, 10, {{0}}, {0}, HS_READ_CORRUPT, 0,
+	 "after the start of its frame"},
+	{"near with an age set", {1, 7, 8, 5, 0, 0xd8, 0x91}, 7, {{0}, {0}, {0}, {16, 1, 0}, {0}}, {0, 0, 0, 3, 1},
+	 HS_READ_CORRUPT, 1, "near the last one with an age set"},
+	{"near column cut short", {1, 7, 8, 5, 0, 0xd8, 0x90}, 7, {{0}, {0}, {0}, {16, 1, 0}}, {0, 0, 0, 3, 0},
+	 HS_READ_CORRUPT, 1, "the near column ends"},
+	{"columns longer than the frame", {1, 7, 8}, 3, {{0}}, {200, 0, 0, 0}, HS_READ_CORRUPT, 0,
+	 "columns are longer than the frame"},
+};
+
+static void test_hand_written(void)
+{
+	char path[256];
+	struct hs_record got[10];
+	struct record_reader *r;
+	int n;
+
+	path_of(path, sizeof(path), "v3.hsnap");
+	write_v3(path, valid.main, valid.mlen,
+		 (const uint8_t *const[]){valid.col[0], valid.col[1], valid.col[2], valid.col[3], valid.col[4]}, valid.clen);
+	n = read_case(path, got, 10, &r);
+	CHECK(n == 9 && record_reader__status(r) == HS_READ_TRUNCATED, "valid: %d events: %s", n, record_reader__error(r));
+	if (n == 9) {
+		CHECK(got[0].type == HS_REC_ALLOC && got[0].time == 10 && got[0].alloc.slot == 0 && got[0].alloc.size == 16 &&
+			      got[0].alloc.stack_id == 1 && got[0].alloc.kind == 0 && got[0].pid == 7 && got[0].tid == 8 &&
+			      got[0].alloc.weight == HS_WEIGHT_ONE,
+		      "new slot, new pair");
+		CHECK(got[1].type == HS_REC_ALLOC && got[1].alloc.slot == 1 && got[1].alloc.size == 16, "new slot, same pair");
+		CHECK(got[2].type == HS_REC_FREE && got[2].free.slot == 0, "free by age 1");
+		CHECK(got[3].type == HS_REC_ALLOC_SAMPLED && got[3].alloc.slot == 0 && got[3].alloc.size == 300 &&
+			      got[3].alloc.weight == 70000,
+		      "slot freed last, sampled pair");
+		CHECK(got[4].type == HS_REC_FREE && got[4].free.slot == 1, "free by slot number");
+		CHECK(got[5].type == HS_REC_ALLOC && got[5].alloc.slot == 1 && got[5].alloc.size == 16 &&
+			      got[5].alloc.stack_id == 1,
+		      "slot by number, pair by index");
+		CHECK(got[6].type == HS_REC_FREE && got[6].free.slot == 1 && got[6].tid == 8 && got[6].time == 12,
+		      "THREAD_AGAIN, TIME, free by age 0: slot %" PRIu64 " tid %u time %" PRIu64, got[6].free.slot,
+		      got[6].tid, got[6].time);
+		CHECK(got[7].type == HS_REC_ALLOC && got[7].alloc.slot == 2 && got[8].type == HS_REC_FREE &&
+			      got[8].free.slot == 2,
+		      "free near the last one: slot %" PRIu64, got[8].free.slot);
+	}
+	record_reader__free(r);
+	for (size_t c = 0; c < sizeof(bad) / sizeof(bad[0]); c++) {
+		const struct v3case *k = &bad[c];
+
+		write_v3(path, k->main, k->mlen, (const uint8_t *const[]){k->col[0], k->col[1], k->col[2], k->col[3], k->col[4]},
+			 k->clen);
+		n = read_case(path, got, 10, &r);
+		CHECK(n == k->events && record_reader__status(r) == k->want && strstr(record_reader__error(r), k->why) &&
+			      strstr(record_reader__error(r), "frame at offset 16"),
+		      "%s: %d events, status %d: %s", k->what, n, record_reader__status(r), record_reader__error(r));
+		record_reader__free(r);
+	}
+}
+
+/* Times: with the default quantum (1 ms at a tick of 1 us) every event reads back within a
+ * quantum of its time, on a step of it, whether it came a few ticks out of order or not. */
+static void test_time(void)
+{
+	char path[256], err[256];
+	struct record_writer *w;
+	struct record_reader *r;
+	struct hs_record rec;
+	uint64_t i = 0, worst = 0, n = 0;
+	struct record_writer_opts o = {0};
+
+	path_of(path, sizeof(path), "time.hsnap");
+	CHECK(!record_writer__open(path, &o, &w), "open writer");
+	record_writer__write(w, &(struct hs_record){.type = HS_REC_SESSION, .session = {.tick_ns = 1000, .max_stack = 8}});
+	for (i = 0; i < 20000; i++) {
+		uint64_t t = 5000 + i * 7 - (i % 5 == 0 ? 10 : 0);
+		struct hs_record a = {.type = HS_REC_ALLOC, .time = t, .pid = 1, .tid = 1,
+				      .alloc = {.slot = 0, .size = 16, .stack_id = 1}};
+		struct hs_record f = {.type = HS_REC_FREE, .time = t + 1, .pid = 1, .tid = 1, .free = {.slot = 0}};
+
+		CHECK(!record_writer__write(w, &a) && !record_writer__write(w, &f), "write %" PRIu64, i);
+	}
+	CHECK(!record_writer__close(w), "close");
+	record_writer__free(w);
+	CHECK(!record_reader__open(path, &r, err, sizeof(err)), "open: %s", err);
+	i = 0;
+	while (record_reader__next(r, &rec) == 1) {
+		uint64_t k = i / 2, t = 5000 + k * 7 - (k % 5 == 0 ? 10 : 0) + i % 2, d;
+
+		if (rec.type != HS_REC_ALLOC && rec.type != HS_REC_FREE)
+			continue;
+		d = rec.time > t ? rec.time - t : t - rec.time;
+		worst = d > worst ? d : worst;
+		CHECK(d < 1000 && rec.time % 1000 == 0, "event %" PRIu64 " at %" PRIu64 " read as %" PRIu64, i, t, rec.time);
+		i++;
+	}
+	n = i;
+	CHECK(n == 40000 && record_reader__status(r) == HS_READ_END, "%" PRIu64 " events: %s", n, record_reader__error(r));
+	printf("times within %" PRIu64 " ticks of a 1000-tick quantum\n", worst);
+	record_reader__free(r);
+}
+
+/* Past the dictionaries' limits: 5000 pairs in one frame (the table keeps 4096, the rest are
+ * literal) and 40 threads (16 remembered), each event read back exactly. */
+static void test_bounds(void)
+{
+	char path[256], err[256];
+	struct record_writer *w;
+	struct record_reader *r;
+	struct hs_record rec;
+	struct record_writer_opts o = {.frame_size = 8u << 20};
+	uint64_t i = 0, ok = 0;
+
+	path_of(path, sizeof(path), "bounds.hsnap");
+	CHECK(!record_writer__open(path, &o, &w), "open writer");
+	for (i = 0; i < 3 * 5000; i++) {
+		struct hs_record a = {.type = HS_REC_ALLOC, .time = i, .pid = 1, .tid = (uint32_t)(i % 40),
+				      .alloc = {.slot = i, .size = i % 5000, .stack_id = i % 7}};
+
+		CHECK(!record_writer__write(w, &a), "write %" PRIu64, i);
+	}
+	CHECK(!record_writer__close(w), "close");
+	record_writer__free(w);
+	CHECK(!record_reader__open(path, &r, err, sizeof(err)), "open: %s", err);
+	i = 0;
+	while (record_reader__next(r, &rec) == 1) {
+		if (rec.type != HS_REC_ALLOC)
+			continue;
+		ok += rec.time == i && rec.tid == i % 40 && rec.alloc.slot == i && rec.alloc.size == i % 5000 &&
+		      rec.alloc.stack_id == i % 7;
+		i++;
+	}
+	CHECK(ok == 15000 && record_reader__frames(r) == 1 && record_reader__status(r) == HS_READ_END,
+	      "%" PRIu64 " of 15000 read back in %" PRIu64 " frames: %s", ok, record_reader__frames(r),
+	      record_reader__error(r));
+	record_reader__free(r);
+}
+
+int main(void)
+{
+	char cmd[300];
+
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	test_hand_written();
+	test_time();
+	test_bounds();
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "warning: could not remove %s\n", dir);
+	printf("test_format3: %d failures of %d checks\n", failures, checks);
+	return failures ? 1 : 0;
+}

@@ -149,7 +149,7 @@ $(OUTPUT)/tests/test_pyline: tests/unit/test_pyline.c tests/unit/check.h analyze
 	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Ianalyzer \
 		-fsanitize=address,undefined -fno-sanitize-recover=all $< analyzer/pyline.c -o $@
 TEST_PROGS += $(OUTPUT)/tests/libc_alloc
-TEST_PROGS += $(OUTPUT)/tests/pydump
+TEST_PROGS += $(OUTPUT)/tests/pydump $(OUTPUT)/tests/transient
 
 $(OUTPUT)/tests/pydump: tests/unit/pydump.c $(FORMAT_SRCS) format/*.h common/event_abi.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -224,6 +224,10 @@ $(OUTPUT)/tests/growth_old: tests/workloads/growth.c | $(OUTPUT)/tests
 $(OUTPUT)/tests/growth_new: tests/workloads/growth.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -DMOVED $< -o $@
+
+$(OUTPUT)/tests/transient: tests/workloads/transient.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
 $(OUTPUT)/tests/phases: tests/workloads/phases.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)

@@ -246,7 +246,7 @@ static void on_alloc(struct replay *r, const struct replay_event *rec)
 		p->peak_bytes = p->live_bytes;
 		p->peak_time = rec->time;
 	}
-	if (r->live_bytes > r->peak_bytes) {
+	if (r->live_bytes > r->peak_bytes && rec->time >= r->peak_lo && rec->time <= r->peak_hi) {
 		r->peak_bytes = r->live_bytes;
 		r->peak_time = rec->time;
 		r->peak_event = r->records;
@@ -564,6 +564,7 @@ static void start_state(struct replay *r, const char *path, const struct replay_
 		r->filter = target;
 	r->tl_on = target && target->timeline;
 	r->temp_on = target && target->temporary;
+	r->peak_hi = UINT64_MAX;
 }
 
 static void reset_state(struct replay *r)
@@ -624,6 +625,30 @@ static struct snapshot_info *find_snapshot(struct replay *r, const struct replay
 	return NULL;
 }
 
+/* A recorder's peak snapshot names the peak by its time, written when the run ended. Version 3
+ * files time events to a quantum (HS_TIME_QUANTUM_NS) only, so the blocks made and freed within
+ * the peak's quantum cannot be told apart by time: the peak is found again among the events
+ * within a quantum of it, the highest live total there, and named by its record. */
+static int place_peak(struct replay *r, struct record_reader *rd, uint64_t t, uint64_t *stop_index)
+{
+	char desc[sizeof(r->stop_desc)];
+	uint64_t q = r->tick_ns ? HS_TIME_QUANTUM_NS / r->tick_ns + 1 : 1;
+	int ret;
+
+	memcpy(desc, r->stop_desc, sizeof(desc));
+	reset_state(r);
+	record_reader__rewind(rd);
+	r->peak_lo = t > q ? t - q : 0;
+	r->peak_hi = t + q;
+	ret = pass(r, rd, UINT64_MAX, UINT64_MAX, true);
+	if (ret)
+		return ret;
+	if (r->peak_bytes > 0)
+		*stop_index = r->peak_event + 1;
+	memcpy(r->stop_desc, desc, sizeof(desc));
+	return 0;
+}
+
 /* For a snapshot or the peak: a first pass finds where to stop (*STOP_INDEX or *STOP_TIME),
  * then the state is reset, its description kept, for the pass that counts. */
 static int find_stop(struct replay *r, struct record_reader *rd, const char *path, const struct replay_target *target,
@@ -648,12 +673,18 @@ static int find_stop(struct replay *r, struct record_reader *rd, const char *pat
 					    ? "; it was recorded without --snapshot-at-peak: --peak replays to the "
 					      "peak the analyzer finds itself"
 					    : "");
-		if (sn->record_index == UINT64_MAX)
-			*stop_time = sn->time;
-		else
+		if (sn->record_index != UINT64_MAX)
 			*stop_index = sn->record_index;
+		else
+			*stop_time = sn->time;
 		snprintf(r->stop_desc, sizeof(r->stop_desc), "snapshot '%s' at %.3fs", sn->label,
 			 replay__seconds(r, sn->time));
+		if (sn->record_index == UINT64_MAX && record_reader__major(rd) >= 3) {
+			if ((ret = place_peak(r, rd, sn->time, stop_index)))
+				return ret;
+			if (*stop_index != UINT64_MAX)
+				*stop_time = UINT64_MAX;
+		}
 	}
 	memcpy(desc, r->stop_desc, sizeof(desc));
 	reset_state(r);

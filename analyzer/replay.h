@@ -123,6 +123,9 @@ struct replay {
 	uint64_t live_slots, peak_live_slots; /* blocks live (each one, whatever its weight): now, at most */
 	double live_bytes, live_count, peak_bytes;
 	uint64_t peak_time, peak_event;
+	/* Times the peak is looked for between: all of them but where a recorder's peak snapshot is
+	 * placed in a file of coarse times (find_stop). */
+	uint64_t peak_lo, peak_hi;
 	uint64_t first_time, last_time, stop_time;
 	bool have_time;
 	bool stopped_early; /* the pass met an event past its stop (so the stop is inside the recording) */

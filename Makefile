@@ -203,7 +203,7 @@ $(OUTPUT)/tests/alloc_c: tests/workloads/alloc_c.c | $(OUTPUT)/tests
 	$(Q)$(CC) $(TEST_CFLAGS) $< -ldl -lpthread -o $@
 
 # Non-PIE, with canonical PLT entries for the allocator (tests/workloads/canon_plt.c).
-$(OUTPUT)/tests/canon_plt: tests/workloads/canon_plt.c | $(OUTPUT)/tests
+$(OUTPUT)/tests/canon_plt: tests/workloads/canon_plt.c tests/workloads/fifo_rounds.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -no-pie -fno-pic $< -lpthread -o $@
 
@@ -212,7 +212,7 @@ $(OUTPUT)/tests/libcountalloc.so: tests/workloads/countalloc.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,--hash-style=sysv $< -o $@
 
-$(OUTPUT)/tests/linked_alloc: tests/workloads/linked_alloc.c $(OUTPUT)/tests/libcountalloc.so | $(OUTPUT)/tests
+$(OUTPUT)/tests/linked_alloc: tests/workloads/linked_alloc.c tests/workloads/fifo_rounds.h $(OUTPUT)/tests/libcountalloc.so | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -L$(OUTPUT)/tests -lcountalloc -Wl,-rpath,'$$ORIGIN' -lpthread -o $@
 

@@ -23,6 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fifo_rounds.h"
+
 #define NOINLINE __attribute__((noinline))
 
 /* Set in main's code: an address taken there, in code that is not PIC, is what makes the
@@ -34,7 +36,6 @@ static void (*volatile p_free)(void *);
 
 static void *volatile kept[1 << 12];
 static unsigned nkept;
-static volatile int stop;
 
 static void park(void *p)
 {
@@ -80,52 +81,21 @@ NOINLINE void canon_churn(void)
 	p_free(p);
 }
 
-static void *churner(void *arg)
+/* One round: what the test counts, each a size only this program asks for. */
+static void canon_round(int n)
 {
-	struct timespec ms = {0, 1000000};
-
-	(void)arg;
-	while (!stop) {
-		canon_churn();
-		nanosleep(&ms, NULL);
-	}
-	return NULL;
+	canon_keep();
+	canon_calloc();
+	canon_realloc();
+	canon_temp();
+	printf("kept %d\n", n);
 }
 
 int main(int argc, char **argv)
 {
-	char line[64];
-	pthread_t th;
-	FILE *f;
-	int round = 0;
-
 	p_malloc = malloc;
 	p_calloc = calloc;
 	p_realloc = realloc;
 	p_free = free;
-	if (argc != 2) {
-		fprintf(stderr, "usage: canon_plt FIFO\n");
-		return 2;
-	}
-	/* Read and write: the FIFO never reads EOF between the test's writers. */
-	f = fopen(argv[1], "r+");
-	if (!f || pthread_create(&th, NULL, churner, NULL))
-		return 3;
-	printf("ready %d\n", getpid());
-	fflush(stdout);
-	while (fgets(line, sizeof(line), f)) {
-		if (!strcmp(line, "keep\n")) {
-			canon_keep();
-			canon_calloc();
-			canon_realloc();
-			canon_temp();
-			printf("kept %d\n", ++round);
-			fflush(stdout);
-		} else if (!strcmp(line, "exit\n")) {
-			break;
-		}
-	}
-	stop = 1;
-	pthread_join(th, NULL);
-	return 9;
+	return fifo_rounds("canon_plt", argc, argv, canon_churn, canon_round, 9);
 }

@@ -15,13 +15,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fifo_rounds.h"
+
 #define NOINLINE __attribute__((noinline))
 
 unsigned long countalloc_thread_calls(void);
 
 static void *volatile kept[1 << 12];
 static unsigned nkept;
-static volatile int stop;
 static void *volatile sink; /* a block stored here escapes: its malloc and free stay calls */
 
 NOINLINE void linked_temp(void)
@@ -45,46 +46,16 @@ NOINLINE void linked_churn(void)
 	free(sink);
 }
 
-static void *churner(void *arg)
+/* One round, with the allocator calls the linked allocator saw this thread make in it. */
+static void linked_round(int n)
 {
-	struct timespec ms = {0, 1000000};
+	unsigned long c0 = countalloc_thread_calls();
 
-	(void)arg;
-	while (!stop) {
-		linked_churn();
-		nanosleep(&ms, NULL);
-	}
-	return NULL;
+	linked_keep();
+	printf("kept %d calls %lu\n", n, countalloc_thread_calls() - c0);
 }
 
 int main(int argc, char **argv)
 {
-	char line[64];
-	pthread_t th;
-	FILE *f;
-	int round = 0;
-
-	if (argc != 2) {
-		fprintf(stderr, "usage: linked_alloc FIFO\n");
-		return 2;
-	}
-	f = fopen(argv[1], "r+"); /* read and write: no EOF between the test's writers */
-	if (!f || pthread_create(&th, NULL, churner, NULL))
-		return 3;
-	printf("ready %d\n", getpid());
-	fflush(stdout);
-	while (fgets(line, sizeof(line), f)) {
-		if (!strcmp(line, "keep\n")) {
-			unsigned long c0 = countalloc_thread_calls();
-
-			linked_keep();
-			printf("kept %d calls %lu\n", ++round, countalloc_thread_calls() - c0);
-			fflush(stdout);
-		} else if (!strcmp(line, "exit\n")) {
-			break;
-		}
-	}
-	stop = 1;
-	pthread_join(th, NULL);
-	return 6;
+	return fifo_rounds("linked_alloc", argc, argv, linked_churn, linked_round, 6);
 }

@@ -237,6 +237,12 @@ $(OUTPUT)/tests/recurse: tests/workloads/recurse.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
+# The sampler's draws against Poisson's spread (t_sampler_strata).
+TEST_PROGS += $(OUTPUT)/tests/strata
+$(OUTPUT)/tests/strata: tests/workloads/strata.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
+
 # A free the in-process recorder does not see (t_analyzer_counters_agree).
 TEST_PROGS += $(OUTPUT)/tests/unseen_free
 $(OUTPUT)/tests/unseen_free: tests/workloads/unseen_free.c | $(OUTPUT)/tests

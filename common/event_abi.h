@@ -11,7 +11,8 @@
 #define HS_MAX_DWARF_BYTES 32768
 /* Registers copied for --stack dwarf, in this order. */
 #define HS_DWARF_NREGS 8 /* ip, sp, bp, bx, r12, r13, r14, r15 */
-#define HS_NR_THRESHOLDS 1024
+#define HS_NR_THRESHOLDS_BITS 10
+#define HS_NR_THRESHOLDS (1u << HS_NR_THRESHOLDS_BITS)
 
 enum hs_ev_type {
 	HS_EV_ALLOC = 1,

@@ -202,6 +202,7 @@ static void after_fork_child(void)
 	py_after_fork_child();
 	if (tsp) {
 		tsp->tid = gettid_raw();
+		rng_seed(tsp);
 		tsp->ring = -1;
 		memset(tsp->sent, 0, sizeof(tsp->sent));
 	}

@@ -72,6 +72,7 @@ struct tstate {
 	uint64_t stack_lo, stack_hi;
 	uint64_t events;
 	uint64_t dwarf_seq;   /* dwarf captures' keys: unique per thread */
+	uint64_t rng;         /* the sampler's stream (draw): its own per thread, reseeded on fork */
 	uint64_t sent[256]; /* stack hashes sent lately, direct-mapped */
 	struct walk_memo memo[2]; /* the last walk's, and the one being made */
 	uint32_t memo_cur;
@@ -120,6 +121,7 @@ uint64_t now_ns(void);
 void count(int which);
 uint32_t gettid_raw(void);
 int64_t draw(void);
+void rng_seed(struct tstate *t);
 struct tstate *thread_state_new(void);
 void go_dormant(void);
 void *reserve(struct tstate *t, uint32_t len, uint32_t *need_out);

@@ -108,14 +108,30 @@ static void thread_exit(void *arg)
 	tsp = NULL;
 }
 
+/* splitmix64's finalizer: every output bit depends on every input bit. */
+static uint64_t mix64(uint64_t z)
+{
+	z = (z ^ z >> 30) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ z >> 27) * 0x94d049bb133111ebull;
+	return z ^ z >> 31;
+}
+
+/* A thread's stream starts from its state's address, its tid, its pid and the time: two
+ * threads, or a parent and its forked child, do not draw the same sequence. */
+void rng_seed(struct tstate *t)
+{
+	t->rng = mix64((uint64_t)(uintptr_t)t ^ (uint64_t)t->tid << 32 ^ self_pid ^ mix64(now_ns()));
+}
+
+/* The bytes to the next sample: one of the exponential quantiles, by an index from the
+ * thread's own splitmix64 stream. Not a hash of the time: a loop's draws come at nearly even
+ * intervals, and a hash too weak for an arithmetic sequence gave indices that followed one
+ * another, the count of samples over a loop then spreading 1.4 times as wide as Poisson's. */
 int64_t draw(void)
 {
-	uint64_t x = (uint64_t)(uintptr_t)tsp ^ now_ns();
+	uint64_t x = mix64(tsp->rng += 0x9e3779b97f4a7c15ull);
 
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return (int64_t)shm->thresholds[x & (HS_NR_THRESHOLDS - 1)];
+	return (int64_t)shm->thresholds[x >> (64 - HS_NR_THRESHOLDS_BITS)];
 }
 
 /* The calling thread's state, made on its first event: a system call or two, once. */
@@ -141,6 +157,7 @@ struct tstate *thread_state_new(void)
 	t->gen = __atomic_load_n(&session_gen, __ATOMIC_RELAXED);
 	t->ring = -1;
 	t->tid = gettid_raw();
+	rng_seed(t);
 	tsp = t;
 	hs_tls.until_sample = shm && shm->sample_rate ? draw() : 0;
 	hs_tls.gen = t->gen;

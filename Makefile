@@ -23,7 +23,7 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-FORMAT_SRCS := format/varint.c format/schema.c format/writer.c format/reader.c format/events3.c
+FORMAT_SRCS := format/varint.c format/schema.c format/writer.c format/reader.c format/events3.c format/classes3.c
 FORMAT_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(FORMAT_SRCS))
 # What both programs share that is not the file format: sizes and durations on the command line,
 # build-ids, safe output files, unwind tables from .eh_frame.
@@ -236,6 +236,12 @@ $(OUTPUT)/tests/phases: tests/workloads/phases.c | $(OUTPUT)/tests
 $(OUTPUT)/tests/recurse: tests/workloads/recurse.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
+
+# Frees named by class, against the workload's own count of temporary allocations.
+TEST_PROGS += $(OUTPUT)/tests/classes
+$(OUTPUT)/tests/classes: tests/workloads/classes.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -lpthread -o $@
 
 # The sampler's draws against Poisson's spread (t_sampler_strata).
 TEST_PROGS += $(OUTPUT)/tests/strata

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "classes3.h"
+#include "hmap.h"
 #include "record.h"
 
 /* Core records of version 3 besides THREAD (1): TIME (5), COLUMNS (6), THREAD_AGAIN (7). */
@@ -39,13 +41,16 @@
 /* (size, stack, kind, weight) pairs an ALLOC may name by index; past it, pairs are literal. */
 #define HS3_PAIRS 4096
 
-/* Event type bytes. ALLOC: 1 1 s s p p 0 0; FREE: 1 0 a d n n n n. */
+/* Event type bytes. ALLOC: 1 1 s s p p 0 0; FREE: 1 0 a d n n n n; version 4's FREE by
+ * class: 1 0 1 1 t t t t, t the TIME records back (15: 15 more than the TNO column's). */
 #define HS3_ALLOC 0xc0u
 #define HS3_SLOT_SHIFT 4
 #define HS3_PAIR_SHIFT 2
 #define HS3_FREE_AGE 0x20u
 #define HS3_ALLOC_RESERVED 0x03u
 #define HS3_FREE_NEAR 0x10u
+#define HS3_FREE_CLASS 0x30u
+#define HS3_CLASS_TNO_ESC 15u
 /* The writer's window for FREE near the last one (zigzag of the difference): see near_adapt. */
 #define HS3_NEAR_WIDE 256
 #define HS3_NEAR_RUN 1024
@@ -66,7 +71,9 @@ enum hs3_pair_form {
 
 /* The columns: byte streams that follow a frame's records, so that each holds values of
  * one distribution, which zstd's entropy coder then codes close to it. */
-enum hs3_col { HS3_COL_REF, HS3_COL_SLOTLO, HS3_COL_SLOTHI, HS3_COL_PAIR, HS3_COL_NEAR, HS3_NR_COLS };
+enum hs3_col { HS3_COL_REF, HS3_COL_SLOTLO, HS3_COL_SLOTHI, HS3_COL_PAIR, HS3_COL_NEAR, HS3_COL_TNO, HS3_NR_COLS };
+/* Version 3.0 has the first five; version 4 all six. */
+#define HS3_NR_COLS_V3 5
 
 struct hs3_pair {
 	uint64_t size, stack_id, weight;
@@ -95,6 +102,8 @@ struct hs3_state {
 		uint32_t pid, tid;
 	} threads[HS3_THREADS]; /* threads[0]: the current one */
 	uint32_t nr_threads;
+	uint64_t tno; /* TIME records in the frame so far */
+	struct hs3_classes *cls; /* version 4's index for FREE by class; NULL in version 3 */
 	struct hs3_pair *pairs; /* HS3_PAIRS entries, owned by the caller */
 	uint32_t nr_pairs;
 	int32_t last_pair; /* -1: none */
@@ -104,8 +113,8 @@ void hs3_state__reset(struct hs3_state *s);
 /* Age of the live block in SLOT among the frame's last HS3_AGES allocations, or -1. */
 int hs3_age_find(const struct hs3_state *s, uint64_t slot);
 /* What every ALLOC and FREE does to the state, on both sides; FROM_FREED: the ALLOC took the
- * top of the stack of frees. */
-void hs3_note_alloc(struct hs3_state *s, uint64_t slot, bool from_freed);
+ * top of the stack of frees; PAIR: its number in the frame's table, -1 for a literal one. */
+void hs3_note_alloc(struct hs3_state *s, uint64_t slot, bool from_freed, int32_t pair);
 void hs3_note_free(struct hs3_state *s, uint64_t slot);
 /* Index of the thread among the frame's recent ones, or -1; and what THREAD and
  * THREAD_AGAIN do to them: the thread moves to the front. */
@@ -128,6 +137,16 @@ struct hs3_hent {
 
 struct hs3_writer {
 	struct hs3_state st;
+	struct hs3_classes classes;
+	/* FREE by class names the newest block of the freed one's class: the writer then swaps
+	 * the two blocks' slots, its callers' slot -> file slot (map) and back (inv), for slots
+	 * under HS3_MAP_MAX (above it slots are their own, and never swapped). */
+	uint64_t *map, *inv;
+	size_t map_len, map_cap;
+	/* Per thread of the frame, the file slot its last event allocated, plus one (0: its last
+	 * event was a free): the analyzer's temporary allocations, which no swap may change. */
+	struct hmap lastev;
+	uint32_t ncols; /* HS3_NR_COLS_V3 or HS3_NR_COLS */
 	struct hs3_buf col[HS3_NR_COLS];
 	struct hs3_hent *hash; /* HS3_PAIR_HASH */
 	uint32_t gen;
@@ -135,7 +154,9 @@ struct hs3_writer {
 	uint64_t near_max, near_seen, near_close; /* near_adapt */
 };
 
-int hs3_writer__init(struct hs3_writer *w);
+#define HS3_MAP_MAX (1u << 28)
+/* MAJOR 3 writes version 3.0's events, 4 version 4's. */
+int hs3_writer__init(struct hs3_writer *w, uint32_t major);
 void hs3_writer__fini(struct hs3_writer *w);
 void hs3_writer__reset(struct hs3_writer *w); /* at every frame */
 size_t hs3_writer__cols_len(const struct hs3_writer *w);
@@ -152,9 +173,10 @@ struct hs3_cursor {
 	const uint8_t *p, *end;
 };
 
-/* Reads a frame's COLUMNS record at *P (main records end at END): sets the columns to the
- * last bytes of the frame and *MAIN_END to where the records stop. NULL or why not. */
-const char *hs3_columns_read(const uint8_t **p, const uint8_t *end, struct hs3_cursor col[HS3_NR_COLS],
+/* Reads a frame's COLUMNS record at *P (main records end at END), of NCOLS columns: sets the
+ * columns to the last bytes of the frame and *MAIN_END to where the records stop. NULL or
+ * why not. */
+const char *hs3_columns_read(const uint8_t **p, const uint8_t *end, uint32_t ncols, struct hs3_cursor col[HS3_NR_COLS],
 			     const uint8_t **main_end);
 /* Decodes the event whose type byte TYPE was just read from *P (the main records, up to
  * END) into REC (time, type, slot and the alloc fields). Returns NULL or why it is corrupt. */

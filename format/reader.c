@@ -55,6 +55,7 @@ struct record_reader {
 
 	/* Version 3: the events' per-frame state, and the frame's columns. */
 	struct hs3_state st3;
+	struct hs3_classes classes; /* version 4's FREE by class */
 	struct hs3_cursor col[HS3_NR_COLS];
 
 	/* Per-record arena: sized before decoding so pointers into it never move. */
@@ -153,6 +154,14 @@ int record_reader__open(const char *path, struct record_reader **out, char *err,
 		goto fail;
 	}
 	r->minor = fh.minor;
+	if (r->major >= 4) {
+		r->st3.cls = &r->classes;
+		if (hs3_classes__init(&r->classes)) {
+			e = -ENOMEM;
+			snprintf(err, errlen, "%s: out of memory", path);
+			goto fail;
+		}
+	}
 	if (r->major >= 3 && !(r->st3.pairs = calloc(HS3_PAIRS, sizeof(*r->st3.pairs)))) {
 		e = -ENOMEM;
 		snprintf(err, errlen, "%s: out of memory", path);
@@ -277,7 +286,8 @@ static int load_frame(struct record_reader *r, uint64_t off, bool want_footer)
 	r->pos = 0;
 	if (r->major >= 3) {
 		const uint8_t *p = r->raw, *main_end;
-		const char *why = hs3_columns_read(&p, r->raw + rlen, r->col, &main_end);
+		const char *why = hs3_columns_read(&p, r->raw + rlen, r->major >= 4 ? HS3_NR_COLS : HS3_NR_COLS_V3,
+						   r->col, &main_end);
 
 		if (why) {
 			set_status(r, HS_READ_CORRUPT, "frame at offset %" PRIu64 ", byte 0: %s", off, why);
@@ -840,5 +850,6 @@ void record_reader__free(struct record_reader *r)
 	hmap_free(&r->v1_live);
 	free(r->v1_free);
 	free(r->st3.pairs);
+	hs3_classes__fini(&r->classes);
 	free(r);
 }

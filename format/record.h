@@ -12,7 +12,7 @@
 
 #include "event_abi.h"
 
-#define HS_FORMAT_MAJOR 3
+#define HS_FORMAT_MAJOR 4
 #define HS_FORMAT_MINOR 0
 /* The oldest major version the reader still reads: version 1 named blocks by address. */
 #define HS_FORMAT_MAJOR_OLDEST 1

@@ -107,13 +107,15 @@ int record_writer__open(const char *path, const struct record_writer_opts *opts,
 	uint8_t hdr[HS_FILE_HEADER_SIZE];
 	int err;
 
-	/* 2: the 2.1 encoding, which tests and fixtures of that version still write. */
-	if (major != 2 && major != HS_FORMAT_MAJOR)
+	/* 2 and 3: the 2.1 and 3.0 encodings, which tests and fixtures of those versions
+	 * still write. */
+	if (major < 2 || major > HS_FORMAT_MAJOR)
 		return -EINVAL;
-	if (major == 2) {
-		fh.major = 2;
+	fh.major = (uint16_t)major;
+	if (major == 2)
 		fh.minor = 1;
-	}
+	else if (major == 3)
+		fh.minor = 0;
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
@@ -148,7 +150,7 @@ int record_writer__open(const char *path, const struct record_writer_opts *opts,
 	w->raw = malloc(w->raw_cap);
 	if (major >= 3) {
 		w->e3 = calloc(1, sizeof(*w->e3));
-		if (!w->e3 || hs3_writer__init(w->e3)) {
+		if (!w->e3 || hs3_writer__init(w->e3, major)) {
 			record_writer__free(w);
 			return -ENOMEM;
 		}

@@ -13,12 +13,12 @@ t_format_v1() {
 	golden v1/alloc_c.summary.json summary --json --no-symbolize $f
 	"$A" info $f >"$TMP/v1.info" || die "info of a version 1 file"
 	contains "$TMP/v1.info" "Format: 1.0, complete"
-	# Re-encoded by today's writer (version 3), it gives the same figures.
+	# Re-encoded by today's writer (version 4), it gives the same figures.
 	"$T/mutate" $f "$TMP/v1to2.hsnap" 0 || die "re-encode"
 	"$A" top -n 0 --no-symbolize "$TMP/v1to2.hsnap" | tail -n +2 >"$TMP/v1to2.top"
 	tail -n +2 testdata/v1/alloc_c.top | diff -u - "$TMP/v1to2.top" || die "re-encoded file differs"
 	"$A" info "$TMP/v1to2.hsnap" >"$TMP/v2.info" || die "info of the re-encoded file"
-	contains "$TMP/v2.info" "Format: 3.0, complete"
+	contains "$TMP/v2.info" "Format: 4.0, complete"
 }
 
 # The schema tables (format/schema.c):
@@ -66,7 +66,7 @@ t_format_v2() {
 	golden v2/alloc_c.info info $f
 	"$T/mutate" $f "$TMP/v2to3.hsnap" 0 || die "re-encode"
 	"$A" info "$TMP/v2to3.hsnap" >"$TMP/v2to3.info" || die "info of the re-encoded file"
-	contains "$TMP/v2to3.info" "Format: 3.0, complete"
+	contains "$TMP/v2to3.info" "Format: 4.0, complete"
 	for n in top collapsed temporary; do
 		local more=()
 		[ $n = top ] && more=(-n 0)

@@ -2,8 +2,9 @@
 /* Record-level fuzzing: re-encodes a record file with fields replaced by random or extreme
  * values. The result is valid zstd and valid varints, so it gets past the frame checks and
  * reaches the analyzer's replay, symbolization and output code. Seed 0 mutates nothing:
- * the output is IN re-encoded by this version's writer (a version 1 file becomes version 2).
- * Usage: mutate IN OUT SEED */
+ * the output is IN re-encoded by this version's writer, or by its encoding of version MAJOR
+ * (2, 3 or 4; the newest by default).
+ * Usage: mutate IN OUT SEED [MAJOR] */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,11 +47,15 @@ int main(int argc, char **argv)
 	uint64_t ips[HS_MAX_STACK_FRAMES];
 	char err[256];
 
-	if (argc != 4)
+	struct record_writer_opts o = {0};
+
+	if (argc != 4 && argc != 5)
 		return 2;
 	state = strtoull(argv[3], NULL, 10) * 0x9e3779b97f4a7c15ull + 1;
 	mutating = state != 1;
-	if (record_reader__open(argv[1], &r, err, sizeof(err)) || record_writer__open(argv[2], NULL, &w)) {
+	if (argc == 5)
+		o.major = (uint32_t)atoi(argv[4]);
+	if (record_reader__open(argv[1], &r, err, sizeof(err)) || record_writer__open(argv[2], &o, &w)) {
 		fprintf(stderr, "mutate: %s\n", err);
 		return 1;
 	}

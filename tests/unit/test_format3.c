@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -23,22 +24,22 @@ static void path_of(char *buf, size_t n, const char *name)
 	snprintf(buf, n, "%s/%s", dir, name);
 }
 
-/* A version 3.0 file of one frame: the COLUMNS record for the five columns, MAIN, then the
- * columns; no footer. */
-static void write_v3(const char *path, const uint8_t *main, size_t mlen, const uint8_t *const col[5],
-		     const size_t clen[5])
+/* A file of version MAJOR (3: 3.0, 4) of one frame: the COLUMNS record for NCOLS columns, MAIN,
+ * then the columns; no footer. */
+static void write_frame(const char *path, int major, int ncols, const uint8_t *main, size_t mlen,
+			const uint8_t *const col[6], const size_t clen[6])
 {
 	uint8_t raw[512], comp[1024], hdr[16] = {0}, fh[16];
 	size_t n = 0, z;
 	int fd;
 
 	raw[n++] = HS3_REC_COLUMNS;
-	raw[n++] = 5;
-	for (int i = 0; i < 5; i++)
+	raw[n++] = (uint8_t)ncols;
+	for (int i = 0; i < ncols; i++)
 		raw[n++] = (uint8_t)clen[i];
 	memcpy(raw + n, main, mlen);
 	n += mlen;
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < ncols; i++) {
 		/* A column claimed longer than the 16 bytes a case holds is left out. */
 		if (clen[i] && clen[i] <= 16) {
 			memcpy(raw + n, col[i], clen[i]);
@@ -47,7 +48,7 @@ static void write_v3(const char *path, const uint8_t *main, size_t mlen, const u
 	}
 	z = ZSTD_compress(comp, sizeof(comp), raw, n, 3);
 	memcpy(hdr, HS_FILE_MAGIC, 8);
-	hdr[8] = 3;
+	hdr[8] = (uint8_t)major;
 	memcpy(fh, "HSFB", 4);
 	for (int i = 0; i < 4; i++) {
 		fh[4 + i] = (uint8_t)(z >> (8 * i));
@@ -60,15 +61,24 @@ static void write_v3(const char *path, const uint8_t *main, size_t mlen, const u
 	close(fd);
 }
 
+static void write_v3(const char *path, const uint8_t *main, size_t mlen, const uint8_t *const col[5],
+		     const size_t clen[5])
+{
+	const size_t c6[6] = {clen[0], clen[1], clen[2], clen[3], clen[4], 0};
+
+	write_frame(path, 3, 5, main, mlen, (const uint8_t *const[]){col[0], col[1], col[2], col[3], col[4], NULL}, c6);
+}
+
 struct v3case {
 	const char *what;
 	uint8_t main[32];
 	size_t mlen;
-	uint8_t col[5][16];
-	size_t clen[5];
+	uint8_t col[6][16];
+	size_t clen[6];
 	enum hs_read_status want;
 	int events;
 	const char *why; /* in the reader's error */
+	int major, ncols; /* 0: 3 and 5 */
 };
 
 static int read_case(const char *path, struct hs_record *got, int max, struct record_reader **rp)
@@ -98,40 +108,120 @@ static const struct v3case valid = {
 	HS_READ_TRUNCATED,
 	9,
 	"no footer",
+	3,
+	5,
 };
 
 static const struct v3case bad[] = {
 	{"pair index beyond the table", {1, 7, 8, 5, 0, 0xd4}, 6, {{0}}, {1, 0, 0, 0}, HS_READ_CORRUPT, 0,
-	 "pair index beyond the frame's pair table"},
+	 "pair index beyond the frame's pair table", 3, 5},
 	{"age of a block already freed", {1, 7, 8, 5, 0, 0xd8, 0xa0, 0xa0}, 8, {{0}, {0}, {0}, {16, 1, 0}},
-	 {0, 0, 0, 3}, HS_READ_CORRUPT, 2, "frees by age a block that is not live"},
+	 {0, 0, 0, 3}, HS_READ_CORRUPT, 2, "frees by age a block that is not live", 3, 5},
 	{"age beyond the frame's allocations", {1, 7, 8, 5, 0, 0xd8, 0xa3}, 7, {{0}, {0}, {0}, {16, 1, 0}},
-	 {0, 0, 0, 3}, HS_READ_CORRUPT, 1, "frees by age a block older"},
+	 {0, 0, 0, 3}, HS_READ_CORRUPT, 1, "frees by age a block older", 3, 5},
 	{"reserved slot form", {1, 7, 8, 5, 0, 0xe8}, 6, {{0}, {0}, {0}, {16, 1, 0}}, {1, 0, 0, 3},
-	 HS_READ_CORRUPT, 0, "reserved slot form"},
+	 HS_READ_CORRUPT, 0, "reserved slot form", 3, 5},
 	{"slot freed last, none freed", {1, 7, 8, 5, 0, 0xc8}, 6, {{0}, {0}, {0}, {16, 1, 0}}, {0, 0, 0, 3},
-	 HS_READ_CORRUPT, 0, "no free in this frame"},
+	 HS_READ_CORRUPT, 0, "no free in this frame", 3, 5},
 	{"THREAD_AGAIN beyond the frame's threads", {1, 7, 8, 7, 1}, 5, {{0}}, {0}, HS_READ_CORRUPT, 0,
-	 "THREAD_AGAIN names a thread beyond"},
+	 "THREAD_AGAIN names a thread beyond", 3, 5},
 	{"event before TIME", {1, 7, 8, 0xd8}, 4, {{0}, {0}, {0}, {16, 1, 0}}, {0, 0, 0, 3}, HS_READ_CORRUPT, 0,
-	 "before the frame's first TIME"},
+	 "before the frame's first TIME", 3, 5},
 	{"free of a slot never used", {1, 7, 8, 5, 0, 0x80}, 6, {{0}, {3}, {0}}, {0, 1, 1, 0}, HS_READ_CORRUPT, 0,
-	 "frees a slot no allocation used"},
+	 "frees a slot no allocation used", 3, 5},
 	{"pair column cut short", {1, 7, 8, 5, 0, 0xd8}, 6, {{0}, {0}, {0}, {16}}, {0, 0, 0, 1}, HS_READ_CORRUPT, 0,
-	 "the pair column ends"},
+	 "the pair column ends", 3, 5},
 	{"slot-high column missing", {1, 7, 8, 5, 0, 0x80}, 6, {{0}, {0}}, {0, 1, 0, 0}, HS_READ_CORRUPT, 0,
-	 "slot-high column ends"},
+	 "slot-high column ends", 3, 5},
 	{"reserved ALLOC bits", {1, 7, 8, 5, 0, 0xd9}, 6, {{0}, {0}, {0}, {16, 1, 0}}, {0, 0, 0, 3},
-	 HS_READ_CORRUPT, 0, "reserved bits"},
+	 HS_READ_CORRUPT, 0, "reserved bits", 3, 5},
 	{"COLUMNS inside the frame", {1, 7, 8, HS3_REC_COLUMNS, 5, 0, 0, 0, 0, 0}, 10, {{0}}, {0}, HS_READ_CORRUPT, 0,
-	 "after the start of its frame"},
+	 "after the start of its frame", 3, 5},
 	{"near with an age set", {1, 7, 8, 5, 0, 0xd8, 0x91}, 7, {{0}, {0}, {0}, {16, 1, 0}, {0}}, {0, 0, 0, 3, 1},
-	 HS_READ_CORRUPT, 1, "near the last one with an age set"},
+	 HS_READ_CORRUPT, 1, "near the last one with an age set", 3, 5},
 	{"near column cut short", {1, 7, 8, 5, 0, 0xd8, 0x90}, 7, {{0}, {0}, {0}, {16, 1, 0}}, {0, 0, 0, 3, 0},
-	 HS_READ_CORRUPT, 1, "the near column ends"},
+	 HS_READ_CORRUPT, 1, "the near column ends", 3, 5},
 	{"columns longer than the frame", {1, 7, 8}, 3, {{0}}, {200, 0, 0, 0}, HS_READ_CORRUPT, 0,
-	 "columns are longer than the frame"},
+	 "columns are longer than the frame", 3, 5},
 };
+
+/* Version 4: THREAD 7/8, TIME 10; three ALLOCs of new slots (0, 1, 2), one pair (16, stack 1);
+ * two FREEs by class 0 back, pair 0 (slots 2 and 1: the class's newest first); TIME 11; ALLOC
+ * of a new slot (3), the same pair; FREE by class 1 back (slot 0, the first TIME's last
+ * member), FREE by class 0 back (slot 3). */
+static const struct v3case valid4 = {
+	"valid 4",
+	{1, 7, 8, 5, 20, 0xd8, 0xd0, 0xd0, 0xb0, 0xb0, 5, 2, 0xd0, 0xb1, 0xb0},
+	15,
+	{{0, 0, 0, 0}, {0}, {0}, {16, 1, 0}},
+	{4, 0, 0, 3, 0, 0},
+	HS_READ_TRUNCATED,
+	8,
+	"no footer",
+	4,
+	6,
+};
+
+static const struct v3case bad4[] = {
+	{"by class, a TIME record before the first", {1, 7, 8, 5, 0, 0xd8, 0xb1}, 7, {{0}, {0}, {0}, {16, 1, 0}},
+	 {1, 0, 0, 3}, HS_READ_CORRUPT, 1, "names a TIME record before the frame's first", 4, 6},
+	{"by class, no live member left", {1, 7, 8, 5, 0, 0xd8, 0xb0, 0xb0}, 8, {{0, 0}, {0}, {0}, {16, 1, 0}},
+	 {2, 0, 0, 3}, HS_READ_CORRUPT, 2, "no live block of the frame's has that thread", 4, 6},
+	{"by class, another thread's", {1, 7, 8, 5, 0, 0xd8, 1, 9, 9, 0xb0}, 10, {{0}, {0}, {0}, {16, 1, 0}},
+	 {1, 0, 0, 3}, HS_READ_CORRUPT, 1, "no live block of the frame's has that thread", 4, 6},
+	{"by class, pair beyond the table", {1, 7, 8, 5, 0, 0xd8, 0xb0}, 7, {{1}, {0}, {0}, {16, 1, 0}},
+	 {1, 0, 0, 3}, HS_READ_CORRUPT, 1, "FREE by class: pair index beyond", 4, 6},
+	{"by class, TIME-record column cut short", {1, 7, 8, 5, 0, 0xd8, 0xbf}, 7, {{0}, {0}, {0}, {16, 1, 0}},
+	 {1, 0, 0, 3, 0, 0}, HS_READ_CORRUPT, 1, "the TIME-record column ends", 4, 6},
+	{"by class in version 3.0", {1, 7, 8, 5, 0, 0xd8, 0xb0}, 7, {{0}, {0}, {0}, {16, 1, 0}}, {1, 0, 0, 3},
+	 HS_READ_CORRUPT, 1, "which version 3 has not", 3, 5},
+	{"five columns in version 4", {1, 7, 8, 5, 0, 0xd8}, 6, {{0}, {0}, {0}, {16, 1, 0}}, {0, 0, 0, 3},
+	 HS_READ_CORRUPT, 0, "not 6 columns", 4, 5},
+};
+
+static void check_bad(const char *path, const struct v3case *k)
+{
+	struct hs_record got[10];
+	struct record_reader *r;
+	int n;
+
+	write_frame(path, k->major ? k->major : 3, k->ncols ? k->ncols : 5, k->main, k->mlen,
+		    (const uint8_t *const[]){k->col[0], k->col[1], k->col[2], k->col[3], k->col[4], k->col[5]}, k->clen);
+	n = read_case(path, got, 10, &r);
+	CHECK(n == k->events && record_reader__status(r) == k->want && strstr(record_reader__error(r), k->why) &&
+		      strstr(record_reader__error(r), "frame at offset 16"),
+	      "%s: %d events, status %d: %s", k->what, n, record_reader__status(r), record_reader__error(r));
+	record_reader__free(r);
+}
+
+static void test_hand_written4(void)
+{
+	char path[256];
+	struct hs_record got[10];
+	struct record_reader *r;
+	const uint64_t freed[4] = {2, 1, 0, 3};
+	int n, i, f = 0;
+
+	path_of(path, sizeof(path), "v4.hsnap");
+	write_frame(path, 4, 6, valid4.main, valid4.mlen,
+		    (const uint8_t *const[]){valid4.col[0], valid4.col[1], valid4.col[2], valid4.col[3], valid4.col[4],
+					     valid4.col[5]},
+		    valid4.clen);
+	n = read_case(path, got, 10, &r);
+	CHECK(n == 8 && record_reader__status(r) == HS_READ_TRUNCATED, "valid 4: %d events: %s", n,
+	      record_reader__error(r));
+	for (i = 0; i < n; i++) {
+		if (got[i].type != HS_REC_FREE)
+			continue;
+		CHECK(f < 4 && got[i].free.slot == freed[f], "free by class %d: slot %" PRIu64 ", not %" PRIu64, f,
+		      got[i].free.slot, freed[f < 4 ? f : 0]);
+		f++;
+	}
+	CHECK(f == 4 && got[5].alloc.slot == 3 && got[5].time == 11, "four frees by class, slot 3 at 11");
+	record_reader__free(r);
+	for (size_t c = 0; c < sizeof(bad4) / sizeof(bad4[0]); c++)
+		check_bad(path, &bad4[c]);
+}
 
 static void test_hand_written(void)
 {
@@ -167,17 +257,8 @@ static void test_hand_written(void)
 		      "free near the last one: slot %" PRIu64, got[8].free.slot);
 	}
 	record_reader__free(r);
-	for (size_t c = 0; c < sizeof(bad) / sizeof(bad[0]); c++) {
-		const struct v3case *k = &bad[c];
-
-		write_v3(path, k->main, k->mlen, (const uint8_t *const[]){k->col[0], k->col[1], k->col[2], k->col[3], k->col[4]},
-			 k->clen);
-		n = read_case(path, got, 10, &r);
-		CHECK(n == k->events && record_reader__status(r) == k->want && strstr(record_reader__error(r), k->why) &&
-			      strstr(record_reader__error(r), "frame at offset 16"),
-		      "%s: %d events, status %d: %s", k->what, n, record_reader__status(r), record_reader__error(r));
-		record_reader__free(r);
-	}
+	for (size_t c = 0; c < sizeof(bad) / sizeof(bad[0]); c++)
+		check_bad(path, &bad[c]);
 }
 
 /* Times: with the default quantum (1 ms at a tick of 1 us) every event reads back within a
@@ -258,6 +339,97 @@ static void test_bounds(void)
 	record_reader__free(r);
 }
 
+/* Version 4's frees by class: random frees of one of about 2000 live blocks, by 3 threads, in
+ * 300,000 events in one frame (each thread a run of 50), written both as version 3.0 (slot by slot) and as version 4. The
+ * file's slots are not the program's, but every free must end a block alike to the one the
+ * program freed: same thread, size, stack and time. Past the limits (65,536 allocations and
+ * classes a frame): 39 pairs, a TIME record every 20 events; alike blocks: 8 pairs, a TIME record
+ * every 200 events, where version 4 must be the smaller (by 9%; the churn's blocks, more alike, 32%). */
+struct blk {
+	uint64_t slot, size, stack, time;
+	uint32_t tid;
+};
+
+static size_t write_random(const char *path, uint32_t major, bool alike, struct blk *freed, size_t *nfreed)
+{
+	struct record_writer_opts o = {.frame_size = 8u << 20, .major = major};
+	static struct blk live[3][2048];
+	static uint64_t pool[1 << 16];
+	uint64_t seed = 88172645463325252ull, next_slot = 0;
+	size_t nlive[3] = {0}, npool = 0;
+	struct record_writer *w;
+	struct stat st;
+
+	*nfreed = 0;
+	CHECK(!record_writer__open(path, &o, &w), "open writer %u", major);
+	for (uint64_t i = 0; i < 300000; i++) {
+		uint64_t r = (seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17);
+		uint32_t tid = (uint32_t)(i / 50) % 3; /* each thread a run of events */
+		struct hs_record e = {.time = i / (alike ? 200 : 20), .pid = 1, .tid = tid};
+		size_t *n = &nlive[tid];
+
+		if (*n < 300 || (*n < 2000 && (r & 1))) {
+			struct blk *b = &live[tid][(*n)++];
+
+			b->slot = npool ? pool[--npool] : next_slot++;
+			b->size = 16 + (r >> 8) % (alike ? 4 : 13);
+			b->stack = 1 + (r >> 16) % (alike ? 2 : 3);
+			b->time = e.time;
+			b->tid = tid;
+			e.type = HS_REC_ALLOC;
+			e.alloc.slot = b->slot;
+			e.alloc.size = b->size;
+			e.alloc.stack_id = b->stack;
+		} else {
+			size_t k = (r >> 20) % *n;
+
+			/* By its own thread: a free by class needs that. */
+			e.type = HS_REC_FREE;
+			e.free.slot = live[tid][k].slot;
+			freed[(*nfreed)++] = live[tid][k];
+			pool[npool++] = live[tid][k].slot;
+			live[tid][k] = live[tid][--(*n)];
+		}
+		CHECK(!record_writer__write(w, &e), "write %" PRIu64, i);
+	}
+	CHECK(!record_writer__close(w), "close");
+	record_writer__free(w);
+	CHECK(!stat(path, &st), "stat %s", path);
+	return (size_t)st.st_size;
+}
+
+static void check_classes(bool alike)
+{
+	static struct blk freed[300000], live[1 << 16];
+	char path[256], err[256];
+	struct record_reader *r;
+	struct hs_record rec;
+	size_t nfreed, z3, z4, f = 0, same = 0;
+
+	path_of(path, sizeof(path), "classes3.hsnap");
+	z3 = write_random(path, 3, alike, freed, &nfreed);
+	path_of(path, sizeof(path), "classes4.hsnap");
+	z4 = write_random(path, 4, alike, freed, &nfreed);
+	CHECK(!record_reader__open(path, &r, err, sizeof(err)), "open: %s", err);
+	while (record_reader__next(r, &rec) == 1) {
+		if (rec.type == HS_REC_ALLOC && rec.alloc.slot < (1 << 16)) {
+			live[rec.alloc.slot] = (struct blk){rec.alloc.slot, rec.alloc.size, rec.alloc.stack_id, rec.time, rec.tid};
+		} else if (rec.type == HS_REC_FREE && rec.free.slot < (1 << 16) && f < nfreed) {
+			const struct blk *a = &live[rec.free.slot], *b = &freed[f++];
+
+			same += a->size == b->size && a->stack == b->stack && a->time == b->time && a->tid == b->tid &&
+				rec.tid == b->tid;
+		}
+	}
+	CHECK(f == nfreed && same == nfreed && record_reader__status(r) == HS_READ_END && record_reader__frames(r) == 1,
+	      "%zu of %zu frees end a block alike to the program's, in %" PRIu64 " frames: %s", same, nfreed,
+	      record_reader__frames(r), record_reader__error(r));
+	CHECK(!alike || z4 * 100 < z3 * 95, "version 4 %zu bytes, 3.0 %zu", z4, z3);
+	printf("random frees (%s): %zu, version 4 %zu bytes, 3.0 %zu\n", alike ? "alike" : "past the limits", nfreed,
+	       z4, z3);
+	record_reader__free(r);
+}
+
 int main(void)
 {
 	char cmd[300];
@@ -267,6 +439,9 @@ int main(void)
 		return 1;
 	}
 	test_hand_written();
+	test_hand_written4();
+	check_classes(false);
+	check_classes(true);
 	test_time();
 	test_bounds();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -94,6 +94,20 @@ walk(a, b, "")
 PY
 }
 
+# A version 3.0 file (alloc_c re-encoded by the 3.0 writer, before version 4) reads as the
+# analyzer before version 4 read it: the outputs that analyzer wrote, kept in testdata/v3.
+t_format_v3() {
+	local f=testdata/v3/alloc_c.hsnap
+	golden v3/alloc_c.top top -n 0 --no-symbolize $f
+	golden v3/alloc_c.collapsed collapsed --no-symbolize $f
+	golden v3/alloc_c.summary.json summary --json --no-symbolize $f
+	golden v3/alloc_c.leaks leaks -n 5 --no-symbolize $f
+	golden v3/alloc_c.temporary temporary --no-symbolize $f
+	golden v3/alloc_c.timeline timeline --no-symbolize $f
+	golden v3/alloc_c.info info $f
+	contains testdata/v3/alloc_c.info "Format: 3.0, complete"
+}
+
 # Damaged version 3 frames (raw bytes changed or cut, recompressed: tests/unit/schemagen's
 # corrupt) read by the sanitized reader: never a crash, and the version 3 checks are reached.
 t_format_v3_damage() {
@@ -115,4 +129,4 @@ t_format_v3_damage() {
 	grep -q 'COLUMNS\|column\|by age\|pair\|TIME\|slot freed last\|reserved' "$TMP/d3.reasons" || die "no version 3 check reached"
 }
 
-ALL="$ALL t_format_unit t_format_v1 t_format_schema t_format_v2 t_format_v3_damage"
+ALL="$ALL t_format_unit t_format_v1 t_format_schema t_format_v2 t_format_v3 t_format_v3_damage"

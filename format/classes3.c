@@ -31,6 +31,7 @@ void hs3_classes__fini(struct hs3_classes *c)
 void hs3_classes__reset(struct hs3_classes *c)
 {
 	c->nr = 0;
+	c->next_n = 0;
 	if (++c->gen == 0) {
 		for (uint32_t i = 0; i < HS3_CLASS_WINDOW; i++)
 			c->node[i].gen = 0;
@@ -40,7 +41,7 @@ void hs3_classes__reset(struct hs3_classes *c)
 	}
 }
 
-static uint32_t class_home(uint32_t pid, uint32_t tid, uint32_t pair, uint64_t tno)
+static uint32_t class_home(uint32_t pid, uint32_t tid, uint32_t pair, uint32_t tno)
 {
 	uint64_t h = ((uint64_t)pid << 32 | tid) * 0x9e3779b97f4a7c15ull;
 
@@ -52,7 +53,7 @@ static uint32_t class_home(uint32_t pid, uint32_t tid, uint32_t pair, uint64_t t
 
 /* The class's entry, made when CREATE and there is room (at most HS3_CLASS_WINDOW of the
  * HS3_CLASS_HASH entries are used: a probe always ends). NONE when absent. */
-static uint32_t class_find(struct hs3_classes *c, uint32_t pid, uint32_t tid, uint32_t pair, uint64_t tno,
+static uint32_t class_find(struct hs3_classes *c, uint32_t pid, uint32_t tid, uint32_t pair, uint32_t tno,
 			   bool create)
 {
 	for (uint32_t i = class_home(pid, tid, pair, tno);; i = (i + 1) & (HS3_CLASS_HASH - 1)) {
@@ -70,12 +71,17 @@ static uint32_t class_find(struct hs3_classes *c, uint32_t pid, uint32_t tid, ui
 	}
 }
 
-/* The node of the indexed block in SLOT, or NULL. */
+/* The node of the indexed block in SLOT, or NULL. An entry naming an allocation outside the
+ * window (a free of a block from long ago, or an entry of an earlier frame) is turned away
+ * before its node is read: with a large heap that node is a cache miss. */
 static struct hs3_node *member_node(const struct hs3_classes *c, uint64_t slot)
 {
-	uint64_t n = c->member[slot & (HS3_CLASS_WINDOW - 1)];
-	struct hs3_node *x = &c->node[n & (HS3_CLASS_WINDOW - 1)];
+	uint32_t n = c->member[slot & (HS3_CLASS_WINDOW - 1)];
+	struct hs3_node *x;
 
+	if (n >= c->next_n || c->next_n - n > HS3_CLASS_WINDOW)
+		return NULL;
+	x = &c->node[n & (HS3_CLASS_WINDOW - 1)];
 	return x->gen == c->gen && x->n == n && x->slot == slot && x->cls != NONE ? x : NULL;
 }
 
@@ -97,7 +103,7 @@ void hs3_classes__alloc(struct hs3_classes *c, uint64_t n, uint64_t slot, uint32
 			uint64_t tno)
 {
 	struct hs3_node *x = &c->node[n & (HS3_CLASS_WINDOW - 1)], *y;
-	uint64_t m = c->member[slot & (HS3_CLASS_WINDOW - 1)];
+	uint32_t m = c->member[slot & (HS3_CLASS_WINDOW - 1)];
 	uint32_t cls;
 
 	/* The allocation a window back leaves; so does the block this slot held (its free was
@@ -108,15 +114,16 @@ void hs3_classes__alloc(struct hs3_classes *c, uint64_t n, uint64_t slot, uint32
 	if (y->gen == c->gen && y->n == m && y->cls != NONE &&
 	    ((y->slot ^ slot) & (HS3_CLASS_WINDOW - 1)) == 0) /* not an entry left from an earlier frame */
 		unlink_node(c, y);
-	c->member[slot & (HS3_CLASS_WINDOW - 1)] = n;
-	*x = (struct hs3_node){.n = n, .slot = slot, .gen = c->gen, .cls = NONE};
-	if (pair < 0 || (cls = class_find(c, pid, tid, (uint32_t)pair, tno, true)) == NONE)
+	c->member[slot & (HS3_CLASS_WINDOW - 1)] = (uint32_t)n;
+	c->next_n = (uint32_t)n + 1;
+	*x = (struct hs3_node){.slot = slot, .n = (uint32_t)n, .gen = c->gen, .cls = NONE};
+	if (pair < 0 || (cls = class_find(c, pid, tid, (uint32_t)pair, (uint32_t)tno, true)) == NONE)
 		return;
 	x->cls = cls;
 	x->prev = c->hash[cls].head;
 	if (x->prev)
-		c->node[(x->prev - 1) & (HS3_CLASS_WINDOW - 1)].next = n + 1;
-	c->hash[cls].head = n + 1;
+		c->node[(x->prev - 1) & (HS3_CLASS_WINDOW - 1)].next = (uint32_t)n + 1;
+	c->hash[cls].head = (uint32_t)n + 1;
 	c->hash[cls].members++;
 }
 
@@ -131,7 +138,7 @@ void hs3_classes__free(struct hs3_classes *c, uint64_t slot)
 bool hs3_classes__pick(const struct hs3_classes *c, uint32_t pid, uint32_t tid, uint32_t pair, uint64_t tno,
 		       uint64_t *slot)
 {
-	uint32_t cls = class_find((struct hs3_classes *)c, pid, tid, pair, tno, false);
+	uint32_t cls = tno > UINT32_MAX ? NONE : class_find((struct hs3_classes *)c, pid, tid, pair, (uint32_t)tno, false);
 
 	if (cls == NONE || !c->hash[cls].head)
 		return false;

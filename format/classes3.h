@@ -19,25 +19,29 @@
 #define HS3_CLASS_WINDOW (1u << 16)
 #define HS3_CLASS_HASH (2 * HS3_CLASS_WINDOW)
 
-/* An allocation of the frame, at its number n modulo the window. */
+/* An allocation of the frame, at its number n modulo the window. Numbers within a frame fit
+ * 32 bits: a frame holds at most HS_MAX_FRAME_RAW bytes, an event at least one. Kept small,
+ * as every event looks here: 32 bytes a node, 28 a class. */
 struct hs3_node {
-	uint64_t n, slot;
-	uint64_t prev, next; /* neighbours' n + 1, older and newer; 0: none */
+	uint64_t slot;
+	uint32_t n;
+	uint32_t prev, next; /* neighbours' n + 1, older and newer; 0: none */
 	uint32_t gen, cls;   /* cls: its class's entry, or UINT32_MAX: not a member */
 };
 
 struct hs3_class {
-	uint64_t tno;  /* the TIME record's number in the frame */
-	uint64_t head; /* the newest member's n + 1; 0: none live */
+	uint32_t tno;  /* the TIME record's number in the frame */
+	uint32_t head; /* the newest member's n + 1; 0: none live */
 	uint32_t gen, pid, tid, pair;
 	uint32_t members; /* live */
 };
 
 struct hs3_classes {
 	struct hs3_node *node;   /* HS3_CLASS_WINDOW */
-	uint64_t *member;        /* HS3_CLASS_WINDOW, at slot % window: the n of its block */
+	uint32_t *member;        /* HS3_CLASS_WINDOW, at slot % window: the n of its block */
 	struct hs3_class *hash;  /* HS3_CLASS_HASH */
 	uint32_t gen, nr;        /* the frame's generation; classes made in it */
+	uint32_t next_n;         /* the frame's allocations so far */
 };
 
 int hs3_classes__init(struct hs3_classes *c);

@@ -149,6 +149,7 @@ void hs3_writer__fini(struct hs3_writer *w)
 	hs3_classes__fini(&w->classes);
 	free(w->map);
 	free(w->inv);
+	free(w->moved);
 	hmap_free(&w->lastev);
 }
 
@@ -159,6 +160,7 @@ void hs3_writer__reset(struct hs3_writer *w)
 		w->col[i].len = 0;
 	/* A thread's last event matters to a swap only when it was this frame's. */
 	hmap_free(&w->lastev);
+	w->lastev_cur = NULL;
 	/* The hash's entries of the frame before are stale once the generation moves on. */
 	if (++w->gen == 0) {
 		memset(w->hash, 0, HS3_PAIR_HASH * sizeof(*w->hash));
@@ -252,7 +254,8 @@ static int file_slot(struct hs3_writer *w, uint64_t slot, uint64_t *file)
 		while (ncap <= slot)
 			ncap *= 2;
 		if (ncap > w->map_cap) {
-			uint64_t *m = realloc(w->map, ncap * sizeof(*m)), *v;
+			uint32_t *m = realloc(w->map, ncap * sizeof(*m)), *v;
+			uint64_t *b;
 
 			if (!m)
 				return -ENOMEM;
@@ -261,14 +264,19 @@ static int file_slot(struct hs3_writer *w, uint64_t slot, uint64_t *file)
 			if (!v)
 				return -ENOMEM;
 			w->inv = v;
+			b = realloc(w->moved, ncap / 64 * sizeof(*b));
+			if (!b)
+				return -ENOMEM;
+			memset(b + w->map_cap / 64, 0, (ncap - w->map_cap) / 64 * sizeof(*b));
+			w->moved = b;
 			w->map_cap = ncap;
 		}
 		/* Slots never seen are their own: the swaps permute only slots seen before. */
 		for (size_t i = w->map_len; i <= slot; i++)
-			w->map[i] = w->inv[i] = i;
+			w->map[i] = w->inv[i] = (uint32_t)i;
 		w->map_len = slot + 1;
 	}
-	*file = w->map[slot];
+	*file = w->moved[slot / 64] >> (slot % 64) & 1 ? w->map[slot] : slot;
 	return 0;
 }
 
@@ -279,9 +287,14 @@ static int note_last_event(struct hs3_writer *w, const struct hs_record *r, uint
 
 	if (!w->st.cls)
 		return 0;
-	e = hmap_put(&w->lastev, r->pid, r->tid, NULL);
-	if (!e)
-		return -ENOMEM;
+	/* A thread's events come in runs: its entry is kept until the thread changes (the map
+	 * only grows, or is freed, when another thread's entry is made). */
+	e = w->lastev_cur;
+	if (!e || e->k1 != r->pid || e->k2 != r->tid) {
+		e = w->lastev_cur = hmap_put(&w->lastev, r->pid, r->tid, NULL);
+		if (!e)
+			return -ENOMEM;
+	}
 	e->val = file + 1;
 	return 0;
 }
@@ -313,12 +326,14 @@ static uint64_t free_by_class(struct hs3_writer *w, uint64_t f, uint8_t **main)
 		last = e ? e->val : 0;
 		if (last == f + 1 || last == g + 1)
 			return UINT64_MAX;
-		uint64_t rf = w->inv[f], rg = w->inv[g];
+		uint32_t rf = w->inv[f], rg = w->inv[g];
 
-		w->map[rf] = g;
+		w->map[rf] = (uint32_t)g;
 		w->inv[g] = rf;
-		w->map[rg] = f;
+		w->map[rg] = (uint32_t)f;
 		w->inv[f] = rg;
+		w->moved[rf / 64] |= 1ull << (rf % 64);
+		w->moved[rg / 64] |= 1ull << (rg % 64);
 	}
 	dt = s->tno - k.tno;
 	*(*main)++ = (uint8_t)(HS_PACKED_EVENT | HS3_FREE_CLASS | (dt < HS3_CLASS_TNO_ESC ? dt : HS3_CLASS_TNO_ESC));

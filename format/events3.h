@@ -141,11 +141,13 @@ struct hs3_writer {
 	/* FREE by class names the newest block of the freed one's class: the writer then swaps
 	 * the two blocks' slots, its callers' slot -> file slot (map) and back (inv), for slots
 	 * under HS3_MAP_MAX (above it slots are their own, and never swapped). */
-	uint64_t *map, *inv;
+	uint32_t *map, *inv;
+	uint64_t *moved; /* a bit per caller's slot: map[slot] is not slot (read only then) */
 	size_t map_len, map_cap;
 	/* Per thread of the frame, the file slot its last event allocated, plus one (0: its last
 	 * event was a free): the analyzer's temporary allocations, which no swap may change. */
 	struct hmap lastev;
+	struct hmap_slot *lastev_cur; /* the entry of the thread of the last event, or NULL */
 	uint32_t ncols; /* HS3_NR_COLS_V3 or HS3_NR_COLS */
 	struct hs3_buf col[HS3_NR_COLS];
 	struct hs3_hent *hash; /* HS3_PAIR_HASH */

@@ -237,6 +237,12 @@ $(OUTPUT)/tests/recurse: tests/workloads/recurse.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
+# A failed realloc and temporary allocations, by each way in (t_failed_realloc_temporary).
+TEST_PROGS += $(OUTPUT)/tests/failrealloc
+$(OUTPUT)/tests/failrealloc: tests/workloads/failrealloc.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -Wno-alloc-size-larger-than $< -o $@
+
 # Frees named by class, against the workload's own count of temporary allocations.
 TEST_PROGS += $(OUTPUT)/tests/classes
 $(OUTPUT)/tests/classes: tests/workloads/classes.c | $(OUTPUT)/tests

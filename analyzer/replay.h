@@ -76,6 +76,7 @@ struct replay {
 	bool temp_on;
 	uint32_t next_cp; /* the next of target->checkpoints */
 	struct hmap temp_last; /* (pid, tid) -> agg << 32 | slot + 1 of its last allocation, if still its last event */
+	struct hmap temp_undo; /* (pid, tid) -> its temp_last before its FREE just now (temporary_note) */
 	struct timeline_point *tl; /* TIMELINE_MAX points, indexed by stretch until packed */
 	uint32_t nr_tl;            /* one past the last stretch used; once packed, the points */
 	bool tl_done;              /* packed at the end of the pass: no more points */

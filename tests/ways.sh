@@ -196,6 +196,22 @@ t_class_frees() {
 	[ $((s4 * 100)) -le $((s3 * 95)) ] || die "version 4: $s4 bytes against 3.0's $s3"
 }
 
+# A failed realloc is no event to heaptrack's temporary allocations: the in-process way writes
+# nothing for it, the BPF way the FREE at realloc's entry and the block restored, which the
+# analyzer undoes. Both give tests/workloads/failrealloc.c's counts.
+t_failed_realloc_temporary() {
+	need_bpf
+	record -o "$TMP/frt-$VIA.hsnap" -- "$T/failrealloc" || die "recording"
+	"$A" temporary --json -n 0 "$TMP/frt-$VIA.hsnap" >"$TMP/frt-$VIA.json" || die "temporary"
+	python3 - "$TMP/frt-$VIA.json" <<-'PY' || die "temporary allocations around failed reallocs"
+	import json, sys
+	f = {x["function"]: x["temporary"] for x in json.load(open(sys.argv[1]))["functions"]}
+	want = {"fr_one": 1, "fr_two": 0, "fr_three": 1, "fr_four": 0, "fr_five": 0}
+	got = {k: f.get(k, 0) for k in want}
+	assert got == want, got
+	PY
+}
+
 t_snapshots_diff() {
 	need_bpf; need_go
 	record --interval 0.05 --snapshot-at-peak -o "$TMP/d.hsnap" -- "$T/demo" || die "demo recording"
@@ -530,7 +546,7 @@ t_alloctab_libc_malloc() {
 }
 
 ALL="$ALL t_c_exact@bpf t_c_exact@preload t_c_labels_inline@bpf t_c_labels_inline@preload t_cxx_exact@bpf t_cxx_exact@preload"
-ALL="$ALL t_rust_exact@bpf t_rust_exact@preload t_sampled@bpf t_sampled@preload t_sampler_strata@bpf t_sampler_strata@preload t_class_frees@bpf t_class_frees@preload t_snapshots_diff@bpf t_snapshots_diff@preload"
+ALL="$ALL t_rust_exact@bpf t_rust_exact@preload t_sampled@bpf t_sampled@preload t_sampler_strata@bpf t_sampler_strata@preload t_class_frees@bpf t_class_frees@preload t_failed_realloc_temporary@bpf t_failed_realloc_temporary@preload t_snapshots_diff@bpf t_snapshots_diff@preload"
 ALL="$ALL t_handoff@bpf t_handoff@preload t_other_allocators@bpf t_other_allocators@preload t_dwarf_nofp@bpf t_dwarf_nofp@preload"
 ALL="$ALL t_dwarf_cxx_rust@bpf t_dwarf_cxx_rust@preload t_dwarf_debian@bpf t_dwarf_debian@preload"
 ALL="$ALL t_killed_recorder@bpf t_killed_recorder@preload t_fork_storm@bpf t_fork_storm@preload t_dlcycle@bpf t_dlcycle@preload"

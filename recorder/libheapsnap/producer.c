@@ -461,11 +461,17 @@ static uint64_t capture(struct tstate *t, uint64_t fp, uint64_t ts)
 
 /* ---- events ---- */
 
+/* A holder keeps these locks for a few hundred cycles: a waiter spins about that long before
+ * it yields. Yielding at once, a thread of a program with more threads than cores gave its
+ * core away at each collision and waited for another thread's time slice to end. */
 void spin_lock(int *l)
 {
 	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
-		while (__atomic_load_n(l, __ATOMIC_RELAXED))
-			sched_yield();
+		for (unsigned spins = 0; __atomic_load_n(l, __ATOMIC_RELAXED); spins++)
+			if (spins < 64)
+				__builtin_ia32_pause();
+			else
+				sched_yield();
 }
 
 void spin_unlock(int *l)

@@ -165,7 +165,7 @@ void sampled_clear(void);
 
 /* Sampled blocks: a table of up to SAMPLED_SLOTS, each block's probe starting from its bucket,
  * and a filter that a free reads (producer.c): bit i of 2^k for the buckets equal to i modulo
- * 2^k, set while any of them holds a block, sized to the blocks sampled live (about 6% of
+ * 2^k, set while any of them holds a block, sized to the blocks sampled live (under 1% of
  * bits set, 512 bytes to 32 KiB) so that it stays in cache. One word holds the filter's
  * address and its log2 bits. */
 #define SAMPLED_SLOTS (1u << 18)

@@ -500,14 +500,15 @@ static void filter_build(uint32_t k)
 	__atomic_store_n(&filter_word, filter_on ? filter_cur : 0, __ATOMIC_RELEASE);
 }
 
-/* Under sampled_lock: a filter of about 16 bits per live block, changed by halves or doubles. */
+/* Under sampled_lock: a filter of about 128 bits per live block (under 1% of frees of blocks
+ * never sampled then look in the table, under its lock), changed by halves or doubles. */
 static void filter_fit(void)
 {
 	uint32_t k = (uint32_t)__builtin_ctzll((filter_cur & (FILTER_ALIGN - 1)) + 1), want = k;
 
-	while (want < SAMPLED_BUCKET_BITS && (uint64_t)sampled_live * 16 > (1ull << want))
+	while (want < SAMPLED_BUCKET_BITS && (uint64_t)sampled_live * 128 > (1ull << want))
 		want++;
-	while (want > FILTER_MIN_BITS && (uint64_t)sampled_live * 64 < (1ull << want))
+	while (want > FILTER_MIN_BITS && (uint64_t)sampled_live * 512 < (1ull << want))
 		want--;
 	if (want != k)
 		filter_build(want);

@@ -45,6 +45,19 @@ t_preload_sampled_dense() {
 	eq "bulk_churn inuse (every sampled block freed)" absent "$(pv "$TMP/sd.pb.gz" inuse_space bulk_churn)"
 }
 
+# The library's table of sampled blocks grows to 30,000 blocks live and shrinks back to its
+# least, three times over, each block leaving in a scattered order (each removal moves later
+# entries of its probe back): every sampled block's free is still matched, and what stays
+# live is exact. A free the table lost would leave wave_make's bytes live.
+t_preload_sampled_waves() {
+	record --via preload -s 16 -o "$TMP/sw.hsnap" -- "$T/alloc_c" waves || die "sampled waves"
+	"$A" pprof -o "$TMP/sw.pb.gz" "$TMP/sw.hsnap" 2>/dev/null
+	need_go
+	within "wave_make alloc_space" 23040000 "$(pv "$TMP/sw.pb.gz" alloc_space wave_make)" 1
+	eq "wave_make inuse (every sampled block freed)" absent "$(pv "$TMP/sw.pb.gz" inuse_space wave_make)"
+	within "wave_last inuse_space" 1536000 "$(pv "$TMP/sw.pb.gz" inuse_space wave_last)" 1
+}
+
 # A user records their own program with no privilege at all; auto picks the way and says why.
 t_preload_unprivileged() {
 	command -v setpriv >/dev/null || skip "no setpriv to drop root"
@@ -272,7 +285,7 @@ t_preload_cxx_after_bad_alloc() {
 	within "sampled at 16 bytes: cxx_after_throw inuse_space" 7777 "$(pv "$TMP/cbs.pb.gz" inuse_space 'cxx_after_throw()')" 2
 }
 
-ALL="$ALL t_preload_sampled_dense t_preload_scribbled_ring t_preload_unprivileged t_preload_dwarf_debug_dir"
+ALL="$ALL t_preload_sampled_dense t_preload_sampled_waves t_preload_scribbled_ring t_preload_unprivileged t_preload_dwarf_debug_dir"
 ALL="$ALL t_preload_thread_churn t_preload_threads_past_limit t_preload_closed_fds t_preload_python_workers"
 ALL="$ALL t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
 ALL="$ALL t_alloctab_compile_check"

@@ -137,11 +137,10 @@ void record_free(struct tstate *t, void *p, uint64_t size, uint8_t flags, uint64
 int events_init(void);
 extern struct sampled_w {
 	int lock;
-	uint32_t live, tombs;
+	uint32_t live;
 } __attribute__((aligned(64))) sampled_w;
 #define sampled_lock (sampled_w.lock)
 #define sampled_live (sampled_w.live)
-#define sampled_tombs (sampled_w.tombs)
 
 /* stack_walk.c */
 uint32_t unwind_walk(struct tstate *t, uint64_t fp, uint64_t *ips, uint32_t max);
@@ -164,19 +163,19 @@ void got_restore_all(void);
 /* producer.c */
 void sampled_clear(void);
 
-/* Sampled blocks: a table of SAMPLED_SLOTS, a count of them per home slot (bucket), and a
- * filter that a free reads (producer.c): bit i of 2^k for the buckets equal to i modulo 2^k,
- * set while any of them holds a block, sized to the blocks sampled live (about 6% of bits set, 512 bytes to 32 KiB)
- * so that it stays in cache. One word holds the filter's address and its log2 bits. */
+/* Sampled blocks: a table of up to SAMPLED_SLOTS, each block's probe starting from its bucket,
+ * and a filter that a free reads (producer.c): bit i of 2^k for the buckets equal to i modulo
+ * 2^k, set while any of them holds a block, sized to the blocks sampled live (under 1% of
+ * bits set, 512 bytes to 32 KiB) so that it stays in cache. One word holds the filter's
+ * address and its log2 bits. */
 #define SAMPLED_SLOTS (1u << 18)
 #define SAMPLED_BUCKET_BITS 18
-extern uint8_t *sampled_count;
 /* fast_gen, the condition of an allocation hook's fast path: sampling and attached, then
  * session_gen; FAST_OFF otherwise (no thread's state has that generation). */
 #define FAST_OFF 0xffffffffu
 void fast_path(bool on);
 
-/* A block's home slot in the table of sampled blocks, and its bucket in sampled_count: two
+/* A block's bucket, where its probe in the table of sampled blocks starts: two
  * shifts and an xor, since every free computes it. Blocks are 16-aligned. (a >> 4 ^ a >> 22,
  * written so that the compiler copies the address once.) */
 static inline __attribute__((always_inline)) uint32_t bucket(const void *p)

@@ -38,18 +38,21 @@ pthread_key_t exit_key;
 uint32_t session_gen;
 int injected;
 
-/* Sampled blocks live, for frees: a byte per bucket counts them, so a free of a block never
- * sampled is turned away by one load, of a table small enough (256 KiB) to stay in cache; a
- * hit looks in the exact table under a lock, which only sampled events take. */
-#define SAMPLED_BUCKETS SAMPLED_SLOTS
-uint8_t *sampled_count;
+/* Sampled blocks live, for frees: a free of a block never sampled is turned away by one bit
+ * of the filter; a hit looks in the exact table under a lock, which only sampled events take.
+ * The table is open-addressed (linear probing from the block's bucket, deletion by shifting
+ * the probe back, so no tombstones) and sized to the blocks live, 2^TABLE_MIN_BITS slots and
+ * up, at most half full: a sample touches a line or two of a table that stays in cache (16
+ * KiB while few blocks are live), where one of 4 MiB cost a cache and a TLB miss each. */
+#define TABLE_MIN_BITS 10
 static uint64_t filter_cur; /* the filter kept up to date, published in filter_word while sampling */
 static bool filter_on;
 static uint64_t *filters[SAMPLED_BUCKET_BITS + 1]; /* one per size, 2^k bits each */
-static uint16_t *filter_cnt; /* sampled blocks per bit of the current filter: a bit clears at 0 */
+static uint32_t *filter_cnt; /* sampled blocks per bit of the current filter: a bit clears at 0 */
 static struct sampled_ent {
 	uint64_t ptr, size;
-} *sampled, *sampled_spare; /* the spare is where the table is rebuilt without its tombstones */
+} *sampled, *sampled_spare; /* the spare is where the table is moved to when it resizes */
+static uint32_t table_bits = TABLE_MIN_BITS;
 /* Written at every sample, so on a cache line of their own: next to what every hook reads
  * (fast_gen, filter_word), each write would cost all the target's threads a miss. */
 struct sampled_w sampled_w;
@@ -458,11 +461,17 @@ static uint64_t capture(struct tstate *t, uint64_t fp, uint64_t ts)
 
 /* ---- events ---- */
 
+/* A holder keeps these locks for a few hundred cycles: a waiter spins about that long before
+ * it yields. Yielding at once, a thread of a program with more threads than cores gave its
+ * core away at each collision and waited for another thread's time slice to end. */
 void spin_lock(int *l)
 {
 	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
-		while (__atomic_load_n(l, __ATOMIC_RELAXED))
-			sched_yield();
+		for (unsigned spins = 0; __atomic_load_n(l, __ATOMIC_RELAXED); spins++)
+			if (spins < 64)
+				__builtin_ia32_pause();
+			else
+				sched_yield();
 }
 
 void spin_unlock(int *l)
@@ -470,7 +479,7 @@ void spin_unlock(int *l)
 	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
 
-/* Under sampled_lock: the filter of 2^K bits, built from the bucket counts, published. */
+/* Under sampled_lock: the filter of 2^K bits, built from the table, published. */
 static void filter_build(uint32_t k)
 {
 	uint64_t *f = filters[k];
@@ -478,31 +487,35 @@ static void filter_build(uint32_t k)
 
 	memset(f, 0, ((size_t)1 << k) / 8);
 	memset(filter_cnt, 0, ((size_t)1 << k) * sizeof(*filter_cnt));
-	for (uint32_t b = 0; b < SAMPLED_SLOTS; b++) {
-		if (!sampled_count[b])
+	for (uint32_t s = 0; s < 1u << table_bits; s++) {
+		uint32_t b;
+
+		if (!sampled[s].ptr)
 			continue;
-		filter_cnt[b & mask] += sampled_count[b];
-		f[(b & mask) >> 6] |= 1ull << (b & 63);
+		b = bucket((const void *)(uintptr_t)sampled[s].ptr) & mask;
+		filter_cnt[b]++;
+		f[b >> 6] |= 1ull << (b & 63);
 	}
 	filter_cur = (uint64_t)(uintptr_t)f | mask;
 	__atomic_store_n(&filter_word, filter_on ? filter_cur : 0, __ATOMIC_RELEASE);
 }
 
-/* Under sampled_lock: a filter of about 16 bits per live block, changed by halves or doubles. */
+/* Under sampled_lock: a filter of about 128 bits per live block (under 1% of frees of blocks
+ * never sampled then look in the table, under its lock), changed by halves or doubles. */
 static void filter_fit(void)
 {
 	uint32_t k = (uint32_t)__builtin_ctzll((filter_cur & (FILTER_ALIGN - 1)) + 1), want = k;
 
-	while (want < SAMPLED_BUCKET_BITS && (uint64_t)sampled_live * 16 > (1ull << want))
+	while (want < SAMPLED_BUCKET_BITS && (uint64_t)sampled_live * 128 > (1ull << want))
 		want++;
-	while (want > FILTER_MIN_BITS && (uint64_t)sampled_live * 64 < (1ull << want))
+	while (want > FILTER_MIN_BITS && (uint64_t)sampled_live * 512 < (1ull << want))
 		want--;
 	if (want != k)
 		filter_build(want);
 }
 
 /* Under sampled_lock: bucket B gained (+1) or lost (-1) a block; its filter bit follows its
- * count. (No more than sampled_live, at most 2^k / 16, is ever counted under one bit.) */
+ * count. Only writers holding the lock change a filter: a plain store publishes the word. */
 static void filter_note(uint32_t b, int delta)
 {
 	uint64_t w = filter_cur;
@@ -511,51 +524,68 @@ static void filter_note(uint32_t b, int delta)
 
 	if (delta > 0) {
 		if (!filter_cnt[i]++)
-			__atomic_fetch_or(&f[i >> 6], 1ull << (i & 63), __ATOMIC_RELEASE);
+			__atomic_store_n(&f[i >> 6], f[i >> 6] | 1ull << (i & 63), __ATOMIC_RELEASE);
 	} else if (filter_cnt[i] && !--filter_cnt[i]) {
-		__atomic_fetch_and(&f[i >> 6], ~(1ull << (i & 63)), __ATOMIC_RELEASE);
+		__atomic_store_n(&f[i >> 6], f[i >> 6] & ~(1ull << (i & 63)), __ATOMIC_RELEASE);
 	}
 }
 
-/* Under sampled_lock: the live entries moved to the spare table, which becomes the table. */
-static void sampled_rebuild(void)
+/* Under sampled_lock: the table moved into the spare at 2^BITS slots, which becomes the table.
+ * Grown when half full, shrunk when a sixteenth: each resize comes a number of adds or takes
+ * proportional to its size after the last one. */
+static void table_resize(uint32_t bits)
 {
 	struct sampled_ent *t = sampled_spare;
+	uint32_t m = (1u << bits) - 1, old = 1u << table_bits;
 
-	memset(t, 0, SAMPLED_SLOTS * sizeof(*t));
-	for (uint32_t k = 0; k < SAMPLED_SLOTS; k++) {
-		uint64_t ptr = sampled[k].ptr, i;
+	memset(t, 0, ((size_t)m + 1) * sizeof(*t));
+	for (uint32_t k = 0; k < old; k++) {
+		uint32_t i;
 
-		if (ptr <= 1)
+		if (!sampled[k].ptr)
 			continue;
-		for (i = bucket((const void *)(uintptr_t)ptr); t[i].ptr; i = (i + 1) & (SAMPLED_SLOTS - 1))
+		for (i = bucket((const void *)(uintptr_t)sampled[k].ptr) & m; t[i].ptr; i = (i + 1) & m)
 			;
 		t[i] = sampled[k];
 	}
 	sampled_spare = sampled;
 	sampled = t;
-	sampled_tombs = 0;
+	table_bits = bits;
+}
+
+/* Under sampled_lock: slot I emptied, and the entries after it in its run moved back so that
+ * every one stays reachable from its bucket without a tombstone: an entry may fill the hole
+ * unless its bucket lies (cyclically) after the hole and no later than the entry itself. */
+static void table_delete(uint32_t i)
+{
+	uint32_t m = (1u << table_bits) - 1;
+
+	for (uint32_t j = (i + 1) & m; sampled[j].ptr; j = (j + 1) & m) {
+		uint32_t k = bucket((const void *)(uintptr_t)sampled[j].ptr) & m;
+
+		if (j > i ? k <= i || k > j : k <= i && k > j) {
+			sampled[i] = sampled[j];
+			i = j;
+		}
+	}
+	sampled[i] = (struct sampled_ent){0, 0};
 }
 
 /* Remembers a sampled block. False when the table is full (counted as the live map's). */
 bool sampled_add(void *p, uint64_t size)
 {
-	uint64_t i = bucket(p);
 	bool ok = false;
 
 	spin_lock(&sampled_lock);
-	/* Tombstones would in time leave no empty slot to end a probe: rebuild without them. */
-	if (sampled_live + sampled_tombs >= SAMPLED_SLOTS / 4 * 3)
-		sampled_rebuild();
-	/* A bucket's count is a byte: a 255th block in one bucket is not sampled. */
-	if (sampled_live < SAMPLED_SLOTS / 2 && sampled_count[bucket(p)] < 255) {
-		while (sampled[i].ptr && sampled[i].ptr != 1)
-			i = (i + 1) & (SAMPLED_SLOTS - 1);
-		if (sampled[i].ptr == 1)
-			sampled_tombs--;
+	if ((sampled_live + 1) * 2 > 1u << table_bits && table_bits < SAMPLED_BUCKET_BITS)
+		table_resize(table_bits + 1);
+	if (sampled_live < SAMPLED_SLOTS / 2) {
+		uint32_t m = (1u << table_bits) - 1, i;
+
+		for (i = bucket(p) & m; sampled[i].ptr; i = (i + 1) & m)
+			;
 		sampled[i] = (struct sampled_ent){(uint64_t)(uintptr_t)p, size};
 		sampled_live++;
-		__atomic_fetch_add(&sampled_count[bucket(p)], 1, __ATOMIC_RELAXED);
 		filter_note(bucket(p), 1);
 		filter_fit();
 		ok = true;
@@ -569,20 +599,22 @@ bool sampled_add(void *p, uint64_t size)
 /* A sampled block's size, forgotten; 0 if P was not sampled. */
 uint64_t sampled_take(void *p)
 {
-	uint64_t i = bucket(p), size = 0;
+	uint64_t size = 0;
+	uint32_t m, i;
 
 	if (LIKELY(!sampled_maybe(p)))
 		return 0;
 	spin_lock(&sampled_lock);
-	for (; sampled[i].ptr; i = (i + 1) & (SAMPLED_SLOTS - 1)) {
+	m = (1u << table_bits) - 1;
+	for (i = bucket(p) & m; sampled[i].ptr; i = (i + 1) & m) {
 		if (sampled[i].ptr == (uint64_t)(uintptr_t)p) {
 			size = sampled[i].size;
-			sampled[i].ptr = 1; /* a tombstone keeps later probes going */
+			table_delete(i);
 			sampled_live--;
-			sampled_tombs++;
-			__atomic_fetch_sub(&sampled_count[bucket(p)], 1, __ATOMIC_RELAXED);
 			filter_note(bucket(p), -1);
 			filter_fit();
+			if (table_bits > TABLE_MIN_BITS && (uint64_t)sampled_live * 16 < 1u << table_bits)
+				table_resize(table_bits - 1);
 			break;
 		}
 	}
@@ -672,10 +704,10 @@ void record_free(struct tstate *t, void *p, uint64_t size, uint8_t flags, uint64
 void sampled_clear(void)
 {
 	spin_lock(&sampled_lock);
-	memset(sampled, 0, SAMPLED_SLOTS * sizeof(*sampled));
-	memset(sampled_count, 0, SAMPLED_BUCKETS);
+	table_bits = TABLE_MIN_BITS;
+	memset(sampled, 0, ((size_t)1 << table_bits) * sizeof(*sampled));
+	sampled_live = 0;
 	filter_build(FILTER_MIN_BITS);
-	sampled_live = sampled_tombs = 0;
 	spin_unlock(&sampled_lock);
 }
 
@@ -688,7 +720,6 @@ int events_init(void)
 	if (done)
 		return 0; /* made already: a process preloaded once, injected now */
 	tdepth++;
-	sampled_count = mmap(NULL, SAMPLED_BUCKETS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	/* Every larger filter size at once, each on its boundary: a resize never allocates, and
 	 * only the pages a filter uses are ever touched. */
 	size_t nf = SAMPLED_BUCKET_BITS - FILTER_MIN_BITS;
@@ -698,17 +729,16 @@ int events_init(void)
 	for (uint32_t k = FILTER_MIN_BITS + 1; fm != MAP_FAILED && k <= SAMPLED_BUCKET_BITS; k++)
 		filters[k] = (uint64_t *)(fa + (k - FILTER_MIN_BITS - 1) * (size_t)FILTER_ALIGN);
 	filters[FILTER_MIN_BITS] = hs_hot.filter_min;
-	filter_cnt = mmap(NULL, SAMPLED_BUCKETS * sizeof(*filter_cnt), PROT_READ | PROT_WRITE,
+	filter_cnt = mmap(NULL, SAMPLED_SLOTS * sizeof(*filter_cnt), PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (fm != MAP_FAILED && sampled_count != MAP_FAILED && filter_cnt != MAP_FAILED)
-		filter_build(FILTER_MIN_BITS);
 	sampled = mmap(NULL, SAMPLED_SLOTS * sizeof(*sampled), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		       -1, 0);
 	sampled_spare = mmap(NULL, SAMPLED_SLOTS * sizeof(*sampled), PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (fm != MAP_FAILED && filter_cnt != MAP_FAILED && sampled != MAP_FAILED)
+		filter_build(FILTER_MIN_BITS);
 	tdepth--;
-	if (sampled_count == MAP_FAILED || fm == MAP_FAILED || filter_cnt == MAP_FAILED || sampled == MAP_FAILED ||
-	    sampled_spare == MAP_FAILED)
+	if (fm == MAP_FAILED || filter_cnt == MAP_FAILED || sampled == MAP_FAILED || sampled_spare == MAP_FAILED)
 		return -1;
 	if (pthread_key_create(&exit_key, thread_exit))
 		return -1;

@@ -23,6 +23,8 @@
  * 20000 x (100 + 4096) = 83920000, live 20000 x 4096 = 81920000, in a static table) and
  * churns 100000 x (50, realloc'd to 5000, freed) in realloc_churn (allocated 505000000,
  * none live);
+ * "waves" keeps 30000 x 256 live from wave_make and frees them in a scattered order, three
+ * times (allocated 23040000, none live), then keeps 3000 x 512 = 1536000 from wave_last;
  * "loop SECONDS" allocates and frees in loop_work until SECONDS have passed;
  * "inject FIFO" is "wait FIFO" with a thread churning in idle_churn all along (an injected
  * recorder loads at an allocator call), then, after the line, thread_work in two threads,
@@ -238,6 +240,31 @@ NOINLINE void bulk_churn(void)
 
 static void *volatile rbulk_blocks[20000];
 
+static void *volatile wave_blocks[30000];
+
+NOINLINE void wave_make(void)
+{
+	for (int i = 0; i < 30000; i++)
+		wave_blocks[i] = malloc(256);
+}
+
+NOINLINE void wave_last(void)
+{
+	for (int i = 0; i < 3000; i++)
+		wave_blocks[i] = malloc(512);
+}
+
+/* Each round freed by a stride coprime to 30000: neighbours in memory leave at far times. */
+static void waves(void)
+{
+	for (int round = 0; round < 3; round++) {
+		wave_make();
+		for (long i = 0; i < 30000; i++)
+			free(wave_blocks[i * 7919 % 30000]);
+	}
+	wave_last();
+}
+
 NOINLINE void realloc_keep(void)
 {
 	for (int i = 0; i < 20000; i++)
@@ -385,6 +412,10 @@ int main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], "bulk")) {
 		bulk_keep();
 		bulk_churn();
+		return 0;
+	}
+	if (argc == 2 && !strcmp(argv[1], "waves")) {
+		waves();
 		return 0;
 	}
 	if (argc == 2 && !strcmp(argv[1], "rbulk")) {

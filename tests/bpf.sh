@@ -428,7 +428,7 @@ t_bpf_full_disk() {
 	local rc held_a held_f held_s
 	mkdir "$TMP/small"
 	mount -t tmpfs -o size=12k heapsnap-test "$TMP/small" 2>/dev/null || skip "cannot mount a tmpfs here"
-	# bulk eight times over: 8 x 420,001 events, about 35 KiB of file in format 3.0 (11 frames of
+	# bulk eight times over: 8 x 420,001 events, about 30 KiB of file in format 4.0 (9 frames of
 	# 3-4 KiB; 500-900 KiB in 2.1), so that the disk fills after some frames of events whatever the speed.
 	"$R" --via bpf --stack fp -s 0 -o "$TMP/small/f.hsnap" -- /bin/sh -c "for i in 1 2 3 4 5 6 7 8; do $T/alloc_c bulk; done" \
 		>/dev/null 2>"$TMP/fd.err"; rc=$?

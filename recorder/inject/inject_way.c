@@ -71,7 +71,7 @@ static int inject_load(struct session *s, char *why, size_t why_len, bool *touch
 	static uint64_t thresholds[HS_NR_THRESHOLDS];
 	struct inject_opts io = {
 		.sample_rate = o->sample_rate, .stack_mode = (uint32_t)o->stack_mode, .max_stack = o->max_stack,
-		.dwarf_bytes = o->dwarf_bytes, .nr_rings = PRELOAD_RINGS, .ring_bytes = PRELOAD_RING_BYTES,
+		.dwarf_bytes = o->dwarf_bytes, .nr_rings = PRELOAD_RINGS, .ring_bytes = preload_ring_bytes(o->sample_rate),
 		.thresholds = thresholds, .timeout = o->attach_timeout, .hold = o->attach_hold, .interrupted = inject_interrupted, .ctx = s,
 		.verbose = o->verbose > 0,
 	};
@@ -121,7 +121,7 @@ static int inject_start_in(struct session *s, struct run *u, char *why, size_t w
 		snprintf(why, why_len, "the memory shared with process %d is not as expected: %s", o->pid, strerror(-err));
 		return err;
 	}
-	u->ring_bytes = PRELOAD_RING_BYTES;
+	u->ring_bytes = preload_ring_bytes(o->sample_rate);
 	p = add_proc(s, o->pid);
 	if (p)
 		rescan_maps(s, p, false, 0);

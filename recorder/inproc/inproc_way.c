@@ -55,7 +55,7 @@ static int inproc_start(struct session *s, struct run *u)
 		return -ENOENT;
 	}
 	/* A ring per thread of the targets, claimed at its first event. */
-	u->ring_bytes = PRELOAD_RING_BYTES;
+	u->ring_bytes = preload_ring_bytes(o->sample_rate);
 	err = preload__open(PRELOAD_RINGS, u->ring_bytes, o->sample_rate, (uint32_t)o->stack_mode, o->max_stack,
 			    o->dwarf_bytes, &w->pre);
 	if (err) {

@@ -17,7 +17,17 @@ struct counter_set;
 /* In-process rings: one per thread of the targets at once, claimed at its first event.
  * Memory is touched only as rings are used. */
 #define PRELOAD_RINGS 256
+/* A ring's bytes: sampled, 1 MiB; every event, 4 MiB. While more than one ring holds events
+ * the recorder takes only those 10 ms old (MERGE_SLACK_NS), so a thread that fills its ring
+ * sooner waits: two threads recording every event ran 62 times native's wall time with 1 MiB
+ * rings, 16 with 4 MiB (bench/workload mt 2). A thread that records touches its ring's pages,
+ * which both processes count as shared memory. */
 #define PRELOAD_RING_BYTES (1u << 20)
+#define PRELOAD_RING_BYTES_EVERY (4u << 20)
+static inline uint32_t preload_ring_bytes(uint64_t sample_rate)
+{
+	return sample_rate ? PRELOAD_RING_BYTES : PRELOAD_RING_BYTES_EVERY;
+}
 
 struct inproc_way {
 	struct preload *pre;       /* the memory shared with the targets */

@@ -83,11 +83,7 @@ t_inject_mount_ns() {
 # injection needs (auto then records with BPF, exactly), another tracer, no permission.
 t_inject_refusals() {
 	need_inject; need_go
-	mkfifo "$TMP/sc.fifo"
-	"$T/alloc_c" seccomp "$TMP/sc.fifo" >"$TMP/sc.out" 2>"$TMP/sc.terr" &
-	TJOB=$!
-	waitfor "$TMP/sc.out" ready || die "seccomp target not ready"
-	TPID=$(awk '/^ready/ { print $2 }' "$TMP/sc.out")
+	fifo_target sc "$T/alloc_c" seccomp
 	"$R" --via inject -p $TPID -o "$TMP/sc0.hsnap" 2>"$TMP/sc0.err"; eq "--via inject under seccomp: exit" 1 $?
 	contains "$TMP/sc0.err" "cannot inject into process $TPID: the target's seccomp filter would kill the process on memfd_create()"
 	[ -e "$TMP/sc0.hsnap" ] && die "a refused injection left a file"
@@ -105,11 +101,7 @@ t_inject_refusals() {
 		echo go >"$TMP/sc.fifo"; wait $TJOB; eq "seccomp target's exit status" 7 $?
 	fi
 	# Another tracer holds it.
-	mkfifo "$TMP/tr.fifo"
-	"$T/alloc_c" inject "$TMP/tr.fifo" >"$TMP/tr.out" 2>"$TMP/tr.terr" &
-	TJOB=$!
-	waitfor "$TMP/tr.out" ready || die "traced target not ready"
-	TPID=$(awk '/^ready/ { print $2 }' "$TMP/tr.out")
+	fifo_target tr "$T/alloc_c" inject
 	python3 -c 'import ctypes, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 if libc.ptrace(0x4206, int(sys.argv[1]), 0, 0): sys.exit("seize failed")
@@ -131,11 +123,7 @@ print("seized", flush=True); time.sleep(60)' $TPID >"$TMP/tracer.out" &
 	# An idle process blocked in open() of its FIFO (no call through a GOT at all, allocator or
 	# other): no safe point to load at, so the trampoline is taken out again; auto then records
 	# with BPF. One that idles in calls such as poll is injected (t_inject_idle_safe_point).
-	mkfifo "$TMP/idle.fifo"
-	"$T/alloc_c" wait "$TMP/idle.fifo" >"$TMP/idle.out" 2>"$TMP/idle.terr" &
-	TJOB=$!
-	waitfor "$TMP/idle.out" ready || die "idle target not ready"
-	TPID=$(awk '/^ready/ { print $2 }' "$TMP/idle.out")
+	fifo_target idle "$T/alloc_c" wait
 	"$R" --via inject -p $TPID --attach-timeout 0.5 -o "$TMP/idle.hsnap" 2>"$TMP/idle.err"; eq "--via inject, idle: exit" 1 $?
 	contains "$TMP/idle.err" "process $TPID made no allocator call in 0.5 s"
 	eq "GOT entry of malloc after an injection that timed out" libc "$(python3 tests/gotvalue.py $TPID "$T/alloc_c" malloc)"
@@ -150,11 +138,7 @@ print("seized", flush=True); time.sleep(60)' $TPID >"$TMP/tracer.out" &
 t_inject_repeat() {
 	need_inject; need_go
 	local i
-	mkfifo "$TMP/rep.fifo"
-	"$T/alloc_c" inject "$TMP/rep.fifo" >"$TMP/rep.out" 2>"$TMP/rep.terr" &
-	TJOB=$!
-	waitfor "$TMP/rep.out" ready || die "target not ready"
-	TPID=$(awk '/^ready/ { print $2 }' "$TMP/rep.out")
+	fifo_target rep "$T/alloc_c" inject
 	for i in $(seq 20); do
 		"$R" -v -p $TPID -s 512k --duration 0.2 -o "$TMP/rep$i.hsnap" >/dev/null 2>"$TMP/rep$i.err" ||
 			{ cat "$TMP/rep$i.err"; die "attach $i failed"; }
@@ -217,11 +201,7 @@ t_inject_thread_churn() {
 wake_run() {
 	local name=$1 p rc
 	shift
-	mkfifo "$TMP/$name.fifo"
-	"$T/wake" ${WAKE_MODE:+"$WAKE_MODE"} "$TMP/$name.fifo" >"$TMP/$name.out" 2>"$TMP/$name.terr" &
-	TJOB=$!
-	waitfor "$TMP/$name.out" ready || die "$name: the target never said ready"
-	TPID=$(awk '/^ready/ { print $2 }' "$TMP/$name.out")
+	fifo_target $name "$T/wake" ${WAKE_MODE:+"$WAKE_MODE"}
 	"$R" -v --via inject -p "$TPID" -s 0 "$@" -o "$TMP/$name.hsnap" >/dev/null 2>"$TMP/$name.rerr" &
 	RPID=$!
 	# Woken once the trampoline is in: its first allocator call loads the library.
@@ -380,11 +360,7 @@ t_inject_pid_ns() {
 t_inject_idle_safe_point() {
 	need_inject; need_go
 	local rc p=$TMP/sp.pb.gz lost
-	mkfifo "$TMP/sp.fifo"
-	"$T/wake" poll "$TMP/sp.fifo" >"$TMP/sp.out" 2>"$TMP/sp.terr" &
-	TJOB=$!
-	waitfor "$TMP/sp.out" ready || die "sp: the target never said ready"
-	TPID=$(awk '/^ready/ { print $2 }' "$TMP/sp.out")
+	fifo_target sp "$T/wake" poll
 	"$R" -v --via inject -p "$TPID" -s 0 -o "$TMP/sp.hsnap" >/dev/null 2>"$TMP/sp.rerr" &
 	RPID=$!
 	waitfor "$TMP/sp.rerr" "attached to $TPID" || { cat "$TMP/sp.rerr"; die "sp: not injected while idle"; }

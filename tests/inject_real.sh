@@ -48,12 +48,9 @@ real_detach() {
 # keep_blocks allocate SIZE bytes each; four attaches, every event then sampled in turn.
 real_interp() {
 	local name=$1 interp=$2 script=$3 exe=$4 size=$5 i n=0 len=$(($5 - ${6:-0}))
-	mkfifo "$TMP/$name.fifo"
-	"$interp" "$script" "$TMP/$name.fifo" >"$TMP/$name.out" 2>"$TMP/$name.terr" &
-	TJOB=$! REAL_PIDS=$!
+	fifo_target $name "$interp" "$script"
+	REAL_PIDS=$TJOB
 	trap real_cleanup EXIT
-	waitfor "$TMP/$name.out" ready || die "$name: the target never said ready"
-	TPID=$(awk '/^ready/ { print $2 }' "$TMP/$name.out")
 	for i in 1 2 3 4; do
 		if [ $((i % 2)) = 1 ]; then real_attach $name $TPID $i -s 0; else real_attach $name $TPID $i; fi
 		n=$((n + 10 * i))
@@ -94,12 +91,9 @@ t_inject_real_node() {
 t_inject_real_canon_plt() {
 	need_inject; need_go
 	local i p
-	mkfifo "$TMP/cpl.fifo"
-	"$T/canon_plt" "$TMP/cpl.fifo" >"$TMP/cpl.out" 2>"$TMP/cpl.terr" &
-	TJOB=$! REAL_PIDS=$!
+	fifo_target cpl "$T/canon_plt"
+	REAL_PIDS=$TJOB
 	trap real_cleanup EXIT
-	waitfor "$TMP/cpl.out" ready || die "the target never said ready"
-	TPID=$(awk '/^ready/ { print $2 }' "$TMP/cpl.out")
 	for i in 1 2 3; do
 		real_attach cpl $TPID $i -s 0
 		echo keep >"$TMP/cpl.fifo"
@@ -128,12 +122,9 @@ t_inject_real_canon_plt() {
 t_inject_real_linked_alloc() {
 	need_inject; need_go
 	local i p k=0
-	mkfifo "$TMP/lal.fifo"
-	"$T/linked_alloc" "$TMP/lal.fifo" >"$TMP/lal.out" 2>"$TMP/lal.terr" &
-	TJOB=$! REAL_PIDS=$!
+	fifo_target lal "$T/linked_alloc"
+	REAL_PIDS=$TJOB
 	trap real_cleanup EXIT
-	waitfor "$TMP/lal.out" ready || die "the target never said ready"
-	TPID=$(awk '/^ready/ { print $2 }' "$TMP/lal.out")
 	for i in 1 2 3; do
 		real_attach lal $TPID $i -s 0
 		# The first round of a thread may see the library's own first calls too; the second not.

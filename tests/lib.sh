@@ -76,17 +76,26 @@ need_inject() {
 	return 0
 }
 
-# inject_start NAME TARGET...: starts TARGET with a FIFO to release it (its last argument),
-# waits for "ready PID", attaches with the recorder's options in RARGS; sets TPID (the target),
-# TJOB (its job) and RPID.
-inject_start() {
+# fifo_target NAME TARGET...: starts TARGET with $TMP/NAME.fifo, which its commands come
+# through, as its last argument (stdout $TMP/NAME.out, stderr $TMP/NAME.terr), and waits for
+# its "ready PID"; sets TJOB (its job) and TPID (the pid it said). A target never ready is
+# killed.
+fifo_target() {
 	local name=$1
 	shift
 	mkfifo "$TMP/$name.fifo"; chmod 666 "$TMP/$name.fifo"
 	"$@" "$TMP/$name.fifo" >"$TMP/$name.out" 2>"$TMP/$name.terr" &
 	TJOB=$!
-	waitfor "$TMP/$name.out" ready || die "$name: the target never said ready"
+	waitfor "$TMP/$name.out" ready || { kill $TJOB 2>/dev/null; die "$name: the target never said ready"; }
 	TPID=$(awk '/^ready/ { print $2 }' "$TMP/$name.out")
+}
+
+# inject_start NAME TARGET...: fifo_target, then attaches with the recorder's options in RARGS;
+# sets TPID (the target), TJOB (its job) and RPID.
+inject_start() {
+	local name=$1
+
+	fifo_target "$@"
 	"$R" -v -p "$TPID" ${RARGS:--s 0} -o "$TMP/$name.hsnap" >/dev/null 2>"$TMP/$name.rerr" &
 	RPID=$!
 	waitfor "$TMP/$name.rerr" "attached to $TPID" || { cat "$TMP/$name.rerr"; die "$name: never attached"; }

@@ -3,6 +3,8 @@
  * one framing, so one reader handles both, merging them by time. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -126,39 +128,72 @@ static void ring_handle_all(struct session *s, struct ring *r)
 	ring_publish(r, true);
 }
 
+/* A ring in the merge, by its head's time: a min-heap on that time, so that the ring to read
+ * next costs log(rings) to find, and rings without events cost nothing. Scanning every ring
+ * per run instead, two threads whose events alternate made the recorder look at all 256
+ * in-process rings for each event. */
+struct merge_ent {
+	uint64_t ts;
+	int ring;
+};
+
+static void heap_down(struct merge_ent *h, int n, int i)
+{
+	for (;;) {
+		int c = 2 * i + 1;
+		struct merge_ent tmp;
+
+		if (c >= n)
+			return;
+		if (c + 1 < n && h[c + 1].ts < h[c].ts)
+			c++;
+		if (h[i].ts <= h[c].ts)
+			return;
+		tmp = h[i];
+		h[i] = h[c];
+		h[c] = tmp;
+		i = c;
+	}
+}
+
 /* Handles the events stamped up to LIMIT (CLOCK_MONOTONIC ns) of all rings, oldest first.
  * Each ring is in order already, so events go in runs: a ring is read while its head is no
- * later than every other ring's, and the rings are compared once per run. */
+ * later than every other ring's. */
 static void merge_rings(struct session *s, uint64_t limit)
 {
-	while (!s->out.err) {
-		struct ring *best = NULL;
-		uint64_t best_ts = UINT64_MAX, next_ts = UINT64_MAX;
-		const struct hs_event_hdr *h;
-		uint32_t len;
+	struct merge_ent *h = s->merge;
+	const struct hs_event_hdr *e;
+	uint32_t len;
+	int n = 0;
 
-		for (int i = 0; i < s->nr_rings; i++) {
-			struct ring *r = &s->rings[i];
+	if (!h && !(h = s->merge = calloc((size_t)s->nr_rings, sizeof(*h)))) {
+		rec_warnx("merging %d rings: %s", s->nr_rings, strerror(ENOMEM));
+		s->out.err = -ENOMEM;
+		return;
+	}
+	for (int i = 0; i < s->nr_rings; i++)
+		if ((e = ring_head(&s->rings[i], &len)))
+			h[n++] = (struct merge_ent){e->ts, i};
+	for (int i = n / 2 - 1; i >= 0; i--)
+		heap_down(h, n, i);
+	while (n && h[0].ts <= limit && !s->out.err) {
+		struct ring *best = &s->rings[h[0].ring];
+		uint64_t next_ts = limit;
 
-			if (!(h = ring_head(r, &len)))
-				continue;
-			if (h->ts < best_ts) {
-				next_ts = best_ts;
-				best_ts = h->ts;
-				best = r;
-			} else if (h->ts < next_ts) {
-				next_ts = h->ts;
-			}
-		}
-		if (!best || best_ts > limit)
-			break;
-		if (next_ts > limit)
-			next_ts = limit;
-		while ((h = ring_head(best, &len)) && h->ts <= next_ts && !s->out.err) {
-			handle_event(s, h, len);
+		/* The second earliest head is one of the root's children. */
+		for (int c = 1; c <= 2 && c < n; c++)
+			if (h[c].ts < next_ts)
+				next_ts = h[c].ts;
+		while ((e = ring_head(best, &len)) && e->ts <= next_ts && !s->out.err) {
+			handle_event(s, e, len);
 			best->pos += ring_rec_bytes(len);
 			ring_publish(best, false);
 		}
+		if (e)
+			h[0].ts = e->ts;
+		else
+			h[0] = h[--n];
+		heap_down(h, n, 0);
 	}
 	for (int i = 0; i < s->nr_rings; i++)
 		ring_publish(&s->rings[i], true);

@@ -422,6 +422,7 @@ static int run_cleanup(struct session *s, struct run *u, int err)
 	if (s->way && s->way->free)
 		s->way->free(s);
 	free(s->rings);
+	free(s->merge);
 	nspid__free(s->nsx);
 	record_writer__free(s->out.w);
 	objects__free(&s->objs);
@@ -441,6 +442,8 @@ static int run_start(struct session *s, struct run *u)
 	s->way->free(s);
 	free(s->rings);
 	s->rings = NULL;
+	free(s->merge);
+	s->merge = NULL;
 	if (s->epfd >= 0)
 		close(s->epfd); /* BPF makes its own set of rings to wait on */
 	s->epfd = -1;

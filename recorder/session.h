@@ -19,6 +19,7 @@
 
 struct way_ops;
 struct ring;
+struct merge_ent;
 struct proc;
 struct nspid;
 
@@ -39,6 +40,7 @@ struct session {
 	/* The rings the way in's producers write, and the epoll set the loop sleeps on. */
 	struct ring *rings;
 	int nr_rings;
+	struct merge_ent *merge; /* ring_reader.c's heap of rings, nr_rings long */
 	uint32_t ring_bytes;
 	int epfd;
 

@@ -450,7 +450,7 @@ static __always_inline bool release(__u64 id, __u64 ptr, struct hs_live_val *out
 		count(HS_CNT_RINGBUF_FULL);
 		return true;
 	}
-	fill_hdr(&e->h, HS_EV_FREE, (__u8)out->kind, id);
+	fill_hdr(&e->h, HS_EV_FREE, flags, id);
 	e->ptr = ptr;
 	e->size = out->size;
 	ring_submit(e, rb, sizeof(*e));

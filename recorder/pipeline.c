@@ -281,7 +281,9 @@ static void on_alloc_event(struct session *s, const struct hs_alloc_event *e, ui
 	r.tid = h->tid;
 	r.alloc.ptr = e->ptr;
 	r.alloc.size = e->size;
-	r.alloc.stack_id = (h->kind & HS_KIND_FLAG_RESTORED) && !s->o->sample_rate ? 0 : stack_id(s, e->stack);
+	/* A restore's stack comes from the block it restores: BPF sends it sampling, libheapsnap
+	 * never (it keeps no stack of a sampled block). */
+	r.alloc.stack_id = (h->kind & HS_KIND_FLAG_RESTORED) && (!s->o->sample_rate || !e->stack) ? 0 : stack_id(s, e->stack);
 	r.alloc.kind = h->kind;
 	r.alloc.weight = w;
 	if (!ulive_alloc(s, &r, h->tid))

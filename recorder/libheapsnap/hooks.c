@@ -149,9 +149,12 @@ static void free_hook(void *p, uint8_t flags)
 	}
 	t = free_begin(p, &size, &ts);
 	tdepth++; /* what the real allocator calls is not counted again */
-	real.free(p);
+	/* Committed before the block is given back: another thread may be handed its address
+	 * at once, and the recorder takes a lone busy ring's events without waiting for the
+	 * others (ring_reader.c, drain), so this free must be in its ring by then. */
 	if (t)
 		record_free(t, p, size, flags, ts);
+	real.free(p);
 	tdepth--;
 }
 
@@ -227,7 +230,7 @@ static void *realloc_body(void *old, size_t n, void *(*call)(void *, size_t, siz
 			  uint64_t fp)
 {
 	struct tstate *t = enter();
-	uint64_t ts, old_size = 0;
+	uint64_t ts, old_size = 0, total = (uint64_t)n * (m ? m : 1);
 	bool old_sampled;
 	void *p;
 
@@ -240,15 +243,18 @@ static void *realloc_body(void *old, size_t n, void *(*call)(void *, size_t, siz
 	ts = now_ns();
 	old_sampled = old && !is_boot(old) && (!shm->sample_rate || (old_size = sampled_take(old)));
 	tdepth++;
+	/* The old block is released before the call, as a free is (free_hook): the allocator
+	 * may hand its address to another thread before the call returns. Asked for no bytes,
+	 * realloc frees the block and is done; otherwise a new block follows, or, when the
+	 * call fails, the old one comes back. */
+	if (old_sampled)
+		record_free(t, old, old_size, total ? HS_FREE_FLAG_REALLOC : 0, ts);
 	p = call(old, n, m);
-	if (p || (old && !n)) {
-		/* The old block is gone: freed (as realloc releases it) and, on success, a new one. */
-		if (old_sampled)
-			record_free(t, old, old_size, p ? HS_FREE_FLAG_REALLOC : 0, ts);
-		if (p && sample(n * (m ? m : 1)))
-			record_alloc(t, p, n * (m ? m : 1), kind, fp);
-	} else if (old_sampled && shm->sample_rate) {
-		sampled_add(old, old_size); /* failed: the old block stays, still sampled */
+	if (p) {
+		if (sample(total))
+			record_alloc(t, p, total, kind, fp);
+	} else if (old_sampled && total) {
+		record_restore(t, old, old_size);
 	}
 	tdepth--;
 	return p;
@@ -349,9 +355,9 @@ HOOK_WRITTEN(posix_memalign);
 			return;                                                                   \
 		t = free_begin(p, &size, &ts);                                                    \
 		tdepth++;                                                                         \
-		real.sym HS_ARGS params;                                                          \
-		if (t)                                                                            \
+		if (t) /* before the block is given back, as free_hook's */                       \
 			record_free(t, p, size, 0, ts);                                           \
+		real.sym HS_ARGS params;                                                          \
 		tdepth--;                                                                         \
 	}
 
@@ -487,9 +493,9 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 			return;                                                                   \
 		t = free_begin(p, &size, &ts);                                                    \
 		tdepth++;                                                                         \
-		f HS_ARGS params;                                                                 \
-		if (t)                                                                            \
+		if (t) /* before the block is given back, as free_hook's */                       \
 			record_free(t, p, size, 0, ts);                                           \
+		f HS_ARGS params;                                                                 \
 		tdepth--;                                                                         \
 	}                                                                                         \
 	HOOK EXPORT FAST ret sym HS_PARAMS params                                                 \

@@ -134,6 +134,7 @@ bool sampled_add(void *p, uint64_t size);
 uint64_t sampled_take(void *p);
 void record_alloc(struct tstate *t, void *p, size_t size, uint8_t kind, uint64_t fp);
 void record_free(struct tstate *t, void *p, uint64_t size, uint8_t flags, uint64_t ts);
+void record_restore(struct tstate *t, void *p, uint64_t size);
 int events_init(void);
 extern struct sampled_w {
 	int lock;

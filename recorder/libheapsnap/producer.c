@@ -685,6 +685,26 @@ void record_alloc(struct tstate *t, void *p, size_t size, uint8_t kind, uint64_t
 	pymem_on_recorded();
 }
 
+/* A realloc failed after its old block went out freed: the block is the caller's again, in
+ * the slot the recorder held back for it (as for BPF's restore). Its size comes back from
+ * that slot recording every event; sampling, it is SIZE, and the block is sampled again. */
+void record_restore(struct tstate *t, void *p, uint64_t size)
+{
+	struct hs_alloc_event *e;
+	uint32_t need;
+
+	if (shm->sample_rate && !sampled_add(p, size))
+		return;
+	e = reserve(t, sizeof(*e), &need);
+	if (!e)
+		return;
+	fill_hdr(&e->h, HS_EV_ALLOC, HS_KIND_FLAG_RESTORED, t->tid, now_ns());
+	e->ptr = (uint64_t)(uintptr_t)p;
+	e->size = size;
+	e->stack = 0;
+	commit(t, need);
+}
+
 void record_free(struct tstate *t, void *p, uint64_t size, uint8_t flags, uint64_t ts)
 {
 	struct hs_free_event *e;

@@ -111,14 +111,16 @@ static __attribute__((noinline)) void *w_realloc(void *ctx, void *old, size_t n)
 	ts = now_ns();
 	old_sampled = old && (!shm->sample_rate || (old_size = sampled_take(old)));
 	tdepth++;
+	/* Released before the call, as realloc_body releases it (hooks.c). A domain's realloc
+	 * of 0 bytes gives a block back, never NULL: failure is all NULL means. */
+	if (old_sampled)
+		record_free(t, old, old_size, HS_FREE_FLAG_REALLOC, ts);
 	p = o->realloc(o->ctx, old, n);
 	if (p) {
-		if (old_sampled)
-			record_free(t, old, old_size, HS_FREE_FLAG_REALLOC, ts);
 		if (sample(n))
 			record_alloc(t, p, n, HS_KIND_REALLOC, (uint64_t)(uintptr_t)__builtin_frame_address(0));
-	} else if (old_sampled && shm->sample_rate) {
-		sampled_add(old, old_size); /* failed: the old block stays */
+	} else if (old_sampled) {
+		record_restore(t, old, old_size);
 	}
 	tdepth--;
 	return p;
@@ -140,9 +142,9 @@ static __attribute__((noinline)) void w_free_full(void *ctx, void *p)
 	if (!__atomic_load_n(&shm->sample_rate, __ATOMIC_RELAXED))
 		py_code_freed(p); /* before its address can be taken again */
 	tdepth++;
-	o->free(o->ctx, p);
-	if (t)
+	if (t) /* before the block is given back, as free_hook's (hooks.c) */
 		record_free(t, p, size, 0, ts);
+	o->free(o->ctx, p);
 	tdepth--;
 }
 

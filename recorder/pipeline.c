@@ -286,6 +286,8 @@ static void on_alloc_event(struct session *s, const struct hs_alloc_event *e, ui
 	r.alloc.stack_id = (h->kind & HS_KIND_FLAG_RESTORED) && (!s->o->sample_rate || !e->stack) ? 0 : stack_id(s, e->stack);
 	r.alloc.kind = h->kind;
 	r.alloc.weight = w;
+	if (s->o->sample_rate && !(h->kind & HS_KIND_FLAG_RESTORED))
+		s->sampled_allocs++;
 	if (!ulive_alloc(s, &r, h->tid))
 		return;
 	write_rec(&s->out, &r);

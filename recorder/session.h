@@ -71,6 +71,7 @@ struct session {
 	double live_est, peak_est;
 	uint64_t peak_time;
 	uint64_t n_alloc, n_free, stacks_written;
+	uint64_t sampled_allocs;     /* sampling, ALLOCs received but restores */
 	double bytes_alloc;
 	uint64_t cnt[HS_CNT__MAX], cnt_warned[HS_CNT__MAX];
 

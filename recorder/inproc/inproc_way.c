@@ -135,6 +135,9 @@ void inproc_polled(struct session *s, uint64_t now, bool tick)
 void inproc_read_counters(struct session *s)
 {
 	preload__counters(inproc_of(s)->pre, s->cnt);
+	/* The library counts no sample (sample() in libheapsnap.h): those chosen are those
+	 * that came, and those the table of sampled blocks had no room for. */
+	s->cnt[HS_CNT_SAMPLED] = s->sampled_allocs + s->cnt[HS_CNT_LIVE_FULL];
 }
 
 void inproc_add_counters(struct session *s, struct counter_set *c)

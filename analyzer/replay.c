@@ -361,10 +361,11 @@ static void progress_done(struct progress *pg)
 /* Temporary allocations, as heaptrack counts them: a block freed by its thread (by free or by
  * realloc) before that thread allocates anything else.
  *
- * A realloc that fails is no event to heaptrack, nor to the in-process recorder; the BPF way
- * writes the FREE realloc made at its entry, then the block restored. So a restored ALLOC
- * undoes what that FREE did to its thread: its last allocation is again what it was, and a
- * temporary the FREE counted is taken back (temp_undo, cleared by the thread's next event). */
+ * A realloc that fails is no event to heaptrack; both ways in write the FREE realloc made
+ * before its call, then the block restored (3.0 files of the in-process way, neither). So a
+ * restored ALLOC undoes what that FREE did to its thread: its last allocation is again what
+ * it was, and a temporary the FREE counted is taken back (temp_undo, cleared by the thread's
+ * next event). */
 #define TEMP_COUNTED (1ull << 63)
 
 static void temporary_undo(struct replay *r, const struct replay_event *rec, struct hmap_slot *s)

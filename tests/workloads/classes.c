@@ -87,8 +87,9 @@ static void step(struct worker *w)
 		}
 		return;
 	case 2:
-		/* Recorders differ on what a failed realloc is: none, or a free and the block
-		 * restored. Either way, after a free there is no last allocation to disturb. */
+		/* A failed realloc is a free and the block restored (recorders before this
+		 * one's wrote nothing in-process). Either way, after a free there is no last
+		 * allocation to disturb. */
 		if (!w->ring[i])
 			return;
 		p = temp_alloc(size);

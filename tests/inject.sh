@@ -233,21 +233,31 @@ wake_run() {
 
 # Attached asleep, woken: every allocation made as it wakes is recorded (the calls wait in the
 # trampoline for the hooks), or counted. With no wait allowed (--attach-hold 0), those that
-# went by are counted, each one.
+# went by are counted, each one. Whether any call meets the hooks still loading is the
+# scheduler's to say: a woken thread descheduled while the loader runs (a busy machine) finds
+# them in place at its first call, and then none waits and none goes by. The accounting is
+# checked on every run, and a run is repeated (up to 5) until calls met the loading.
 t_inject_wake() {
 	need_inject; need_go
-	wake_run wk
-	eq "wk: every allocation recorded or counted" 2000 $((W_MAIN + W_THR + W_LOST))
-	[ "$W_MAIN" -le 1000 ] && [ "$W_THR" -le 1000 ] || die "wk: more recorded than made"
-	[ "$W_HELD" -ge 1 ] || die "wk: no call waited for the hooks"
-	"$A" info "$TMP/wk.hsnap" >"$TMP/wk.info" || die "wk: info"
-	"$A" stats "$TMP/wk.hsnap" >"$TMP/wk.stats.txt" || die "wk: stats"
+	local i
+	for i in 1 2 3 4 5; do
+		wake_run wk$i
+		eq "wk$i: every allocation recorded or counted" 2000 $((W_MAIN + W_THR + W_LOST))
+		[ "$W_MAIN" -le 1000 ] && [ "$W_THR" -le 1000 ] || die "wk$i: more recorded than made"
+		[ "$W_HELD" -ge 1 ] && break
+	done
+	[ "$W_HELD" -ge 1 ] || die "wk: no call waited for the hooks in 5 runs"
+	"$A" info "$TMP/wk$i.hsnap" >"$TMP/wk.info" || die "wk: info"
+	"$A" stats "$TMP/wk$i.hsnap" >"$TMP/wk.stats.txt" || die "wk: stats"
 	contains "$TMP/wk.stats.txt" "lost.inject_unhooked_calls"
-	wake_run wk0 --attach-hold 0
-	eq "wk0: every allocation recorded or counted" 2000 $((W_MAIN + W_THR + W_LOST))
-	[ "$W_LOST" -ge 1 ] || die "wk0: nothing waited, yet nothing went by"
-	[ "$W_HELD" = 0 ] || die "wk0: $W_HELD calls waited with --attach-hold 0"
-	"$A" top "$TMP/wk0.hsnap" >/dev/null 2>"$TMP/wk0.top.err"
+	for i in 1 2 3 4 5; do
+		wake_run wk0$i --attach-hold 0
+		eq "wk0$i: every allocation recorded or counted" 2000 $((W_MAIN + W_THR + W_LOST))
+		[ "$W_HELD" = 0 ] || die "wk0$i: $W_HELD calls waited with --attach-hold 0"
+		[ "$W_LOST" -ge 1 ] && break
+	done
+	[ "$W_LOST" -ge 1 ] || die "wk0: nothing waited, yet nothing went by, in 5 runs"
+	"$A" top "$TMP/wk0$i.hsnap" >/dev/null 2>"$TMP/wk0.top.err"
 	contains "$TMP/wk0.top.err" "lost.inject_unhooked_calls $W_LOST"
 }
 

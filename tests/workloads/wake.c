@@ -69,17 +69,21 @@ static int load_plugin(const char *self)
 	return 0;
 }
 
-/* A line from FD, or -1. */
+/* A line from FD, or -1. The test writes each line in one write, which one read takes
+ * whole: woken, the process's next call through its GOT is then malloc's, which waits in
+ * the trampoline for the hooks. A second read() would go through read's trampoline first,
+ * which starts the loader without waiting, and a process descheduled then (a busy machine)
+ * could find the hooks in place at its first malloc, and no call held. */
 static int wait_line(int fd)
 {
-	char c;
+	char buf[64];
 
 	for (;;) {
-		ssize_t n = read(fd, &c, 1);
+		ssize_t n = read(fd, buf, sizeof(buf));
 
 		if (n <= 0)
 			return -1;
-		if (c == '\n')
+		if (memchr(buf, '\n', (size_t)n))
 			return 0;
 	}
 }

@@ -23,7 +23,7 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-FORMAT_SRCS := format/varint.c format/schema.c format/writer.c format/reader.c format/events3.c format/classes3.c
+FORMAT_SRCS := format/varint.c format/schema.c format/payload.c format/writer.c format/reader.c format/events3.c format/classes3.c
 FORMAT_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(FORMAT_SRCS))
 # What both programs share that is not the file format: sizes and durations on the command line,
 # build-ids, safe output files, unwind tables from .eh_frame.

@@ -14,6 +14,7 @@
 
 #include "events3.h"
 #include "hmap.h"
+#include "payload.h"
 #include "record.h"
 #include "schema.h"
 
@@ -59,8 +60,7 @@ struct record_reader {
 	struct hs3_cursor col[HS3_NR_COLS];
 
 	/* Per-record arena: sized before decoding so pointers into it never move. */
-	uint8_t *arena;
-	size_t arena_cap, arena_len;
+	struct hs_arena arena;
 };
 
 static int set_status(struct record_reader *r, enum hs_read_status st, const char *fmt, ...)
@@ -305,181 +305,7 @@ static int load_frame(struct record_reader *r, uint64_t off, bool want_footer)
 	return 1;
 }
 
-/* ---- payload decoding ---- */
-
-struct cur {
-	const uint8_t *p, *end;
-	struct record_reader *r;
-	const char *bad; /* first reason the payload failed */
-};
-
-static inline uint64_t cu(struct cur *c)
-{
-	uint64_t v = 0;
-	size_t n;
-
-	if (c->bad)
-		return 0;
-	/* Most fields of most records are one byte. */
-	if (c->p < c->end && *c->p < 0x80)
-		return *c->p++;
-	n = hs_get_uvarint(c->p, (size_t)(c->end - c->p), &v);
-	if (!n) {
-		c->bad = c->p >= c->end ? "record ends inside a field" : "malformed varint";
-		return 0;
-	}
-	c->p += n;
-	return v;
-}
-
-static uint32_t cu32(struct cur *c)
-{
-	uint64_t v = cu(c);
-
-	if (v > UINT32_MAX && !c->bad)
-		c->bad = "value does not fit 32 bits";
-	return (uint32_t)v;
-}
-
-static void *arena_alloc(struct record_reader *r, size_t n)
-{
-	void *p;
-
-	n = (n + 7) & ~(size_t)7;
-	if (r->arena_len + n > r->arena_cap)
-		return NULL; /* cannot happen: the arena is sized from the payload length */
-	p = r->arena + r->arena_len;
-	r->arena_len += n;
-	return p;
-}
-
-static const char *cstr(struct cur *c)
-{
-	uint64_t n = cu(c);
-	char *s;
-
-	if (c->bad)
-		return "";
-	if (n > (uint64_t)(c->end - c->p)) {
-		c->bad = "string longer than its record";
-		return "";
-	}
-	s = arena_alloc(c->r, n + 1);
-	if (!s) {
-		c->bad = "internal arena overflow";
-		return "";
-	}
-	memcpy(s, c->p, n);
-	s[n] = 0;
-	c->p += n;
-	return s;
-}
-
-static struct hs_bytes cbytes(struct cur *c, size_t max)
-{
-	struct hs_bytes b = {0};
-	uint64_t n = cu(c);
-
-	if (c->bad)
-		return b;
-	if (n > (uint64_t)(c->end - c->p) || n > max) {
-		c->bad = "byte string too long";
-		return b;
-	}
-	b.p = c->p;
-	b.len = (uint32_t)n;
-	c->p += n;
-	return b;
-}
-
-static uint64_t count(struct cur *c, uint64_t max, size_t min_item_bytes)
-{
-	uint64_t n = cu(c);
-
-	if (c->bad)
-		return 0;
-	if (n > max || n * min_item_bytes > (uint64_t)(c->end - c->p)) {
-		c->bad = "count larger than the record can hold";
-		return 0;
-	}
-	return n;
-}
-
-static void decode_array(struct cur *c, const struct hs_field *f, uint32_t *nr, void *items);
-
-/* Walks the table S over the struct at BASE (schema.h), each length and count against its
- * limit. PREV carries a delta field's value from one array item to the next. */
-static void decode_fields(struct cur *c, const struct hs_schema *s, void *base, uint64_t *prev)
-{
-	uint8_t *b = base;
-
-	for (uint32_t i = 0; i < s->nr; i++) {
-		const struct hs_field *f = &s->fields[i];
-		void *v = b + f->off;
-
-		if ((f->flags & HS_FF_OPTIONAL) && !c->bad && c->p >= c->end) {
-			/* Older files end here; the caller zeroed the record. */
-			if (f->enc == HS_ENC_STR)
-				*(const char **)v = "";
-			continue;
-		}
-		switch (f->enc) {
-		case HS_ENC_U64:
-			*(uint64_t *)v = cu(c);
-			break;
-		case HS_ENC_U32:
-			*(uint32_t *)v = cu32(c);
-			break;
-		case HS_ENC_S64:
-			*(int64_t *)v = hs_unzigzag(cu(c));
-			break;
-		case HS_ENC_SPAN:
-			*(uint64_t *)v = *(const uint64_t *)(b + f->aux) + cu(c);
-			break;
-		case HS_ENC_DELTA:
-			*prev += cu(c);
-			*(uint64_t *)v = *prev;
-			break;
-		case HS_ENC_SDELTA:
-			*prev += (uint64_t)hs_unzigzag(cu(c));
-			*(uint64_t *)v = *prev;
-			break;
-		case HS_ENC_STR:
-			*(const char **)v = cstr(c);
-			break;
-		case HS_ENC_BYTES:
-			*(struct hs_bytes *)v = cbytes(c, f->limit);
-			break;
-		case HS_ENC_STRUCT:
-			decode_fields(c, f->sub, v, prev);
-			break;
-		case HS_ENC_ARRAY:
-			decode_array(c, f, v, b + f->aux);
-			break;
-		}
-	}
-}
-
-/* An array field F: its count at NR, its items (in the arena) at ITEMS. */
-static void decode_array(struct cur *c, const struct hs_field *f, uint32_t *nr, void *items)
-{
-	uint32_t n = (uint32_t)count(c, f->limit, hs_schema_min_bytes(f->sub));
-	uint64_t prev = 0;
-	uint8_t *a;
-
-	/* No stack may be deeper than the session said it records. */
-	if ((f->flags & HS_FF_MAX_STACK) && n > c->r->max_frames) {
-		c->bad = "stack deeper than the session's max_stack";
-		n = 0;
-	}
-	a = arena_alloc(c->r, (size_t)f->sub->size * n);
-	if (!a && n && !c->bad)
-		c->bad = "internal arena overflow";
-	*nr = n;
-	memcpy(items, &a, sizeof(a)); /* a pointer of the item's type, stored through its bytes */
-	for (uint32_t k = 0; k < n && !c->bad; k++)
-		decode_fields(c, f->sub, a + (size_t)k * f->sub->size, &prev);
-}
+/* ---- records ---- */
 
 /* What the tables cannot say: checks across fields, and what a record tells the reader. */
 static const char *check_extended(struct record_reader *r, const struct hs_record *rec)
@@ -502,12 +328,12 @@ static const char *check_extended(struct record_reader *r, const struct hs_recor
 static int decode_extended(struct record_reader *r, struct hs_record *rec, const uint8_t *p, size_t len)
 {
 	const struct hs_schema *s = hs_schema_of(rec->type);
-	struct cur c = {.p = p, .end = p + len, .r = r};
+	struct hs_cur c = {.p = p, .end = p + len, .arena = &r->arena, .max_frames = r->max_frames};
 	uint64_t prev = 0;
 
 	if (!s)
 		return 1; /* unknown: caller skips it */
-	decode_fields(&c, s, rec, &prev);
+	hs_payload__decode(&c, s, rec, &prev);
 	if (!c.bad)
 		c.bad = check_extended(r, rec);
 	/* Bytes left over are fields a newer minor version appended; they are ignored. */
@@ -572,7 +398,7 @@ static const char *v1_slot(struct record_reader *r, struct hs_record *rec, uint6
 
 /* A core event at C: ALLOC, ALLOC_SAMPLED or FREE, or (version 2) a packed ALLOC or FREE
  * whose type byte is *TYPEP, which becomes the record type. Sets c->bad when it is impossible. */
-static void decode_event(struct record_reader *r, struct hs_record *rec, struct cur *c, uint32_t *typep, bool packed)
+static void decode_event(struct record_reader *r, struct hs_record *rec, struct hs_cur *c, uint32_t *typep, bool packed)
 {
 	uint32_t type = *typep;
 	uint32_t bits = packed ? type : 0;
@@ -582,20 +408,20 @@ static void decode_event(struct record_reader *r, struct hs_record *rec, struct 
 		*typep = type = bits & HS_PACKED_ALLOC ? HS_REC_ALLOC : HS_REC_FREE;
 		td = bits & HS_PACKED_TIME_ESC;
 		if (td == HS_PACKED_TIME_ESC)
-			td += cu(c);
+			td += hs_cur_u64(c);
 		if (type == HS_REC_FREE && (bits & (HS_PACKED_SAME_SLOT | HS_PACKED_SAME_SITE)))
 			c->bad = "packed FREE with ALLOC-only bits set";
 	} else {
-		td = cu(c);
+		td = hs_cur_u64(c);
 	}
 	t = r->last_time + (uint64_t)hs_unzigzag(td);
 	/* v2 frees name their slot outright; allocations (and v1 addresses) are deltas. */
 	if (bits & HS_PACKED_SAME_SLOT)
 		key = r->last_key;
 	else if (r->major >= 2 && type == HS_REC_FREE)
-		key = cu(c);
+		key = hs_cur_u64(c);
 	else
-		key = r->last_key + (uint64_t)hs_unzigzag(cu(c));
+		key = r->last_key + (uint64_t)hs_unzigzag(hs_cur_u64(c));
 	rec->type = type;
 	rec->time = t;
 	rec->pid = r->cur_pid;
@@ -604,14 +430,14 @@ static void decode_event(struct record_reader *r, struct hs_record *rec, struct 
 	rec->alloc.kind = 0;
 	rec->alloc.weight = HS_WEIGHT_ONE;
 	if (type != HS_REC_FREE) {
-		rec->alloc.size = cu(c);
+		rec->alloc.size = hs_cur_u64(c);
 		if (bits & HS_PACKED_SAME_SITE) {
 			if (!r->have_site && !c->bad)
 				c->bad = "repeats the call site, but no allocation in this frame named one";
 			rec->alloc.stack_id = r->last_stack;
 			rec->alloc.kind = r->last_kind;
 		} else {
-			rec->alloc.stack_id = cu(c);
+			rec->alloc.stack_id = hs_cur_u64(c);
 			if (c->p >= c->end && !c->bad)
 				c->bad = "record ends inside a field";
 			else if (!c->bad)
@@ -623,7 +449,7 @@ static void decode_event(struct record_reader *r, struct hs_record *rec, struct 
 			}
 		}
 		if (type == HS_REC_ALLOC_SAMPLED)
-			rec->alloc.weight = cu(c);
+			rec->alloc.weight = hs_cur_u64(c);
 	}
 	if (!c->bad)
 		c->bad = r->major == 1 ? v1_slot(r, rec, key) : check_slot(r, rec, key);
@@ -635,7 +461,7 @@ static void decode_event(struct record_reader *r, struct hs_record *rec, struct 
 
 /* Version 3's core records at C, whose type byte TYPE was read: an event (returns 1, REC
  * filled), THREAD or TIME (0), or -1 with c->bad set. */
-static int decode_core3(struct record_reader *r, struct hs_record *rec, struct cur *c, uint32_t type)
+static int decode_core3(struct record_reader *r, struct hs_record *rec, struct hs_cur *c, uint32_t type)
 {
 	if (type & HS_PACKED_EVENT) {
 		rec->pid = r->cur_pid;
@@ -644,11 +470,11 @@ static int decode_core3(struct record_reader *r, struct hs_record *rec, struct c
 		if (!c->bad)
 			c->bad = check_slot(r, rec, rec->alloc.slot);
 	} else if (type == HS_REC_THREAD) {
-		r->cur_pid = cu32(c);
-		r->cur_tid = cu32(c);
+		r->cur_pid = hs_cur_u32(c);
+		r->cur_tid = hs_cur_u32(c);
 		hs3_note_thread(&r->st3, r->cur_pid, r->cur_tid);
 	} else if (type == HS3_REC_THREAD_AGAIN) {
-		uint64_t i = cu(c);
+		uint64_t i = hs_cur_u64(c);
 
 		if (!c->bad && i >= r->st3.nr_threads)
 			c->bad = "THREAD_AGAIN names a thread beyond those of its frame";
@@ -674,7 +500,7 @@ static int decode_next(struct record_reader *r, struct hs_record *rec)
 {
 	while (r->pos < r->raw_len) {
 		const uint8_t *base = r->raw + r->pos;
-		struct cur c = {.p = base, .end = r->raw + r->raw_len, .r = r};
+		struct hs_cur c = {.p = base, .end = r->raw + r->raw_len};
 		uint32_t type = *c.p++;
 
 		bool packed = (type & HS_PACKED_EVENT) && r->major >= 2;
@@ -698,8 +524,8 @@ static int decode_next(struct record_reader *r, struct hs_record *rec)
 		memset(rec, 0, sizeof(*rec));
 		rec->type = type;
 		if (type == HS_REC_THREAD) {
-			r->cur_pid = cu32(&c);
-			r->cur_tid = cu32(&c);
+			r->cur_pid = hs_cur_u32(&c);
+			r->cur_tid = hs_cur_u32(&c);
 			if (c.bad)
 				goto bad;
 			r->pos = (size_t)(c.p - r->raw);
@@ -714,7 +540,7 @@ static int decode_next(struct record_reader *r, struct hs_record *rec)
 			goto bad;
 		}
 		{
-			uint64_t len = cu(&c);
+			uint64_t len = hs_cur_u64(&c);
 			int ret;
 
 			if (c.bad)
@@ -725,11 +551,11 @@ static int decode_next(struct record_reader *r, struct hs_record *rec)
 			}
 			r->pos = (size_t)(c.p - r->raw) + (size_t)len;
 			/* Worst case per payload byte: an 8-aligned empty string or 8 bytes of array item (see FORMAT.md). */
-			if (ensure(&r->arena, &r->arena_cap, (size_t)len * 24 + 64)) {
+			if (ensure(&r->arena.p, &r->arena.cap, (size_t)len * 24 + 64)) {
 				set_status(r, HS_READ_IO, "out of memory decoding a record");
 				return -ENOMEM;
 			}
-			r->arena_len = 0;
+			r->arena.len = 0;
 			ret = decode_extended(r, rec, c.p, (size_t)len);
 			if (ret < 0)
 				return 0;
@@ -845,7 +671,7 @@ void record_reader__free(struct record_reader *r)
 	ZSTD_freeDCtx(r->dctx);
 	free(r->comp);
 	free(r->raw);
-	free(r->arena);
+	free(r->arena.p);
 	free(r->path);
 	hmap_free(&r->v1_live);
 	free(r->v1_free);

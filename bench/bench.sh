@@ -108,11 +108,15 @@ run_once() { # mode_opts command... -> writes $TMP/run.out, $TMP/run.err
 # The micro workloads at a length (half a second or more natively) where the hooks, not the
 # start-up, are what is timed: natively, under the interposition floor (bench/floor.c: a
 # preloaded library whose allocators only forward, what any LD_PRELOAD or GOT hook costs),
-# in-process sampled at 512 KiB and every event (--stack fp), and heaptrack. Rounds, each
-# running every workload in every mode once, as for sqlite3 below. Times are the workloads'
-# own loops; the recorders' start and finish (wall time of the whole command outside the
-# loop, beyond native's) are reported on a line of their own, with heapsnap-record on `true`.
-# MICRO_MODES (names) and MICRO_WORKLOADS (names) narrow it, for a look while developing.
+# in-process passing every call by (sampled at 1 GiB: the hooks' pass-by paths and almost no
+# sample), sampled at 512 KiB and every event (--stack fp), and heaptrack. Rounds, each
+# running every workload in every mode once, as for sqlite3 below; the quick modes (native,
+# floor, pass-by, sampled: under a second each) run MICRO_EXTRA rounds more than RUNS, since
+# on this kind of machine their ratios move by 2 to 3% between runs of 5. Times are the
+# workloads' own loops; the recorders' start and finish (wall time of the whole command
+# outside the loop, beyond native's) are reported on a line of their own, with
+# heapsnap-record on `true`. MICRO_MODES (names) and MICRO_WORKLOADS (names) narrow it, for a
+# look while developing.
 MICRO=(
 	"churn|$B/workload churn 24000000"
 	"mt2|$B/workload mt 2 24000000"
@@ -122,13 +126,16 @@ MICRO=(
 MICRO_ALL_MODES=(
 	"native|"
 	"floor|floor"
+	"passby|--via preload -s 1g --stack fp"
 	"sampled|--via preload -s 512k --stack fp"
 	"every|--via preload -s 0 --stack fp"
 	"heaptrack|heaptrack"
 )
+MICRO_EXTRA=${MICRO_EXTRA:-16}
+MICRO_QUICK=" native floor passby sampled "
 say() { echo "$1"; micro_lines+="$1"$'\n'; }
 micro_bench() {
-	local r w m wname wcmd mname mopts t0 t1 first=1 modes=() works=()
+	local r w m wname wcmd mname mopts t0 t1 first=1 modes=() works=() quick=$((RUNS + MICRO_EXTRA))
 	for m in "${MICRO_ALL_MODES[@]}"; do
 		[ -z "${MICRO_MODES:-}" ] || [[ " native $MICRO_MODES " == *" ${m%%|*} "* ]] && modes+=("$m")
 	done
@@ -136,17 +143,19 @@ micro_bench() {
 		[ -z "${MICRO_WORKLOADS:-}" ] || [[ " $MICRO_WORKLOADS " == *" ${w%%|*} "* ]] && works+=("$w")
 	done
 	echo
-	say "Micro workloads at length, in-process (medians of $RUNS rounds): the loop's time as a ratio to native's,"
-	say "by the process's CPU time (what a machine shared with other work inflates least; for every event and"
-	say "heaptrack, whose recorders run beside the target, wall time only), sampled at 512 KiB over the floor"
-	say "(a preloaded library that only forwards); bytes per event recorded (heaptrack: its file over the"
-	say "loop's events):"
+	say "Micro workloads at length, in-process (medians of $quick rounds for native, the floor, passing by and"
+	say "sampled; of the first $RUNS for every event and heaptrack): the loop's time as a ratio to native's, by"
+	say "the process's CPU time (what a machine shared with other work inflates least; for every event and"
+	say "heaptrack, whose recorders run beside the target, wall time only); passing by (sampled at 1 GiB: the"
+	say "hooks' pass-by paths, almost no sample) and sampled at 512 KiB over the floor (a preloaded library"
+	say "that only forwards); bytes per event recorded (heaptrack: its file over the loop's events):"
 	rm -f "$TMP"/mi-*
-	for r in $(seq "$RUNS"); do
+	for r in $(seq "$quick"); do
 		for w in "${works[@]}"; do
 			wname=${w%%|*}; wcmd=${w#*|}
 			for m in "${modes[@]}"; do
 				mname=${m%%|*}; mopts=${m#*|}
+				[ "$r" -le "$RUNS" ] || [[ "$MICRO_QUICK" == *" $mname "* ]] || continue
 				t0=$(date +%s.%N)
 				# shellcheck disable=SC2086
 				run_once "$mopts" $wcmd || { cat "$TMP/run.err"; exit 1; }
@@ -164,7 +173,7 @@ micro_bench() {
 			done
 		done
 		# The recorder's start and finish alone: a command that does nothing.
-		if [[ " ${modes[*]%%|*} " == *" sampled "* ]]; then
+		if [ "$r" -le "$RUNS" ] && [[ " ${modes[*]%%|*} " == *" sampled "* ]]; then
 			t0=$(date +%s.%N); /bin/true; t1=$(date +%s.%N)
 			awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }' >>"$TMP/mi-true-native"
 			t0=$(date +%s.%N); run_once "--via preload -s 512k --stack fp" /bin/true || { cat "$TMP/run.err"; exit 1; }; t1=$(date +%s.%N)
@@ -174,24 +183,25 @@ micro_bench() {
 	v() { [ -s "$1" ] && median <"$1" || echo 0; }
 	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b; else printf "-" }'; }
 	bpe() { [ -s "$1" ] && median <"$1" | awk '{ printf "%.2f", $1 }' || echo -; }
-	say "$(printf '  %-8s %8s | %-23s | %-23s | %-19s | %s' "" native "by CPU time" "by wall time" "wall, every event" "")"
-	say "$(printf '  %-8s %8s | %7s %7s %7s | %7s %7s %7s | %9s %9s | %s' workload "cpu s" floor sampled /floor floor sampled /floor \
-		heapsnap heaptrack "bytes/event: every, sampled, heaptrack")"
+	say "$(printf '  %-8s %8s | %-39s | %-23s | %-19s | %s' "" native "by CPU time" "by wall time" "wall, every event" "")"
+	say "$(printf '  %-8s %8s | %7s %7s %7s %7s %7s | %7s %7s %7s | %9s %9s | %s' workload "cpu s" floor passby sampled \
+		pass/fl samp/fl floor sampled /floor heapsnap heaptrack "bytes/event: every, sampled, heaptrack")"
 	json+=",\"micro\":["
 	for w in "${works[@]}"; do
 		wname=${w%%|*}; wcmd=${w#*|}
-		local tn tf ts te th cn cf cs
+		local tn tf ts te th cn cf cp cs
 		tn=$(v "$TMP/mi-$wname-native.t"); tf=$(v "$TMP/mi-$wname-floor.t"); ts=$(v "$TMP/mi-$wname-sampled.t")
 		te=$(v "$TMP/mi-$wname-every.t"); th=$(v "$TMP/mi-$wname-heaptrack.t")
 		cn=$(v "$TMP/mi-$wname-native.c"); cf=$(v "$TMP/mi-$wname-floor.c"); cs=$(v "$TMP/mi-$wname-sampled.c")
-		say "$(printf '  %-8s %8.3f | %7s %7s %7s | %7s %7s %7s | %9s %9s | %s, %s, %s' "$wname" "$cn" \
-			"$(ratio "$cf" "$cn")" "$(ratio "$cs" "$cn")" "$(ratio "$cs" "$cf")" \
+		cp=$(v "$TMP/mi-$wname-passby.c")
+		say "$(printf '  %-8s %8.3f | %7s %7s %7s %7s %7s | %7s %7s %7s | %9s %9s | %s, %s, %s' "$wname" "$cn" \
+			"$(ratio "$cf" "$cn")" "$(ratio "$cp" "$cn")" "$(ratio "$cs" "$cn")" "$(ratio "$cp" "$cf")" "$(ratio "$cs" "$cf")" \
 			"$(ratio "$tf" "$tn")" "$(ratio "$ts" "$tn")" "$(ratio "$ts" "$tf")" "$(ratio "$te" "$tn")" "$(ratio "$th" "$tn")" \
 			"$(bpe "$TMP/mi-$wname-every.bpe")" "$(bpe "$TMP/mi-$wname-sampled.bpe")" "$(bpe "$TMP/mi-$wname-heaptrack.bpe")")"
 		[ $first = 1 ] || json+=","
 		first=0
 		json+="{\"name\":\"$wname\",\"command\":\"$wcmd\",\"native_s\":$tn,\"floor_s\":$tf,\"sampled512k_s\":$ts,\"every_s\":$te,"
-		json+="\"heaptrack_s\":$th,\"native_cpu_s\":$cn,\"floor_cpu_s\":$cf,\"sampled512k_cpu_s\":$cs,"
+		json+="\"heaptrack_s\":$th,\"native_cpu_s\":$cn,\"floor_cpu_s\":$cf,\"passby_cpu_s\":$cp,\"sampled512k_cpu_s\":$cs,"
 		json+="\"every_bytes_per_event\":$(v "$TMP/mi-$wname-every.bpe"),"
 		json+="\"sampled_bytes_per_event\":$(v "$TMP/mi-$wname-sampled.bpe"),\"heaptrack_bytes_per_event\":$(v "$TMP/mi-$wname-heaptrack.bpe")}"
 	done

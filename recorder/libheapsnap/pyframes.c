@@ -55,6 +55,12 @@ struct memo_ent {
 struct py_memo {
 	uint32_t gen;   /* codes_gen it was filled in: a fork's child starts afresh */
 	uint32_t epoch; /* py_code_epoch it was filled in: no code object freed since */
+	/* Recording every event, the last walks' frames by depth from the outermost, where
+	 * frames stay from one event to the next: the next walk finds them in a few lines, not
+	 * in a hashed entry each (its loads were a quarter of a walk's time in a profile). */
+	uint64_t by_depth_frame[HS_MAX_STACK], by_depth_code[HS_MAX_STACK];
+	uint32_t by_depth_id[HS_MAX_STACK];
+	struct py_rcache rc; /* the ranges of the table its walks found */
 	struct memo_ent e[MEMO_SLOTS];
 };
 static __thread struct py_memo *memo __attribute__((tls_model("initial-exec")));
@@ -444,11 +450,10 @@ static uint32_t frame_off(uint64_t frame, uint64_t code)
 }
 
 /* The thread's Python frames, innermost first, each marked if its eval call runs no more. */
-static uint32_t py_frames(struct pyf *out, uint32_t max)
+static uint32_t py_frames(struct py_rcache *rc, struct pyf *out, uint32_t max)
 {
 	const struct py_layout *l = &py.l;
-	struct py_rcache rc = {{0}, {0}, 0};
-	uint64_t ts = thread_pystate(&rc), frame;
+	uint64_t ts = thread_pystate(rc), frame;
 	int32_t span = l->fr_back;
 	uint32_t n = 0;
 
@@ -460,12 +465,12 @@ static uint32_t py_frames(struct pyf *out, uint32_t max)
 		span = fs[f] > span ? fs[f] : span;
 	frame = rd64(ts + (uint64_t)l->ts_frame);
 	if (l->cf_current >= 0) /* 3.11, 3.12: the eval call's _PyCFrame, on the C stack */
-		frame = frame && !(frame & 7) && py_readable_c(&rc, frame, (uint64_t)l->cf_current + 8)
+		frame = frame && !(frame & 7) && py_readable_c(rc, frame, (uint64_t)l->cf_current + 8)
 			? rd64(frame + (uint64_t)l->cf_current) : 0;
 	for (uint32_t steps = 0; frame && steps < MAX_PY_FRAMES && n < max; steps++) {
 		uint64_t code;
 
-		if ((frame & 7) || !py_readable_c(&rc, frame, (uint64_t)span + 8)) {
+		if ((frame & 7) || !py_readable_c(rc, frame, (uint64_t)span + 8)) {
 			count(HS_CNT_PY_WALK_STOPPED);
 			break;
 		}
@@ -497,44 +502,70 @@ static uint32_t py_frames(struct pyf *out, uint32_t max)
 	return n;
 }
 
-/* The id of the code FRAME runs, 0 if it is not a code object we can read. */
-static uint32_t frame_code_id(struct tstate *t, struct py_rcache *rc, uint64_t frame, uint64_t code)
+/* The thread's memo, emptied if a code object was freed since it was filled or a fork's child
+ * names codes anew; NULL if none can be had. Once a walk. */
+static struct py_memo *memo_get(void)
 {
-	struct memo_ent *e;
-	struct code_ent c;
-	uint32_t id, gen = __atomic_load_n(&codes_gen, __ATOMIC_RELAXED);
+	uint32_t gen = __atomic_load_n(&codes_gen, __ATOMIC_RELAXED), epoch;
 
 	if (UNLIKELY(!memo)) {
 		void *m = mmap(NULL, sizeof(*memo), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		if (m == MAP_FAILED)
-			return code_ok(rc, code) ? py_code_id(t, code) : 0;
+			return NULL;
 		memo = m;
 		tdepth++; /* a key past the first 32 takes an allocation */
 		pthread_setspecific(memo_key, m);
 		tdepth--;
 	}
-	if (memo->gen != gen || memo->epoch != __atomic_load_n(&py_code_epoch, __ATOMIC_ACQUIRE)) {
+	epoch = __atomic_load_n(&py_code_epoch, __ATOMIC_ACQUIRE);
+	if (memo->gen != gen || memo->epoch != epoch) {
+		memset(memo->by_depth_frame, 0, sizeof(memo->by_depth_frame));
 		memset(memo->e, 0, sizeof(memo->e));
 		memo->gen = gen;
-		memo->epoch = __atomic_load_n(&py_code_epoch, __ATOMIC_ACQUIRE);
+		memo->epoch = epoch;
 	}
-	e = &memo->e[(frame >> 4 ^ frame >> 10) & (MEMO_SLOTS - 1)];
+	py_rcache_sync(&memo->rc);
+	return memo;
+}
+
+/* The id of the code FRAME runs, DEPTH frames from the outermost, 0 if it is not a code object
+ * we can read. M: the thread's memo, or NULL; TRUST: every free of a code object is seen (every
+ * event, the domains wrapped), so that a frame of the memo still running its code runs the
+ * one the memo names, as none was freed since it was filled. */
+static uint32_t frame_code_id(struct tstate *t, struct py_rcache *rc, struct py_memo *m, bool trust, uint32_t depth,
+			      uint64_t frame, uint64_t code)
+{
+	struct memo_ent *e;
+	struct code_ent c;
+	uint32_t id;
+
+	if (!m)
+		return code_ok(rc, code) ? py_code_id(t, code) : 0;
+	if (trust && m->by_depth_frame[depth] == frame && m->by_depth_code[depth] == code)
+		return m->by_depth_id[depth];
+	e = &m->e[(frame >> 4 ^ frame >> 10) & (MEMO_SLOTS - 1)];
 	if (e->frame == frame && e->c.addr == code) {
-		/* Every free of a code object seen (every event, the domains wrapped): the code is
-		 * the one of the memo, as none was freed since it was filled. */
-		if (pymem_sees_frees())
-			return e->c.id;
+		if (trust) {
+			id = e->c.id;
+			goto by_depth;
+		}
 		code_fields(code, &c);
 		if (same(&e->c, &c))
 			return e->c.id;
 	}
 	if (!code_ok(rc, code))
 		return 0;
-	if ((id = py_code_id(t, code))) {
-		code_fields(code, &e->c);
-		e->c.id = id;
-		e->frame = frame;
+	if (!(id = py_code_id(t, code)))
+		return 0;
+	code_fields(code, &e->c);
+	e->c.id = id;
+	e->frame = frame;
+by_depth:
+	if (trust) {
+		m->by_depth_frame[depth] = frame;
+		m->by_depth_code[depth] = code;
+		m->by_depth_id[depth] = id;
 	}
 	return id;
 }
@@ -543,14 +574,19 @@ uint32_t py_splice(struct tstate *t, uint64_t *ips, uint32_t n, uint32_t max)
 {
 	struct pyf f[HS_MAX_STACK];
 	uint64_t out[HS_MAX_STACK];
-	struct py_rcache rc = {{0}, {0}, 0};
+	struct py_rcache own = {0}, *rc;
 	uint32_t i, k = 0, fi = 0, nf;
+	struct py_memo *m;
+	bool trust;
 
 	for (i = 0; i < n && !in_eval(ips[i]); i++)
 		;
 	if (i == n)
 		return n; /* not in the eval loop: no Python frame to read */
-	nf = py_frames(f, HS_MAX_STACK);
+	m = memo_get();
+	rc = m ? &m->rc : &own;
+	trust = m && pymem_sees_frees();
+	nf = py_frames(rc, f, HS_MAX_STACK);
 	for (i = 0; i < n && k < max; i++) {
 		if (!in_eval(ips[i])) {
 			out[k++] = ips[i];
@@ -567,7 +603,7 @@ uint32_t py_splice(struct tstate *t, uint64_t *ips, uint32_t n, uint32_t max)
 			continue;
 		}
 		do {
-			uint32_t id = frame_code_id(t, &rc, f[fi].frame, f[fi].code);
+			uint32_t id = frame_code_id(t, rc, m, trust, nf - 1 - fi, f[fi].frame, f[fi].code);
 
 			if (!id) { /* not a code object: the rest of the chain is not to be trusted */
 				count(HS_CNT_PY_WALK_STOPPED);

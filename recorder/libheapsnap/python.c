@@ -166,9 +166,17 @@ static bool ranges_have(uint64_t a, uint64_t len, uint64_t *rlo, uint64_t *rhi)
 	return false;
 }
 
+void py_rcache_sync(struct py_rcache *c)
+{
+	uint32_t seq = rr ? __atomic_load_n(&rr->seq, __ATOMIC_ACQUIRE) : 0;
+
+	if (c->seq != seq)
+		*c = (struct py_rcache){.seq = seq};
+}
+
 bool py_readable(uint64_t a, uint64_t len)
 {
-	struct py_rcache c = {{0}, {0}, 0};
+	struct py_rcache c = {0};
 
 	return py_readable_slow(&c, a, len);
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# make bench's Python table (also alone: BENCH=python make bench): bench/py_alloc.py under
-# Debian's python3, natively, recorded in-process sampled at 512 KiB and every event (Python
-# frames in every stack, pymalloc's objects through its wrapped domains), under tracemalloc
-# with one frame (`-X tracemalloc=1`, what every Python user has) and under heaptrack. The
-# workload's own CPU time (its loop, without start-up), median of RUNS runs, interleaved.
+# make bench's Python table (also alone: BENCH=python make bench), kept in
+# bench/results/python.txt: bench/py_alloc.py under Debian's python3, natively, recorded
+# in-process sampled at 512 KiB and every event (Python frames in every stack, pymalloc's
+# objects through its wrapped domains), under tracemalloc with one frame (`-X tracemalloc=1`,
+# what every Python user has) and under heaptrack. The workload's own CPU time (its loop,
+# without start-up), median of RUNS runs, interleaved.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUTPUT:-.output}
@@ -34,11 +35,19 @@ done
 median() { sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 nat=$(median "$TMP/native")
 events=$(cat "$TMP/events")
-echo
-echo "Python (bench/py_alloc.py, $N iterations, $PY $($PY -c 'import platform; print(platform.python_version())')), CPU seconds of the loop, median of $RUNS runs:"
-for m in "${modes[@]}"; do
-	t=$(median "$TMP/$m")
-	extra=
-	[ $m = every ] && extra=$(awk -v t="$t" -v n="$nat" -v e="$events" 'BEGIN { printf "  (%d events, %.0f ns each)", e, (t - n) / e * 1e9 }')
-	printf '  %-12s %7.3f s  %5.2fx native%s\n' "$m" "$t" "$(awk -v a="$t" -v b="$nat" 'BEGIN { print a / b }')" "$extra"
-done
+{
+	echo
+	echo "Python (bench/py_alloc.py, $N iterations, $PY $($PY -c 'import platform; print(platform.python_version())')), CPU seconds of the loop, median of $RUNS runs:"
+	for m in "${modes[@]}"; do
+		t=$(median "$TMP/$m")
+		extra=
+		[ $m = every ] && extra=$(awk -v t="$t" -v n="$nat" -v e="$events" 'BEGIN { printf "  (%d events, %.0f ns each)", e, (t - n) / e * 1e9 }')
+		printf '  %-12s %7.3f s  %5.2fx native%s\n' "$m" "$t" "$(awk -v a="$t" -v b="$nat" 'BEGIN { print a / b }')" "$extra"
+	done
+} >"$TMP/table"
+cat "$TMP/table"
+# The last run's table, kept with the others (the README quotes it).
+{
+	echo "heapsnap Python benchmark, $(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs"
+	tail -n +2 "$TMP/table"
+} >bench/results/python.txt

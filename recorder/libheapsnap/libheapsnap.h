@@ -53,14 +53,18 @@ extern struct hs_hot hs_hot;
 /* A thread's last table walk (stack_walk.c), frame by frame: where each frame's return address
  * and rbp were read from and what they held, so that the next walk from the same place can
  * take the callers whose slots are unchanged without looking up their rules. */
+struct walk_frame {
+	uint64_t sp;     /* the frame's stack pointer (its callee's CFA) */
+	uint64_t ip;     /* its return address, read from sp - 8 */
+	uint64_t rbp;    /* rbp there, as the walk knew it */
+	uint64_t rbp_at; /* where that rbp was read from; 0: carried unchanged */
+	uint64_t rbp_ok; /* rbp is known; a word, as the others */
+};
 struct walk_memo {
 	uint32_t n;
-	int stop;                        /* the counter its end counted, or -1 */
-	uint64_t sp[HS_MAX_STACK];       /* frame i's stack pointer (its callee's CFA) */
-	uint64_t ip[HS_MAX_STACK];       /* its return address, read from sp[i] - 8 */
-	uint64_t rbp[HS_MAX_STACK];      /* rbp there, as the walk knew it */
-	uint64_t rbp_at[HS_MAX_STACK];   /* where that rbp was read from; 0: carried unchanged */
-	uint8_t rbp_ok[HS_MAX_STACK];
+	int stop; /* the counter its end counted, or -1 */
+	/* A frame's fields together: taking the last walk's callers copies whole frames. */
+	struct walk_frame f[HS_MAX_STACK];
 };
 
 struct tstate {

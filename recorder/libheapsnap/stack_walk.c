@@ -373,17 +373,15 @@ static bool memo_suffix(const struct walk_memo *old, uint32_t j, struct walk_mem
 	uint32_t k, at = *n;
 
 	for (k = j + 1; k < old->n; k++) {
-		if (*(const uint64_t *)(uintptr_t)(old->sp[k] - 8) != old->ip[k] ||
-		    (old->rbp_at[k] && *(const uint64_t *)(uintptr_t)old->rbp_at[k] != old->rbp[k]))
+		const struct walk_frame *f = &old->f[k];
+
+		if (*(const uint64_t *)(uintptr_t)(f->sp - 8) != f->ip ||
+		    (f->rbp_at && *(const uint64_t *)(uintptr_t)f->rbp_at != f->rbp))
 			return false;
 	}
 	for (k = j + 1; k < old->n && at < max; k++, at++) {
-		ips[at] = old->ip[k];
-		nw->sp[at] = old->sp[k];
-		nw->ip[at] = old->ip[k];
-		nw->rbp[at] = old->rbp[k];
-		nw->rbp_at[at] = old->rbp_at[k];
-		nw->rbp_ok[at] = old->rbp_ok[k];
+		ips[at] = old->f[k].ip;
+		nw->f[at] = old->f[k];
 	}
 	*n = at;
 	return true;
@@ -411,18 +409,14 @@ uint32_t unwind_walk(struct tstate *t, uint64_t fp, uint64_t *ips, uint32_t max)
 		struct hs_unw_row r;
 		uint64_t cfa;
 
-		while (j < old->n && old->sp[j] < sp)
+		while (j < old->n && old->f[j].sp < sp)
 			j++;
-		nw->sp[n] = sp;
-		nw->ip[n] = pc;
-		nw->rbp[n] = rbp;
-		nw->rbp_at[n] = rbp_at;
-		nw->rbp_ok[n] = rbp_ok;
+		nw->f[n] = (struct walk_frame){.sp = sp, .ip = pc, .rbp = rbp, .rbp_at = rbp_at, .rbp_ok = rbp_ok};
 		ips[n++] = pc;
 		/* A walk cut at MAX lacks the callers past its last frame: a shallower walk that took
 		 * its frames would lose them too, though they fit, and count itself cut. */
-		if (j < old->n && old->stop != HS_CNT_STACK_TRUNCATED && old->sp[j] == sp && old->ip[j] == pc &&
-		    old->rbp_ok[j] == rbp_ok && (!rbp_ok || old->rbp[j] == rbp) && memo_suffix(old, j, nw, ips, &n, max)) {
+		if (j < old->n && old->stop != HS_CNT_STACK_TRUNCATED && old->f[j].sp == sp && old->f[j].ip == pc &&
+		    old->f[j].rbp_ok == rbp_ok && (!rbp_ok || old->f[j].rbp == rbp) && memo_suffix(old, j, nw, ips, &n, max)) {
 			stop = old->stop;
 			break;
 		}

@@ -467,25 +467,28 @@ static uint32_t py_frames(struct py_rcache *rc, struct pyf *out, uint32_t max)
 	if (l->cf_current >= 0) /* 3.11, 3.12: the eval call's _PyCFrame, on the C stack */
 		frame = frame && !(frame & 7) && py_readable_c(rc, frame, (uint64_t)l->cf_current + 8)
 			? rd64(frame + (uint64_t)l->cf_current) : 0;
+	/* The layout's fields in locals: the stores to OUT could alias them. */
+	const uint64_t back = (uint64_t)l->fr_back, code_at = (uint64_t)l->fr_code, reach = (uint64_t)span + 8;
+	const int32_t owner = l->version >= 0x30c ? l->fr_owner : -1, entry = l->fr_is_entry;
+	const bool one_each = l->family == PY_FAM_FRAMEOBJ;
 	for (uint32_t steps = 0; frame && steps < MAX_PY_FRAMES && n < max; steps++) {
 		uint64_t code;
 
-		if ((frame & 7) || !py_readable_c(rc, frame, (uint64_t)span + 8)) {
+		if ((frame & 7) || !py_readable_c(rc, frame, reach)) {
 			count(HS_CNT_PY_WALK_STOPPED);
 			break;
 		}
-		if (l->fr_owner >= 0 && *(const uint8_t *)(uintptr_t)(frame + (uint64_t)l->fr_owner) == PY_OWNED_BY_CSTACK &&
-		    l->version >= 0x30c) {
+		if (owner >= 0 && *(const uint8_t *)(uintptr_t)(frame + (uint64_t)owner) == PY_OWNED_BY_CSTACK) {
 			/* The end of an eval call's frames. None before it: the call is returning,
 			 * its last frame unlinked already while it is cleared. */
 			if (n && !out[n - 1].last)
 				out[n - 1].last = true;
 			else
 				out[n++] = (struct pyf){.last = true};
-			frame = rd64(frame + (uint64_t)l->fr_back);
+			frame = rd64(frame + back);
 			continue;
 		}
-		code = rd64(frame + (uint64_t)l->fr_code);
+		code = rd64(frame + code_at);
 		if (!code) {
 			count(HS_CNT_PY_WALK_STOPPED);
 			break;
@@ -494,10 +497,9 @@ static uint32_t py_frames(struct py_rcache *rc, struct pyf *out, uint32_t max)
 		out[n].frame = frame;
 		out[n].code = code;
 		out[n].off = frame_off(frame, code);
-		out[n].last = l->family == PY_FAM_FRAMEOBJ ||
-			      (l->fr_is_entry >= 0 && *(const uint8_t *)(uintptr_t)(frame + (uint64_t)l->fr_is_entry));
+		out[n].last = one_each || (entry >= 0 && *(const uint8_t *)(uintptr_t)(frame + (uint64_t)entry));
 		n++;
-		frame = rd64(frame + (uint64_t)l->fr_back);
+		frame = rd64(frame + back);
 	}
 	return n;
 }

@@ -188,6 +188,7 @@ bool py_readable_slow(struct py_rcache *c, uint64_t a, uint64_t len)
 
 	if (a < 4096 || a + len < a || a + len > (1ull << 47) || !rr)
 		return false;
+	c->hot = c->next;
 	c->next = (c->next + 1) % PY_RCACHE;
 	if (LIKELY(ranges_have(a, len, lo, hi)))
 		return true;

@@ -81,15 +81,20 @@ struct py_rcache {
 	uint64_t lo[PY_RCACHE], hi[PY_RCACHE];
 	uint32_t next;
 	uint32_t seq; /* the table's, when they were found */
+	uint32_t hot; /* the last range that answered: a walk reads frame after frame of one */
 };
 bool py_readable_slow(struct py_rcache *c, uint64_t a, uint64_t len);
 /* Empties C unless the table is still the one its ranges were found in. */
 void py_rcache_sync(struct py_rcache *c);
 static inline bool py_readable_c(struct py_rcache *c, uint64_t a, uint64_t len)
 {
-	for (int i = 0; i < PY_RCACHE; i++)
-		if (a >= c->lo[i] && a + len <= c->hi[i] && a + len >= a)
+	if (a >= c->lo[c->hot] && a + len <= c->hi[c->hot] && a + len >= a)
+		return true;
+	for (uint32_t i = 0; i < PY_RCACHE; i++)
+		if (a >= c->lo[i] && a + len <= c->hi[i] && a + len >= a) {
+			c->hot = i;
 			return true;
+		}
 	return py_readable_slow(c, a, len);
 }
 

@@ -226,43 +226,51 @@ HOOK EXPORT FAST void free(void *p)
 }
 HOOK_WRITTEN(free);
 
-static void *realloc_body(void *old, size_t n, void *(*call)(void *, size_t, size_t), size_t m, uint32_t kind,
-			  uint64_t fp)
+/* A realloc recorded by thread T: C calls the real one (CTX, OLD, N, M) for TOTAL bytes, at
+ * depth. The old block is released before the call, as a free is (free_hook): the allocator
+ * may hand its address to another thread before the call returns. ZERO_FREES: asked for no
+ * bytes, the call frees the block and is done (glibc's realloc; a Python domain's gives a
+ * block back). Otherwise a new block follows, or, when the call fails, the old one comes
+ * back. Shared by realloc, reallocarray and the Python domains' wrapper (pymem.c). */
+void *realloc_recorded(struct tstate *t, void *old, uint64_t total, const struct realloc_call *c, size_t n, size_t m,
+		       uint32_t kind, uint64_t fp)
 {
-	struct tstate *t = enter();
-	uint64_t ts, old_size = 0, total = (uint64_t)n * (m ? m : 1);
-	bool old_sampled;
+	uint64_t ts = now_ns(), old_size = 0;
+	bool old_sampled = old && !is_boot(old) && (!shm->sample_rate || (old_size = sampled_take(old)));
+	bool moves = total || !c->zero_frees;
 	void *p;
 
-	if (!t) {
-		tdepth++;
-		p = call(old, n, m);
-		tdepth--;
-		return p;
-	}
-	ts = now_ns();
-	old_sampled = old && !is_boot(old) && (!shm->sample_rate || (old_size = sampled_take(old)));
 	tdepth++;
-	/* The old block is released before the call, as a free is (free_hook): the allocator
-	 * may hand its address to another thread before the call returns. Asked for no bytes,
-	 * realloc frees the block and is done; otherwise a new block follows, or, when the
-	 * call fails, the old one comes back. */
 	if (old_sampled)
-		record_free(t, old, old_size, total ? HS_FREE_FLAG_REALLOC : 0, ts);
-	p = call(old, n, m);
+		record_free(t, old, old_size, moves ? HS_FREE_FLAG_REALLOC : 0, ts);
+	p = c->fn(c->ctx, old, n, m);
 	if (p) {
 		if (sample(total))
 			record_alloc(t, p, total, kind, fp);
-	} else if (old_sampled && total) {
+	} else if (old_sampled && moves) {
 		record_restore(t, old, old_size);
 	}
 	tdepth--;
 	return p;
 }
 
-static void *call_realloc(void *old, size_t n, size_t m)
+static void *realloc_body(void *old, size_t n, const struct realloc_call *c, size_t m, uint32_t kind, uint64_t fp)
 {
-	(void)m;
+	struct tstate *t = enter();
+	void *p;
+
+	if (!t) {
+		tdepth++;
+		p = c->fn(c->ctx, old, n, m);
+		tdepth--;
+		return p;
+	}
+	return realloc_recorded(t, old, (uint64_t)n * (m ? m : 1), c, n, m, kind, fp);
+}
+
+static void *call_realloc(void *ctx, void *old, size_t n, size_t m)
+{
+	(void)ctx, (void)m;
 	if (is_boot(old)) {
 		void *p = real.malloc(n);
 
@@ -273,10 +281,14 @@ static void *call_realloc(void *old, size_t n, size_t m)
 	return real.realloc(old, n);
 }
 
-static void *call_reallocarray(void *old, size_t n, size_t m)
+static void *call_reallocarray(void *ctx, void *old, size_t n, size_t m)
 {
+	(void)ctx;
 	return real.reallocarray(old, n, m);
 }
+
+static const struct realloc_call realloc_call = {call_realloc, NULL, true},
+				 reallocarray_call = {call_reallocarray, NULL, true};
 
 static __attribute__((noinline)) void *realloc_full(void *old, size_t n)
 {
@@ -285,7 +297,7 @@ static __attribute__((noinline)) void *realloc_full(void *old, size_t n)
 		if (!real.realloc)
 			return boot_alloc(n);
 	}
-	return realloc_body(old, n, call_realloc, 0, hs_kind_of_realloc, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+	return realloc_body(old, n, &realloc_call, 0, hs_kind_of_realloc, (uint64_t)(uintptr_t)__builtin_frame_address(0));
 }
 
 /* Passed by: the old block never sampled (so never boot memory, see free_pass_by) and the
@@ -306,7 +318,7 @@ HOOK EXPORT void *reallocarray(void *old, size_t n, size_t m)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return realloc_body(old, n, call_reallocarray, m, hs_kind_of_reallocarray,
+	return realloc_body(old, n, &reallocarray_call, m, hs_kind_of_reallocarray,
 			    (uint64_t)(uintptr_t)__builtin_frame_address(0));
 }
 HOOK_WRITTEN(reallocarray);

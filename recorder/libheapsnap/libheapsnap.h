@@ -119,6 +119,14 @@ void resolve(void);
 void resolve_from(void *handle);
 void *boot_alloc(size_t n);
 bool boot_in_use(void);
+/* A real realloc to call, and whether it frees a block asked for no bytes (realloc_recorded). */
+struct realloc_call {
+	void *(*fn)(void *ctx, void *old, size_t n, size_t m);
+	void *ctx;
+	bool zero_frees;
+};
+void *realloc_recorded(struct tstate *t, void *old, uint64_t total, const struct realloc_call *c, size_t n, size_t m,
+		       uint32_t kind, uint64_t fp);
 
 /* producer.c */
 uint64_t now_ns(void);

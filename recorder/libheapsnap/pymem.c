@@ -86,44 +86,31 @@ static __attribute__((noinline)) void *w_calloc(void *ctx, size_t n, size_t m)
 }
 
 /* As realloc's hook: the old block freed (if it was recorded) and the new one allocated. */
+static void *call_domain_realloc(void *ctx, void *old, size_t n, size_t m)
+{
+	const struct pymem_allocator *o = ctx;
+
+	(void)m;
+	return o->realloc(o->ctx, old, n);
+}
+
 static __attribute__((noinline)) void *w_realloc(void *ctx, void *old, size_t n)
 {
 	const struct pymem_allocator *o = ctx;
+	/* A domain's realloc of 0 bytes gives a block back, never NULL: failure is all NULL means. */
+	const struct realloc_call c = {call_domain_realloc, ctx, false};
 	struct tstate *t;
-	uint64_t ts, old_size = 0;
-	bool old_sampled;
 	void *p;
 
-	/* Sampling: a new size the draw passes by, of a block never sampled (or none). */
-	if (LIKELY(pass_by(n) && (!old || free_pass_by(old)))) {
+	/* Sampling: a block never sampled (or none), and a new size the draw passes by; in that
+	 * order, since passing by counts the size down. */
+	if (LIKELY((!old || free_pass_by(old)) && pass_by(n)) || !(t = enter())) {
 		tdepth++;
 		p = o->realloc(o->ctx, old, n);
 		tdepth--;
 		return p;
 	}
-	t = enter();
-	if (!t) {
-		tdepth++;
-		p = o->realloc(o->ctx, old, n);
-		tdepth--;
-		return p;
-	}
-	ts = now_ns();
-	old_sampled = old && (!shm->sample_rate || (old_size = sampled_take(old)));
-	tdepth++;
-	/* Released before the call, as realloc_body releases it (hooks.c). A domain's realloc
-	 * of 0 bytes gives a block back, never NULL: failure is all NULL means. */
-	if (old_sampled)
-		record_free(t, old, old_size, HS_FREE_FLAG_REALLOC, ts);
-	p = o->realloc(o->ctx, old, n);
-	if (p) {
-		if (sample(n))
-			record_alloc(t, p, n, HS_KIND_REALLOC, (uint64_t)(uintptr_t)__builtin_frame_address(0));
-	} else if (old_sampled) {
-		record_restore(t, old, old_size);
-	}
-	tdepth--;
-	return p;
+	return realloc_recorded(t, old, n, &c, n, 0, HS_KIND_REALLOC, (uint64_t)(uintptr_t)__builtin_frame_address(0));
 }
 
 static __attribute__((noinline)) void w_free_full(void *ctx, void *p)

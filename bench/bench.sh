@@ -166,7 +166,8 @@ micro_bench() {
 				if [ "$mopts" = heaptrack ]; then
 					awk -v f="$(stat -c %s "$TMP"/ht.* 2>/dev/null | head -1)" '/^elapsed/ { print (f > 0 ? f / $6 : 0) }' \
 						"$TMP/run.out" >>"$TMP/mi-$wname-$mname.bpe"
-				elif [ "$mopts" != floor ] && [ -n "$mopts" ]; then
+				elif [ "$mopts" != floor ] && [ "$mname" != passby ] && [ -n "$mopts" ]; then
+					# (passing by records almost nothing: no bytes per event to speak of)
 					awk '/bytes\/event\)/ { for (i = 1; i <= NF; i++) if ($i == "bytes/event)") { v = $(i - 1); gsub(/\(/, "", v); print v } }' \
 						"$TMP/run.err" >>"$TMP/mi-$wname-$mname.bpe"
 				fi

@@ -85,7 +85,6 @@ static __attribute__((noinline)) void *w_calloc(void *ctx, size_t n, size_t m)
 	return p;
 }
 
-/* As realloc's hook: the old block freed (if it was recorded) and the new one allocated. */
 static void *call_domain_realloc(void *ctx, void *old, size_t n, size_t m)
 {
 	const struct pymem_allocator *o = ctx;
@@ -94,6 +93,7 @@ static void *call_domain_realloc(void *ctx, void *old, size_t n, size_t m)
 	return o->realloc(o->ctx, old, n);
 }
 
+/* As realloc's hook: the old block freed (if it was recorded) and the new one allocated. */
 static __attribute__((noinline)) void *w_realloc(void *ctx, void *old, size_t n)
 {
 	const struct pymem_allocator *o = ctx;

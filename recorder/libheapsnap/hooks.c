@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* libheapsnap.so, its hooks: the glibc family, every C++ operator new and delete, each
  * forwarding to the next definition (glibc's, or an allocator preloaded after us) and
- * recording the outermost call. Sampled, an allocation the draw passes by costs one compare
- * and a thread-local countdown (11 instructions for malloc), a free of a block never sampled
- * one bit of a filter (17), before the jump on; a call nested in another hook forwards at
- * once, and a plain new or delete of the C++ runtime's goes straight to malloc or free. */
+ * recording the outermost call. Sampled, an allocation the draw passes by costs a
+ * thread-local countdown (10 instructions for malloc, no compare before it), a free of a
+ * block never sampled one bit of a filter (17), before the jump on; a call nested in another
+ * hook forwards at once, and a plain new or delete of the C++ runtime's goes straight to
+ * malloc or free. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -103,16 +104,16 @@ void resolve_from(void *handle)
 		struct tstate *t = enter();                                                       \
 		void *p;                                                                          \
 		if (!t) {                                                                         \
-			tdepth++;                                                                 \
+			depth_in();                                                               \
 			p = call;                                                                 \
-			tdepth--;                                                                 \
+			depth_out();                                                              \
 			return p;                                                                 \
 		}                                                                                 \
-		tdepth++;                                                                         \
+		depth_in();                                                                       \
 		p = call;                                                                         \
 		if (p && sample((size_expr)))                                                  \
 			record_alloc(t, p, (size_expr), (kind), (uint64_t)(uintptr_t)__builtin_frame_address(0)); \
-		tdepth--;                                                                         \
+		depth_out();                                                                      \
 		return p;                                                                         \
 	} while (0)
 
@@ -148,14 +149,14 @@ static void free_hook(void *p, uint8_t flags)
 		return;
 	}
 	t = free_begin(p, &size, &ts);
-	tdepth++; /* what the real allocator calls is not counted again */
+	depth_in(); /* what the real allocator calls is not counted again */
 	/* Committed before the block is given back: another thread may be handed its address
 	 * at once, and the recorder takes a lone busy ring's events without waiting for the
 	 * others (ring_reader.c, drain), so this free must be in its ring by then. */
 	if (t)
 		record_free(t, p, size, flags, ts);
 	real.free(p);
-	tdepth--;
+	depth_out();
 }
 
 /* The fast paths are functions of their own, without a frame: a call the sampler passes by
@@ -240,7 +241,7 @@ void *realloc_recorded(struct tstate *t, void *old, uint64_t total, const struct
 	bool moves = total || !c->zero_frees;
 	void *p;
 
-	tdepth++;
+	depth_in();
 	if (old_sampled)
 		record_free(t, old, old_size, moves ? HS_FREE_FLAG_REALLOC : 0, ts);
 	p = c->fn(c->ctx, old, n, m);
@@ -250,7 +251,7 @@ void *realloc_recorded(struct tstate *t, void *old, uint64_t total, const struct
 	} else if (old_sampled && moves) {
 		record_restore(t, old, old_size);
 	}
-	tdepth--;
+	depth_out();
 	return p;
 }
 
@@ -260,9 +261,9 @@ static void *realloc_body(void *old, size_t n, const struct realloc_call *c, siz
 	void *p;
 
 	if (!t) {
-		tdepth++;
+		depth_in();
 		p = c->fn(c->ctx, old, n, m);
-		tdepth--;
+		depth_out();
 		return p;
 	}
 	return realloc_recorded(t, old, (uint64_t)n * (m ? m : 1), c, n, m, kind, fp);
@@ -331,11 +332,11 @@ HOOK EXPORT int posix_memalign(void **out, size_t a, size_t n)
 	if (UNLIKELY(!real.posix_memalign))
 		resolve();
 	t = enter();
-	tdepth++;
+	depth_in();
 	ret = real.posix_memalign(out, a, n);
 	if (t && !ret && sample(n))
 		record_alloc(t, *out, n, hs_kind_of_posix_memalign, (uint64_t)(uintptr_t)__builtin_frame_address(0));
-	tdepth--;
+	depth_out();
 	return ret;
 }
 HOOK_WRITTEN(posix_memalign);
@@ -366,11 +367,11 @@ HOOK_WRITTEN(posix_memalign);
 		if (!p || is_boot(p))                                                             \
 			return;                                                                   \
 		t = free_begin(p, &size, &ts);                                                    \
-		tdepth++;                                                                         \
+		depth_in();                                                                       \
 		if (t) /* before the block is given back, as free_hook's */                       \
 			record_free(t, p, size, 0, ts);                                           \
 		real.sym HS_ARGS params;                                                          \
-		tdepth--;                                                                         \
+		depth_out();                                                                      \
 	}
 
 /* C++: every operator new and delete, counted once with the malloc inside. The next definition
@@ -414,11 +415,11 @@ static void *next_sym(struct cxx_next *c, const char *name)
 	void *f = __atomic_load_n(&c->fn, __ATOMIC_ACQUIRE);
 
 	if (!f) {
-		tdepth++;
+		depth_in();
 		f = lookup(next_handle, name);
 		if (f)
 			c->direct = cxx_plain(name) && real.malloc && real.free && cxx_runtime(f);
-		tdepth--;
+		depth_out();
 		if (!f)
 			abort(); /* a program that calls operator new has a C++ runtime */
 		__atomic_store_n(&c->fn, f, __ATOMIC_RELEASE);
@@ -448,15 +449,15 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 	do {                                                                                      \
 		struct tstate *t = enter();                                                       \
 		void *p;                                                                          \
-		tdepth++;                                                                         \
+		depth_in();                                                                       \
 		p = real.malloc((size) ? (size) : 1);                                             \
-		tdepth--;                                                                         \
+		depth_out();                                                                      \
 		if (UNLIKELY(p == NULL))                                                          \
 			return (f)(size);                                                         \
 		if (t && sample((size))) {                                                        \
-			tdepth++;                                                                 \
+			depth_in();                                                               \
 			record_alloc(t, p, (size), (kind), (uint64_t)(uintptr_t)__builtin_frame_address(0)); \
-			tdepth--;                                                                 \
+			depth_out();                                                              \
 		}                                                                                 \
 		return p;                                                                         \
 	} while (0)
@@ -480,9 +481,9 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 			void *p;                                                                  \
 			if (LIKELY(next_##sym.direct))                                            \
 				return new_direct(HS_SIZE_OF_##args, (new_fn)(void *)f);           \
-			tdepth = 1; /* from 0 (pass_by): its malloc is not another allocation */ \
+			depth_in(); /* from 0 (pass_by): its malloc is not another allocation */ \
 			p = f HS_ARGS params;                                                     \
-			tdepth = 0;                                                               \
+			depth_out();                                                            \
 			return p;                                                                 \
 		}                                                                                 \
 		if (f && nested()) /* operator new[] calls operator new */                       \
@@ -504,11 +505,11 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 		if (!p)                                                                           \
 			return;                                                                   \
 		t = free_begin(p, &size, &ts);                                                    \
-		tdepth++;                                                                         \
+		depth_in();                                                                       \
 		if (t) /* before the block is given back, as free_hook's */                       \
 			record_free(t, p, size, 0, ts);                                           \
 		f HS_ARGS params;                                                                 \
-		tdepth--;                                                                         \
+		depth_out();                                                                      \
 	}                                                                                         \
 	HOOK EXPORT FAST ret sym HS_PARAMS params                                                 \
 	{                                                                                         \

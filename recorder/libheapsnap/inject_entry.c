@@ -202,7 +202,7 @@ EXPORT int heapsnap_inject(struct hs_inject_data *d)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	prctl(PR_SET_NAME, (unsigned long)"heapsnap", 0, 0, 0);
-	tdepth++; /* nothing this thread allocates is the target's */
+	depth_in(); /* nothing this thread allocates is the target's */
 	if (d->magic != HS_INJ_MAGIC || d->version != HS_INJ_VERSION || d->size != sizeof(*d))
 		return fail(l, EPROTO, "the recorder is another version of heapsnap"); /* its fields are not ours */
 	if (l->lib_fd >= 0)

@@ -41,7 +41,7 @@ static void emit_proc(uint8_t type, uint32_t ppid)
 
 	if (!t || !shm)
 		return;
-	tdepth++;
+	depth_in();
 	e = reserve(t, sizeof(*e), &need);
 	if (e) {
 		struct stat st;
@@ -67,7 +67,7 @@ static void emit_proc(uint8_t type, uint32_t ppid)
 		}
 		commit(t, need);
 	}
-	tdepth--;
+	depth_out();
 }
 
 /* Each loaded object's executable segment, with its file's identity and name: the recorder
@@ -125,9 +125,9 @@ void emit_maps(void)
 
 	if (!t || !shm)
 		return;
-	tdepth++;
+	depth_in();
 	dl_iterate_phdr(map_cb, t);
-	tdepth--;
+	depth_out();
 }
 
 HOOK EXPORT void *dlopen(const char *file, int mode)
@@ -327,15 +327,15 @@ __attribute__((constructor)) static void hs_init(void)
 		if (!ino || !fds_from_recorder(ino, &fd, &efd))
 			return;
 		snprintf(fds, sizeof(fds), "%d,%d,%" PRIu64, fd, efd, ino);
-		tdepth++;
+		depth_in();
 		setenv(HS_SHM_ENV, fds, 1);
-		tdepth--;
+		depth_out();
 	}
 	if (fstat(fd, &st))
 		return;
-	tdepth++;
+	depth_in();
 	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	tdepth--;
+	depth_out();
 	if (m == MAP_FAILED || events_init())
 		return;
 	shm = m;

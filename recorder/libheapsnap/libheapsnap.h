@@ -41,14 +41,14 @@ struct hs_hot {
 	 * the real functions (malloc, calloc, realloc, reallocarray): one line for the common
 	 * calls, where the table's order puts free 80 bytes after malloc. */
 	uint64_t fw;          /* filter_word: address | mask; 0 while frees cannot pass by */
-	uint32_t fg;          /* fast_gen: session_gen while sampling, else FAST_OFF */
+	int64_t ts;           /* tls_slot: from hs_tls.never to the word a pass-by counts down */
 	void (*free1)(void *); /* real.free, set with it (resolve_from) */
 	struct real_fns fns;  /* real */
 };
 extern struct hs_hot hs_hot;
 #define real (hs_hot.fns)
 #define filter_word (hs_hot.fw)
-#define fast_gen (hs_hot.fg)
+#define tls_slot (hs_hot.ts)
 
 /* A thread's last table walk (stack_walk.c), frame by frame: where each frame's return address
  * and rbp were read from and what they held, so that the next walk from the same place can
@@ -77,6 +77,7 @@ struct tstate {
 	uint64_t events;
 	uint64_t dwarf_seq;   /* dwarf captures' keys: unique per thread */
 	uint64_t rng;         /* the sampler's stream (draw): its own per thread, reseeded on fork */
+	uint64_t rate;        /* the sample rate its countdown was drawn at */
 	uint64_t sent[256]; /* stack hashes sent lately, direct-mapped */
 	struct walk_memo memo[2]; /* the last walk's, and the one being made */
 	uint32_t memo_cur;
@@ -93,26 +94,43 @@ extern uint32_t session_gen;
 /* Where the real functions are looked up: RTLD_NEXT preloaded, RTLD_DEFAULT injected. */
 extern void *next_handle;
 extern int injected;
-/* The thread's state, and how deep it is inside our hooks (what the real allocator calls is
- * the outer call's): one thread-local block, so that the fast path finds both at one offset. */
+/* The thread's state, how deep it is inside our hooks (what the real allocator calls is the
+ * outer call's), and its byte countdown: one thread-local block. An allocation's pass-by
+ * reads one word of it, chosen by tls_slot for every thread at once: while sampling, `left`;
+ * otherwise `never`, which stays 0. Inside a hook `left` is parked (0), so that a nested call
+ * takes the full path, which forwards it; the countdown then is `parked`. */
 struct hs_tls {
 	struct tstate *t;
-	union {
-		struct {
-			uint32_t gen; /* t's, for the fast path */
-			int depth;
-		};
-		/* Both at once: equal to fast_gen only outermost, in a state of this session. */
-		uint64_t key;
-	};
-	int64_t until_sample;  /* bytes to the next sample */
-} __attribute__((aligned(32))); /* within one cache line */
-#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "struct hs_tls: key is gen | depth << 32 only little-endian"
-#endif
+	int depth;
+	uint64_t left;   /* bytes to the next sample, outermost; 0 while nested */
+	uint64_t parked; /* the countdown while nested */
+	uint64_t never;  /* 0: no size is less, so no call passes by */
+} __attribute__((aligned(64))); /* within one cache line */
 extern __thread struct hs_tls hs_tls __attribute__((tls_model("initial-exec")));
 #define tsp (hs_tls.t)
-#define tdepth (hs_tls.depth)
+/* Read only: the depth changes through depth_in and depth_out, which park the countdown. */
+#define tdepth (hs_tls.depth + 0)
+#define TLS_SLOT_LIVE ((int64_t)offsetof(struct hs_tls, left) - (int64_t)offsetof(struct hs_tls, never))
+
+static inline __attribute__((always_inline)) void depth_in(void)
+{
+	if (hs_tls.depth++ == 0) {
+		hs_tls.parked = hs_tls.left;
+		hs_tls.left = 0;
+	}
+}
+
+static inline __attribute__((always_inline)) void depth_out(void)
+{
+	if (--hs_tls.depth == 0)
+		hs_tls.left = hs_tls.parked;
+}
+
+/* The countdown: the pass-by's word outermost, parked inside a hook. */
+static inline __attribute__((always_inline)) uint64_t *countdown(void)
+{
+	return hs_tls.depth ? &hs_tls.parked : &hs_tls.left;
+}
 
 /* hooks.c */
 void resolve(void);
@@ -183,9 +201,7 @@ void sampled_clear(void);
  * address and its log2 bits. */
 #define SAMPLED_SLOTS (1u << 18)
 #define SAMPLED_BUCKET_BITS 18
-/* fast_gen, the condition of an allocation hook's fast path: sampling and attached, then
- * session_gen; FAST_OFF otherwise (no thread's state has that generation). */
-#define FAST_OFF 0xffffffffu
+/* Whether an allocation hook may pass calls by (sampling and attached): tls_slot. */
 void fast_path(bool on);
 
 /* A block's bucket, where its probe in the table of sampled blocks starts: two
@@ -214,19 +230,25 @@ static inline __attribute__((always_inline)) bool sampled_maybe(const void *p)
 	return !w || filter_maybe(w, p);
 }
 
-/* Sampling, whether this call is passed by: attached, outermost, the thread's state of this
- * session, and its byte countdown not yet run out. Nothing else is read or written. */
+/* Sampling, whether this call is passed by: the thread's countdown (outermost, of a session
+ * that samples) not yet run out. One word read and written, found by its offset from the
+ * thread pointer: hs_tls's (initial-exec, the GOT's entry) plus tls_slot, so that no compare
+ * of generation or depth comes first. Unsigned, so that `never` (0) passes no size by. A
+ * thread without state has no countdown (0): it takes the full path. A state of an earlier
+ * session passes calls by until its countdown runs out (thread_state_new). */
+#if !defined(__x86_64__)
+#error "pass_by: the thread pointer's segment (__seg_fs) is x86-64's"
+#endif
 static inline __attribute__((always_inline)) bool pass_by(size_t size)
 {
-	int64_t left;
+	intptr_t at;
+	uint64_t u;
 
-	/* Depth 0 and the generation in one compare. A thread without state has no
-	 * countdown (0): it takes the full path. */
-	if (UNLIKELY(hs_tls.key != (uint64_t)__atomic_load_n(&fast_gen, __ATOMIC_RELAXED)))
-		return false;
-	left = (int64_t)((uint64_t)hs_tls.until_sample - size); /* mod 2^64: no overflow */
-	if (LIKELY(left > 0)) {
-		hs_tls.until_sample = left;
+	__asm__("movq hs_tls@gottpoff(%%rip), %0" : "=r"(at));
+	at += (intptr_t)offsetof(struct hs_tls, never) + __atomic_load_n(&tls_slot, __ATOMIC_RELAXED);
+	u = *(uint64_t __seg_fs *)at;
+	if (LIKELY(u > size)) {
+		*(uint64_t __seg_fs *)at = u - size;
 		return true;
 	}
 	return false; /* the full path draws, and records */
@@ -267,14 +289,20 @@ static inline __attribute__((always_inline)) struct tstate *thread_state(void)
  * countdown runs out (Poisson byte sampling, as the BPF sampler). */
 static inline __attribute__((always_inline)) bool sample(size_t size)
 {
+	uint64_t *c = countdown();
+	int64_t left;
+
 	if (!shm->sample_rate)
 		return true;
-	hs_tls.until_sample -= (int64_t)size;
-	if (LIKELY(hs_tls.until_sample > 0))
+	left = (int64_t)(*c - size);
+	if (LIKELY(left > 0)) {
+		*c = (uint64_t)left;
 		return false;
+	}
 	do
-		hs_tls.until_sample += draw();
-	while (hs_tls.until_sample <= 0);
+		left += draw();
+	while (left <= 0);
+	*c = (uint64_t)left;
 	/* Not counted here (HS_CNT_SAMPLED): an atomic add to a line every thread writes cost
 	 * each sample a cache miss. The recorder counts the samples that reach it. */
 	return true;

@@ -54,7 +54,7 @@ static struct sampled_ent {
 } *sampled, *sampled_spare; /* the spare is where the table is moved to when it resizes */
 static uint32_t table_bits = TABLE_MIN_BITS;
 /* Written at every sample, so on a cache line of their own: next to what every hook reads
- * (fast_gen, filter_word), each write would cost all the target's threads a miss. */
+ * (tls_slot, filter_word), each write would cost all the target's threads a miss. */
 struct sampled_w sampled_w;
 
 
@@ -62,16 +62,10 @@ __thread struct hs_tls hs_tls __attribute__((tls_model("initial-exec")));
 /* In .bss: an initialized one would put its alignment's padding in the file. */
 struct hs_hot hs_hot __attribute__((aligned(FILTER_ALIGN)));
 
-__attribute__((constructor(101))) static void hot_init(void)
-{
-	hs_hot.fg = FAST_OFF;
-}
-
 /* Sampling's fast path on (attached, sampling) or off: a hook then always takes the full path. */
 void fast_path(bool on)
 {
-	__atomic_store_n(&fast_gen, on ? __atomic_load_n(&session_gen, __ATOMIC_RELAXED) : FAST_OFF,
-			 __ATOMIC_RELEASE);
+	__atomic_store_n(&tls_slot, on ? TLS_SLOT_LIVE : 0, __ATOMIC_RELEASE);
 	/* Frees pass by only while sampling: recording every event, each one is recorded. */
 	spin_lock(&sampled_lock);
 	filter_on = on && !boot_in_use();
@@ -137,6 +131,13 @@ int64_t draw(void)
 	return (int64_t)shm->thresholds[x >> (64 - HS_NR_THRESHOLDS_BITS)];
 }
 
+/* A new countdown at the session's rate (parked, when the state is made inside a hook). */
+static void countdown_draw(struct tstate *t)
+{
+	t->rate = shm ? shm->sample_rate : 0;
+	*countdown() = t->rate ? (uint64_t)draw() : 0;
+}
+
 /* The calling thread's state, made on its first event: a system call or two, once. */
 struct tstate *thread_state_new(void)
 {
@@ -150,8 +151,12 @@ struct tstate *thread_state_new(void)
 		t = tsp;
 		t->ring = -1;
 		memset(t->sent, 0, sizeof(t->sent));
-		hs_tls.until_sample = shm && shm->sample_rate ? draw() : 0;
-		t->gen = hs_tls.gen = __atomic_load_n(&session_gen, __ATOMIC_RELAXED);
+		/* The countdown left from the last session that sampled at this rate runs on: the
+		 * calls it passed by since this one began were passed by fairly, the rest of a
+		 * draw being a draw (Poisson). Drawn at another rate, it is drawn anew. */
+		if (!shm || shm->sample_rate != t->rate || !*countdown())
+			countdown_draw(t);
+		t->gen = __atomic_load_n(&session_gen, __ATOMIC_RELAXED);
 		return t;
 	}
 	t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -162,11 +167,10 @@ struct tstate *thread_state_new(void)
 	t->tid = gettid_raw();
 	rng_seed(t);
 	tsp = t;
-	hs_tls.until_sample = shm && shm->sample_rate ? draw() : 0;
-	hs_tls.gen = t->gen;
+	countdown_draw(t);
 	/* The stack's bounds: the walk reads nothing outside them, so junk frame pointers in
 	 * code built without them cannot fault. */
-	tdepth++;
+	depth_in();
 	if (!pthread_getattr_np(pthread_self(), &a)) {
 		if (!pthread_attr_getstack(&a, &lo, &sz)) {
 			t->stack_lo = (uint64_t)(uintptr_t)lo;
@@ -175,7 +179,7 @@ struct tstate *thread_state_new(void)
 		pthread_attr_destroy(&a);
 	}
 	pthread_setspecific(exit_key, t);
-	tdepth--;
+	depth_out();
 	return t;
 }
 
@@ -757,7 +761,7 @@ int events_init(void)
 
 	if (done)
 		return 0; /* made already: a process preloaded once, injected now */
-	tdepth++;
+	depth_in();
 	/* Every larger filter size at once, each on its boundary: a resize never allocates, and
 	 * only the pages a filter uses are ever touched. */
 	size_t nf = SAMPLED_BUCKET_BITS - FILTER_MIN_BITS;
@@ -775,7 +779,7 @@ int events_init(void)
 			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (fm != MAP_FAILED && filter_cnt != MAP_FAILED && sampled != MAP_FAILED)
 		filter_build(FILTER_MIN_BITS);
-	tdepth--;
+	depth_out();
 	if (fm == MAP_FAILED || filter_cnt == MAP_FAILED || sampled == MAP_FAILED || sampled_spare == MAP_FAILED)
 		return -1;
 	if (pthread_key_create(&exit_key, thread_exit))

@@ -516,9 +516,9 @@ static struct py_memo *memo_get(void)
 		if (m == MAP_FAILED)
 			return NULL;
 		memo = m;
-		tdepth++; /* a key past the first 32 takes an allocation */
+		depth_in(); /* a key past the first 32 takes an allocation */
 		pthread_setspecific(memo_key, m);
-		tdepth--;
+		depth_out();
 	}
 	epoch = __atomic_load_n(&py_code_epoch, __ATOMIC_ACQUIRE);
 	if (memo->gen != gen || memo->epoch != epoch) {

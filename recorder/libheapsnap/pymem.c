@@ -39,11 +39,11 @@ static __attribute__((noinline)) void *w_malloc_full(void *ctx, size_t n)
 	struct tstate *t = enter();
 	void *p;
 
-	tdepth++;
+	depth_in();
 	p = o->malloc(o->ctx, n);
 	if (t && p && sample(n))
 		record_alloc(t, p, n, HS_KIND_MALLOC, (uint64_t)(uintptr_t)__builtin_frame_address(0));
-	tdepth--;
+	depth_out();
 	return p;
 }
 
@@ -71,17 +71,17 @@ static __attribute__((noinline)) void *w_calloc(void *ctx, size_t n, size_t m)
 	void *p;
 
 	if (LIKELY(pass_by(size))) {
-		tdepth++; /* pymalloc's own calloc inside is not another allocation */
+		depth_in(); /* pymalloc's own calloc inside is not another allocation */
 		p = o->calloc(o->ctx, n, m);
-		tdepth--;
+		depth_out();
 		return p;
 	}
 	t = enter();
-	tdepth++;
+	depth_in();
 	p = o->calloc(o->ctx, n, m);
 	if (t && p && sample(size))
 		record_alloc(t, p, size, HS_KIND_CALLOC, (uint64_t)(uintptr_t)__builtin_frame_address(0));
-	tdepth--;
+	depth_out();
 	return p;
 }
 
@@ -105,9 +105,9 @@ static __attribute__((noinline)) void *w_realloc(void *ctx, void *old, size_t n)
 	/* Sampling: a block never sampled (or none), and a new size the draw passes by; in that
 	 * order, since passing by counts the size down. */
 	if (LIKELY((!old || free_pass_by(old)) && pass_by(n)) || !(t = enter())) {
-		tdepth++;
+		depth_in();
 		p = o->realloc(o->ctx, old, n);
-		tdepth--;
+		depth_out();
 		return p;
 	}
 	return realloc_recorded(t, old, n, &c, n, 0, HS_KIND_REALLOC, (uint64_t)(uintptr_t)__builtin_frame_address(0));
@@ -128,11 +128,11 @@ static __attribute__((noinline)) void w_free_full(void *ctx, void *p)
 	}
 	if (!__atomic_load_n(&shm->sample_rate, __ATOMIC_RELAXED))
 		py_code_freed(p); /* before its address can be taken again */
-	tdepth++;
+	depth_in();
 	if (t) /* before the block is given back, as free_hook's (hooks.c) */
 		record_free(t, p, size, 0, ts);
 	o->free(o->ctx, p);
-	tdepth--;
+	depth_out();
 }
 
 /* Recording every event, every free of the domains takes w_free_full: each code object freed
@@ -213,10 +213,10 @@ void pymem_request_install(void)
 	/* A session before this one may have sampled, its frees unseen: no memo is trusted. */
 	__atomic_add_fetch(&py_code_epoch, 1, __ATOMIC_ACQ_REL);
 	if (__atomic_compare_exchange_n(&state, &s, ASKED, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-		tdepth++;
+		depth_in();
 		if (py.add_pending_call(install, NULL))
 			__atomic_store_n(&state, s, __ATOMIC_RELEASE); /* its queue full: asked again later */
-		tdepth--;
+		depth_out();
 	}
 }
 

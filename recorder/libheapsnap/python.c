@@ -283,7 +283,7 @@ void py_attach(void)
 
 	if (__atomic_load_n(&py_ready, __ATOMIC_ACQUIRE) || py_refused)
 		return;
-	tdepth++; /* what dlsym allocates is ours */
+	depth_in(); /* what dlsym allocates is ours */
 	if (!find_symbols())
 		goto out;
 	v = interp_version();
@@ -322,7 +322,7 @@ void py_attach(void)
 		goto out;
 	__atomic_store_n(&py_ready, 1, __ATOMIC_RELEASE);
 out:
-	tdepth--;
+	depth_out();
 }
 
 /* No other thread is in the child: a lock another held at the fork is free, and a table it

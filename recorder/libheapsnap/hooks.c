@@ -463,8 +463,9 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 	} while (0)
 
 /* Passed by, the countdown is the new's and the real operator runs nested: the malloc it
- * calls sees the depth and forwards at once; or, DIRECT, new_direct. The full path is a tail
- * call, its frame the stack walk's first, as for malloc. */
+ * calls finds the countdown parked, and its full path sees the depth and forwards; or,
+ * DIRECT, new_direct. The full path is a tail call, its frame the stack walk's first, as for
+ * malloc. */
 #define HS_HOOK_NEW(sym, kind, args, ret, params)                                                \
 	static struct cxx_next next_##sym;                                                        \
 	static __attribute__((noinline)) ret sym##_full HS_PARAMS params                          \
@@ -481,9 +482,9 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 			void *p;                                                                  \
 			if (LIKELY(next_##sym.direct))                                            \
 				return new_direct(HS_SIZE_OF_##args, (new_fn)(void *)f);           \
-			depth_in(); /* from 0 (pass_by): its malloc is not another allocation */ \
+			depth_in(); /* the countdown parked: its malloc is not another */         \
 			p = f HS_ARGS params;                                                     \
-			depth_out();                                                            \
+			depth_out();                                                              \
 			return p;                                                                 \
 		}                                                                                 \
 		if (f && nested()) /* operator new[] calls operator new */                       \

@@ -195,10 +195,18 @@ t_class_frees() {
 		"$A" $f "$TMP/cf4b.hsnap" 2>&1 | sed "s|$TMP/cf4b.hsnap|FILE|g; /^File:/d; s/\"bytes\":[0-9]*,//" >"$TMP/cf.b"
 		diff -u "$TMP/cf.a" "$TMP/cf.b" || die "$f differs between the file by slot and by class"
 	done
-	# And it is what makes the file smaller: the frees of 3.0 name one block of 800.
-	local s3 s4
+	# And it is what makes the file smaller: the frees of 3.0 name one block of 800. The
+	# saving is bounded per free, not as a share of the file: the rest of the file (times
+	# above all) carries more entropy by BPF, the more so on a loaded machine, and only
+	# the frees' names differ between the two. Measured: 1.1 to 2.0 bits a free, by either
+	# way, loaded or not; slots re-encoded without classes would save nothing.
+	local s3 s4 frees
 	s3=$(stat -c %s "$TMP/cf3.hsnap") s4=$(stat -c %s "$TMP/cf4b.hsnap")
-	[ $((s4 * 100)) -le $((s3 * 95)) ] || die "version 4: $s4 bytes against 3.0's $s3"
+	frees=$("$A" stats "$TMP/cf3.hsnap" | sed -n 's/^Events: .* allocations, \([0-9]*\) frees.*/\1/p')
+	[ -n "$frees" ] && [ "$frees" -gt 100000 ] || die "the file's count of frees: '$frees'"
+	# At least half a bit a free.
+	[ $(((s3 - s4) * 16)) -ge "$frees" ] ||
+		die "version 4: $s4 bytes against 3.0's $s3, for $frees frees: under half a bit saved a free"
 }
 
 # A failed realloc is no event to heaptrack's temporary allocations: both ways write the FREE

@@ -58,6 +58,18 @@ t_preload_sampled_waves() {
 	within "wave_last inuse_space" 1536000 "$(pv "$TMP/sw.pb.gz" inuse_space wave_last)" 1
 }
 
+# Blocks 64 KiB apart share bits of the library's filter of sampled blocks, which a free
+# reads to pass by blocks never sampled: each bit is cleared only with the last block it
+# stands for. A bit cleared with the first would turn away its siblings' frees and leave
+# sibling_make's blocks live.
+t_preload_sampled_siblings() {
+	record --via preload -s 1 -o "$TMP/sb.hsnap" -- "$T/alloc_c" siblings || die "sampled siblings"
+	"$A" pprof -o "$TMP/sb.pb.gz" "$TMP/sb.hsnap" 2>/dev/null
+	need_go
+	within "sibling_make alloc_space" 4193280 "$(pv "$TMP/sb.pb.gz" alloc_space sibling_make)" 1
+	within "sibling_make inuse_space (one block of 64 kept)" 65520 "$(pv "$TMP/sb.pb.gz" inuse_space sibling_make)" 1
+}
+
 # A user records their own program with no privilege at all; auto picks the way and says why.
 t_preload_unprivileged() {
 	command -v setpriv >/dev/null || skip "no setpriv to drop root"
@@ -285,7 +297,7 @@ t_preload_cxx_after_bad_alloc() {
 	within "sampled at 16 bytes: cxx_after_throw inuse_space" 7777 "$(pv "$TMP/cbs.pb.gz" inuse_space 'cxx_after_throw()')" 2
 }
 
-ALL="$ALL t_preload_sampled_dense t_preload_sampled_waves t_preload_scribbled_ring t_preload_unprivileged t_preload_dwarf_debug_dir"
+ALL="$ALL t_preload_sampled_dense t_preload_sampled_waves t_preload_sampled_siblings t_preload_scribbled_ring t_preload_unprivileged t_preload_dwarf_debug_dir"
 ALL="$ALL t_preload_thread_churn t_preload_threads_past_limit t_preload_closed_fds t_preload_python_workers"
 ALL="$ALL t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
 ALL="$ALL t_alloctab_compile_check"

@@ -48,7 +48,6 @@ int injected;
 static uint64_t filter_cur; /* the filter kept up to date, published in filter_word while sampling */
 static bool filter_on;
 static uint64_t *filters[SAMPLED_BUCKET_BITS + 1]; /* one per size, 2^k bits each */
-static uint32_t *filter_cnt; /* sampled blocks per bit of the current filter: a bit clears at 0 */
 static struct sampled_ent {
 	uint64_t ptr, size;
 } *sampled, *sampled_spare; /* the spare is where the table is moved to when it resizes */
@@ -508,14 +507,12 @@ static void filter_build(uint32_t k)
 	uint32_t mask = (1u << k) - 1;
 
 	memset(f, 0, ((size_t)1 << k) / 8);
-	memset(filter_cnt, 0, ((size_t)1 << k) * sizeof(*filter_cnt));
 	for (uint32_t s = 0; s < 1u << table_bits; s++) {
 		uint32_t b;
 
 		if (!sampled[s].ptr)
 			continue;
 		b = bucket((const void *)(uintptr_t)sampled[s].ptr) & mask;
-		filter_cnt[b]++;
 		f[b >> 6] |= 1ull << (b & 63);
 	}
 	filter_cur = (uint64_t)(uintptr_t)f | mask;
@@ -523,7 +520,8 @@ static void filter_build(uint32_t k)
 }
 
 /* Under sampled_lock: a filter of about 128 bits per live block (under 1% of frees of blocks
- * never sampled then look in the table, under its lock), changed by halves or doubles. */
+ * never sampled then look in the table, under its lock), changed by halves or doubles, and
+ * never of fewer bits than the table has slots (filter_clear relies on it). */
 static void filter_fit(void)
 {
 	uint32_t k = (uint32_t)__builtin_ctzll((filter_cur & (FILTER_ALIGN - 1)) + 1), want = k;
@@ -532,24 +530,62 @@ static void filter_fit(void)
 		want++;
 	while (want > FILTER_MIN_BITS && (uint64_t)sampled_live * 512 < (1ull << want))
 		want--;
+	if (want < table_bits)
+		want = table_bits;
 	if (want != k)
 		filter_build(want);
 }
 
-/* Under sampled_lock: bucket B gained (+1) or lost (-1) a block; its filter bit follows its
- * count. Only writers holding the lock change a filter: a plain store publishes the word. */
-static void filter_note(uint32_t b, int delta)
+/* The filter's word for bucket B, and B's bit in it. */
+static uint64_t *filter_at(uint32_t b, uint64_t *bit)
 {
 	uint64_t w = filter_cur;
 	uint32_t i = b & (uint32_t)(w & (FILTER_ALIGN - 1));
-	uint64_t *f = (uint64_t *)(uintptr_t)(w & ~(uint64_t)(FILTER_ALIGN - 1));
 
-	if (delta > 0) {
-		if (!filter_cnt[i]++)
-			__atomic_store_n(&f[i >> 6], f[i >> 6] | 1ull << (i & 63), __ATOMIC_RELEASE);
-	} else if (filter_cnt[i] && !--filter_cnt[i]) {
-		__atomic_store_n(&f[i >> 6], f[i >> 6] & ~(1ull << (i & 63)), __ATOMIC_RELEASE);
-	}
+	*bit = 1ull << (i & 63);
+	return (uint64_t *)(uintptr_t)(w & ~(uint64_t)(FILTER_ALIGN - 1)) + (i >> 6);
+}
+
+/* Under sampled_lock: bucket B holds a block. Only writers holding the lock change a filter:
+ * a plain store publishes the word, and a bit already set is not written again, since each
+ * write costs every other core that reads the line a miss. */
+static void filter_set(uint32_t b)
+{
+	uint64_t bit, *f = filter_at(b, &bit);
+
+	if (!(*f & bit))
+		__atomic_store_n(f, *f | bit, __ATOMIC_RELEASE);
+}
+
+/* Under sampled_lock: bucket B lost a block, whose slot the table has emptied. Its bit clears
+ * unless another block shares it. The filter has at least as many bits as the table slots
+ * (filter_fit), so such a block has the same home slot, B's: it lies in the probe run from
+ * there, which linear probing keeps unbroken and the table's load keeps short. No count per
+ * bit is kept: it would be one more line that each sample writes. */
+static void filter_clear(uint32_t b)
+{
+	uint32_t m = (1u << table_bits) - 1, fm = (uint32_t)(filter_cur & (FILTER_ALIGN - 1)), i;
+	uint64_t bit, *f = filter_at(b, &bit);
+
+	for (i = b & m; sampled[i].ptr; i = (i + 1) & m)
+		if (((bucket((const void *)(uintptr_t)sampled[i].ptr) ^ b) & fm) == 0)
+			return;
+	__atomic_store_n(f, *f & ~bit, __ATOMIC_RELEASE);
+}
+
+/* Before taking sampled_lock for P: the lock's line, and those of P's slot and filter word,
+ * fetched for writing at once, so that a sample waits for one round trip to the core that
+ * last wrote them rather than one after another under the lock. The table and the filter may
+ * change meanwhile: a stale guess only costs a wasted prefetch. */
+static void sampled_prefetch(const void *p)
+{
+	uint32_t b = bucket(p), m = (1u << __atomic_load_n(&table_bits, __ATOMIC_RELAXED)) - 1;
+	uint64_t w = __atomic_load_n(&filter_cur, __ATOMIC_RELAXED);
+	uint32_t i = b & (uint32_t)(w & (FILTER_ALIGN - 1));
+
+	__builtin_prefetch(&sampled_lock, 1);
+	__builtin_prefetch(&__atomic_load_n(&sampled, __ATOMIC_RELAXED)[b & m], 1);
+	__builtin_prefetch((const uint64_t *)(uintptr_t)(w & ~(uint64_t)(FILTER_ALIGN - 1)) + (i >> 6), 1);
 }
 
 /* Under sampled_lock: the table moved into the spare at 2^BITS slots, which becomes the table.
@@ -598,6 +634,7 @@ bool sampled_add(void *p, uint64_t size)
 {
 	bool ok = false;
 
+	sampled_prefetch(p);
 	spin_lock(&sampled_lock);
 	if ((sampled_live + 1) * 2 > 1u << table_bits && table_bits < SAMPLED_BUCKET_BITS)
 		table_resize(table_bits + 1);
@@ -608,7 +645,7 @@ bool sampled_add(void *p, uint64_t size)
 			;
 		sampled[i] = (struct sampled_ent){(uint64_t)(uintptr_t)p, size};
 		sampled_live++;
-		filter_note(bucket(p), 1);
+		filter_set(bucket(p));
 		filter_fit();
 		ok = true;
 	}
@@ -626,6 +663,7 @@ uint64_t sampled_take(void *p)
 
 	if (LIKELY(!sampled_maybe(p)))
 		return 0;
+	sampled_prefetch(p);
 	spin_lock(&sampled_lock);
 	m = (1u << table_bits) - 1;
 	for (i = bucket(p) & m; sampled[i].ptr; i = (i + 1) & m) {
@@ -633,7 +671,7 @@ uint64_t sampled_take(void *p)
 			size = sampled[i].size;
 			table_delete(i);
 			sampled_live--;
-			filter_note(bucket(p), -1);
+			filter_clear(bucket(p));
 			filter_fit();
 			if (table_bits > TABLE_MIN_BITS && (uint64_t)sampled_live * 16 < 1u << table_bits)
 				table_resize(table_bits - 1);
@@ -771,16 +809,14 @@ int events_init(void)
 	for (uint32_t k = FILTER_MIN_BITS + 1; fm != MAP_FAILED && k <= SAMPLED_BUCKET_BITS; k++)
 		filters[k] = (uint64_t *)(fa + (k - FILTER_MIN_BITS - 1) * (size_t)FILTER_ALIGN);
 	filters[FILTER_MIN_BITS] = hs_hot.filter_min;
-	filter_cnt = mmap(NULL, SAMPLED_SLOTS * sizeof(*filter_cnt), PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	sampled = mmap(NULL, SAMPLED_SLOTS * sizeof(*sampled), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		       -1, 0);
 	sampled_spare = mmap(NULL, SAMPLED_SLOTS * sizeof(*sampled), PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (fm != MAP_FAILED && filter_cnt != MAP_FAILED && sampled != MAP_FAILED)
+	if (fm != MAP_FAILED && sampled != MAP_FAILED)
 		filter_build(FILTER_MIN_BITS);
 	depth_out();
-	if (fm == MAP_FAILED || filter_cnt == MAP_FAILED || sampled == MAP_FAILED || sampled_spare == MAP_FAILED)
+	if (fm == MAP_FAILED || sampled == MAP_FAILED || sampled_spare == MAP_FAILED)
 		return -1;
 	if (pthread_key_create(&exit_key, thread_exit))
 		return -1;

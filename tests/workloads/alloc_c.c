@@ -25,6 +25,8 @@
  * none live);
  * "waves" keeps 30000 x 256 live from wave_make and frees them in a scattered order, three
  * times (allocated 23040000, none live), then keeps 3000 x 512 = 1536000 from wave_last;
+ * "siblings" allocates 64 x 65520 in sibling_make, blocks 64 KiB apart, and frees all but the
+ * last (allocated 4193280, live 65520);
  * "loop SECONDS" allocates and frees in loop_work until SECONDS have passed;
  * "inject FIFO" is "wait FIFO" with a thread churning in idle_churn all along (an injected
  * recorder loads at an allocator call), then, after the line, thread_work in two threads,
@@ -254,6 +256,24 @@ NOINLINE void wave_last(void)
 		wave_blocks[i] = malloc(512);
 }
 
+/* Blocks 64 KiB apart (glibc's chunks of 65536, one after another from the top of the heap)
+ * whose buckets differ only above bit 12, so that they share bits of the library's filter of
+ * sampled blocks: freeing one must leave the bit its siblings still need. */
+static void *volatile sibling_blocks[64];
+
+NOINLINE void sibling_make(void)
+{
+	for (int i = 0; i < 64; i++)
+		sibling_blocks[i] = malloc(65520);
+}
+
+static void siblings(void)
+{
+	sibling_make();
+	for (int i = 0; i < 63; i++)
+		free(sibling_blocks[i]);
+}
+
 /* Each round freed by a stride coprime to 30000: neighbours in memory leave at far times. */
 static void waves(void)
 {
@@ -416,6 +436,10 @@ int main(int argc, char **argv)
 	}
 	if (argc == 2 && !strcmp(argv[1], "waves")) {
 		waves();
+		return 0;
+	}
+	if (argc == 2 && !strcmp(argv[1], "siblings")) {
+		siblings();
 		return 0;
 	}
 	if (argc == 2 && !strcmp(argv[1], "rbulk")) {

@@ -214,13 +214,24 @@ static void on_dwarf_event(struct session *s, const struct hs_dwarf_event *e, si
 		s->out.err = -ENOMEM;
 		return;
 	}
-	if (!created) {
+	if (slot->val & 1)
+		return; /* this capture is in the file already */
+	/* An allocation merged ahead of its window (the rings are merged by time only within
+	 * MERGE_SLACK_NS, and the window is on the ring of the CPU its entry probe ran on) was
+	 * given an id for it already: the window is written under that id, even when the same
+	 * window is in the file under another, or the allocation would name no stack. */
+	if (slot->val) {
+		id = slot->val >> 1;
+		if (created)
+			content->val = id;
+	} else if (!created) {
 		slot->val = content->val << 1 | 1; /* the same window is in the file already */
 		return;
+	} else {
+		id = ++s->next_stack_id;
+		content->val = id;
 	}
-	id = ++s->next_stack_id;
 	slot->val = id << 1 | 1;
-	content->val = id;
 	r.dwarf.id = id;
 	r.dwarf.nregs = HS_DWARF_NREGS;
 	r.dwarf.regs = (const uint64_t *)e->regs;

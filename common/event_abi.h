@@ -79,6 +79,7 @@ enum hs_counter_id {
 	HS_CNT_PY_PYMEM,         /* processes whose object and mem allocator domains were wrapped */
 	HS_CNT_PY_MAPS_READ,     /* reads of /proc/self/maps for the walk's readable ranges */
 	HS_CNT_PY_UNSUPPORTED,   /* interpreters not read: another version, free-threaded, a subinterpreter */
+	HS_CNT_DWARF_END_UNKNOWN, /* BPF: dwarf windows taken without their stack mapping's end (its lookup busy) */
 	HS_CNT__MAX,
 };
 

@@ -38,6 +38,7 @@ const char *const counter_names[HS_CNT__MAX] = {
 	[HS_CNT_PY_PYMEM] = "python.pymem_wrapped",
 	[HS_CNT_PY_MAPS_READ] = "python.maps_read",
 	[HS_CNT_PY_UNSUPPORTED] = "python.unsupported",
+	[HS_CNT_DWARF_END_UNKNOWN] = "stacks.dwarf_end_unknown",
 };
 
 void rec_warnx(const char *fmt, ...)

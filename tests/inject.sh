@@ -289,8 +289,15 @@ t_inject_messages() {
 	[ -e "$TMP/two2.hsnap" ] && die "the refused second recorder left a file"
 	inject_finish two 7
 	inject_check_c two
-	# A zombie: sleep never reaps the child its shell left it.
-	sh -c 'sleep 0 & echo $!; exec sleep 60' >"$TMP/z.out" &
+	# A zombie: a parent that never waits for the child it forked, which exits at once. (A
+	# shell's background child left to an exec'd sleep was reaped by the shell itself when
+	# it had already exited before the exec, under load.)
+	python3 -c 'import os, time
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+print(pid, flush=True)
+time.sleep(60)' >"$TMP/z.out" &
 	zp=$!
 	waitfor "$TMP/z.out" "" && z=$(head -1 "$TMP/z.out")
 	for i in $(seq 200); do [ -n "$z" ] && grep -q "^State:.*Z" /proc/$z/status 2>/dev/null && break; z=$(head -1 "$TMP/z.out"); sleep 0.05; done

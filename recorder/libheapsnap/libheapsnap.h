@@ -214,12 +214,22 @@ static inline __attribute__((always_inline)) uint32_t bucket(const void *p)
 	return (uint32_t)(((a ^ a >> 18) >> 4) & (SAMPLED_SLOTS - 1));
 }
 
+/* By filter word W (nonzero), the filter's word that holds bucket B's bit, and *BIT, the
+ * bit's place in it. */
+static inline __attribute__((always_inline)) uint64_t *filter_word_at(uint64_t w, uint32_t b, uint32_t *bit)
+{
+	uint32_t i = b & (uint32_t)(w & (FILTER_ALIGN - 1));
+
+	*bit = i & 63;
+	return (uint64_t *)(uintptr_t)(w & ~(uint64_t)(FILTER_ALIGN - 1)) + (i >> 6);
+}
+
 /* Whether P may be a sampled block, by filter word W (nonzero): false for nearly every block. */
 static inline __attribute__((always_inline)) bool filter_maybe(uint64_t w, const void *p)
 {
-	uint32_t i = bucket(p) & (uint32_t)(w & (FILTER_ALIGN - 1));
+	uint32_t bit;
 
-	return ((const uint64_t *)(uintptr_t)(w & ~(uint64_t)(FILTER_ALIGN - 1)))[i >> 6] >> (i & 63) & 1;
+	return *filter_word_at(w, bucket(p), &bit) >> bit & 1;
 }
 
 /* Whether P may be a sampled block (true whenever not sampling). */

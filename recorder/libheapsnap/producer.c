@@ -536,25 +536,16 @@ static void filter_fit(void)
 		filter_build(want);
 }
 
-/* The filter's word for bucket B, and B's bit in it. */
-static uint64_t *filter_at(uint32_t b, uint64_t *bit)
-{
-	uint64_t w = filter_cur;
-	uint32_t i = b & (uint32_t)(w & (FILTER_ALIGN - 1));
-
-	*bit = 1ull << (i & 63);
-	return (uint64_t *)(uintptr_t)(w & ~(uint64_t)(FILTER_ALIGN - 1)) + (i >> 6);
-}
-
 /* Under sampled_lock: bucket B holds a block. Only writers holding the lock change a filter:
  * a plain store publishes the word, and a bit already set is not written again, since each
  * write costs every other core that reads the line a miss. */
 static void filter_set(uint32_t b)
 {
-	uint64_t bit, *f = filter_at(b, &bit);
+	uint32_t bit;
+	uint64_t *f = filter_word_at(filter_cur, b, &bit);
 
-	if (!(*f & bit))
-		__atomic_store_n(f, *f | bit, __ATOMIC_RELEASE);
+	if (!(*f >> bit & 1))
+		__atomic_store_n(f, *f | 1ull << bit, __ATOMIC_RELEASE);
 }
 
 /* Under sampled_lock: bucket B lost a block, whose slot the table has emptied. Its bit clears
@@ -564,13 +555,13 @@ static void filter_set(uint32_t b)
  * bit is kept: it would be one more line that each sample writes. */
 static void filter_clear(uint32_t b)
 {
-	uint32_t m = (1u << table_bits) - 1, fm = (uint32_t)(filter_cur & (FILTER_ALIGN - 1)), i;
-	uint64_t bit, *f = filter_at(b, &bit);
+	uint32_t m = (1u << table_bits) - 1, fm = (uint32_t)(filter_cur & (FILTER_ALIGN - 1)), i, bit;
+	uint64_t *f = filter_word_at(filter_cur, b, &bit);
 
 	for (i = b & m; sampled[i].ptr; i = (i + 1) & m)
 		if (((bucket((const void *)(uintptr_t)sampled[i].ptr) ^ b) & fm) == 0)
 			return;
-	__atomic_store_n(f, *f & ~bit, __ATOMIC_RELEASE);
+	__atomic_store_n(f, *f & ~(1ull << bit), __ATOMIC_RELEASE);
 }
 
 /* Before taking sampled_lock for P: the lock's line, and those of P's slot and filter word,
@@ -579,13 +570,11 @@ static void filter_clear(uint32_t b)
  * change meanwhile: a stale guess only costs a wasted prefetch. */
 static void sampled_prefetch(const void *p)
 {
-	uint32_t b = bucket(p), m = (1u << __atomic_load_n(&table_bits, __ATOMIC_RELAXED)) - 1;
-	uint64_t w = __atomic_load_n(&filter_cur, __ATOMIC_RELAXED);
-	uint32_t i = b & (uint32_t)(w & (FILTER_ALIGN - 1));
+	uint32_t b = bucket(p), m = (1u << __atomic_load_n(&table_bits, __ATOMIC_RELAXED)) - 1, bit;
 
 	__builtin_prefetch(&sampled_lock, 1);
 	__builtin_prefetch(&__atomic_load_n(&sampled, __ATOMIC_RELAXED)[b & m], 1);
-	__builtin_prefetch((const uint64_t *)(uintptr_t)(w & ~(uint64_t)(FILTER_ALIGN - 1)) + (i >> 6), 1);
+	__builtin_prefetch(filter_word_at(__atomic_load_n(&filter_cur, __ATOMIC_RELAXED), b, &bit), 1);
 }
 
 /* Under sampled_lock: the table moved into the spare at 2^BITS slots, which becomes the table.

@@ -143,12 +143,13 @@ micro_bench() {
 		[ -z "${MICRO_WORKLOADS:-}" ] || [[ " $MICRO_WORKLOADS " == *" ${w%%|*} "* ]] && works+=("$w")
 	done
 	echo
-	say "Micro workloads at length, in-process (medians of $quick rounds for native, the floor, passing by and"
-	say "sampled; of the first $RUNS for every event and heaptrack): the loop's time as a ratio to native's, by"
-	say "the process's CPU time (what a machine shared with other work inflates least; for every event and"
-	say "heaptrack, whose recorders run beside the target, wall time only); passing by (sampled at 1 GiB: the"
-	say "hooks' pass-by paths, almost no sample) and sampled at 512 KiB over the floor (a preloaded library"
-	say "that only forwards); bytes per event recorded (heaptrack: its file over the loop's events):"
+	say "Micro workloads at length, in-process: the loop's time as a ratio to native's, the median of each"
+	say "round's ratio ($quick rounds for native, the floor, passing by and sampled; the first $RUNS for every"
+	say "event and heaptrack), by the process's CPU time (what a machine shared with other work inflates"
+	say "least; for every event and heaptrack, whose recorders run beside the target, wall time only);"
+	say "passing by (sampled at 1 GiB: the hooks' pass-by paths, almost no sample) and sampled at 512 KiB"
+	say "over the floor (a preloaded library that only forwards); bytes per event recorded (heaptrack: its"
+	say "file over the loop's events):"
 	rm -f "$TMP"/mi-*
 	for r in $(seq "$quick"); do
 		for w in "${works[@]}"; do
@@ -182,7 +183,13 @@ micro_bench() {
 		fi
 	done
 	v() { [ -s "$1" ] && median <"$1" || echo 0; }
-	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b; else printf "-" }'; }
+	# A ratio is the median of each round's: the modes of a round run one after another, so
+	# a round's ratio shares that minute's machine, where a ratio of two medians mixes
+	# rounds whose machine drifted between them (run to run, native moved by 10%).
+	ratio() {
+		if [ ! -s "$1" ] || [ ! -s "$2" ]; then printf -; return; fi
+		paste "$1" "$2" | awk 'NF == 2 && $1 > 0 && $2 > 0 { print $1 / $2 }' | median | awk '{ printf "%.3f", $1 }'
+	}
 	bpe() { [ -s "$1" ] && median <"$1" | awk '{ printf "%.2f", $1 }' || echo -; }
 	say "$(printf '  %-8s %8s | %-39s | %-23s | %-19s | %s' "" native "by CPU time" "by wall time" "wall, every event" "")"
 	say "$(printf '  %-8s %8s | %7s %7s %7s %7s %7s | %7s %7s %7s | %9s %9s | %s' workload "cpu s" floor passby sampled \
@@ -195,9 +202,13 @@ micro_bench() {
 		te=$(v "$TMP/mi-$wname-every.t"); th=$(v "$TMP/mi-$wname-heaptrack.t")
 		cn=$(v "$TMP/mi-$wname-native.c"); cf=$(v "$TMP/mi-$wname-floor.c"); cs=$(v "$TMP/mi-$wname-sampled.c")
 		cp=$(v "$TMP/mi-$wname-passby.c")
+		f() { echo "$TMP/mi-$wname-$1"; }
 		say "$(printf '  %-8s %8.3f | %7s %7s %7s %7s %7s | %7s %7s %7s | %9s %9s | %s, %s, %s' "$wname" "$cn" \
-			"$(ratio "$cf" "$cn")" "$(ratio "$cp" "$cn")" "$(ratio "$cs" "$cn")" "$(ratio "$cp" "$cf")" "$(ratio "$cs" "$cf")" \
-			"$(ratio "$tf" "$tn")" "$(ratio "$ts" "$tn")" "$(ratio "$ts" "$tf")" "$(ratio "$te" "$tn")" "$(ratio "$th" "$tn")" \
+			"$(ratio "$(f floor.c)" "$(f native.c)")" "$(ratio "$(f passby.c)" "$(f native.c)")" \
+			"$(ratio "$(f sampled.c)" "$(f native.c)")" "$(ratio "$(f passby.c)" "$(f floor.c)")" \
+			"$(ratio "$(f sampled.c)" "$(f floor.c)")" "$(ratio "$(f floor.t)" "$(f native.t)")" \
+			"$(ratio "$(f sampled.t)" "$(f native.t)")" "$(ratio "$(f sampled.t)" "$(f floor.t)")" \
+			"$(ratio "$(f every.t)" "$(f native.t)")" "$(ratio "$(f heaptrack.t)" "$(f native.t)")" \
 			"$(bpe "$TMP/mi-$wname-every.bpe")" "$(bpe "$TMP/mi-$wname-sampled.bpe")" "$(bpe "$TMP/mi-$wname-heaptrack.bpe")")"
 		[ $first = 1 ] || json+=","
 		first=0

@@ -292,9 +292,21 @@ t_snapshots_diff() {
 # Blocks handed from a thread on one CPU to a thread on another, addresses reused across
 # them: exact only if the per-CPU rings are merged in time order.
 t_handoff() {
+	handoff_at 0
+}
+
+# The same, sampled at a mean of 1 byte, which samples every block at its own size: each
+# allocation enters the table of sampled blocks and sets its filter bit on one CPU while the
+# other CPU's frees take blocks out and clear bits. A bit cleared while a block still stands
+# for it, or a block lost from the table, turns its free away and leaves handoff_make live.
+t_handoff_sampled() {
+	handoff_at 1
+}
+
+handoff_at() {
 	need_bpf; need_go
 	[ "$(nproc)" -ge 2 ] || skip "one CPU: nothing to merge across"
-	record -s 0 --stats -o "$TMP/h.hsnap" -- "$T/handoff" || die "handoff recording"
+	record -s "$1" --stats -o "$TMP/h.hsnap" -- "$T/handoff" || die "handoff recording at -s $1"
 	"$A" pprof -o "$TMP/h.pb.gz" "$TMP/h.hsnap"
 	local p=$TMP/h.pb.gz
 	eq "handoff_make alloc_space" 9600000 "$(pv $p alloc_space handoff_make)"
@@ -578,7 +590,7 @@ t_alloctab_libc_malloc() {
 
 ALL="$ALL t_c_exact@bpf t_c_exact@preload t_c_labels_inline@bpf t_c_labels_inline@preload t_cxx_exact@bpf t_cxx_exact@preload"
 ALL="$ALL t_rust_exact@bpf t_rust_exact@preload t_sampled@bpf t_sampled@preload t_sampler_strata@bpf t_sampler_strata@preload t_class_frees@bpf t_class_frees@preload t_failed_realloc_temporary@bpf t_failed_realloc_temporary@preload t_snapshots_diff@bpf t_snapshots_diff@preload"
-ALL="$ALL t_handoff@bpf t_handoff@preload t_other_allocators@bpf t_other_allocators@preload t_dwarf_nofp@bpf t_dwarf_nofp@preload"
+ALL="$ALL t_handoff@bpf t_handoff@preload t_handoff_sampled@bpf t_handoff_sampled@preload t_other_allocators@bpf t_other_allocators@preload t_dwarf_nofp@bpf t_dwarf_nofp@preload"
 ALL="$ALL t_dwarf_cxx_rust@bpf t_dwarf_cxx_rust@preload t_dwarf_debian@bpf t_dwarf_debian@preload"
 ALL="$ALL t_killed_recorder@bpf t_killed_recorder@preload t_fork_storm@bpf t_fork_storm@preload t_dlcycle@bpf t_dlcycle@preload"
 ALL="$ALL t_auto_nofp@bpf t_auto_nofp@preload t_auto_debian@bpf t_auto_debian@preload"

@@ -48,6 +48,7 @@ int injected;
 static uint64_t filter_cur; /* the filter kept up to date, published in filter_word while sampling */
 static bool filter_on;
 static uint64_t *filters[SAMPLED_BUCKET_BITS + 1]; /* one per size, 2^k bits each */
+static uint64_t filter_next[(1u << SAMPLED_BUCKET_BITS) / 64]; /* a filter being built */
 static struct sampled_ent {
 	uint64_t ptr, size;
 } *sampled, *sampled_spare; /* the spare is where the table is moved to when it resizes */
@@ -500,21 +501,29 @@ void spin_unlock(int *l)
 	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
 
-/* Under sampled_lock: the filter of 2^K bits, built from the table, published. */
+/* Under sampled_lock: the filter of 2^K bits, built from the table, published. It is built
+ * apart and copied in a word at a time, never cleared first: a free that read the filter word
+ * while this size was last in use, and was preempted before reading its bit, may read this
+ * array now, after a shrink and a grow back. Its block, live all along, has its bit in the
+ * old words and in the new, so no word it can read lacks it. */
 static void filter_build(uint32_t k)
 {
 	uint64_t *f = filters[k];
 	uint32_t mask = (1u << k) - 1;
+	size_t words = ((size_t)1 << k) / 64;
 
-	memset(f, 0, ((size_t)1 << k) / 8);
+	memset(filter_next, 0, words * sizeof(*f));
 	for (uint32_t s = 0; s < 1u << table_bits; s++) {
 		uint32_t b;
 
 		if (!sampled[s].ptr)
 			continue;
 		b = bucket((const void *)(uintptr_t)sampled[s].ptr) & mask;
-		f[b >> 6] |= 1ull << (b & 63);
+		filter_next[b >> 6] |= 1ull << (b & 63);
 	}
+	for (size_t i = 0; i < words; i++)
+		if (f[i] != filter_next[i])
+			__atomic_store_n(&f[i], filter_next[i], __ATOMIC_RELAXED);
 	filter_cur = (uint64_t)(uintptr_t)f | mask;
 	__atomic_store_n(&filter_word, filter_on ? filter_cur : 0, __ATOMIC_RELEASE);
 }

@@ -133,6 +133,7 @@ TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/test_format3 $(OUTPUT)
 	$(OUTPUT)/tests/libcountalloc.so $(OUTPUT)/tests/linked_alloc
 TEST_PROGS += $(OUTPUT)/tests/threadchurn $(OUTPUT)/tests/closefds
 TEST_PROGS += $(OUTPUT)/tests/wake $(OUTPUT)/tests/libwake_plugin.so
+TEST_PROGS += $(OUTPUT)/tests/filter_reader
 TEST_PROGS += $(OUTPUT)/tests/test_units $(OUTPUT)/tests/test_sampling
 TEST_PROGS += $(OUTPUT)/tests/schemagen
 TEST_PROGS += $(OUTPUT)/tests/test_pyline $(OUTPUT)/tests/craft_py
@@ -201,6 +202,12 @@ $(OUTPUT)/tests/schemagen: tests/unit/schemagen.c $(FORMAT_SRCS) format/*.h | $(
 $(OUTPUT)/tests/alloc_c: tests/workloads/alloc_c.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -ldl -lpthread -o $@
+
+# Reads libheapsnap.so's filter of sampled blocks as its free hook does (tests/workloads/filter_reader.c).
+$(OUTPUT)/tests/filter_reader: tests/workloads/filter_reader.c recorder/libheapsnap/libheapsnap.h | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -I. -Ibpf -Icommon -Iformat -Irecorder -Irecorder/inproc -Irecorder/inject -Irecorder/libheapsnap \
+		$< -lpthread -o $@
 
 # Non-PIE, with canonical PLT entries for the allocator (tests/workloads/canon_plt.c).
 $(OUTPUT)/tests/canon_plt: tests/workloads/canon_plt.c tests/workloads/fifo_rounds.h | $(OUTPUT)/tests

@@ -70,6 +70,22 @@ t_preload_sampled_siblings() {
 	within "sibling_make inuse_space (one block of 64 kept)" 65520 "$(pv "$TMP/sb.pb.gz" inuse_space sibling_make)" 1
 }
 
+# A free preempted between its reads of the filter word and of its block's bit, as long as the
+# filter takes to grow and shrink back to the size that word names, 3,000 times over
+# (tests/workloads/filter_reader.c): the live block's bit must never read clear. A filter
+# rebuilt by clearing its array and refilling it read clear in every run checked, loaded or not.
+t_preload_filter_rebuild() {
+	local off
+	off=$(nm "$OUT/libheapsnap.so" | awk '$3 == "hs_hot" { print $1 }')
+	[ -n "$off" ] || die "no symbol hs_hot in $OUT/libheapsnap.so"
+	record --via preload -s 1 -o "$TMP/fr.hsnap" -- "$T/filter_reader" "$off" || die "recording the filter's reader"
+	grep -E '^reads [0-9]+ clear [0-9]+ grown [0-9]+ back [0-9]+$' "$TMP/record.out" >"$TMP/fr.txt" ||
+		{ cat "$TMP/record.out"; die "no count from the filter's reader"; }
+	eq "rebuilds to a larger filter" 3000 "$(awk '{ print $6 }' "$TMP/fr.txt")"
+	eq "rebuilds back to the first" 3000 "$(awk '{ print $8 }' "$TMP/fr.txt")"
+	eq "reads that found a live block's bit clear" 0 "$(awk '{ print $4 }' "$TMP/fr.txt")"
+}
+
 # A user records their own program with no privilege at all; auto picks the way and says why.
 t_preload_unprivileged() {
 	command -v setpriv >/dev/null || skip "no setpriv to drop root"
@@ -297,7 +313,7 @@ t_preload_cxx_after_bad_alloc() {
 	within "sampled at 16 bytes: cxx_after_throw inuse_space" 7777 "$(pv "$TMP/cbs.pb.gz" inuse_space 'cxx_after_throw()')" 2
 }
 
-ALL="$ALL t_preload_sampled_dense t_preload_sampled_waves t_preload_sampled_siblings t_preload_scribbled_ring t_preload_unprivileged t_preload_dwarf_debug_dir"
+ALL="$ALL t_preload_sampled_dense t_preload_sampled_waves t_preload_sampled_siblings t_preload_filter_rebuild t_preload_scribbled_ring t_preload_unprivileged t_preload_dwarf_debug_dir"
 ALL="$ALL t_preload_thread_churn t_preload_threads_past_limit t_preload_closed_fds t_preload_python_workers"
 ALL="$ALL t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
 ALL="$ALL t_alloctab_compile_check"

@@ -191,6 +191,7 @@ micro_bench() {
 		paste "$1" "$2" | awk 'NF == 2 && $1 > 0 && $2 > 0 { print $1 / $2 }' | median | awk '{ printf "%.3f", $1 }'
 	}
 	bpe() { [ -s "$1" ] && median <"$1" | awk '{ printf "%.2f", $1 }' || echo -; }
+	f() { echo "$TMP/mi-$wname-$1"; } # this workload's figures of one mode
 	say "$(printf '  %-8s %8s | %-39s | %-23s | %-19s | %s' "" native "by CPU time" "by wall time" "wall, every event" "")"
 	say "$(printf '  %-8s %8s | %7s %7s %7s %7s %7s | %7s %7s %7s | %9s %9s | %s' workload "cpu s" floor passby sampled \
 		pass/fl samp/fl floor sampled /floor heapsnap heaptrack "bytes/event: every, sampled, heaptrack")"
@@ -202,7 +203,6 @@ micro_bench() {
 		te=$(v "$TMP/mi-$wname-every.t"); th=$(v "$TMP/mi-$wname-heaptrack.t")
 		cn=$(v "$TMP/mi-$wname-native.c"); cf=$(v "$TMP/mi-$wname-floor.c"); cs=$(v "$TMP/mi-$wname-sampled.c")
 		cp=$(v "$TMP/mi-$wname-passby.c")
-		f() { echo "$TMP/mi-$wname-$1"; }
 		say "$(printf '  %-8s %8.3f | %7s %7s %7s %7s %7s | %7s %7s %7s | %9s %9s | %s, %s, %s' "$wname" "$cn" \
 			"$(ratio "$(f floor.c)" "$(f native.c)")" "$(ratio "$(f passby.c)" "$(f native.c)")" \
 			"$(ratio "$(f sampled.c)" "$(f native.c)")" "$(ratio "$(f passby.c)" "$(f floor.c)")" \

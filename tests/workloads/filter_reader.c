@@ -72,11 +72,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "filter_reader: the filter word is %#llx, not the least filter's\n", (unsigned long long)w);
 		return 2;
 	}
-	word = filter_word_at(w, bucket(block), &bit);
-	if (!(*word >> bit & 1)) {
+	if (!filter_maybe(w, block)) {
 		fprintf(stderr, "filter_reader: the live block's bit is clear before any rebuild\n");
 		return 2;
 	}
+	word = filter_word_at(w, bucket(block), &bit);
 	if (pthread_create(&t, NULL, reader, NULL))
 		return 2;
 	for (int c = 0; c < CYCLES; c++) {

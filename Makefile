@@ -23,7 +23,9 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-FORMAT_SRCS := format/varint.c format/schema.c format/payload.c format/writer.c format/reader.c format/events3.c format/classes3.c
+# (with the seed of the hash tables that every program reading input keeps: common/hmap.c)
+FORMAT_SRCS := format/varint.c format/schema.c format/payload.c format/writer.c format/reader.c format/events3.c format/classes3.c \
+	common/hmap.c
 FORMAT_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(FORMAT_SRCS))
 # What both programs share that is not the file format: sizes and durations on the command line,
 # build-ids, safe output files, unwind tables from .eh_frame.

@@ -274,26 +274,39 @@ static void open_module(struct modules *s, struct module *m)
 	}
 }
 
+/* Whether M is the module of MAP: by build-id; a file without one by path and inode. */
+static bool module_is(const struct module *m, const struct mapping *map)
+{
+	if (m->bid_len != map->build_id_len || memcmp(m->bid, map->build_id, m->bid_len))
+		return false;
+	return m->bid_len || (m->inode == map->inode && !strcmp(m->orig_path, map->path));
+}
+
 int modules__index(struct modules *s, const struct mapping *map)
 {
-	uint64_t k1 = 0, k2 = map->build_id_len;
+	uint64_t k1 = map->build_id_len, k2 = 0;
 	struct hmap_slot *slot;
 	struct module *m;
 	bool created;
 
-	/* Keyed by build-id; files without one by path and inode. */
+	/* The seeded hash of the build-id (or of the path and inode), chained on k2 + 1 for the
+	 * rare module that shares it: a file cannot choose build-ids that collide. */
 	for (uint32_t i = 0; i < map->build_id_len; i++)
-		k1 = k1 * 131 + map->build_id[i];
+		k2 = hmap_hash(k2, map->build_id[i]);
 	if (!map->build_id_len) {
 		for (const char *p = map->path; *p; p++)
-			k1 = k1 * 131 + (uint8_t)*p;
-		k2 = map->inode | (1ull << 63);
+			k2 = hmap_hash(k2, (uint8_t)*p);
+		k1 = map->inode | (1ull << 63);
 	}
-	slot = hmap_put(&s->mod_idx, k1, k2, &created);
-	if (!slot)
-		return -ENOMEM;
-	if (!created)
-		return (int)slot->val - 1;
+	for (;; k2++) {
+		slot = hmap_put(&s->mod_idx, k1, k2, &created);
+		if (!slot)
+			return -ENOMEM;
+		if (created)
+			break;
+		if (module_is(&s->mods[slot->val - 1], map))
+			return (int)slot->val - 1;
+	}
 	if (s->nr_mods == s->cap_mods) {
 		int ncap = s->cap_mods ? s->cap_mods * 2 : 16;
 
@@ -309,6 +322,7 @@ int modules__index(struct modules *s, const struct mapping *map)
 	memset(m, 0, sizeof(*m));
 	memcpy(m->bid, map->build_id, map->build_id_len);
 	m->bid_len = map->build_id_len;
+	m->inode = map->inode;
 	m->orig_path = strdup(map->path);
 	if (!m->orig_path) {
 		hmap_remove_slot(&s->mod_idx, slot);

@@ -16,6 +16,7 @@
 struct module {
 	uint8_t bid[HS_MAX_BUILD_ID];
 	uint32_t bid_len;
+	uint64_t inode;   /* without a build-id, what tells apart files of one path */
 	char *orig_path;
 	char *found;      /* the file used, or NULL */
 	const char *how;  /* where it was found */

@@ -98,7 +98,9 @@ struct process *replay_get_process(struct replay *r, uint32_t pid)
 
 static uint32_t agg_get(struct replay *r, uint32_t pid, uint32_t tid, uint64_t stack, uint64_t size)
 {
-	uint64_t k1 = (uint64_t)pid << 32 | tid, k2 = stack * 0x9e3779b97f4a7c15ull ^ size;
+	/* The pair folded into one word by the seeded hash: the few that share it chain on
+	 * (k2 + 1), which a file could otherwise fill by choosing its pairs. */
+	uint64_t k1 = (uint64_t)pid << 32 | tid, k2 = hmap_hash(stack, size);
 
 	for (;; k2++) {
 		bool created;

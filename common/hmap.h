@@ -18,9 +18,15 @@ struct hmap {
 	size_t mask, nr;
 };
 
+/* Drawn at start-up (hmap.c): keys that input chooses cannot be made to collide. Xored into
+ * the keys before they are multiplied, since with an added seed two keys' difference, and so
+ * their collision, would not depend on it. */
+extern uint64_t hmap_seed;
+
 static inline uint64_t hmap_hash(uint64_t a, uint64_t b)
 {
-	uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull) * 0xc2b2ae3d27d4eb4full;
+	uint64_t h = (a ^ hmap_seed) * 0x9e3779b97f4a7c15ull ^ (b ^ (hmap_seed >> 7 | hmap_seed << 57) ^ 0x632be59bd9b4e019ull) *
+									 0xc2b2ae3d27d4eb4full;
 
 	h ^= h >> 32;
 	h *= 0xd6e8feb86659fd93ull;

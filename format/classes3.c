@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "classes3.h"
+#include "hmap.h"
 
 #define NONE UINT32_MAX
 
@@ -43,12 +44,8 @@ void hs3_classes__reset(struct hs3_classes *c)
 
 static uint32_t class_home(uint32_t pid, uint32_t tid, uint32_t pair, uint32_t tno)
 {
-	uint64_t h = ((uint64_t)pid << 32 | tid) * 0x9e3779b97f4a7c15ull;
-
-	h ^= ((uint64_t)pair << 40 ^ tno) * 0xc2b2ae3d27d4eb4full;
-	h ^= h >> 29;
-	h *= 0x94d049bb133111ebull;
-	return (uint32_t)(h >> 32) & (HS3_CLASS_HASH - 1);
+	/* Seeded: a file's threads could otherwise be chosen to share one home (hmap.c). */
+	return (uint32_t)hmap_hash((uint64_t)pid << 32 | tid, (uint64_t)pair << 32 | tno) & (HS3_CLASS_HASH - 1);
 }
 
 /* The class's entry, made when CREATE and there is room (at most HS3_CLASS_WINDOW of the

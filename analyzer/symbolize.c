@@ -179,7 +179,7 @@ void symbolizer__lookup(struct symbolizer *s, const struct mapping *map, uint64_
 	struct hmap_slot *slot;
 	struct module *m;
 	struct cached *c;
-	uint64_t vaddr = 0;
+	uint64_t vaddr = 0, off;
 	bool created;
 	int mi;
 
@@ -194,7 +194,10 @@ void symbolizer__lookup(struct symbolizer *s, const struct mapping *map, uint64_
 		return;
 	}
 	out->module = mi;
-	slot = hmap_put(&s->cache, (uint64_t)mi, addr, &created);
+	/* Keyed by the file offset, what the answer depends on: one runtime address is another
+	 * place in the file wherever the module is mapped elsewhere (the other file of a diff). */
+	off = addr - map->start + map->offset;
+	slot = hmap_put(&s->cache, (uint64_t)mi, off, &created);
 	if (!slot) {
 		s->nomem++;
 		return;
@@ -222,7 +225,7 @@ void symbolizer__lookup(struct symbolizer *s, const struct mapping *map, uint64_
 	*c = (struct cached){.first = s->nr_frames, .nr = 0, .module = mi};
 	m = modules__get(s->mods, mi);
 	/* runtime address -> file offset -> ELF virtual address */
-	if (!m->mod || !module__vaddr(m, addr - map->start + map->offset, &vaddr))
+	if (!m->mod || !module__vaddr(m, off, &vaddr))
 		return;
 	resolve(s, m, vaddr, c);
 	out->frames = s->frames + c->first;

@@ -249,6 +249,8 @@ static int write_pprof_file(const struct profile *p, const char *path, const str
 static int match_processes(const struct replay *a, const char *path, uint32_t **pids, uint32_t *nr)
 {
 	struct replay_target t = {.kind = STOP_META};
+	const struct process **sel;
+	uint32_t nr_sel = 0;
 	struct replay b;
 	int ret = replay__run(&b, path, &t);
 
@@ -261,23 +263,28 @@ static int match_processes(const struct replay *a, const char *path, uint32_t **
 		replay__free(&b);
 		return ret;
 	}
+	/* A's selected processes first: no more than --pid named, where A may hold many. */
 	*pids = calloc(b.nr_procs ? b.nr_procs : 1, sizeof(**pids));
-	if (!*pids) {
+	sel = calloc(a->nr_procs ? a->nr_procs : 1, sizeof(*sel));
+	if (!*pids || !sel) {
+		free(sel);
 		replay__free(&b);
 		return EXIT_FAIL;
 	}
+	for (uint32_t k = 0; k < a->nr_procs; k++)
+		if (a->procs[k].selected)
+			sel[nr_sel++] = &a->procs[k];
 	for (uint32_t i = 0; i < b.nr_procs; i++) {
 		const struct process *q = &b.procs[i];
 
-		for (uint32_t k = 0; k < a->nr_procs; k++) {
-			const struct process *pa = &a->procs[k];
-
-			if (pa->selected && !strcmp(pa->comm, q->comm) && !strcmp(basename(pa->exe), basename(q->exe))) {
+		for (uint32_t k = 0; k < nr_sel; k++) {
+			if (!strcmp(sel[k]->comm, q->comm) && !strcmp(basename(sel[k]->exe), basename(q->exe))) {
 				(*pids)[(*nr)++] = q->pid;
 				break;
 			}
 		}
 	}
+	free(sel);
 	replay__free(&b);
 	if (!*nr) {
 		fprintf(stderr, "heapsnap-analyze: %s has no process with the command and executable name of --pid's in %s\n",

@@ -110,13 +110,17 @@ int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym)
 			struct hmap_slot *slot;
 
 			/* A frame-pointer walk through code built without them wanders into data: stop at
-			 * the first frame outside every executable mapping. */
-			if (f > 0 && !py && !replay__mapping(r, a->pid, addr, r->stop_time)) {
+			 * the first frame outside every executable mapping. A location known already
+			 * carries its mapping, looked up once. */
+			slot = hmap_find(&loc_idx, a->pid, addr);
+			if (f > 0 && !py && !(slot ? p->locs[slot->val].map : replay__mapping(r, a->pid, addr, r->stop_time))) {
 				p->cut_frames += nr - f;
 				break;
 			}
-			slot = hmap_put(&loc_idx, a->pid, addr, &created);
-
+			if (!slot)
+				slot = hmap_put(&loc_idx, a->pid, addr, &created);
+			else
+				created = false;
 			if (!slot)
 				goto nomem;
 			if (created) {

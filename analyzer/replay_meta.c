@@ -188,7 +188,7 @@ static void apply_mapping(struct replay *r, const struct hs_record *rec)
 	*m = (struct mapping){.pid = rec->pid, .start = rec->mapping.start, .end = rec->mapping.end,
 			      .offset = rec->mapping.offset, .inode = rec->mapping.inode, .t_map = rec->time,
 			      .t_unmap = UINT64_MAX, .path = replay_strdup(r, rec->mapping.path),
-			      .prev_open = (uint32_t)open->val};
+			      .prev_open = (uint32_t)open->val, .reach = UINT64_MAX};
 	open->val = r->nr_maps;
 	copy_build_id(m->build_id, &m->build_id_len, rec->mapping.build_id);
 }
@@ -350,6 +350,11 @@ const struct mapping *replay__mapping(const struct replay *r, uint32_t pid, uint
 	if (!r->maps_sorted) {
 		if (r->nr_maps)
 			qsort(r->maps, r->nr_maps, sizeof(*r->maps), map_cmp);
+		for (size_t i = 0; i < r->nr_maps; i++) {
+			struct mapping *m = &r->maps[i];
+
+			m->reach = i && m[-1].pid == m->pid && m[-1].reach > m->end ? m[-1].reach : m->end;
+		}
 		((struct replay *)r)->maps_sorted = true;
 	}
 	while (lo < hi) {
@@ -361,12 +366,13 @@ const struct mapping *replay__mapping(const struct replay *r, uint32_t pid, uint
 		else
 			hi = mid;
 	}
-	/* Walk back over mappings of PID starting at or below ADDR: a bounded number, so a file
-	 * of many mappings cannot make every lookup a scan. A process has a few hundred. */
+	/* Walk back over mappings of PID starting at or below ADDR, as long as one of them may
+	 * still hold it (their reach), and no more than a bounded number that do (the same range
+	 * mapped again and again over time): many small mappings below ADDR cost nothing. */
 	for (size_t i = lo, seen = 0; i-- > 0 && seen++ < 4096;) {
 		const struct mapping *m = &r->maps[i];
 
-		if (m->pid != pid)
+		if (m->pid != pid || m->reach <= addr)
 			break;
 		if (addr >= m->end)
 			continue;

@@ -37,7 +37,7 @@ int py_codes__add(struct py_codes *c, const struct hs_record *rec, char *err, si
 {
 	const char *qn = rec->py_code.qualname ? rec->py_code.qualname : "";
 	const char *fn = rec->py_code.filename ? rec->py_code.filename : "";
-	uint64_t bytes = strlen(qn) + strlen(fn) + rec->py_code.line_table.len;
+	uint64_t bytes = strlen(qn) + strlen(fn) + rec->py_code.line_table.len, ranges;
 	struct hmap_slot *s;
 	struct py_code *pc;
 	bool created;
@@ -49,11 +49,16 @@ int py_codes__add(struct py_codes *c, const struct hs_record *rec, char *err, si
 		c->duplicates++;
 		return 0;
 	}
-	if (c->nr >= PY_CODES_MAX || c->bytes + bytes > PY_CODES_MAX_BYTES) {
+	/* The lines its table decodes to are weighed now, though made at its first frame: a
+	 * table can hold a range a byte, each 16 bytes. */
+	ranges = (uint64_t)pyline__count(rec->py_code.py_version, rec->py_code.line_table.p, rec->py_code.line_table.len,
+					 rec->py_code.first_line) *
+		 sizeof(struct pyline_range);
+	if (c->nr >= PY_CODES_MAX || c->bytes + c->range_bytes + bytes + ranges > PY_CODES_MAX_BYTES) {
 		hmap_remove_slot(&c->idx, s);
 		snprintf(err, errlen,
-			 "more Python code objects than this analyzer reads (at most %u, or %llu bytes of names and "
-			 "line tables): PY_CODE record of code %" PRIu64 " in process %u refused",
+			 "more Python code objects than this analyzer reads (at most %u, or %llu bytes of names, "
+			 "line tables and their lines decoded): PY_CODE record of code %" PRIu64 " in process %u refused",
 			 PY_CODES_MAX, PY_CODES_MAX_BYTES, rec->py_code.id, rec->pid);
 		return -E2BIG;
 	}
@@ -84,6 +89,7 @@ int py_codes__add(struct py_codes *c, const struct hs_record *rec, char *err, si
 	if (pc->len)
 		memcpy(pc->table, rec->py_code.line_table.p, pc->len);
 	c->bytes += bytes;
+	c->range_bytes += ranges;
 	s->val = ++c->nr;
 	return 0;
 }

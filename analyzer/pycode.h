@@ -12,8 +12,8 @@
 #include "pyline.h"
 #include "record.h"
 
-/* What a file may hold: more code objects, or more bytes of their names and line tables,
- * and it is refused (a process loads a few thousand; a large application a few hundred
+/* What a file may hold: more code objects, or more bytes of their names, line tables and
+ * the lines those decode to, and it is refused (a process loads a few thousand; a large application a few hundred
  * thousand). */
 #define PY_CODES_MAX (1u << 21)
 #define PY_CODES_MAX_BYTES (1ull << 30)
@@ -35,7 +35,8 @@ struct py_codes {
 	struct py_code *v;
 	uint32_t nr;
 	struct hmap idx; /* (pid, id) -> index + 1 */
-	uint64_t bytes;
+	uint64_t bytes;       /* of names and line tables */
+	uint64_t range_bytes; /* of the lines the tables decode to, made as their frames are */
 	uint64_t duplicates; /* a second record of a (pid, id) already read: the first kept */
 	struct hmap unknown; /* code id -> "[python code N not recorded]" */
 };

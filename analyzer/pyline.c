@@ -32,7 +32,9 @@ static void emit(struct ranges *r, uint64_t start, uint64_t end, int64_t line)
 		end = UINT32_MAX;
 	if (start >= end) /* empty: the interpreter skips these too */
 		return;
-	r->v[r->nr++] = (struct pyline_range){.start = (uint32_t)start, .end = (uint32_t)end, .line = line};
+	if (r->v) /* else counted only */
+		r->v[r->nr] = (struct pyline_range){.start = (uint32_t)start, .end = (uint32_t)end, .line = line};
+	r->nr++;
 }
 
 /* 3.8, 3.9: (address increment, signed line increment) byte pairs. An address's line is the
@@ -121,6 +123,26 @@ static void locations(struct ranges *r, const uint8_t *t, uint32_t len, int64_t 
 	}
 }
 
+static void decode(int fmt, struct ranges *r, const uint8_t *table, uint32_t len, int64_t first_line)
+{
+	if (fmt == PYLINE_LNOTAB)
+		lnotab(r, table, len, first_line);
+	else if (fmt == PYLINE_LINETABLE310)
+		linetable310(r, table, len, first_line);
+	else
+		locations(r, table, len, first_line);
+}
+
+uint32_t pyline__count(uint32_t py_version, const uint8_t *table, uint32_t len, int64_t first_line)
+{
+	int fmt = pyline__format(py_version);
+	struct ranges r = {0};
+
+	if (fmt)
+		decode(fmt, &r, table, len, first_line);
+	return r.nr;
+}
+
 int pyline__ranges(uint32_t py_version, const uint8_t *table, uint32_t len, int64_t first_line,
 		   struct pyline_range **out, uint32_t *nr)
 {
@@ -131,16 +153,12 @@ int pyline__ranges(uint32_t py_version, const uint8_t *table, uint32_t len, int6
 	*nr = 0;
 	if (!fmt)
 		return -EINVAL;
-	/* At most one range per table byte, and the lnotab's open last one. */
-	r.v = malloc(sizeof(*r.v) * ((size_t)len + 1));
+	/* Counted first and made to measure: a table of one-byte entries would otherwise cost
+	 * 16 bytes of ranges a byte, where real ones have a range every few bytes. */
+	r.v = malloc(sizeof(*r.v) * ((size_t)pyline__count(py_version, table, len, first_line) + 1));
 	if (!r.v)
 		return -ENOMEM;
-	if (fmt == PYLINE_LNOTAB)
-		lnotab(&r, table, len, first_line);
-	else if (fmt == PYLINE_LINETABLE310)
-		linetable310(&r, table, len, first_line);
-	else
-		locations(&r, table, len, first_line);
+	decode(fmt, &r, table, len, first_line);
 	*out = r.v;
 	*nr = r.nr;
 	return 0;

@@ -18,11 +18,15 @@ struct pyline_range {
  * version this decoder does not know. */
 int pyline__format(uint32_t py_version);
 
-/* The ranges of TABLE, in bytecode order, empty ones dropped, into a malloc'd *OUT. Work and
- * memory are linear in LEN (at most one range per table byte). Returns 0, -EINVAL for an
+/* The ranges of TABLE, in bytecode order, empty ones dropped, into a malloc'd *OUT of as many
+ * as there are. Work and memory are linear in LEN (at most one range per table byte). Returns 0, -EINVAL for an
  * unknown version, or -ENOMEM. */
 int pyline__ranges(uint32_t py_version, const uint8_t *table, uint32_t len, int64_t first_line,
 		   struct pyline_range **out, uint32_t *nr);
+
+/* How many ranges pyline__ranges makes of TABLE (0 for an unknown version): what its
+ * caller may weigh before they are made. */
+uint32_t pyline__count(uint32_t py_version, const uint8_t *table, uint32_t len, int64_t first_line);
 
 /* The line of the instruction at byte OFFSET in ranges R (from pyline__ranges), -1 when no
  * range holds it or its range has no line. */

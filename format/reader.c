@@ -550,9 +550,17 @@ static int decode_next(struct record_reader *r, struct hs_record *rec)
 				goto bad;
 			}
 			r->pos = (size_t)(c.p - r->raw) + (size_t)len;
+			/* A type this version does not know is skipped unread: no room is made for it. */
+			if (!hs_schema_of(type)) {
+				r->skipped++;
+				continue;
+			}
 			/* Worst case per payload byte: an 8-aligned empty string or 8 bytes of array item (see FORMAT.md). */
 			if (ensure(&r->arena.p, &r->arena.cap, (size_t)len * 24 + 64)) {
-				set_status(r, HS_READ_IO, "out of memory decoding a record");
+				set_status(r, HS_READ_IO,
+					   "frame at offset %" PRIu64 ", byte %zu: out of memory decoding a %s record of %" PRIu64
+					   " bytes",
+					   r->frame_off, (size_t)(c.p - r->raw), hs_rec_type_name(type), len);
 				return -ENOMEM;
 			}
 			r->arena.len = 0;

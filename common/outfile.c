@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* Safe output files: see outfile.h. The checks on the name are made with lstat and the file
- * itself is only ever created with O_EXCL (or O_TMPFILE) and put in place by rename, which
- * replaces a directory entry and never follows one: a link planted after the check is
- * replaced, not written through. */
+/* Safe output files: see outfile.h. The directory is opened once and every later step is
+ * made relative to it (fstatat, openat, linkat, renameat), so a directory renamed or swapped
+ * for a link meanwhile cannot move the file elsewhere. The checks on the name are made
+ * without following it, and the file itself is only ever created with O_EXCL (or O_TMPFILE)
+ * and put in place by rename, which replaces a directory entry and never follows one: a link
+ * planted after the check is replaced, not written through. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,43 +16,35 @@
 
 #include "outfile.h"
 
+/* How long a FIFO named for output may go without a reader. */
+#define FIFO_WAIT_S 10
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 struct outfile {
 	int fd;
-	char *path;
-	char *dir;     /* PATH's directory */
-	char *named;   /* the exclusive temporary name, when O_TMPFILE was not available */
+	int dirfd;     /* PATH's directory, opened once */
+	char *base;    /* PATH's last component, in dirfd */
+	char *named;   /* the exclusive temporary name in dirfd, until published */
 	bool in_place; /* a device or FIFO, written directly */
 	bool published;
 };
 
-static char *dir_of(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	if (!slash)
-		return strdup(".");
-	if (slash == path)
-		return strdup("/");
-	return strndup(path, (size_t)(slash - path));
-}
-
 /* Makes the file at a fresh name: MAKE returns 0, or -EEXIST for a name taken. */
 typedef int (*make_fn)(struct outfile *f, const char *name);
 
-/* A name in PATH's directory nobody else can have made: .BASE.PID.HEX, retried on a clash,
- * and kept in f->named once MAKE has made it. */
+/* A name in PATH's directory nobody else can have made: .heapsnap.PID.HEX (short whatever
+ * PATH's own name, which may be as long as a name can be), retried on a clash, and kept in
+ * f->named once MAKE has made it. */
 static int claim_name(struct outfile *f, make_fn make)
 {
-	const char *base = strrchr(f->path, '/');
 	struct timespec ts;
 	char *name;
 	int err = -EEXIST;
 
-	base = base ? base + 1 : f->path;
 	for (int tries = 0; tries < 100 && err == -EEXIST; tries++) {
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		if (asprintf(&name, "%s/.%s.%d.%lx", f->dir, base, getpid(),
-			     (unsigned long)(ts.tv_nsec ^ ((unsigned long)tries << 20))) < 0)
+		if (asprintf(&name, ".heapsnap.%d.%lx", getpid(), (unsigned long)(ts.tv_nsec ^ ((unsigned long)tries << 20))) < 0)
 			return -ENOMEM;
 		err = make(f, name);
 		if (!err) {
@@ -64,7 +58,7 @@ static int claim_name(struct outfile *f, make_fn make)
 
 static int create_excl(struct outfile *f, const char *name)
 {
-	f->fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	f->fd = openat(f->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	return f->fd >= 0 ? 0 : -errno;
 }
 
@@ -74,59 +68,97 @@ static int link_tmpfile(struct outfile *f, const char *name)
 	char proc[64];
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", f->fd);
-	return linkat(AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW) ? -errno : 0;
+	return linkat(AT_FDCWD, proc, f->dirfd, name, AT_SYMLINK_FOLLOW) ? -errno : 0;
+}
+
+/* Why the existing ST at the name may not be written, or NULL: a link, a directory, a regular
+ * file or FIFO of another user (a FIFO is a line to whoever made it). */
+static int refuse(const struct stat *st, const char **why)
+{
+	if (S_ISLNK(st->st_mode)) {
+		*why = "it is a symbolic link; refusing to write through it";
+		return -ELOOP;
+	}
+	if (S_ISDIR(st->st_mode))
+		return -EISDIR;
+	if ((S_ISREG(st->st_mode) || S_ISFIFO(st->st_mode)) && st->st_uid != geteuid()) {
+		*why = S_ISREG(st->st_mode) ? "it belongs to another user; refusing to replace it"
+					    : "it is a FIFO of another user; refusing to write into it";
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* A device or FIFO the user named: written where it is, and checked to be what was looked
+ * at. Opened without blocking: a FIFO nobody reads would hold a blocking open forever, and
+ * the recorder's signals with it (they are blocked, for its signalfd). A reader is waited
+ * for a while, as a script that starts one just before may need. */
+static int open_in_place(struct outfile *f, const struct stat *seen, const char **why)
+{
+	struct stat st;
+	int fl;
+
+	for (int tries = 0;; tries++) {
+		f->fd = openat(f->dirfd, f->base, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		if (f->fd >= 0)
+			break;
+		if (errno != ENXIO || !S_ISFIFO(seen->st_mode))
+			return -errno;
+		if (tries == FIFO_WAIT_S * 100) {
+			*why = "it is a FIFO that no process opened for reading within " STR(FIFO_WAIT_S) " s";
+			return -ENXIO;
+		}
+		nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+	}
+	if (fstat(f->fd, &st) || st.st_dev != seen->st_dev || st.st_ino != seen->st_ino)
+		return -EAGAIN; /* replaced since it was looked at */
+	if ((fl = fcntl(f->fd, F_GETFL)) < 0 || fcntl(f->fd, F_SETFL, fl & ~O_NONBLOCK))
+		return -errno;
+	f->in_place = f->published = true;
+	return 0;
 }
 
 int outfile__open(const char *path, struct outfile **out, const char **why)
 {
+	const char *slash = strrchr(path, '/');
 	struct outfile *f;
 	struct stat st;
+	char *dir;
 	int err;
 
 	*why = NULL;
-	if (!lstat(path, &st)) {
-		if (S_ISLNK(st.st_mode)) {
-			*why = "it is a symbolic link; refusing to write through it";
-			return -ELOOP;
-		}
-		if (S_ISDIR(st.st_mode))
-			return -EISDIR;
-		if (S_ISREG(st.st_mode) && st.st_uid != geteuid()) {
-			*why = "it belongs to another user; refusing to replace it";
-			return -EPERM;
-		}
-	} else if (errno != ENOENT) {
-		return -errno;
-	}
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
-	f->fd = -1;
-	f->path = strdup(path);
-	f->dir = dir_of(path);
-	if (!f->path || !f->dir) {
+	f->fd = f->dirfd = -1;
+	f->base = strdup(slash ? slash + 1 : path);
+	dir = !slash ? strdup(".") : slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+	if (!f->base || !dir) {
+		free(dir);
 		outfile__free(f);
 		return -ENOMEM;
 	}
-	if (!lstat(path, &st) && !S_ISREG(st.st_mode)) {
-		/* A device or FIFO: written where it is, as the user asked; O_NOFOLLOW in case it
-		 * became a link since. */
-		f->fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-		if (f->fd < 0) {
-			err = -errno;
+	f->dirfd = open(dir, O_DIRECTORY | O_PATH | O_CLOEXEC);
+	err = f->dirfd < 0 ? -errno : 0;
+	free(dir);
+	if (!err && (!*f->base || !strcmp(f->base, ".") || !strcmp(f->base, "..")))
+		err = -EISDIR;
+	if (!err && !fstatat(f->dirfd, f->base, &st, AT_SYMLINK_NOFOLLOW)) {
+		err = refuse(&st, why);
+		if (!err && !S_ISREG(st.st_mode))
+			err = open_in_place(f, &st, why);
+	} else if (!err && errno != ENOENT) {
+		err = -errno;
+	}
+	if (err || f->in_place) {
+		if (err)
 			outfile__free(f);
-			return err;
-		}
-		if (fstat(f->fd, &st) || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
-			outfile__free(f);
-			return -EAGAIN;
-		}
-		f->in_place = f->published = true;
-		*out = f;
-		return 0;
+		else
+			*out = f;
+		return err;
 	}
 	/* Unnamed until published: a crash leaves nothing behind. */
-	f->fd = open(f->dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	f->fd = openat(f->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
 	if (f->fd < 0) {
 		err = claim_name(f, create_excl);
 		if (err) {
@@ -155,18 +187,19 @@ int outfile__publish(struct outfile *f)
 
 	if (f->published)
 		return 0;
-	/* Checked again: the name may have been taken since the open. rename() would replace a
-	 * link or another user's file rather than write through it, but it is not ours to
+	/* Checked again: the name may have been taken since the open. renameat() would replace
+	 * a link or another user's file rather than write through it, but it is not ours to
 	 * replace. */
-	if (!lstat(f->path, &st) && (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode) || st.st_uid != geteuid()))
+	if (!fstatat(f->dirfd, f->base, &st, AT_SYMLINK_NOFOLLOW) &&
+	    (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode) || st.st_uid != geteuid()))
 		return S_ISDIR(st.st_mode) ? -EISDIR : S_ISLNK(st.st_mode) ? -ELOOP : -EPERM;
 	/* An unnamed file is linked at a fresh name first; the rename then puts it in place
 	 * atomically. */
 	if (!f->named && (err = claim_name(f, link_tmpfile)))
 		return err;
-	if (rename(f->named, f->path)) {
+	if (renameat(f->dirfd, f->named, f->dirfd, f->base)) {
 		err = -errno;
-		unlink(f->named);
+		unlinkat(f->dirfd, f->named, 0);
 		free(f->named);
 		f->named = NULL;
 		return err;
@@ -184,9 +217,10 @@ void outfile__free(struct outfile *f)
 	if (f->fd >= 0)
 		close(f->fd);
 	if (f->named && !f->published)
-		unlink(f->named);
+		unlinkat(f->dirfd, f->named, 0);
+	if (f->dirfd >= 0)
+		close(f->dirfd);
 	free(f->named);
-	free(f->path);
-	free(f->dir);
+	free(f->base);
 	free(f);
 }

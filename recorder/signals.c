@@ -11,6 +11,7 @@
 #include "signals.h"
 
 static sigset_t orig_mask;
+static struct sigaction orig_pipe;
 static int sig_fd = -1;
 
 int rec_signals__init(void)
@@ -25,6 +26,11 @@ int rec_signals__init(void)
 	sigaddset(&set, SIGCHLD);
 	if (sigprocmask(SIG_BLOCK, &set, &orig_mask))
 		return -errno;
+	/* A FIFO or pipe whose reader went away: the write then fails with EPIPE, said with the
+	 * file's name, and the recording ends as on any write error; the signal would kill the
+	 * recorder without a word and leave the command's status unknown. */
+	if (sigaction(SIGPIPE, &(struct sigaction){.sa_handler = SIG_IGN}, &orig_pipe))
+		return -errno;
 	sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	return sig_fd < 0 ? -errno : sig_fd;
 }
@@ -32,6 +38,7 @@ int rec_signals__init(void)
 void rec_signals__restore(void)
 {
 	sigprocmask(SIG_SETMASK, &orig_mask, NULL);
+	sigaction(SIGPIPE, &orig_pipe, NULL); /* an ignored signal stays ignored across exec */
 }
 
 int rec_signals__fd(void)

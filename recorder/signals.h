@@ -10,11 +10,12 @@ struct rec_signals {
 	bool child;         /* SIGCHLD */
 };
 
-/* Blocks the recorder's signals and opens a signalfd for them: called first thing in main,
- * so a signal during start-up is kept for the loop instead of killing the process. Returns
- * the fd or -errno. */
+/* Blocks the recorder's signals and opens a signalfd for them, and ignores SIGPIPE: called
+ * first thing in main, so a signal during start-up is kept for the loop instead of killing
+ * the process. Returns the fd or -errno. */
 int rec_signals__init(void);
-/* In a forked child before exec: the signal mask the recorder started with. */
+/* In a forked child before exec: the signal mask and SIGPIPE's disposition the recorder
+ * started with. */
 void rec_signals__restore(void);
 /* Adds what arrived to *S; never blocks. */
 void rec_signals__read(struct rec_signals *s);

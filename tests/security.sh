@@ -135,6 +135,35 @@ t_output_files() {
 	"$R" --via "$VIA" -o /dev/null -- /bin/true 2>/dev/null || die "recorder -o /dev/null"
 	[ -c /dev/null ] || die "the recorder replaced /dev/null"
 	eq "files after recording" "fifo link.txt mine.txt rec.hsnap theirs.txt" "$(ls "$d" | tr '\n' ' ' | sed 's/ $//')"
+	# Another user's FIFO is a line to that user: refused, as their file is.
+	mkfifo "$d/their.fifo"; chown 65534 "$d/their.fifo"
+	timeout 60 "$R" --via "$VIA" -o "$d/their.fifo" -- /bin/true 2>"$TMP/e"; rc=$? # (it used to wait for a reader)
+	eq "recorder -o another user's FIFO exit" 1 $rc; contains "$TMP/e" "FIFO of another user"
+	# A reader that goes away: the write fails with EPIPE, said, and the command runs on.
+	local wait_go='touch "$1.started"; while [ ! -e "$1" ]; do sleep 0.01; done'
+	( exec 3<"$d/fifo"; head -c 4096 <&3 >/dev/null ) &
+	"$R" --via "$VIA" -o "$d/fifo" -- sh -c "$wait_go" sh "$TMP/go1" 2>"$TMP/e" &
+	local rp=$!
+	waitfor "$TMP/e" "Broken pipe" || { cat "$TMP/e"; die "the recorder did not say its reader went away"; }
+	touch "$TMP/go1"
+	wait $rp; rc=$?
+	eq "recorder into a FIFO its reader closed: exit" 1 $rc; contains "$TMP/e" "failed to write $d/fifo: Broken pipe"
+	# A name as long as a name can be: the temporary name beside it is short.
+	local long=$d/$(printf 'n%.0s' $(seq 250))
+	"$R" --via "$VIA" -o "$long" -- /bin/true 2>"$TMP/e" || die "recorder -o a 250-character name: $(cat "$TMP/e")"
+	rm -f "$long"
+	# The directory swapped for a link to another while recording: the file is still put in
+	# the directory opened at the start, and nothing is written into the other.
+	mkdir "$d/mine.d" "$TMP/victim.d"; echo precious >"$TMP/victim.d/out.hsnap"
+	"$R" --via "$VIA" -o "$d/mine.d/out.hsnap" -- sh -c "$wait_go" sh "$TMP/go2" 2>"$TMP/e" &
+	rp=$!
+	for rc in $(seq 400); do [ -e "$TMP/go2.started" ] && break; sleep 0.05; done
+	[ -e "$TMP/go2.started" ] || die "the recorded command never started"
+	mv "$d/mine.d" "$d/moved.d"; ln -s "$TMP/victim.d" "$d/mine.d"
+	touch "$TMP/go2"
+	wait $rp || die "recording while the directory moved: $(cat "$TMP/e")"
+	eq "the other directory's file" precious "$(cat "$TMP/victim.d/out.hsnap")"
+	[ -s "$d/moved.d/out.hsnap" ] || die "the recording is not in the directory it was opened in"
 }
 
 # Crafted recordings (tests/unit/craft.c), each past what the recorder ever writes: none may
@@ -184,10 +213,46 @@ t_analyzer_crafted() {
 	done
 }
 
+# Files written to stall or swell the analyzer (tests/hostile.py): keys that collided in the
+# hash tables before their seed, a quadratic match of processes, a long walk of mappings per
+# frame, memory asked for by records that need none. Each ran out of 10 s of CPU (or 400 MB)
+# before the fixes, and now takes well under one; CPU time, so a busy machine does not count.
+t_analyzer_hostile() {
+	local H="python3 tests/hostile.py" rc
+	hostile() { ( ulimit -t 10; ulimit -v 400000; timeout 120 "$A" "$@" ) >"$TMP/h.out" 2>"$TMP/h.err"; }
+	$H stackids "$TMP/s.hsnap" 200000 && $H classes "$TMP/c.hsnap" 32768 1000000 && $H pairs "$TMP/p.hsnap" 1000000 &&
+		$H pids "$TMP/pa.hsnap" 150000 && $H maps "$TMP/m.hsnap" 50000 && $H unknown "$TMP/u.hsnap" &&
+		$H pycodes "$TMP/py.hsnap" 400 || die "tests/hostile.py"
+	hostile summary "$TMP/s.hsnap"; eq "200,000 stack ids of one home: exit" 0 $?
+	hostile stats --json "$TMP/c.hsnap"; eq "32,768 threads' classes of one home: exit" 0 $?
+	contains "$TMP/h.out" '"frees":1000000,'
+
+	hostile summary "$TMP/p.hsnap"; eq "4096 pairs of one key: exit" 0 $?
+	hostile diff --pid 1 "$TMP/pa.hsnap" "$TMP/pa.hsnap"; eq "diff --pid of 150,000 processes: exit" 0 $?
+	hostile pprof -o "$TMP/m.pb.gz" "$TMP/m.hsnap"; eq "50,000 samples over 4096 mappings: exit" 0 $?
+	hostile summary "$TMP/u.hsnap"; eq "a 16 MiB record of an unknown type: exit" 0 $?
+	# Each table decodes to 4 MiB of lines: refused at the limit, which counts them, by name.
+	hostile top "$TMP/py.hsnap"; rc=$?
+	eq "400 line tables of one-byte entries: exit" 1 $rc
+	contains "$TMP/h.err" "bytes of names, line tables and their lines decoded): PY_CODE record of code 241"
+}
+
+# One runtime address, two functions: the same module mapped at another file offset in each
+# file of a diff. The symbols of one file's addresses were kept for the other's.
+t_diff_symbols_by_offset() {
+	[ -x "$T/alloc_c" ] || skip "no tests/alloc_c"
+	python3 tests/hostile.py symoff "$TMP/a.hsnap" "$T/alloc_c" leak_malloc churn_malloc "$TMP/b.hsnap" || die "hostile.py symoff"
+	"$A" top "$TMP/a.hsnap" 2>/dev/null | grep -q "leak_malloc" || die "the first file's block is not in leak_malloc"
+	"$A" top "$TMP/b.hsnap" 2>/dev/null | grep -q "churn_malloc" || die "the second file's block is not in churn_malloc"
+	"$A" diff "$TMP/a.hsnap" "$TMP/b.hsnap" >"$TMP/d.out" 2>/dev/null || die "diff"
+	grep -qE '^ *\+4096 +0 +4096  churn_malloc$' "$TMP/d.out" || { cat "$TMP/d.out"; die "diff: churn_malloc did not grow by 4096"; }
+	grep -qE '^ *-4096 +4096 +0  leak_malloc$' "$TMP/d.out" || die "diff: leak_malloc did not shrink by 4096"
+}
+
 # libFuzzer: the regression inputs, then a few seconds of fuzzing per target.
 t_fuzz_targets() {
 	[ -x "$OUT/fuzz/fuzz_replay" ] || skip "no libFuzzer build (clang with -fsanitize=fuzzer)"
 	OUTPUT=$OUT scripts/fuzz.sh "${FUZZ_SECONDS:-5}" || die "fuzzing found a problem"
 }
 
-ALL="$ALL t_bad_input t_fuzz_records t_sanitizers t_output_files t_analyzer_crafted t_fuzz_targets"
+ALL="$ALL t_bad_input t_fuzz_records t_sanitizers t_output_files t_analyzer_crafted t_analyzer_hostile t_diff_symbols_by_offset t_fuzz_targets"

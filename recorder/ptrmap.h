@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* The recorder's live set: (pid, address) -> slot. Every allocation and free does one
- * lookup here, so entries are 16 bytes (four to a cache line), the hash is one multiply,
- * and the table stays at most half full. Address 0 marks an empty entry: a failed
- * allocation is never recorded. */
+ * lookup here, so entries are 16 bytes (four to a cache line) and the table stays at most
+ * half full. The hash is the tables' seeded one (hmap.h): with one multiply, addresses that
+ * differ only in their high bits shared a home whatever the seed, and a traced program's
+ * own allocator chooses its addresses. Address 0 marks an empty entry: a failed allocation
+ * is never recorded. */
 #ifndef HEAPSNAP_PTRMAP_H
 #define HEAPSNAP_PTRMAP_H
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+
+#include "hmap.h"
 
 struct ptrmap_ent {
 	uint64_t ptr;
@@ -23,9 +27,7 @@ struct ptrmap {
 
 static inline size_t ptrmap_home(const struct ptrmap *m, uint32_t pid, uint64_t ptr)
 {
-	uint64_t h = ((ptr >> 4) ^ (uint64_t)pid << 44) * 0x9e3779b97f4a7c15ull;
-
-	return (size_t)(h ^ (h >> 31)) & m->mask;
+	return (size_t)hmap_hash(ptr, pid) & m->mask;
 }
 
 static inline struct ptrmap_ent *ptrmap_find(const struct ptrmap *m, uint32_t pid, uint64_t ptr)

@@ -212,7 +212,7 @@ def pycodes(out, n):
             frames.append(fr)
             fr = Frame()
         fr.main += pycode(1, i + 1, b"\x80" * (256 * 1024))
-    fr.main += stack(1, [0xFFF << 52 | (i + 1) << 24 for i in range(n)])
+    fr.main += stack(1, [0xFFF << 52 | (i + 1) << 24 for i in range(min(n, 127))])
     fr.main += time(1) + thread(1, 1) + alloc(1, 2)
     fr.cols[3] += pair(16, 1)
     frames.append(fr)

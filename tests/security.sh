@@ -122,7 +122,7 @@ t_output_files() {
 	# A failure leaves nothing: no output, no temporary file.
 	"$A" top --no-symbolize -o "$d/none.txt" "$TMP/missing.hsnap" 2>/dev/null && die "a missing input succeeded"
 	[ ! -e "$d/none.txt" ] || die "a failed run left its output"
-	eq "files in the output directory" "fifo link.txt mine.txt theirs.txt" "$(ls "$d" | tr '\n' ' ' | sed 's/ $//')"
+	eq "files in the output directory" "fifo link.txt mine.txt theirs.txt" "$(ls -A "$d" | tr '\n' ' ' | sed 's/ $//')"
 	[ -n "$BPF_REASON" ] && skip "analyzer checked; the recorder half needs BPF: $BPF_REASON"
 	"$R" --via "$VIA" -o "$d/link.txt" -- /bin/true 2>"$TMP/e"; rc=$?
 	eq "recorder -o symlink exit" 1 $rc; contains "$TMP/e" "symbolic link"
@@ -134,7 +134,7 @@ t_output_files() {
 	eq "recording mode" 600 "$(stat -c %a "$d/rec.hsnap")"
 	"$R" --via "$VIA" -o /dev/null -- /bin/true 2>/dev/null || die "recorder -o /dev/null"
 	[ -c /dev/null ] || die "the recorder replaced /dev/null"
-	eq "files after recording" "fifo link.txt mine.txt rec.hsnap theirs.txt" "$(ls "$d" | tr '\n' ' ' | sed 's/ $//')"
+	eq "files after recording" "fifo link.txt mine.txt rec.hsnap theirs.txt" "$(ls -A "$d" | tr '\n' ' ' | sed 's/ $//')"
 	# Another user's FIFO is a line to that user: refused, as their file is.
 	mkfifo "$d/their.fifo"; chown 65534 "$d/their.fifo"
 	timeout 60 "$R" --via "$VIA" -o "$d/their.fifo" -- /bin/true 2>"$TMP/e"; rc=$? # (it used to wait for a reader)
@@ -230,6 +230,9 @@ t_analyzer_hostile() {
 	hostile summary "$TMP/p.hsnap"; eq "4096 pairs of one key: exit" 0 $?
 	hostile diff --pid 1 "$TMP/pa.hsnap" "$TMP/pa.hsnap"; eq "diff --pid of 150,000 processes: exit" 0 $?
 	hostile pprof -o "$TMP/m.pb.gz" "$TMP/m.hsnap"; eq "50,000 samples over 4096 mappings: exit" 0 $?
+	# ... and the frames are still found in the large mapping under the small ones.
+	hostile top --no-symbolize "$TMP/m.hsnap"; eq "top of them: exit" 0 $?
+	contains "$TMP/h.out" "x+0x7dffffff0000"
 	hostile summary "$TMP/u.hsnap"; eq "a 16 MiB record of an unknown type: exit" 0 $?
 	# Each table decodes to 4 MiB of lines: refused at the limit, which counts them, by name.
 	hostile top "$TMP/py.hsnap"; rc=$?

@@ -44,7 +44,8 @@ static int claim_name(struct outfile *f, make_fn make)
 
 	for (int tries = 0; tries < 100 && err == -EEXIST; tries++) {
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		if (asprintf(&name, ".heapsnap.%d.%lx", getpid(), (unsigned long)(ts.tv_nsec ^ ((unsigned long)tries << 20))) < 0)
+		if (asprintf(&name, ".heapsnap.%d.%lx", getpid(),
+			     (unsigned long)(ts.tv_nsec ^ ((unsigned long)tries << 20))) < 0)
 			return -ENOMEM;
 		err = make(f, name);
 		if (!err) {
@@ -71,8 +72,8 @@ static int link_tmpfile(struct outfile *f, const char *name)
 	return linkat(AT_FDCWD, proc, f->dirfd, name, AT_SYMLINK_FOLLOW) ? -errno : 0;
 }
 
-/* Why the existing ST at the name may not be written, or NULL: a link, a directory, a regular
- * file or FIFO of another user (a FIFO is a line to whoever made it). */
+/* Whether the existing ST at the name may be written: 0, or -errno (and WHY) for a link, a
+ * directory, a regular file or FIFO of another user (a FIFO is a line to whoever made it). */
 static int refuse(const struct stat *st, const char **why)
 {
 	if (S_ISLNK(st->st_mode)) {

@@ -9,10 +9,11 @@
 struct outfile;
 
 /* Opens PATH for writing. A regular file (new, or ours to replace) is written as an unnamed
- * or exclusively created temporary file in PATH's directory and renamed into place by
- * outfile__publish(). A device or FIFO is written in place. Refused: a symlink (-ELOOP), a
- * directory (-EISDIR), a regular file owned by another user (-EPERM). Returns -errno; a
- * sentence saying why goes to WHY when it is not errno's own. */
+ * or exclusively created temporary file in PATH's directory, which is opened once for every
+ * later step, and renamed into place by outfile__publish(). A device or FIFO is written in
+ * place. Refused: a symlink (-ELOOP), a directory (-EISDIR), a regular file or FIFO owned by
+ * another user (-EPERM), a FIFO nobody opens for reading within 10 s (-ENXIO). Returns
+ * -errno; a sentence saying why goes to WHY when it is not errno's own. */
 int outfile__open(const char *path, struct outfile **out, const char **why);
 int outfile__fd(const struct outfile *f);
 /* Gives the file its name (once; later calls do nothing). Returns -errno. */

@@ -33,11 +33,11 @@ static inline uint64_t hmap_hash(uint64_t a, uint64_t b)
 	return h ^ (h >> 32);
 }
 
-/* A string's key for the maps (FNV-1a): every table keyed by a name uses it, with the
- * length as the second key. */
+/* A string's key for the maps (FNV-1a, from a seeded basis: names chosen to share one key
+ * would chain): every table keyed by a name uses it, with the length as the second key. */
 static inline uint64_t hmap_str_hash(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = 0xcbf29ce484222325ull ^ hmap_seed;
 
 	for (; *s; s++)
 		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;

@@ -106,22 +106,20 @@ int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym)
 			bool py = HS_IS_PYFRAME(ips[f]);
 			/* Every native frame is a return address; a Python frame is a code and an offset. */
 			uint64_t addr = py ? ips[f] : ips[f] ? ips[f] - 1 : 0;
-			bool created;
-			struct hmap_slot *slot;
+			struct hmap_slot *slot = hmap_find(&loc_idx, a->pid, addr);
+			const struct mapping *map = NULL;
+			bool created = !slot;
 
-			/* A frame-pointer walk through code built without them wanders into data: stop at
-			 * the first frame outside every executable mapping. A location known already
-			 * carries its mapping, looked up once. */
-			slot = hmap_find(&loc_idx, a->pid, addr);
-			if (f > 0 && !py && !(slot ? p->locs[slot->val].map : replay__mapping(r, a->pid, addr, r->stop_time))) {
+			/* A native frame's mapping, looked up once per location: a location known
+			 * already carries it. A frame-pointer walk through code built without them
+			 * wanders into data: stop at the first frame outside every executable mapping. */
+			if (!py)
+				map = slot ? p->locs[slot->val].map : replay__mapping(r, a->pid, addr, r->stop_time);
+			if (f > 0 && !py && !map) {
 				p->cut_frames += nr - f;
 				break;
 			}
-			if (!slot)
-				slot = hmap_put(&loc_idx, a->pid, addr, &created);
-			else
-				created = false;
-			if (!slot)
+			if (created && !(slot = hmap_put(&loc_idx, a->pid, addr, NULL)))
 				goto nomem;
 			if (created) {
 				struct prof_loc *l;
@@ -137,9 +135,8 @@ int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym)
 					slot->val = p->nr_locs++;
 					goto ref;
 				}
-				*l = (struct prof_loc){.addr = addr};
-				l->map = replay__mapping(r, a->pid, addr, r->stop_time);
-				symbolizer__lookup(sym, l->map, addr, &res);
+				*l = (struct prof_loc){.addr = addr, .map = map};
+				symbolizer__lookup(sym, map, addr, &res);
 				l->module = res.module;
 				l->first_line = p->nr_lines;
 				l->nr_lines = res.nr;

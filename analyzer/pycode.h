@@ -13,8 +13,8 @@
 #include "record.h"
 
 /* What a file may hold: more code objects, or more bytes of their names, line tables and
- * the lines those decode to, and it is refused (a process loads a few thousand; a large application a few hundred
- * thousand). */
+ * the lines those decode to, and it is refused (a process loads a few thousand; a large
+ * application a few hundred thousand). */
 #define PY_CODES_MAX (1u << 21)
 #define PY_CODES_MAX_BYTES (1ull << 30)
 

@@ -19,8 +19,8 @@ struct pyline_range {
 int pyline__format(uint32_t py_version);
 
 /* The ranges of TABLE, in bytecode order, empty ones dropped, into a malloc'd *OUT of as many
- * as there are. Work and memory are linear in LEN (at most one range per table byte). Returns 0, -EINVAL for an
- * unknown version, or -ENOMEM. */
+ * as there are. Work and memory are linear in LEN (at most one range per table byte).
+ * Returns 0, -EINVAL for an unknown version, or -ENOMEM. */
 int pyline__ranges(uint32_t py_version, const uint8_t *table, uint32_t len, int64_t first_line,
 		   struct pyline_range **out, uint32_t *nr);
 

@@ -25,8 +25,8 @@ extern uint64_t hmap_seed;
 
 static inline uint64_t hmap_hash(uint64_t a, uint64_t b)
 {
-	uint64_t h = (a ^ hmap_seed) * 0x9e3779b97f4a7c15ull ^ (b ^ (hmap_seed >> 7 | hmap_seed << 57) ^ 0x632be59bd9b4e019ull) *
-									 0xc2b2ae3d27d4eb4full;
+	uint64_t s2 = (hmap_seed >> 7 | hmap_seed << 57) ^ 0x632be59bd9b4e019ull; /* b's own seed */
+	uint64_t h = (a ^ hmap_seed) * 0x9e3779b97f4a7c15ull ^ (b ^ s2) * 0xc2b2ae3d27d4eb4full;
 
 	h ^= h >> 32;
 	h *= 0xd6e8feb86659fd93ull;

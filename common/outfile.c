@@ -151,12 +151,13 @@ int outfile__open(const char *path, struct outfile **out, const char **why)
 	} else if (!err && errno != ENOENT) {
 		err = -errno;
 	}
-	if (err || f->in_place) {
-		if (err)
-			outfile__free(f);
-		else
-			*out = f;
+	if (err) {
+		outfile__free(f);
 		return err;
+	}
+	if (f->in_place) {
+		*out = f;
+		return 0;
 	}
 	/* Unnamed until published: a crash leaves nothing behind. */
 	f->fd = openat(f->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);

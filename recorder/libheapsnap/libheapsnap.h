@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* libheapsnap.so's parts, shared between its files: producer.c writes events into the
- * thread's ring in shared memory, hooks.c interposes the allocators, lib_process.c tells the
- * recorder about the process (start, fork, images, names). */
+ * thread's ring in shared memory, sampled.c keeps which blocks were sampled, hooks.c
+ * interposes the allocators, lib_process.c tells the recorder about the process (start,
+ * fork, images, names). */
 #ifndef HEAPSNAP_LIBHEAPSNAP_H
 #define HEAPSNAP_LIBHEAPSNAP_H
 #include <pthread.h>
@@ -29,7 +30,7 @@ struct real_fns {
 	int (*prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
 };
 /* What every hook reads, on one page of its own with the smallest filter of sampled blocks
- * (producer.c): a hook then touches no other page of ours, and costs the target no more TLB
+ * (sampled.c): a hook then touches no other page of ours, and costs the target no more TLB
  * entries than it must. Written only when a session starts or ends, or the filter resizes. */
 #define FILTER_MIN_BITS 12
 /* Every filter starts on a 2^18-byte boundary, so that one word holds its address and its
@@ -160,12 +161,16 @@ void fill_hdr(struct hs_event_hdr *h, uint8_t type, uint8_t kind, uint32_t tid, 
 void emit_comm(struct tstate *t);
 void spin_lock(int *l);
 void spin_unlock(int *l);
-bool sampled_add(void *p, uint64_t size);
-uint64_t sampled_take(void *p);
 void record_alloc(struct tstate *t, void *p, size_t size, uint8_t kind, uint64_t fp);
 void record_free(struct tstate *t, void *p, uint64_t size, uint8_t flags, uint64_t ts);
 void record_restore(struct tstate *t, void *p, uint64_t size);
 int events_init(void);
+
+/* sampled.c */
+int sampled_init(void);
+bool sampled_add(void *p, uint64_t size);
+uint64_t sampled_take(void *p);
+void sampled_clear(void);
 extern struct sampled_w {
 	int lock;
 	uint32_t live;
@@ -191,11 +196,8 @@ void got_patch_new(void);
 void *got_find_definition(const char *name);
 void got_restore_all(void);
 
-/* producer.c */
-void sampled_clear(void);
-
 /* Sampled blocks: a table of up to SAMPLED_SLOTS, each block's probe starting from its bucket,
- * and a filter that a free reads (producer.c): bit i of 2^k for the buckets equal to i modulo
+ * and a filter that a free reads (sampled.c): bit i of 2^k for the buckets equal to i modulo
  * 2^k, set while any of them holds a block, sized to the blocks sampled live (under 1% of
  * bits set, 512 bytes to 32 KiB) so that it stays in cache. One word holds the filter's
  * address and its log2 bits. */

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* Replay: a streaming pass over the record file that keeps only the live set, the
  * interned stacks and per-(thread, stack, size) aggregates in memory. This file applies the
- * allocations and frees and runs the passes; replay_meta.c takes the other records. */
+ * allocations and frees and runs the passes; replay_meta.c takes the other records,
+ * replay_timeline.c and replay_temporary.c keep what the timeline and temporary allocations
+ * count along the way. */
 #include <errno.h>
 #include <inttypes.h>
 #include <setjmp.h>
@@ -259,77 +261,6 @@ static void on_alloc(struct replay *r, const struct replay_event *rec)
 	e->weight = (uint32_t)rec->weight;
 }
 
-/* Twice the stretch per point: points 2j and 2j + 1 become point j, the higher of the two
- * live totals (the earlier on a tie) with the higher RSS. */
-static void timeline_coarsen(struct replay *r)
-{
-	for (uint32_t j = 0; j < TIMELINE_MAX / 2; j++) {
-		const struct timeline_point *a = &r->tl[2 * j], *b = &r->tl[2 * j + 1];
-		struct timeline_point q = !a->used || (b->used && b->live_bytes > a->live_bytes) ? *b : *a;
-
-		if (a->used && b->used)
-			q.rss_bytes = a->rss_bytes > b->rss_bytes ? a->rss_bytes : b->rss_bytes;
-		q.bucket = j;
-		r->tl[j] = q;
-	}
-	memset(&r->tl[TIMELINE_MAX / 2], 0, sizeof(*r->tl) * (TIMELINE_MAX / 2));
-	r->nr_tl = (r->nr_tl + 1) / 2;
-	r->tl_width *= 2;
-}
-
-/* The point of time T is found from T alone: bucket (T - t0) / width, an index into the
- * TIMELINE_MAX points allocated at the first call. Events a few microseconds out of order
- * (rings of several CPUs or threads) land in the buckets of their own times, so each bucket
- * keeps the highest live total of its events whatever their order, and nothing trusts
- * time to only go forward. A time before t0 counts in the first bucket. */
-void replay_timeline_note(struct replay *r, uint64_t t)
-{
-	struct timeline_point *pt;
-	uint64_t b;
-
-	if (r->tl_done)
-		return;
-	if (!r->tl) {
-		r->tl = calloc(TIMELINE_MAX, sizeof(*r->tl));
-		if (!r->tl)
-			replay_nomem(r);
-		r->tl_t0 = t;
-		r->tl_width = 1;
-	}
-	if (t < r->tl_t0)
-		t = r->tl_t0;
-	/* At most 64 doublings: the width never passes 2^63 before the bucket is in range. */
-	while ((b = (t - r->tl_t0) / r->tl_width) >= TIMELINE_MAX)
-		timeline_coarsen(r);
-	pt = &r->tl[b];
-	if (!pt->used) {
-		*pt = (struct timeline_point){.bucket = b, .time = t, .live_bytes = r->live_bytes,
-					      .live_blocks = r->live_count, .rss_bytes = r->rss_sum, .used = true};
-		if (b >= r->nr_tl)
-			r->nr_tl = (uint32_t)b + 1;
-		return;
-	}
-	if (r->live_bytes > pt->live_bytes) {
-		pt->live_bytes = r->live_bytes;
-		pt->live_blocks = r->live_count;
-		pt->time = t;
-	}
-	if (r->rss_sum > pt->rss_bytes)
-		pt->rss_bytes = r->rss_sum;
-}
-
-/* The points in time order without the empty buckets between them: what reports read. */
-static void timeline_finish(struct replay *r)
-{
-	uint32_t n = 0;
-
-	for (uint32_t i = 0; r->tl && i < r->nr_tl && i < TIMELINE_MAX; i++)
-		if (r->tl[i].used)
-			r->tl[n++] = r->tl[i];
-	r->nr_tl = n;
-	r->tl_done = true;
-}
-
 static double now_s(void)
 {
 	struct timespec ts;
@@ -360,88 +291,12 @@ static void progress_done(struct progress *pg)
 		fputs("\r\033[K", stderr);
 }
 
-/* Temporary allocations, as heaptrack counts them: a block freed by its thread (by free or by
- * realloc) before that thread allocates anything else.
- *
- * A realloc that fails is no event to heaptrack; both ways in write the FREE realloc made
- * before its call, then the block restored (3.0 files of the in-process way, neither). So a
- * restored ALLOC undoes what that FREE did to its thread: its last allocation is again what
- * it was, and a temporary the FREE counted is taken back (temp_undo, cleared by the thread's
- * next event). */
-#define TEMP_COUNTED (1ull << 63)
-
-static void temporary_undo(struct replay *r, const struct replay_event *rec, struct hmap_slot *s)
-{
-	struct hmap_slot *u = hmap_find(&r->temp_undo, rec->pid, rec->tid);
-	uint64_t prev;
-
-	if (!u || !u->val) {
-		s->val = 0;
-		return;
-	}
-	prev = u->val & ~TEMP_COUNTED;
-	if ((u->val & TEMP_COUNTED) && (prev >> 32) < r->nr_aggs) {
-		struct agg *a = &r->aggs[prev >> 32];
-		double w = rec->weight / (double)HS_WEIGHT_ONE;
-
-		a->temp_objects -= w;
-		a->temp_space -= w * (double)a->size;
-	}
-	s->val = prev;
-	u->val = 0;
-}
-
-static void temporary_note(struct replay *r, const struct replay_event *rec)
-{
-	struct hmap_slot *s = hmap_put(&r->temp_last, rec->pid, rec->tid, NULL), *u;
-	struct live_slot *e;
-	bool counted = false;
-
-	if (!s)
-		replay_nomem(r);
-	if (rec->type != HS_REC_FREE && (rec->kind & HS_KIND_RESTORED)) {
-		temporary_undo(r, rec, s);
-		return;
-	}
-	if (rec->type == HS_REC_FREE && s->val && (s->val & 0xffffffffu) - 1 == rec->slot && rec->slot < r->live.cap &&
-	    (e = &r->live.s[rec->slot])->agg != LIVE_EMPTY && e->agg == s->val >> 32) {
-		struct agg *a = &r->aggs[e->agg];
-		double w = e->weight / (double)HS_WEIGHT_ONE;
-
-		a->temp_objects += w;
-		a->temp_space += w * (double)a->size;
-		counted = true;
-	}
-	if (rec->type == HS_REC_FREE) {
-		u = hmap_put(&r->temp_undo, rec->pid, rec->tid, NULL);
-		if (!u)
-			replay_nomem(r);
-		/* An aggregate past 2^31 (never, in practice) keeps no undo. */
-		u->val = s->val >> 63 ? 0 : s->val | (counted ? TEMP_COUNTED : 0);
-	} else if ((u = hmap_find(&r->temp_undo, rec->pid, rec->tid))) {
-		u->val = 0;
-	}
-	s->val = 0;
-}
-
-static void temporary_after(struct replay *r, const struct replay_event *rec)
-{
-	struct hmap_slot *s;
-
-	if (rec->type == HS_REC_FREE || (rec->kind & HS_KIND_RESTORED) || rec->slot >= 0xfffffffeu ||
-	    rec->slot >= r->live.cap || r->live.s[rec->slot].agg == LIVE_EMPTY)
-		return;
-	s = hmap_find(&r->temp_last, rec->pid, rec->tid);
-	if (s)
-		s->val = (uint64_t)r->live.s[rec->slot].agg << 32 | (rec->slot + 1);
-}
-
 static void apply_event(struct replay *r, const struct replay_event *rec)
 {
 	if (r->filter && !replay_get_process(r, rec->pid)->selected)
 		return;
 	if (r->temp_on)
-		temporary_note(r, rec);
+		replay_temporary_note(r, rec);
 	r->events++;
 	note_time(r, rec->time);
 	if (rec->type != HS_REC_FREE) {
@@ -455,7 +310,7 @@ static void apply_event(struct replay *r, const struct replay_event *rec)
 	if (r->tl_on)
 		replay_timeline_note(r, rec->time);
 	if (r->temp_on)
-		temporary_after(r, rec);
+		replay_temporary_after(r, rec);
 }
 
 /* Events wait here a few records, their live-table slot prefetched: with a large live set
@@ -577,7 +432,7 @@ static int pass(struct replay *r, struct record_reader *rd, uint64_t stop_index,
 		/* From replay_nomem(): D and R are as they were (neither is changed in this frame). */
 		r->oom = NULL;
 		decoder__free(d);
-		timeline_finish(r);
+		replay_timeline_finish(r);
 		if (r->refused)
 			return EXIT_FAIL;
 		return fail(r, EXIT_FAIL, "%s: out of memory after %" PRIu64 " records", r->path, r->records);
@@ -586,7 +441,7 @@ static int pass(struct replay *r, struct record_reader *rd, uint64_t stop_index,
 	ret = pass_records(r, d, stop_index, stop_time, events, &stopped);
 	r->oom = NULL;
 	decoder__free(d);
-	timeline_finish(r);
+	replay_timeline_finish(r);
 	r->stopped_early = stopped;
 	if (!stopped)
 		r->stop_time = r->last_time;

@@ -38,7 +38,6 @@ pthread_key_t exit_key;
 uint32_t session_gen;
 int injected;
 
-
 __thread struct hs_tls hs_tls __attribute__((tls_model("initial-exec")));
 /* In .bss: an initialized one would put its alignment's padding in the file. */
 struct hs_hot hs_hot __attribute__((aligned(FILTER_ALIGN)));
@@ -152,7 +151,6 @@ struct tstate *thread_state_new(void)
 	depth_out();
 	return t;
 }
-
 
 static void wake_recorder(void);
 static bool recorder_gone(void);
@@ -567,7 +565,6 @@ void record_free(struct tstate *t, void *p, uint64_t size, uint8_t flags, uint64
 	e->size = size;
 	commit(t, need);
 }
-
 
 /* The table of sampled blocks (sampled.c) and the key whose destructor gives a thread's ring
  * back: at start-up, before any hook records. */

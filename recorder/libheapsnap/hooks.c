@@ -161,8 +161,11 @@ static void free_hook(void *p, uint8_t flags)
 
 /* The fast paths are functions of their own, without a frame: a call the sampler passes by
  * costs a few loads and a jump. What records is a tail call to the full path, whose frame is
- * then the first of the stack walk, as the hook's would be. */
-#define FAST __attribute__((optimize("omit-frame-pointer")))
+ * then the first of the stack walk, as the hook's would be. They sit together at the head of
+ * the text, each on a cache line's start: side by side with them scattered among the full
+ * paths, passing by took 0.5% less time on the bench's loops (two runs of 13 rounds, 5 of 6
+ * medians lower). */
+#define FAST __attribute__((optimize("omit-frame-pointer"), section(".text.hot.hs_pass"), aligned(64)))
 
 static __attribute__((noinline)) void *malloc_full(size_t n)
 {

@@ -189,12 +189,18 @@ int outfile__publish(struct outfile *f)
 
 	if (f->published)
 		return 0;
-	/* Checked again: the name may have been taken since the open. renameat() would replace
-	 * a link or another user's file rather than write through it, but it is not ours to
-	 * replace. */
-	if (!fstatat(f->dirfd, f->base, &st, AT_SYMLINK_NOFOLLOW) &&
-	    (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode) || st.st_uid != geteuid()))
-		return S_ISDIR(st.st_mode) ? -EISDIR : S_ISLNK(st.st_mode) ? -ELOOP : -EPERM;
+	/* Checked again, as the open checked it: the name may have been taken since. And more
+	 * strictly: renameat() would replace a link, or anything of another user's (a device
+	 * the open would have written in place), rather than write through it, and none of it
+	 * is ours to replace. */
+	if (!fstatat(f->dirfd, f->base, &st, AT_SYMLINK_NOFOLLOW)) {
+		const char *why;
+
+		if ((err = refuse(&st, &why)))
+			return err;
+		if (st.st_uid != geteuid())
+			return -EPERM;
+	}
 	/* An unnamed file is linked at a fresh name first; the rename then puts it in place
 	 * atomically. */
 	if (!f->named && (err = claim_name(f, link_tmpfile)))

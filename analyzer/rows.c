@@ -64,6 +64,10 @@ struct named_table {
 	struct names names;
 	double (*v)[4];
 	char **shown; /* diff's stacks: the name to show, when it is not the key */
+	/* By row, the last sample (its index + 1) that added to its cum: a function that recurs
+	 * counts once per stack, found in one look, where a scan of the frames before was
+	 * quadratic in the stack's depth. */
+	uint32_t *cum_by;
 	uint32_t cap;
 };
 
@@ -78,6 +82,7 @@ static double *named_row(struct named_table *t, const char *name, uint32_t *inde
 	if (t->cap < t->names.cap) {
 		double(*v)[4] = realloc(t->v, sizeof(*v) * t->names.cap);
 		char **shown;
+		uint32_t *cum_by;
 
 		if (!v)
 			return NULL;
@@ -86,8 +91,13 @@ static double *named_row(struct named_table *t, const char *name, uint32_t *inde
 		if (!shown)
 			return NULL;
 		t->shown = shown;
+		cum_by = realloc(t->cum_by, sizeof(*cum_by) * t->names.cap);
+		if (!cum_by)
+			return NULL;
+		t->cum_by = cum_by;
 		memset(v + t->cap, 0, sizeof(*v) * (t->names.cap - t->cap));
 		memset(shown + t->cap, 0, sizeof(*shown) * (t->names.cap - t->cap));
+		memset(cum_by + t->cap, 0, sizeof(*cum_by) * (t->names.cap - t->cap));
 		t->cap = t->names.cap;
 	}
 	if (index)
@@ -114,6 +124,7 @@ static void named_free(struct named_table *t)
 	for (uint32_t i = 0; t->shown && i < t->names.nr; i++)
 		free(t->shown[i]);
 	free(t->shown);
+	free(t->cum_by);
 	names__free(&t->names);
 	free(t->v);
 	memset(t, 0, sizeof(*t));
@@ -226,13 +237,9 @@ static int function_totals(const struct profile *p, int value, struct named_tabl
 		if (n < 0)
 			return n;
 		for (int k = 0; k < n; k++) {
-			double *row;
-			bool seen = false;
+			uint32_t r;
+			double *row = named_row(t, names[k], &r);
 
-			/* Recursion counts once toward cum. The stack is short: a scan of what precedes. */
-			for (int j = 0; j < k && !seen; j++)
-				seen = !strcmp(names[j], names[k]);
-			row = named_get(t, names[k]);
 			if (!row) {
 				free(names);
 				free(bufs);
@@ -242,7 +249,8 @@ static int function_totals(const struct profile *p, int value, struct named_tabl
 				row[0] += v;
 				row[2] += var;
 			}
-			if (!seen) {
+			if (t->cum_by[r] != i + 1) {
+				t->cum_by[r] = i + 1;
 				row[1] += v;
 				row[3] += var;
 			}
@@ -275,22 +283,12 @@ static int python_totals(const struct profile *p, int value, struct named_table 
 
 		for (uint32_t k = 0; v != 0 && k < s->nr_locs; k++) {
 			const struct prof_loc *l = &p->locs[p->loc_refs[s->first_loc + k]];
-			const char *name;
-			bool seen = false;
+			uint32_t r;
 			double *row;
 
 			if (!l->python || !l->nr_lines)
 				continue;
-			name = profile__line_name(p, l, &p->lines[l->first_line], NULL, 0);
-			/* Recursion counts once toward cum: a scan of the Python frames before (a stack
-			 * has at most HS_MAX_STACK frames). */
-			for (uint32_t j = 0; j < k && !seen; j++) {
-				const struct prof_loc *o = &p->locs[p->loc_refs[s->first_loc + j]];
-
-				seen = o->python && o->nr_lines &&
-				       !strcmp(profile__line_name(p, o, &p->lines[o->first_line], NULL, 0), name);
-			}
-			row = named_get(t, name);
+			row = named_row(t, profile__line_name(p, l, &p->lines[l->first_line], NULL, 0), &r);
 			if (!row)
 				return -ENOMEM;
 			if (own) {
@@ -298,7 +296,8 @@ static int python_totals(const struct profile *p, int value, struct named_table 
 				row[2] += var;
 				own = false;
 			}
-			if (!seen) {
+			if (t->cum_by[r] != i + 1) {
+				t->cum_by[r] = i + 1;
 				row[1] += v;
 				row[3] += var;
 			}

@@ -343,6 +343,36 @@ assert st == [(-800008, "keep_large (py_exact.py:%s)" % l), (800008, "keep_large
 	PY
 }
 
+# A Python function that recurs counts once per stack toward cum, as a C one does (recurse.c):
+# nest(3) -> nest(2) -> nest(1), each level allocating level x 100,000 bytes after its call, so
+# nest's cum is its own 600,000 and more, where counting each of its frames would give 1,000,000.
+# Its caller outer keeps next to nothing of its own: its cum is nest's and at most a few objects.
+t_python_recursion() {
+	[ -x /usr/bin/python3 ] || skip "no Debian /usr/bin/python3"
+	cat >"$TMP/pyrec.py" <<-'PY'
+	kept = []
+	def nest(level):
+	    if level > 1:
+	        nest(level - 1)
+	    kept.append(bytearray(100000 * level))
+	def outer():
+	    nest(3)
+	outer()
+	PY
+	"$R" --via preload -o "$TMP/pyrec.hsnap" -- /usr/bin/python3 "$TMP/pyrec.py" >/dev/null 2>"$TMP/pyrec.err" ||
+		{ cat "$TMP/pyrec.err"; die "recording the recursion"; }
+	# Allocated space: the interpreter frees kept as it exits.
+	"$A" top --json -n 0 --value alloc_space "$TMP/pyrec.hsnap" >"$TMP/pyrec.json" 2>"$TMP/pyrec.err" ||
+		{ cat "$TMP/pyrec.err"; die "top --json"; }
+	python3 - "$TMP/pyrec.json" <<-'PY' || die "a recursive Python function's cum"
+	import json, sys
+	py = {f["name"]: (f["own"], f["cum"]) for f in json.load(open(sys.argv[1]))["python_functions"]}
+	own, cum = py["nest (pyrec.py)"]
+	assert own == cum and 600000 <= cum < 700000, ("nest: own, cum", own, cum)
+	assert 0 <= py["outer (pyrec.py)"][1] - cum < 1000, ("outer", py["outer (pyrec.py)"], "nest's cum", cum)
+	PY
+}
+
 # Hostile Python frames: line tables of random bytes (of every version, and of versions no
 # interpreter has), codes not recorded, offsets past every table, names with escapes: every
 # report finishes, under ASan and UBSan when built. A file of more code objects than the
@@ -558,5 +588,5 @@ t_python_crafted_html() {
 	PY
 }
 
-ALL="$ALL t_python_linetables t_python_crafted_pprof t_python_crafted_http t_python_crafted_reports t_python_crafted_html t_python_hostile"
+ALL="$ALL t_python_linetables t_python_crafted_pprof t_python_crafted_http t_python_crafted_reports t_python_recursion t_python_crafted_html t_python_hostile"
 ALL="$ALL t_python_exact_preload t_python_exact_shared t_python_exact_sampled t_python_exact_attach t_python_exact_html"

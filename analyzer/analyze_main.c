@@ -235,7 +235,7 @@ static int pid_opt(struct opts *o, const char *arg)
 {
 	char *end;
 	unsigned long v;
-	uint32_t *pids;
+	uint32_t *pids, i;
 
 	errno = 0;
 	v = strtoul(arg, &end, 10);
@@ -247,7 +247,10 @@ static int pid_opt(struct opts *o, const char *arg)
 	if (!pids)
 		return EXIT_FAIL;
 	o->pids = pids;
-	o->pids[o->nr_pids++] = (uint32_t)v;
+	/* In order, as the replay looks them up (struct replay_target). */
+	for (i = o->nr_pids++; i > 0 && pids[i - 1] > v; i--)
+		pids[i] = pids[i - 1];
+	pids[i] = (uint32_t)v;
 	return OPT_NEXT;
 }
 

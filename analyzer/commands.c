@@ -14,6 +14,7 @@
 #include "outfile.h"
 #include "pprof.h"
 #include "replay.h"
+#include "rows.h"
 #include "symbolize.h"
 
 /* Output goes to stdout, or through outfile (common/outfile.h): a temporary file renamed into
@@ -243,14 +244,39 @@ static int write_pprof_file(const struct profile *p, const char *path, const str
 	return emit_to(path, true, EXIT_OK, &(struct emit){.profile_report = emit_pprof, .p = p, .ro = &ro});
 }
 
+/* The number of process P's command name and executable name in KEYS, interned there, or
+ * -ENOMEM. The comm's length goes first, so that no two pairs make one key. */
+static int64_t process_key(struct names *keys, const struct process *p)
+{
+	const char *exe = basename(p->exe);
+	size_t n = strlen(p->comm) + strlen(exe) + 24;
+	char *k = malloc(n);
+	int64_t i;
+
+	if (!k)
+		return -ENOMEM;
+	snprintf(k, n, "%zu:%s%s", strlen(p->comm), p->comm, exe);
+	i = names__intern(keys, k);
+	free(k);
+	return i;
+}
+
+static int cmp_pid(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
 /* The processes of PATH that are those --pid selected in A, across recordings: by command
  * name and executable name (not its directory: two builds live in two trees), since pids
- * differ from run to run. */
+ * differ from run to run. In ascending order (struct replay_target). */
 static int match_processes(const struct replay *a, const char *path, uint32_t **pids, uint32_t *nr)
 {
 	struct replay_target t = {.kind = STOP_META};
-	const struct process **sel;
-	uint32_t nr_sel = 0;
+	struct names keys = {0};
+	uint32_t nr_sel;
+	int64_t k = 0;
 	struct replay b;
 	int ret = replay__run(&b, path, &t);
 
@@ -263,29 +289,21 @@ static int match_processes(const struct replay *a, const char *path, uint32_t **
 		replay__free(&b);
 		return ret;
 	}
-	/* A's selected processes first: no more than --pid named, where A may hold many. */
+	/* A's selected processes' keys are the first numbers; a process of B matches one when
+	 * its key's number is among them. */
 	*pids = calloc(b.nr_procs ? b.nr_procs : 1, sizeof(**pids));
-	sel = calloc(a->nr_procs ? a->nr_procs : 1, sizeof(*sel));
-	if (!*pids || !sel) {
-		free(sel);
-		replay__free(&b);
-		return EXIT_FAIL;
-	}
-	for (uint32_t k = 0; k < a->nr_procs; k++)
-		if (a->procs[k].selected)
-			sel[nr_sel++] = &a->procs[k];
-	for (uint32_t i = 0; i < b.nr_procs; i++) {
-		const struct process *q = &b.procs[i];
-
-		for (uint32_t k = 0; k < nr_sel; k++) {
-			if (!strcmp(sel[k]->comm, q->comm) && !strcmp(basename(sel[k]->exe), basename(q->exe))) {
-				(*pids)[(*nr)++] = q->pid;
-				break;
-			}
-		}
-	}
-	free(sel);
+	for (uint32_t i = 0; *pids && k >= 0 && i < a->nr_procs; i++)
+		if (a->procs[i].selected)
+			k = process_key(&keys, &a->procs[i]);
+	nr_sel = keys.nr;
+	for (uint32_t i = 0; *pids && k >= 0 && i < b.nr_procs; i++)
+		if ((k = process_key(&keys, &b.procs[i])) >= 0 && k < nr_sel)
+			(*pids)[(*nr)++] = b.procs[i].pid;
+	names__free(&keys);
 	replay__free(&b);
+	if (!*pids || k < 0)
+		return EXIT_FAIL;
+	qsort(*pids, *nr, sizeof(**pids), cmp_pid);
 	if (!*nr) {
 		fprintf(stderr, "heapsnap-analyze: %s has no process with the command and executable name of --pid's in %s\n",
 			path, a->path);
@@ -336,6 +354,7 @@ static int run_diff(const struct opts *o, struct symbolizer *sym)
 		ret2 = match_processes(&ra, o->files[1], &pids_b, &nr_pids_b);
 		if (ret2) {
 			replay__free(&ra);
+			free(pids_b);
 			return ret2;
 		}
 		tb.pids = pids_b;

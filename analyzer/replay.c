@@ -68,11 +68,20 @@ static int fail(struct replay *r, int code, const char *fmt, ...)
 /* Whether --pid names PID; with no filter, every process is. */
 bool replay_pid_listed(const struct replay *r, uint32_t pid)
 {
+	uint32_t lo = 0, hi;
+
 	if (!r->filter)
 		return true;
-	for (uint32_t i = 0; i < r->filter->nr_pids; i++) /* the few the user typed */
-		if (r->filter->pids[i] == pid)
+	for (hi = r->filter->nr_pids; lo < hi;) {
+		uint32_t mid = lo + (hi - lo) / 2, v = r->filter->pids[mid];
+
+		if (v == pid)
 			return true;
+		if (v < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return false;
 }
 

@@ -47,7 +47,8 @@ struct replay_target {
 	const char *snapshot; /* number (1-based) or label */
 	double at_seconds;
 	/* --pid, --comm: replay only these processes' events (either list selects). A process
-	 * is selected by name while it bears it: a shell that execs the command is not. */
+	 * is selected by name while it bears it: a shell that execs the command is not. The pids
+	 * in ascending order: a diff's second file may list as many as the first file selects. */
 	const uint32_t *pids;
 	uint32_t nr_pids;
 	const char *comm;
@@ -151,6 +152,8 @@ const struct dwarf_stack *replay__dwarf_stack(const struct replay *r, uint64_t i
 struct process *replay__process(const struct replay *r, uint32_t pid);
 /* The mapping of PID that holds ADDR, preferring the one mapped at time T. */
 const struct mapping *replay__mapping(const struct replay *r, uint32_t pid, uint64_t addr, uint64_t t);
+/* PID's mappings, *NR of them, by start (all of them, over time). */
+const struct mapping *replay__maps_of(const struct replay *r, uint32_t pid, size_t *nr);
 double replay__seconds(const struct replay *r, uint64_t t);
 /* Iterates live allocations: calls CB with the aggregate and the allocation time. */
 void replay__for_each_live(const struct replay *r, void (*cb)(const struct agg *a, uint64_t time, double w, void *ctx),

@@ -18,7 +18,7 @@ static void *arena_alloc(struct hs_arena *a, size_t n)
 	return p;
 }
 
-static const char *cstr(struct hs_cur *c)
+static const char *cstr(struct hs_cur *c, uint32_t max)
 {
 	uint64_t n = hs_cur_u64(c);
 	char *s;
@@ -27,6 +27,10 @@ static const char *cstr(struct hs_cur *c)
 		return "";
 	if (n > (uint64_t)(c->end - c->p)) {
 		c->bad = "string longer than its record";
+		return "";
+	}
+	if (max && n > max) {
+		c->bad = "string longer than any recorder writes there";
 		return "";
 	}
 	s = arena_alloc(c->arena, n + 1);
@@ -108,7 +112,7 @@ void hs_payload__decode(struct hs_cur *c, const struct hs_schema *s, void *base,
 			*(uint64_t *)v = *prev;
 			break;
 		case HS_ENC_STR:
-			*(const char **)v = cstr(c);
+			*(const char **)v = cstr(c, f->limit);
 			break;
 		case HS_ENC_BYTES:
 			*(struct hs_bytes *)v = cbytes(c, f->limit);

@@ -35,6 +35,13 @@
 #define HS_MAX_DWARF_REGS 32
 #define HS_MAX_DWARF_WINDOW HS_MAX_DWARF_BYTES
 #define HS_MAX_PY_LINE_TABLE (256u << 10)
+/* Strings a report shows for every frame or sample that names them: paths (of mappings, of
+ * executables; PATH_MAX and " (deleted)", twice over) and names (commands, threads, Python
+ * functions and files, probes, counters). The writer cuts a longer one, since they come from
+ * processes and files nobody here wrote; a file that holds a longer one is corrupt there: one
+ * 16 MiB name shown for each of a million frames would be terabytes of work. */
+#define HS_MAX_PATH 8192
+#define HS_MAX_NAME 4096
 
 #define HS_FRAME_FLAG_FOOTER 1u
 

@@ -16,6 +16,9 @@
 	{.name = #M, .enc = HS_ENC_SPAN, .off = TYPED(S, M, uint64_t), .aux = TYPED(S, BASE, uint64_t)}
 #define DELTA(S, M) {.name = #M, .enc = HS_ENC_DELTA, .off = TYPED(S, M, uint64_t)}
 #define STR(S, M, ...) {.name = #M, .enc = HS_ENC_STR, .off = TYPED(S, M, const char *), __VA_ARGS__}
+/* A path or a name (record.h: HS_MAX_PATH, HS_MAX_NAME), cut by the writer past its limit. */
+#define PATH(S, M) STR(S, M, .flags = HS_FF_CLIP, .limit = HS_MAX_PATH)
+#define NAME(S, M) STR(S, M, .flags = HS_FF_CLIP, .limit = HS_MAX_NAME)
 #define BYTES(S, M, LIMIT, FLAGS) \
 	{.name = #M, .enc = HS_ENC_BYTES, .flags = FLAGS, .off = TYPED(S, M, struct hs_bytes), .limit = LIMIT}
 #define STRUCT(S, M, T, SUB) {.name = #M, .enc = HS_ENC_STRUCT, .off = TYPED(S, M, T), .sub = &SUB}
@@ -125,14 +128,14 @@ static const struct hs_schema reg_item = {"reg", sizeof(uint64_t), 1, reg_fields
 
 /* PROBE-BODY: shared by SESSION's probe list and PROBE records. */
 SCHEMA(probe_body, PROBE,
-       STR(PROBE, symbol),
-       STR(PROBE, path),
+       NAME(PROBE, symbol),
+       PATH(PROBE, path),
        U64(PROBE, offset),
        BYTES(PROBE, build_id, HS_MAX_BUILD_ID, HS_FF_CLIP),
        U32(PROBE, kind));
 
 SCHEMA(counter_item, COUNTER,
-       STR(COUNTER, name),
+       NAME(COUNTER, name),
        U64(COUNTER, value));
 
 SCHEMA(index_item, INDEX,
@@ -162,9 +165,9 @@ SCHEMA(process, R,
        U32(R, pid),
        U32(R, process.ppid),
        U32(R, process.origin),
-       STR(R, process.comm),
+       NAME(R, process.comm),
        STR(R, process.cmdline),
-       STR(R, process.exe),
+       PATH(R, process.exe),
        BYTES(R, process.build_id, HS_MAX_BUILD_ID, HS_FF_CLIP));
 
 SCHEMA(exit_, R,
@@ -179,7 +182,7 @@ SCHEMA(mapping, R,
        SPAN(R, mapping.end, mapping.start),
        U64(R, mapping.offset),
        U64(R, mapping.inode),
-       STR(R, mapping.path),
+       PATH(R, mapping.path),
        BYTES(R, mapping.build_id, HS_MAX_BUILD_ID, HS_FF_CLIP));
 
 SCHEMA(unmap, R,
@@ -212,7 +215,7 @@ SCHEMA(counters, R,
 SCHEMA(thread_name, R,
        U32(R, pid),
        U32(R, tid),
-       STR(R, thread_name.comm));
+       NAME(R, thread_name.comm));
 
 SCHEMA(frame_index, R,
        ARRAY(R, frame_index.nr, frame_index.entries, INDEX, index_item, UINT32_MAX, 0));
@@ -232,8 +235,8 @@ SCHEMA(py_code, R,
        U64(R, time),
        U32(R, pid),
        U64(R, py_code.id),
-       STR(R, py_code.qualname),
-       STR(R, py_code.filename),
+       NAME(R, py_code.qualname),
+       PATH(R, py_code.filename),
        U32(R, py_code.first_line),
        U32(R, py_code.py_version),
        BYTES(R, py_code.line_table, HS_MAX_PY_LINE_TABLE, 0));

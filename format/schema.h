@@ -23,7 +23,8 @@ enum hs_field_enc {
 	HS_ENC_SPAN,   /* uvarint of the uint64_t minus the uint64_t at .aux, a field before it */
 	HS_ENC_DELTA,  /* uvarint of the uint64_t minus the same field of the item before (0 first) */
 	HS_ENC_SDELTA, /* as HS_ENC_DELTA, as an svarint */
-	HS_ENC_STR,    /* string: uvarint length, bytes; a const char *, NULL written as "" */
+	HS_ENC_STR,    /* string: uvarint length, bytes; a const char *, NULL written as "", at
+			  most .limit bytes when it is not 0 */
 	HS_ENC_BYTES,  /* bytes: uvarint length, bytes; a struct hs_bytes of at most .limit bytes */
 	HS_ENC_STRUCT, /* the fields of .sub, inline, at .off */
 	HS_ENC_ARRAY,  /* uvarint count (the uint32_t at .off, at most .limit), then count x .sub,
@@ -31,8 +32,8 @@ enum hs_field_enc {
 };
 
 /* The writer cuts a longer value to .limit bytes: build IDs come from binaries nobody here
- * wrote. Without it the limit is the recorder's own, and a longer value is written as it is
- * (and refused by the reader). */
+ * wrote, and paths and names from processes. Without it the limit is the recorder's own, and
+ * a longer value is written as it is (and refused by the reader). */
 #define HS_FF_CLIP 1u
 /* Appended by a later minor version: a payload that ends before it leaves it empty (""
  * for a string, else 0). Every field after an optional one must be optional too. */
@@ -48,7 +49,7 @@ struct hs_field {
 	uint8_t flags; /* HS_FF_* */
 	uint16_t off;  /* of the value in the struct the table describes */
 	uint16_t aux;  /* HS_ENC_SPAN: offset of the base; HS_ENC_ARRAY: offset of the items' pointer */
-	uint32_t limit; /* HS_ENC_BYTES: most bytes; HS_ENC_ARRAY: most items */
+	uint32_t limit; /* HS_ENC_BYTES, HS_ENC_STR: most bytes (a string: none if 0); HS_ENC_ARRAY: most items */
 	const struct hs_schema *sub; /* HS_ENC_STRUCT, HS_ENC_ARRAY */
 };
 

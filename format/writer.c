@@ -318,9 +318,12 @@ static void tbytes(struct record_writer *w, const void *p, size_t n)
 	}
 }
 
-static void tstr(struct record_writer *w, const char *s)
+/* String S, cut to MAX bytes when MAX is not 0. */
+static void tstr(struct record_writer *w, const char *s, size_t max)
 {
-	tbytes(w, s ? s : "", s ? strlen(s) : 0);
+	size_t n = s ? strlen(s) : 0;
+
+	tbytes(w, s ? s : "", max && n > max ? max : n);
 }
 
 /* Walks the table S over the struct at BASE (schema.h). PREV carries a delta field's value
@@ -355,7 +358,7 @@ static void encode_fields(struct record_writer *w, const struct hs_schema *s, co
 			*prev = *(const uint64_t *)v;
 			break;
 		case HS_ENC_STR:
-			tstr(w, *(const char *const *)v);
+			tstr(w, *(const char *const *)v, (f->flags & HS_FF_CLIP) ? f->limit : 0);
 			break;
 		case HS_ENC_BYTES: {
 			const struct hs_bytes *by = v;

@@ -11,6 +11,10 @@ Usage: hostile.py SHAPE OUT [ARGS]
                    and allocations by class
   pairs L          4096 (stack, size) pairs of one key in the old fold, then L events of the last
   pids N           N processes; `diff --pid 1` of two such files
+  samecomm N       N processes of one command and executable: `diff --pid 1` of two such files
+                   selects all N in the second, whose replay then looks each process up in them
+  longname KIND    a string one byte past its limit: a mapping's path (KIND path) or a Python
+                   function's name (KIND name), which reports would show for every frame
   maps N           N samples through a 127-frame stack above 4095 small mappings and in a large
                    one below them
   unknown          a record of a type this version does not know, nearly 16 MiB long
@@ -183,6 +187,28 @@ def pids(out, n):
     write(out, [fr])
 
 
+def samecomm(out, n):
+    fr = Frame()
+    fr.main += session()
+    for p in range(1, n + 1):
+        fr.main += process(p, "c", "/bin/e")
+    fr.main += time(1) + thread(1, 1) + alloc(1, 2)
+    fr.cols[3] += pair(16, 1)
+    write(out, [fr])
+
+
+def longname(out, kind):
+    fr = Frame()
+    fr.main += session()
+    if kind == "path":
+        fr.main += mapping(1, 0x10000, 0x1000, path="/" + "p" * 8192)
+    else:
+        fr.main += ext(30, uv(0) + uv(1) + uv(1) + st("n" * 4097) + st("f.py") + uv(1) + uv(3 << 8 | 11) + st(b""))
+    fr.main += stack(1, [0x10001]) + time(1) + thread(1, 1) + alloc(1, 2)
+    fr.cols[3] += pair(16, 1)
+    write(out, [fr])
+
+
 def maps(out, n):
     fr = Frame()
     fr.main += session() + mapping(1, 0x10000, 0x7F0000000000)
@@ -253,9 +279,11 @@ def main():
         symoff(out, *args)
     elif shape == "unknown":
         unknown(out)
+    elif shape == "longname":
+        longname(out, *args)
     else:
-        {"stackids": stackids, "classes": classes, "pairs": pairs, "pids": pids, "maps": maps,
-         "pycodes": pycodes}[shape](out, *(int(a) for a in args))
+        {"stackids": stackids, "classes": classes, "pairs": pairs, "pids": pids, "samecomm": samecomm,
+         "maps": maps, "pycodes": pycodes}[shape](out, *(int(a) for a in args))
 
 
 if __name__ == "__main__":

@@ -222,13 +222,18 @@ t_analyzer_hostile() {
 	hostile() { ( ulimit -t 10; ulimit -v 400000; timeout 120 "$A" "$@" ) >"$TMP/h.out" 2>"$TMP/h.err"; }
 	$H stackids "$TMP/s.hsnap" 200000 && $H classes "$TMP/c.hsnap" 32768 1000000 && $H pairs "$TMP/p.hsnap" 1000000 &&
 		$H pids "$TMP/pa.hsnap" 150000 && $H maps "$TMP/m.hsnap" 50000 && $H unknown "$TMP/u.hsnap" &&
-		$H pycodes "$TMP/py.hsnap" 400 || die "tests/hostile.py"
+		$H pycodes "$TMP/py.hsnap" 400 && $H samecomm "$TMP/sc.hsnap" 350000 && $H longname "$TMP/lp.hsnap" path &&
+		$H longname "$TMP/ln.hsnap" name || die "tests/hostile.py"
 	hostile summary "$TMP/s.hsnap"; eq "200,000 stack ids of one home: exit" 0 $?
 	hostile stats --json "$TMP/c.hsnap"; eq "32,768 threads' classes of one home: exit" 0 $?
 	contains "$TMP/h.out" '"frees":1000000,'
 
 	hostile summary "$TMP/p.hsnap"; eq "4096 pairs of one key: exit" 0 $?
 	hostile diff --pid 1 "$TMP/pa.hsnap" "$TMP/pa.hsnap"; eq "diff --pid of 150,000 processes: exit" 0 $?
+	# All 350,000 of one command: each is --pid 1's in the second file, whose replay looked
+	# each process up among them (ran out of its 10 s; now 0.5 s and 300 MB, so 1 GB here).
+	( ulimit -t 10; ulimit -v 1000000; timeout 120 "$A" diff --pid 1 "$TMP/sc.hsnap" "$TMP/sc.hsnap" ) >"$TMP/h.out" 2>"$TMP/h.err"
+	eq "diff --pid of 350,000 processes of one command: exit" 0 $?
 	hostile pprof -o "$TMP/m.pb.gz" "$TMP/m.hsnap"; eq "50,000 samples over 4096 mappings: exit" 0 $?
 	# ... and the frames are still found in the large mapping under the small ones.
 	hostile top --no-symbolize "$TMP/m.hsnap"; eq "top of them: exit" 0 $?
@@ -238,6 +243,12 @@ t_analyzer_hostile() {
 	hostile top "$TMP/py.hsnap"; rc=$?
 	eq "400 line tables of one-byte entries: exit" 1 $rc
 	contains "$TMP/h.err" "bytes of names, line tables and their lines decoded): PY_CODE record of code 241"
+	# A string longer than any recorder writes, which reports would show at every frame: corrupt.
+	for f in lp ln; do
+		hostile top "$TMP/$f.hsnap"; rc=$?
+		eq "a string past its limit ($f): exit" 3 $rc
+		contains "$TMP/h.err" "string longer than any recorder writes there"
+	done
 }
 
 # One runtime address, two functions: the same module mapped at another file offset in each

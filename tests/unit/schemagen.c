@@ -513,6 +513,8 @@ static int check_table(const struct hs_schema *s, bool item, const char *type)
 			why = "an array or struct without an item table";
 		if (f->enc == HS_ENC_BYTES && !f->limit)
 			why = "bytes without a limit";
+		if (f->enc == HS_ENC_STR && (f->flags & HS_FF_CLIP) && !f->limit)
+			why = "a string cut at no limit";
 		if (f->enc == HS_ENC_ARRAY && (!f->limit || hs_schema_min_bytes(f->sub) < 1))
 			why = "an array without a limit, or items that may take no bytes";
 		if (f->enc > HS_ENC_ARRAY)

@@ -807,6 +807,49 @@ static void test_py_code_limit(void)
 	unlink(path);
 }
 
+/* Paths and names from processes are cut to their limits by the writer (the reader refuses
+ * longer ones: tests/hostile.py longname), and a string at the limit is kept whole. */
+static void test_string_limits(void)
+{
+	static char long_path[HS_MAX_PATH + 2], long_name[HS_MAX_NAME + 2];
+	char path[256], err[256];
+	struct record_writer *w;
+	struct record_reader *r;
+	struct hs_record map = {.type = HS_REC_MAPPING, .pid = 7, .mapping = {.start = 0x1000, .end = 0x2000}},
+			 tn = {.type = HS_REC_THREAD_NAME, .pid = 7, .tid = 8}, rec;
+	int ret, maps = 0, names = 0;
+
+	memset(long_path, 'p', HS_MAX_PATH + 1);
+	memset(long_name, 'n', HS_MAX_NAME + 1);
+	path_of(path, sizeof(path), "strlimit.hsnap");
+	CHECK(!record_writer__open(path, NULL, &w), "open writer");
+	map.mapping.path = long_path;
+	tn.thread_name.comm = long_name;
+	CHECK(!record_writer__write(w, &map) && !record_writer__write(w, &tn), "a path and a name past their limits");
+	long_path[HS_MAX_PATH] = 0;
+	long_name[HS_MAX_NAME] = 0;
+	CHECK(!record_writer__write(w, &map) && !record_writer__write(w, &tn), "a path and a name at their limits");
+	record_writer__close(w);
+	record_writer__free(w);
+	CHECK(!record_reader__open(path, &r, err, sizeof(err)), "open: %s", err);
+	while ((ret = record_reader__next(r, &rec)) == 1) {
+		if (rec.type == HS_REC_MAPPING) {
+			maps++;
+			CHECK(strlen(rec.mapping.path) == HS_MAX_PATH && !strncmp(rec.mapping.path, long_path, HS_MAX_PATH),
+			      "a mapping's path of %zu bytes, not cut to %u", strlen(rec.mapping.path), HS_MAX_PATH);
+		}
+		if (rec.type == HS_REC_THREAD_NAME) {
+			names++;
+			CHECK(strlen(rec.thread_name.comm) == HS_MAX_NAME, "a thread's name of %zu bytes, not cut to %u",
+			      strlen(rec.thread_name.comm), HS_MAX_NAME);
+		}
+	}
+	CHECK(ret == 0 && maps == 2 && names == 2, "read %d mappings and %d names (status %d: %s)", maps, names, ret,
+	      record_reader__error(r));
+	record_reader__free(r);
+	unlink(path);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -830,6 +873,7 @@ int main(void)
 	ver.quantum_ns = 1;
 	test_big_footer();
 	test_py_code_limit();
+	test_string_limits();
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)

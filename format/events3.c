@@ -2,6 +2,7 @@
 /* Version 3 events: the per-frame state both sides keep, the writer's encoding and the
  * reader's decoding (docs/FORMAT.md, Version 3 events). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,13 +12,20 @@ void hs3_state__reset(struct hs3_state *s)
 {
 	struct hs3_pair *pairs = s->pairs;
 	struct hs3_classes *cls = s->cls;
+	uint32_t gen = s->gen + 1;
 
-	memset(s, 0, sizeof(*s));
+	memset(s, 0, offsetof(struct hs3_state, freed));
 	s->pairs = pairs;
 	s->cls = cls;
 	if (cls)
 		hs3_classes__reset(cls);
 	s->last_pair = -1;
+	/* Past 2^32 frames a gen comes round again: every entry is cleared then. */
+	if (!gen) {
+		memset(s->live, 0, sizeof(s->live));
+		gen = 1;
+	}
+	s->gen = gen;
 }
 
 /* The frame's current thread: (0, 0) before its first THREAD. */
@@ -44,7 +52,7 @@ int hs3_age_find(const struct hs3_state *s, uint64_t slot)
 {
 	const struct hs3_live *e = &s->live[slot % HS3_LIVE];
 
-	if (!e->used || !e->live || e->slot != slot || s->nr_allocs - 1 - e->n >= HS3_AGES)
+	if (e->gen != s->gen || !e->live || e->slot != slot || s->nr_allocs - 1 - e->n >= HS3_AGES)
 		return -1;
 	return (int)(s->nr_allocs - 1 - e->n);
 }
@@ -57,7 +65,7 @@ static bool age_slot(const struct hs3_state *s, uint32_t age, uint64_t *slot)
 	const struct hs3_live *e = &s->live[sl % HS3_LIVE];
 
 	*slot = sl;
-	return e->used && e->live && e->slot == sl && e->n == n;
+	return e->gen == s->gen && e->live && e->slot == sl && e->n == n;
 }
 
 void hs3_note_alloc(struct hs3_state *s, uint64_t slot, bool from_freed, int32_t pair)
@@ -76,7 +84,7 @@ void hs3_note_alloc(struct hs3_state *s, uint64_t slot, bool from_freed, int32_t
 		s->next_new = slot + 1;
 	/* A live slot allocated again (its free was lost) or one sharing its entry: the entry
 	 * is this block's now. */
-	s->live[slot % HS3_LIVE] = (struct hs3_live){slot, s->nr_allocs, true, true};
+	s->live[slot % HS3_LIVE] = (struct hs3_live){slot, s->nr_allocs, s->gen, true};
 	s->age_slot[s->nr_allocs % HS3_AGES] = slot;
 	s->nr_allocs++;
 }
@@ -88,7 +96,7 @@ void hs3_note_free(struct hs3_state *s, uint64_t slot)
 	s->last_free = slot;
 	struct hs3_live *e = &s->live[slot % HS3_LIVE];
 
-	if (e->slot == slot)
+	if (e->gen == s->gen && e->slot == slot)
 		e->live = false;
 	/* Past HS3_FREED, the oldest entry is overwritten: the stack keeps its top. */
 	s->freed[s->freed_top++ % HS3_FREED] = slot;

@@ -83,20 +83,22 @@ struct hs3_pair {
 
 struct hs3_live {
 	uint64_t slot, n; /* n: the allocation's number in the frame */
-	bool used, live;
+	uint32_t gen;     /* the frame's (hs3_state's gen) that set it: else unused */
+	bool live;
 };
 
-/* Reset at every frame: hs3_state__reset. */
+/* Reset at every frame: hs3_state__reset. The arrays at the end are not cleared with the rest,
+ * which a frame of a few bytes would otherwise pay 56 KiB of stores for: the stack of frees
+ * and the ring of ages are read only where this frame wrote them, and an entry of live counts
+ * only if it bears the frame's gen. */
 struct hs3_state {
 	uint64_t time; /* of the events that follow, set by TIME */
 	bool have_time;
 	uint64_t next_new;
 	uint64_t last_free; /* the slot of the frame's last FREE */
-	uint64_t freed[HS3_FREED]; /* ring: the top at (freed_top - 1) % HS3_FREED */
 	uint64_t freed_top;
 	uint32_t nr_freed; /* entries on the stack, at most HS3_FREED */
-	uint64_t age_slot[HS3_AGES]; /* ring: the slot of the allocation numbered n at n % HS3_AGES */
-	struct hs3_live live[HS3_LIVE]; /* at slot % HS3_LIVE */
+	uint32_t gen;      /* the frame's number, for live's entries */
 	uint64_t nr_allocs;
 	struct {
 		uint32_t pid, tid;
@@ -107,6 +109,10 @@ struct hs3_state {
 	struct hs3_pair *pairs; /* HS3_PAIRS entries, owned by the caller */
 	uint32_t nr_pairs;
 	int32_t last_pair; /* -1: none */
+	/* Not cleared by hs3_state__reset: */
+	uint64_t freed[HS3_FREED]; /* ring: the top at (freed_top - 1) % HS3_FREED */
+	uint64_t age_slot[HS3_AGES]; /* ring: the slot of the allocation numbered n at n % HS3_AGES */
+	struct hs3_live live[HS3_LIVE]; /* at slot % HS3_LIVE */
 };
 
 void hs3_state__reset(struct hs3_state *s);

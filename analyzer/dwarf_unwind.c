@@ -168,7 +168,9 @@ static void report_mapping(struct unwinder *u, Dwfl *dwfl, const struct mapping 
 static struct proc_dwfl *proc_dwfl(struct unwinder *u, uint32_t pid)
 {
 	struct hmap_slot *slot = hmap_put(&u->proc_idx, pid, 0, NULL);
+	const struct mapping *maps;
 	struct proc_dwfl *p;
+	size_t nr_maps;
 
 	if (!slot)
 		return NULL;
@@ -191,12 +193,10 @@ static struct proc_dwfl *proc_dwfl(struct unwinder *u, uint32_t pid)
 	if (!p->dwfl)
 		return p;
 	dwfl_report_begin(p->dwfl);
-	for (uint32_t i = 0; i < u->r->nr_maps; i++) {
-		const struct mapping *m = &u->r->maps[i];
-
-		if (m->pid == pid && m->t_unmap == UINT64_MAX)
-			report_mapping(u, p->dwfl, m);
-	}
+	maps = replay__maps_of(u->r, pid, &nr_maps);
+	for (size_t i = 0; i < nr_maps; i++)
+		if (maps[i].t_unmap == UINT64_MAX)
+			report_mapping(u, p->dwfl, &maps[i]);
 	dwfl_report_end(p->dwfl, NULL, NULL);
 	p->attached = dwfl_attach_state(p->dwfl, NULL, (pid_t)pid, &thread_callbacks, u);
 	return p;

@@ -66,6 +66,9 @@ static int profile__python_loc(struct profile *p, uint32_t pid, uint64_t ip, str
 	return 0;
 }
 
+/* loc_idx's value for an address outside every mapping, where no location is made. */
+#define LOC_OUTSIDE UINT64_MAX
+
 int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym)
 {
 	uint32_t cap_samples = 0, cap_locs = 0, cap_refs = 0, cap_lines = 0;
@@ -108,19 +111,22 @@ int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym)
 			uint64_t addr = py ? ips[f] : ips[f] ? ips[f] - 1 : 0;
 			struct hmap_slot *slot = hmap_find(&loc_idx, a->pid, addr);
 			const struct mapping *map = NULL;
-			bool created = !slot;
+			bool outside = slot && slot->val == LOC_OUTSIDE, created = !slot || outside;
 
-			/* A native frame's mapping, looked up once per location: a location known
-			 * already carries it. A frame-pointer walk through code built without them
-			 * wanders into data: stop at the first frame outside every executable mapping. */
-			if (!py)
+			/* A native frame's mapping, looked up once per address: a location known
+			 * already carries it, and an address outside every mapping is remembered as
+			 * such. A frame-pointer walk through code built without them wanders into
+			 * data: stop at the first frame outside every executable mapping. */
+			if (!py && !outside)
 				map = slot ? p->locs[slot->val].map : replay__mapping(r, a->pid, addr, r->stop_time);
+			if (!slot && !(slot = hmap_put(&loc_idx, a->pid, addr, NULL)))
+				goto nomem;
 			if (f > 0 && !py && !map) {
+				if (created)
+					slot->val = LOC_OUTSIDE;
 				p->cut_frames += nr - f;
 				break;
 			}
-			if (created && !(slot = hmap_put(&loc_idx, a->pid, addr, NULL)))
-				goto nomem;
 			if (created) {
 				struct prof_loc *l;
 				struct sym_result res;

@@ -341,22 +341,54 @@ static int map_cmp(const void *a, const void *b)
 	return x->t_map < y->t_map ? -1 : x->t_map > y->t_map;
 }
 
+/* The mappings by pid and start, each with its reach: sorted once, on first use, after the
+ * file has been read. */
+static void maps_sort(const struct replay *r)
+{
+	if (r->maps_sorted)
+		return;
+	if (r->nr_maps)
+		qsort(r->maps, r->nr_maps, sizeof(*r->maps), map_cmp);
+	for (size_t i = 0; i < r->nr_maps; i++) {
+		struct mapping *m = &r->maps[i];
+
+		m->reach = i && m[-1].pid == m->pid && m[-1].reach > m->end ? m[-1].reach : m->end;
+	}
+	((struct replay *)r)->maps_sorted = true;
+}
+
+const struct mapping *replay__maps_of(const struct replay *r, uint32_t pid, size_t *nr)
+{
+	size_t lo = 0, hi = r->nr_maps, first;
+
+	maps_sort(r);
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->maps[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	first = lo;
+	for (hi = r->nr_maps; lo < hi;) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->maps[mid].pid <= pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*nr = lo - first;
+	return r->maps + first;
+}
+
 const struct mapping *replay__mapping(const struct replay *r, uint32_t pid, uint64_t addr, uint64_t t)
 {
 	const struct mapping *best = NULL;
 	size_t lo = 0, hi = r->nr_maps;
 
-	/* Sorted once, on first use, after the file has been read. */
-	if (!r->maps_sorted) {
-		if (r->nr_maps)
-			qsort(r->maps, r->nr_maps, sizeof(*r->maps), map_cmp);
-		for (size_t i = 0; i < r->nr_maps; i++) {
-			struct mapping *m = &r->maps[i];
-
-			m->reach = i && m[-1].pid == m->pid && m[-1].reach > m->end ? m[-1].reach : m->end;
-		}
-		((struct replay *)r)->maps_sorted = true;
-	}
+	maps_sort(r);
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 		const struct mapping *m = &r->maps[mid];
@@ -367,8 +399,10 @@ const struct mapping *replay__mapping(const struct replay *r, uint32_t pid, uint
 			hi = mid;
 	}
 	/* Walk back over mappings of PID starting at or below ADDR, as long as one of them may
-	 * still hold it (their reach), and no more than a bounded number that do (the same range
-	 * mapped again and again over time): many small mappings below ADDR cost nothing. */
+	 * still hold it (their reach), and over no more than 4096 (the same range mapped again
+	 * and again over time): small mappings below ADDR cost nothing unless one further down
+	 * reaches past it, and then at most that many are looked at. The profile looks each
+	 * address up once (profile__build). */
 	for (size_t i = lo, seen = 0; i-- > 0 && seen++ < 4096;) {
 		const struct mapping *m = &r->maps[i];
 

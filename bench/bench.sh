@@ -435,7 +435,9 @@ for _ in $(seq "$RUNS"); do
 		if [ "$mopts" = heaptrack ]; then
 			stat -c %s "$TMP"/ht.* | head -1 | awk '{ print $1 / 6100000 }' >>"$TMP/sq-$mname.bpe"
 		elif [ -n "$mopts" ]; then
-			awk '/bytes\/event\)/ { for (i = 1; i <= NF; i++) if ($i == "bytes/event)") { v = $(i - 1); gsub(/\(/, "", v); print v } }' \
+			# The file's size over the same 6.1M events, as heaptrack's: the recorder's own
+			# figure has two decimals, and every event here takes a few hundredths of a byte.
+			awk '/: wrote .* bytes \(/ { for (i = 2; i < NF; i++) if ($i == "bytes" && $(i + 1) ~ /^\(/) print $(i - 1) / 6100000 }' \
 				"$TMP/run.err" >>"$TMP/sq-$mname.bpe"
 		fi
 	done
@@ -451,7 +453,7 @@ for m in "${SQ_MODES[@]}"; do
 	[ -f "$TMP/sq-$mname.bpe" ] && cp "$TMP/sq-$mname.bpe" "$TMP/bpe"
 	t=${SQ[$mname]}
 	bpe=$([ -s "$TMP/bpe" ] && median <"$TMP/bpe" || echo 0)
-	printf '  %-12s %8.2f s  %5.2fx native  %5.2fx heaptrack  %6.2f bytes/event\n' "$mname" "$t" \
+	printf '  %-12s %8.2f s  %5.2fx native  %5.2fx heaptrack  %8.4f bytes/event\n' "$mname" "$t" \
 		"$(awk -v a="$t" -v b="${SQ[native]}" 'BEGIN { print a / b }')" \
 		"$(awk -v a="$t" -v b="${SQ[heaptrack]:-0}" 'BEGIN { print (b > 0 ? a / b : 0) }')" "$bpe"
 	[ $first = 1 ] || json+=","

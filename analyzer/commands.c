@@ -98,12 +98,14 @@ static int report_load(const struct replay *r, int ret)
 	else if (r->status == HS_READ_TRUNCATED)
 		fprintf(stderr, "heapsnap-analyze: warning: %s\n", r->error);
 	if (!ret || ret == EXIT_CORRUPT) {
-		char desc[256];
-		uint64_t lost = replay__lost_events(r, desc, sizeof(desc));
+		char desc[256], why[256];
+		uint64_t lost = replay__lost_events(r, desc, sizeof(desc)), stopped = replay__stopped(r, why, sizeof(why));
 
 		if (lost)
-			fprintf(stderr, "heapsnap-analyze: warning: %s: %" PRIu64 " events were lost while recording (%s); "
-					"its figures lack them\n", r->path, lost, desc);
+			fprintf(stderr, "heapsnap-analyze: warning: %s: %" PRIu64 " events were lost while recording (%s)%s%s; "
+					"its figures lack them\n", r->path, lost, desc, stopped ? ", and " : "", why);
+		else if (stopped)
+			fprintf(stderr, "heapsnap-analyze: warning: %s: lost %s; its figures lack it\n", r->path, why);
 	}
 	return ret;
 }

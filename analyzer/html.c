@@ -555,6 +555,8 @@ static int write_data(struct html *h, const struct tree *t, const uint32_t *map,
 	jsonw__u64(&w, "sample_rate", r->sample_rate);
 	jsonw__str(&w, "sampling", report_sampling_text(r));
 	jsonw__u64(&w, "lost_events", replay__lost_events(r, NULL, 0));
+	if (replay__stopped(r, NULL, 0))
+		jsonw__u64(&w, "processes_stopped", replay__stopped(r, NULL, 0));
 	jsonw__secs(&w, "first_time", replay__seconds(r, r->first_time));
 	jsonw__secs(&w, "last_time", replay__seconds(r, r->last_time));
 	report_timeline_json(&w, r);

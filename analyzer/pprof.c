@@ -373,6 +373,10 @@ static void add_comments(struct pprof_builder *b, const struct profile *p, const
 		snprintf(buf, sizeof(buf), "lost: %" PRIu64 " events while recording (%s)", lost, desc);
 		pprof_builder__add_comment(b, buf);
 	}
+	if (replay__stopped(r, desc, sizeof(desc))) {
+		snprintf(buf, sizeof(buf), "lost: %s", desc);
+		pprof_builder__add_comment(b, buf);
+	}
 }
 
 /* The pprof id of a location's mapping, added on its first location; 0 for none. */

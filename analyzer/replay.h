@@ -163,4 +163,10 @@ uint64_t replay__counter(const struct replay *r, const char *name);
 /* Events the recorder counted as lost (ring full, live map full, ...): their sum, and in
  * DESC each non-zero counter by name. */
 uint64_t replay__lost_events(const struct replay *r, char *desc, size_t len);
+/* Processes that stopped recording before the end (lost.processes_stopped): their events
+ * after that are neither in the file nor counted. With WHY, what that means, in a clause
+ * that follows "and" or "Lost:" (empty when there are none). */
+uint64_t replay__stopped(const struct replay *r, char *why, size_t len);
+/* Whether the figures lack anything: events lost, or processes stopped early. */
+bool replay__lossy(const struct replay *r);
 #endif

@@ -94,6 +94,24 @@ uint64_t replay__lost_events(const struct replay *r, char *desc, size_t len)
 	return sum;
 }
 
+uint64_t replay__stopped(const struct replay *r, char *why, size_t len)
+{
+	uint64_t n = replay__counter(r, "lost.processes_stopped");
+
+	if (len && n)
+		snprintf(why, len, "everything %" PRIu64 " process%s did after %s stopped recording (lost.processes_stopped %"
+				   PRIu64 ": a full ring the recorder had not read for 2 s)",
+			 n, n == 1 ? "" : "es", n == 1 ? "it" : "they", n);
+	else if (len)
+		why[0] = 0;
+	return n;
+}
+
+bool replay__lossy(const struct replay *r)
+{
+	return replay__lost_events(r, NULL, 0) || replay__stopped(r, NULL, 0);
+}
+
 static void set_counters(struct replay *r, const struct hs_record *rec)
 {
 	for (uint32_t i = 0; i < rec->counters.nr; i++) {

@@ -25,11 +25,14 @@ int report_finish(FILE *out, int err)
 /* Every report says when events were lost: its figures lack what those events held. */
 void report_text_losses(FILE *out, const struct replay *r)
 {
-	char desc[256];
-	uint64_t lost = replay__lost_events(r, desc, sizeof(desc));
+	char desc[256], why[256];
+	uint64_t lost = replay__lost_events(r, desc, sizeof(desc)), stopped = replay__stopped(r, why, sizeof(why));
 
 	if (lost)
-		fprintf(out, "Lost: %" PRIu64 " events while recording (%s); the figures lack what they held\n", lost, desc);
+		fprintf(out, "Lost: %" PRIu64 " events while recording (%s)%s%s; the figures lack what they held\n", lost, desc,
+			stopped ? ", and " : "", why);
+	else if (stopped)
+		fprintf(out, "Lost: %s; the figures lack it\n", why);
 }
 
 /* The opening every JSON report shares: the file, optionally the stop, the losses. */
@@ -40,6 +43,9 @@ void report_json_head(struct jsonw *w, const struct replay *r, const char *file_
 	if (snapshot)
 		jsonw__str(w, "snapshot", r->stop_desc);
 	jsonw__u64(w, "lost_events", replay__lost_events(r, NULL, 0));
+	/* Only where there were some: the reports of every file before it stay as they were. */
+	if (replay__stopped(r, NULL, 0))
+		jsonw__u64(w, "processes_stopped", replay__stopped(r, NULL, 0));
 }
 
 void report_json_tail(struct jsonw *w)
@@ -52,7 +58,7 @@ const char *report_sampling_text(const struct replay *r)
 {
 	if (r->sample_rate)
 		return "Poisson (values are estimates)";
-	return replay__lost_events(r, NULL, 0) ? "every allocation the recorder received" : "every allocation";
+	return replay__lossy(r) ? "every allocation the recorder received" : "every allocation";
 }
 
 static uint32_t shown_of(uint32_t nr, int nodecount)

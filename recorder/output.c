@@ -39,6 +39,7 @@ const char *const counter_names[HS_CNT__MAX] = {
 	[HS_CNT_PY_MAPS_READ] = "python.maps_read",
 	[HS_CNT_PY_UNSUPPORTED] = "python.unsupported",
 	[HS_CNT_DWARF_END_UNKNOWN] = "stacks.dwarf_end_unknown",
+	[HS_CNT_RECORDER_STALLED] = "lost.processes_stopped",
 };
 
 void rec_warnx(const char *fmt, ...)

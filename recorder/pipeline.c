@@ -463,6 +463,16 @@ void warn_losses(struct session *s)
 			s->cnt_warned[k] = s->cnt[k];
 		}
 	}
+	if (s->cnt[HS_CNT_RECORDER_STALLED] > s->cnt_warned[HS_CNT_RECORDER_STALLED]) {
+		uint64_t n = s->cnt[HS_CNT_RECORDER_STALLED] - s->cnt_warned[HS_CNT_RECORDER_STALLED];
+
+		rec_warnx("warning: %" PRIu64 " process%s stopped recording (%s, %" PRIu64 " in all): a ring full, "
+			  "and this recorder not heard from for 2 s (was it stopped, or its output blocked?); what %s "
+			  "did after that is missing from the recording",
+			  n, n == 1 ? "" : "es", counter_names[HS_CNT_RECORDER_STALLED], s->cnt[HS_CNT_RECORDER_STALLED],
+			  n == 1 ? "it" : "they");
+		s->cnt_warned[HS_CNT_RECORDER_STALLED] = s->cnt[HS_CNT_RECORDER_STALLED];
+	}
 	warn_stacks(s);
 }
 

@@ -34,6 +34,41 @@ t_preload_scribbled_ring() {
 	"$A" info "$TMP/sc.hsnap" >/dev/null 2>&1 || die "the recording must stay readable"
 }
 
+# A recorder stopped (Ctrl-Z) while its target allocates, recording every event: the program
+# does not wait for it for ever. Once a thread's ring is full and the recorder has not been
+# heard from for 2 s, the process stops recording, and the recording says so wherever its
+# figures are shown. It used to say that one event was lost, the 2 million after it missing
+# without a word, and to stop at the first check after 2 s even with room left in the ring.
+t_preload_recorder_stopped() {
+	local rec rc i
+	mkfifo "$TMP/rs.in"
+	PYTHONMALLOC=malloc "$R" --via preload -s 0 -o "$TMP/rs.hsnap" -- /usr/bin/python3 -c '
+import sys
+print("ready", flush=True)
+sys.stdin.readline()
+for i in range(2000000):
+    bytes(64)
+print("done", flush=True)' <"$TMP/rs.in" >"$TMP/rs.out" 2>"$TMP/rs.err" &
+	rec=$!
+	exec 8>"$TMP/rs.in"
+	waitfor "$TMP/rs.out" ready || { kill $rec; die "python3 never said ready"; }
+	kill -STOP $rec
+	echo go >&8
+	# The program ends while its recorder is still stopped (a condition: up to 60 s).
+	for i in $(seq 1200); do grep -q done "$TMP/rs.out" && break; sleep 0.05; done
+	kill -CONT $rec
+	exec 8>&-
+	grep -q done "$TMP/rs.out" || { wait $rec; die "the program waited for its stopped recorder"; }
+	wait $rec; rc=$?
+	eq "the command's exit status" 0 $rc
+	contains "$TMP/rs.err" "1 process stopped recording (lost.processes_stopped, 1 in all)"
+	"$A" summary "$TMP/rs.hsnap" >"$TMP/rs.sum" 2>"$TMP/rs.aerr" || die "summary"
+	contains "$TMP/rs.sum" "everything 1 process did after it stopped recording (lost.processes_stopped 1: "
+	contains "$TMP/rs.aerr" "everything 1 process did after it stopped recording"
+	grep -q "Sampling: every allocation$" "$TMP/rs.sum" && die "a file with a process stopped says every allocation"
+	"$A" summary --json "$TMP/rs.hsnap" 2>/dev/null | grep -q '"processes_stopped":1' || die "JSON processes_stopped"
+}
+
 # Sampling every block (a 16-byte mean): the library's table of sampled blocks fills with
 # the tombstones of 200,000 frees and is rebuilt on the way; the figures stay exact.
 t_preload_sampled_dense() {
@@ -317,4 +352,4 @@ ALL="$ALL t_preload_sampled_dense t_preload_sampled_waves t_preload_sampled_sibl
 ALL="$ALL t_preload_thread_churn t_preload_threads_past_limit t_preload_closed_fds t_preload_python_workers"
 ALL="$ALL t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
 ALL="$ALL t_alloctab_compile_check"
-ALL="$ALL t_preload_sampled_cxx_realloc t_preload_cxx_after_bad_alloc"
+ALL="$ALL t_preload_sampled_cxx_realloc t_preload_cxx_after_bad_alloc t_preload_recorder_stopped"

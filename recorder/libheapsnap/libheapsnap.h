@@ -75,7 +75,6 @@ struct tstate {
 	uint64_t prod;  /* own copy of the ring's producer position */
 	uint64_t cons;  /* the recorder's position, as last read */
 	uint64_t stack_lo, stack_hi;
-	uint64_t events;
 	uint64_t dwarf_seq;   /* dwarf captures' keys: unique per thread */
 	uint64_t rng;         /* the sampler's stream (draw): its own per thread, reseeded on fork */
 	uint64_t rate;        /* the sample rate its countdown was drawn at */

@@ -154,6 +154,7 @@ struct tstate *thread_state_new(void)
 
 static void wake_recorder(void);
 static bool recorder_gone(void);
+static void give_up(void);
 
 /* Takes ring I if it is free, or if its thread has exited (CLOSING) and the recorder has
  * read it to the end (cons == prod): positions only grow, so the recorder reads on from
@@ -220,8 +221,10 @@ static bool claim_ring(struct tstate *t)
 		struct timespec ns = {0, 200000};
 
 		nanosleep(&ns, NULL);
-		if ((spins & 255) == 0 && recorder_gone())
+		if ((spins & 255) == 0 && recorder_gone()) {
+			give_up();
 			break;
+		}
 	}
 	t->ring = -2;
 	count(HS_CNT_THREAD_FULL);
@@ -248,6 +251,18 @@ void go_dormant(void)
 {
 	fast_path(false);
 	__atomic_store_n(&active, 0, __ATOMIC_RELEASE);
+}
+
+/* A thread that must wait for the recorder to write on (its ring full, or no ring free) and
+ * has not heard from it for 2 s: the recorder is gone, or stopped, or blocked writing its
+ * output. Rather than hold the program, the process stops recording for good, and says so
+ * once, in a counter the recorder reads should it come back: its figures from here on are
+ * missing, and no count of the events after this could say how much. */
+static void give_up(void)
+{
+	fast_path(false);
+	if (__atomic_exchange_n(&active, 0, __ATOMIC_ACQ_REL))
+		count(HS_CNT_RECORDER_STALLED);
 }
 
 /* Room for LEN bytes of event in the thread's ring, or NULL (counted): while the ring is
@@ -285,7 +300,7 @@ void *reserve(struct tstate *t, uint32_t len, uint32_t *need_out)
 
 				nanosleep(&ns, NULL);
 				if ((spins & 255) == 0 && recorder_gone()) {
-					go_dormant();
+					give_up();
 					count(HS_CNT_RINGBUF_FULL);
 					return NULL;
 				}
@@ -314,12 +329,12 @@ void commit(struct tstate *t, uint32_t need)
 
 	t->prod += need;
 	__atomic_store_n(&r->prod, t->prod, __ATOMIC_RELEASE);
-	/* Crossing a quarter of the ring wakes the recorder, which otherwise looks every few ms. */
+	/* Crossing a quarter of the ring wakes the recorder, which otherwise looks every few ms.
+	 * Whether it is still there is asked only when the ring is full (reserve): while there is
+	 * room, writing on costs the program nothing and loses nothing, whether the recorder is
+	 * busy, stopped for a while (Ctrl-Z), or gone. */
 	if (before < quarter && before + need >= quarter)
 		wake_recorder();
-	/* Now and then, whether the recorder is still there. */
-	if (UNLIKELY((++t->events & 0xfffff) == 0) && recorder_gone())
-		go_dormant();
 }
 
 void fill_hdr(struct hs_event_hdr *h, uint8_t type, uint8_t kind, uint32_t tid, uint64_t ts)

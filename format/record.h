@@ -236,7 +236,7 @@ struct record_writer;
 
 struct record_writer_opts {
 	uint32_t frame_size; /* raw bytes per frame before it is compressed; 0 = 2 MiB */
-	int zstd_level;      /* 0 = 2 */
+	int zstd_level;      /* 0: by the last frame's ratio (writer.c, level_after) */
 	const char **why;    /* set to a sentence when open fails for a reason errno does not name */
 	uint32_t footer_max; /* raw bytes the footer frame may hold; 0 = HS_MAX_FRAME_RAW (tests set less) */
 	uint32_t major;      /* 0 = HS_FORMAT_MAJOR; 2 writes version 2.1 (tests, fixtures) */

@@ -430,6 +430,78 @@ static void check_classes(bool alike)
 	record_reader__free(r);
 }
 
+/* A program's steady state, written with zstd's level chosen frame by frame (writer.c,
+ * level_after) and at level 2 throughout: rows of a loop, each making blocks of 6 call sites
+ * (one size among 3 by the row), freeing most of them by age and keeping one in 8; in RANDOM,
+ * sizes, sites and which block is freed are drawn instead. Returns the file's size; *DIGEST,
+ * a hash of every record read back. */
+static size_t write_rows(const char *path, int level, bool random, uint64_t *digest)
+{
+	struct record_writer_opts o = {.frame_size = 256u << 10, .zstd_level = level};
+	static uint64_t live[1 << 20];
+	uint64_t seed = 88172645463325252ull, next_slot = 0, nlive = 0, h = 0;
+	struct record_writer *w;
+	struct record_reader *r;
+	struct hs_record rec;
+	char err[256];
+	struct stat st;
+
+	CHECK(!record_writer__open(path, &o, &w), "open writer at level %d", level);
+	for (uint64_t row = 0; row < 200000; row++) {
+		for (int k = 0; k < 6; k++) {
+			uint64_t x = (seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17);
+			struct hs_record e = {.type = HS_REC_ALLOC, .time = row / 50, .pid = 1, .tid = 1};
+
+			e.alloc.slot = next_slot++;
+			e.alloc.size = random ? 16 + x % 4096 : 32u << k | (row % 3) * 16;
+			e.alloc.stack_id = random ? 1 + (x >> 20) % 64 : (uint64_t)k + 1;
+			CHECK(!record_writer__write(w, &e), "write");
+			live[nlive++] = e.alloc.slot;
+			if (random ? (x >> 40) % 8 != 0 : k != 5 || row % 8) {
+				size_t at = random ? (size_t)((x >> 32) % nlive) : nlive - 1;
+				struct hs_record f = {.type = HS_REC_FREE, .time = e.time, .pid = 1, .tid = 1};
+
+				f.free.slot = live[at];
+				live[at] = live[--nlive];
+				CHECK(!record_writer__write(w, &f), "write");
+			}
+		}
+	}
+	CHECK(!record_writer__close(w), "close");
+	record_writer__free(w);
+	CHECK(!record_reader__open(path, &r, err, sizeof(err)), "open: %s", err);
+	while (record_reader__next(r, &rec) == 1)
+		if (rec.type == HS_REC_ALLOC || rec.type == HS_REC_FREE)
+			h = (h ^ rec.type ^ rec.time << 8 ^ rec.alloc.slot << 24 ^ rec.alloc.size << 40 ^
+			     rec.alloc.stack_id << 56) * 0x9e3779b97f4a7c15ull;
+	CHECK(record_reader__status(r) == HS_READ_END, "read to the end: %s", record_reader__error(r));
+	record_reader__free(r);
+	*digest = h;
+	CHECK(!stat(path, &st), "stat %s", path);
+	return (size_t)st.st_size;
+}
+
+static void test_levels(void)
+{
+	char path[256];
+	uint64_t d2, d;
+
+	for (int random = 0; random < 2; random++) {
+		size_t z2, z;
+
+		path_of(path, sizeof(path), "level2.hsnap");
+		z2 = write_rows(path, 2, random, &d2);
+		path_of(path, sizeof(path), "levels.hsnap");
+		z = write_rows(path, 0, random, &d);
+		CHECK(d == d2, "%s: the records read back differ between the levels", random ? "random" : "rows");
+		if (random)
+			CHECK(z == z2, "random: %zu bytes by the last frame's ratio, %zu at level 2", z, z2);
+		else
+			CHECK(z * 100 <= z2 * 85, "rows: %zu bytes by the last frame's ratio, %zu at level 2", z, z2);
+		printf("levels (%s): %zu bytes by the last frame's ratio, %zu at level 2\n", random ? "random" : "rows", z, z2);
+	}
+}
+
 int main(void)
 {
 	char cmd[300];
@@ -444,6 +516,7 @@ int main(void)
 	check_classes(true);
 	test_time();
 	test_bounds();
+	test_levels();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "warning: could not remove %s\n", dir);

@@ -85,7 +85,7 @@ int report_stats(const struct profile *p, const struct report_opts *o, FILE *out
 	}
 	fprintf(out, "File: %s (%" PRIu64 " bytes, %" PRIu64 " frames)\n", o->file_label, r->file_size, r->frames);
 	stats_events_text(r, out);
-	fprintf(out, "Record file: %.2f bytes per event\n", r->events ? (double)r->file_size / (double)r->events : 0.0);
+	fprintf(out, "Record file: %.3g bytes per event\n", r->events ? (double)r->file_size / (double)r->events : 0.0);
 	fprintf(out, "Stacks: %" PRIu64 " interned; mappings: %u; records skipped (unknown types): %" PRIu64 "\n",
 		stacks, r->nr_maps, r->skipped);
 	if (r->py.nr)

@@ -114,7 +114,7 @@ static void print_summary(struct session *s, double secs)
 			  secs);
 	else
 		rec_warnx("wrote %s: %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64 " stacks in %.1fs; %" PRIu64
-			  " bytes (%.2f bytes/event)",
+			  " bytes (%.3g bytes/event)",
 			  s->o->output, c.allocs, c.frees, c.stacks, secs, bytes, ev ? (double)bytes / (double)ev : 0.0);
 	rec_warnx("live at the end: %.0f bytes%s; peak %.0f bytes", s->live_est > 0 ? s->live_est : 0,
 	      s->o->sample_rate ? " (estimated from samples)" : "", s->peak_est);

@@ -414,7 +414,8 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory all $(OUTPUT)/tests/demo
 	$(Q)OUTPUT=$(OUTPUT) scripts/demo.sh
 
-BENCH_PROGS := $(OUTPUT)/bench/workload $(OUTPUT)/bench/workload_cxx $(OUTPUT)/bench/genfile $(OUTPUT)/bench/libfloor.so
+BENCH_PROGS := $(OUTPUT)/bench/workload $(OUTPUT)/bench/workload_cxx $(OUTPUT)/bench/genfile $(OUTPUT)/bench/libfloor.so \
+	$(OUTPUT)/bench/libfloor_countdown.so $(OUTPUT)/bench/libfloor_filter.so $(OUTPUT)/bench/libfloor_both.so
 
 $(OUTPUT)/bench:
 	$(Q)mkdir -p $@
@@ -428,9 +429,23 @@ $(OUTPUT)/bench/workload_cxx: bench/workload_cxx.cc | $(OUTPUT)/bench
 	$(Q)$(CXX) -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror $< -o $@
 
 # The interposition floor: allocators that only forward, preloaded as libheapsnap.so is.
+FLOOR_CFLAGS := -O2 -g -fPIC -shared -fvisibility=hidden -fno-omit-frame-pointer -Wall -Wextra -Werror
 $(OUTPUT)/bench/libfloor.so: bench/floor.c | $(OUTPUT)/bench
 	$(call msg,LIB,$@)
-	$(Q)$(CC) -O2 -g -fPIC -shared -fvisibility=hidden -fno-omit-frame-pointer -Wall -Wextra -Werror $< -ldl -o $@
+	$(Q)$(CC) $(FLOOR_CFLAGS) $< -ldl -o $@
+
+# The floor with a byte sampler's checks at their cheapest (bench/floor.c): what they cost alone.
+$(OUTPUT)/bench/libfloor_countdown.so: bench/floor.c | $(OUTPUT)/bench
+	$(call msg,LIB,$@)
+	$(Q)$(CC) $(FLOOR_CFLAGS) -DFLOOR_COUNTDOWN $< -ldl -o $@
+
+$(OUTPUT)/bench/libfloor_filter.so: bench/floor.c | $(OUTPUT)/bench
+	$(call msg,LIB,$@)
+	$(Q)$(CC) $(FLOOR_CFLAGS) -DFLOOR_FILTER $< -ldl -o $@
+
+$(OUTPUT)/bench/libfloor_both.so: bench/floor.c | $(OUTPUT)/bench
+	$(call msg,LIB,$@)
+	$(Q)$(CC) $(FLOOR_CFLAGS) -DFLOOR_COUNTDOWN -DFLOOR_FILTER $< -ldl -o $@
 
 $(OUTPUT)/bench/genfile: bench/genfile.c $(FORMAT_OBJS) $(OUTPUT)/common/outfile.o | $(OUTPUT)/bench
 	$(call msg,CC,$@)

@@ -93,8 +93,9 @@ run_once() { # mode_opts command... -> writes $TMP/run.out, $TMP/run.err
 	local opts=$1; shift
 	if [ -z "$opts" ]; then
 		"$@" >"$TMP/run.out" 2>"$TMP/run.err"
-	elif [ "$opts" = floor ]; then
-		LD_PRELOAD=$B/libfloor.so "$@" >"$TMP/run.out" 2>"$TMP/run.err"
+	elif [[ "$opts" == floor* ]]; then
+		# The floor, or one built with a byte sampler's checks (bench/floor.c).
+		LD_PRELOAD=$B/lib$opts.so "$@" >"$TMP/run.out" 2>"$TMP/run.err"
 	elif [ "$opts" = heaptrack ]; then
 		# heaptrack 1.4 records every event in process (LD_PRELOAD, libunwind): the tool to beat.
 		rm -f "$TMP"/ht.*
@@ -115,7 +116,10 @@ run_once() { # mode_opts command... -> writes $TMP/run.out, $TMP/run.err
 # on this kind of machine their ratios move by 2 to 3% between runs of 5. Times are the
 # workloads' own loops; the recorders' start and finish (wall time of the whole command
 # outside the loop, beyond native's) are reported on a line of their own, with
-# heapsnap-record on `true`. MICRO_MODES (names) and MICRO_WORKLOADS (names) narrow it, for a
+# heapsnap-record on `true`. Beside them, the floor built with a byte sampler's two checks
+# at their cheapest (bench/floor.c): the countdown malloc takes, the filter bit free tests,
+# and both, never sampling: what any sampler that leaves blocks to the real allocator pays
+# before it samples anything. MICRO_MODES (names) and MICRO_WORKLOADS (names) narrow it, for a
 # look while developing.
 MICRO=(
 	"churn|$B/workload churn 24000000"
@@ -126,13 +130,16 @@ MICRO=(
 MICRO_ALL_MODES=(
 	"native|"
 	"floor|floor"
+	"countdown|floor_countdown"
+	"filter|floor_filter"
+	"checks|floor_both"
 	"passby|--via preload -s 1g --stack fp"
 	"sampled|--via preload -s 512k --stack fp"
 	"every|--via preload -s 0 --stack fp"
 	"heaptrack|heaptrack"
 )
 MICRO_EXTRA=${MICRO_EXTRA:-16}
-MICRO_QUICK=" native floor passby sampled "
+MICRO_QUICK=" native floor countdown filter checks passby sampled "
 say() { echo "$1"; micro_lines+="$1"$'\n'; }
 micro_bench() {
 	local r w m wname wcmd mname mopts t0 t1 first=1 modes=() works=() quick=$((RUNS + MICRO_EXTRA))
@@ -167,7 +174,7 @@ micro_bench() {
 				if [ "$mopts" = heaptrack ]; then
 					awk -v f="$(stat -c %s "$TMP"/ht.* 2>/dev/null | head -1)" '/^elapsed/ { print (f > 0 ? f / $6 : 0) }' \
 						"$TMP/run.out" >>"$TMP/mi-$wname-$mname.bpe"
-				elif [ "$mopts" != floor ] && [ "$mname" != passby ] && [ -n "$mopts" ]; then
+				elif [[ "$mopts" != floor* ]] && [ "$mname" != passby ] && [ -n "$mopts" ]; then
 					# (passing by records almost nothing: no bytes per event to speak of)
 					awk '/bytes\/event\)/ { for (i = 1; i <= NF; i++) if ($i == "bytes/event)") { v = $(i - 1); gsub(/\(/, "", v); print v } }' \
 						"$TMP/run.err" >>"$TMP/mi-$wname-$mname.bpe"
@@ -218,6 +225,26 @@ micro_bench() {
 		json+="\"sampled_bytes_per_event\":$(v "$TMP/mi-$wname-sampled.bpe"),\"heaptrack_bytes_per_event\":$(v "$TMP/mi-$wname-heaptrack.bpe")}"
 	done
 	json+="]"
+	local ran=" ${modes[*]%%|*} "
+	if [[ "$ran" == *" countdown "* && "$ran" == *" filter "* && "$ran" == *" checks "* && "$ran" == *" passby "* ]]; then
+		say "  the checks alone, at their cheapest (the floor built with them; no sample ever taken), and passing"
+		say "  by, CPU time over the floor's:"
+		say "$(printf '  %-8s %9s %9s %9s %9s' workload countdown filter both passby)"
+		json+=",\"checks_over_floor\":["
+		first=1
+		for w in "${works[@]}"; do
+			wname=${w%%|*}
+			say "$(printf '  %-8s %9s %9s %9s %9s' "$wname" "$(ratio "$(f countdown.c)" "$(f floor.c)")" \
+				"$(ratio "$(f filter.c)" "$(f floor.c)")" "$(ratio "$(f checks.c)" "$(f floor.c)")" \
+				"$(ratio "$(f passby.c)" "$(f floor.c)")")"
+			[ $first = 1 ] || json+=","
+			first=0
+			json+="{\"name\":\"$wname\",\"countdown\":$(ratio "$(f countdown.c)" "$(f floor.c)"),"
+			json+="\"filter\":$(ratio "$(f filter.c)" "$(f floor.c)"),\"both\":$(ratio "$(f checks.c)" "$(f floor.c)"),"
+			json+="\"passby\":$(ratio "$(f passby.c)" "$(f floor.c)")}"
+		done
+		json+="]"
+	fi
 	# Start and finish: the whole command's wall time outside its loop, beyond native's.
 	local line="  start and finish, ms of wall time outside the loop beyond native's (${works[*]%%|*}):" on
 	for m in "${modes[@]}"; do

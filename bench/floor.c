@@ -10,7 +10,14 @@
  * that looks every next definition up and calls on, so that the forwarding functions test
  * nothing. dlsym may allocate while we resolve: that memory comes from a static buffer, and
  * should any be handed out, free and realloc go through wrappers that keep it from the real
- * allocator. */
+ * allocator.
+ *
+ * Built again with each of a byte sampler's two checks at their cheapest, for the bench to
+ * weigh on their own (bench.sh, "the checks alone"): FLOOR_COUNTDOWN, malloc counting its size
+ * down from a thread-local word and testing it, as libheapsnap.so's pass-by does (it starts so
+ * high that no sample is ever due); FLOOR_FILTER, free testing its block's bit in a filter of
+ * sampled blocks, by libheapsnap.so's hash of the address, in a static filter of its least size
+ * with no bit set. Both: the least a sampler that keeps the real allocator's blocks can do. */
 #include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,10 +45,13 @@ static int is_boot(const void *p)
  * is zero already): every function interposed. */
 #define FLOOR_FNS(X) \
 	X(malloc, void *, (size_t n), (n), return boot_alloc(n);) \
+	X(free, void, (void *p), (p), return;) \
+	FLOOR_FWD_FNS(X)
+/* Those that only forward in every build: all but malloc and free. */
+#define FLOOR_FWD_FNS(X) \
 	X(calloc, void *, (size_t n, size_t m), (n, m), return m && n > SIZE_MAX / m ? NULL : boot_alloc(n * m);) \
 	X(realloc, void *, (void *p, size_t n), (p, n), return p ? NULL : boot_alloc(n);) \
 	X(reallocarray, void *, (void *p, size_t n, size_t m), (p, n, m), __builtin_trap();) \
-	X(free, void, (void *p), (p), return;) \
 	X(aligned_alloc, void *, (size_t a, size_t n), (a, n), __builtin_trap();) \
 	X(posix_memalign, int, (void **o, size_t a, size_t n), (o, a, n), __builtin_trap();) \
 	X(memalign, void *, (size_t a, size_t n), (a, n), __builtin_trap();) \
@@ -140,10 +150,46 @@ static int resolve(void)
 		if (!resolve() || next.name == stub_##name) \
 			fallback \
 		return next.name args; \
-	} \
+	}
+FLOOR_FNS(X)
+#undef X
+#define X(name, ret, params, args, fallback) \
 	FWD ret name params \
 	{ \
 		return next.name args; \
 	}
-FLOOR_FNS(X)
+FLOOR_FWD_FNS(X)
 #undef X
+
+#ifdef FLOOR_COUNTDOWN
+static __thread uint64_t countdown __attribute__((tls_model("initial-exec"))) = 1ull << 62;
+#endif
+#ifdef FLOOR_FILTER
+static uint64_t filter[4096 / 64] __attribute__((aligned(64)));
+#endif
+
+FWD void *malloc(size_t n)
+{
+#ifdef FLOOR_COUNTDOWN
+	uint64_t c = countdown;
+
+	if (__builtin_expect(c > n, 1)) {
+		countdown = c - n;
+		return next.malloc(n);
+	}
+	countdown = 1ull << 62; /* never reached: a sampler would take its sample here */
+#endif
+	return next.malloc(n);
+}
+
+FWD void free(void *p)
+{
+#ifdef FLOOR_FILTER
+	uint64_t a = (uint64_t)(uintptr_t)p, b = ((a ^ a >> 18) >> 4) & 4095;
+
+	if (__builtin_expect(!(__atomic_load_n(&filter[b >> 6], __ATOMIC_RELAXED) >> (b & 63) & 1), 1))
+		return next.free(p);
+	__asm__ volatile("" ::: "memory"); /* a sampled block's free would be recorded here */
+#endif
+	next.free(p);
+}

@@ -100,7 +100,7 @@ uint64_t replay__stopped(const struct replay *r, char *why, size_t len)
 
 	if (len && n)
 		snprintf(why, len, "everything %" PRIu64 " process%s did after %s stopped recording (lost.processes_stopped %"
-				   PRIu64 ": a full ring the recorder had not read for 2 s)",
+				   PRIu64 ": the recorder not heard from for 2 s by a thread waiting for room)",
 			 n, n == 1 ? "" : "es", n == 1 ? "it" : "they", n);
 	else if (len)
 		why[0] = 0;

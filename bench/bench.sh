@@ -226,7 +226,8 @@ micro_bench() {
 	done
 	json+="]"
 	local ran=" ${modes[*]%%|*} "
-	if [[ "$ran" == *" countdown "* && "$ran" == *" filter "* && "$ran" == *" checks "* && "$ran" == *" passby "* ]]; then
+	if [[ "$ran" == *" floor "* && "$ran" == *" countdown "* && "$ran" == *" filter "* && "$ran" == *" checks "* &&
+		"$ran" == *" passby "* ]]; then
 		say "  the checks alone, at their cheapest (the floor built with them; no sample ever taken), and passing"
 		say "  by, CPU time over the floor's:"
 		say "$(printf '  %-8s %9s %9s %9s %9s' workload countdown filter both passby)"
@@ -462,8 +463,8 @@ for _ in $(seq "$RUNS"); do
 		if [ "$mopts" = heaptrack ]; then
 			stat -c %s "$TMP"/ht.* | head -1 | awk '{ print $1 / 6100000 }' >>"$TMP/sq-$mname.bpe"
 		elif [ -n "$mopts" ]; then
-			# The file's size over the same 6.1M events, as heaptrack's: the recorder's own
-			# figure has two decimals, and every event here takes a few hundredths of a byte.
+			# The file's size over the same 6.1M events, as heaptrack's, to four places: every
+			# event here takes a few thousandths of a byte.
 			awk '/: wrote .* bytes \(/ { for (i = 2; i < NF; i++) if ($i == "bytes" && $(i + 1) ~ /^\(/) print $(i - 1) / 6100000 }' \
 				"$TMP/run.err" >>"$TMP/sq-$mname.bpe"
 		fi

@@ -80,9 +80,9 @@ enum hs_counter_id {
 	HS_CNT_PY_MAPS_READ,     /* reads of /proc/self/maps for the walk's readable ranges */
 	HS_CNT_PY_UNSUPPORTED,   /* interpreters not read: another version, free-threaded, a subinterpreter */
 	HS_CNT_DWARF_END_UNKNOWN, /* BPF: dwarf windows taken without their stack mapping's end (its lookup busy) */
-	/* In-process: processes that stopped recording before the end, their ring full and the
-	 * recorder not heard from for 2 s (stopped, or blocked writing): what they did after is
-	 * not in the recording, and not counted. */
+	/* In-process: processes that stopped recording before the end, a thread having waited 2 s
+	 * for room (its ring full, or none free) without hearing from the recorder (stopped, or
+	 * blocked writing): what they did after is not in the recording, and not counted. */
 	HS_CNT_RECORDER_STALLED,
 	HS_CNT__MAX,
 };

@@ -466,9 +466,9 @@ void warn_losses(struct session *s)
 	if (s->cnt[HS_CNT_RECORDER_STALLED] > s->cnt_warned[HS_CNT_RECORDER_STALLED]) {
 		uint64_t n = s->cnt[HS_CNT_RECORDER_STALLED] - s->cnt_warned[HS_CNT_RECORDER_STALLED];
 
-		rec_warnx("warning: %" PRIu64 " process%s stopped recording (%s, %" PRIu64 " in all): a ring full, "
-			  "and this recorder not heard from for 2 s (was it stopped, or its output blocked?); what %s "
-			  "did after that is missing from the recording",
+		rec_warnx("warning: %" PRIu64 " process%s stopped recording (%s, %" PRIu64 " in all): a thread "
+			  "waited 2 s for this recorder to read its ring or free one, and heard nothing (was it "
+			  "stopped, or its output blocked?); what %s did after that is missing from the recording",
 			  n, n == 1 ? "" : "es", counter_names[HS_CNT_RECORDER_STALLED], s->cnt[HS_CNT_RECORDER_STALLED],
 			  n == 1 ? "it" : "they");
 		s->cnt_warned[HS_CNT_RECORDER_STALLED] = s->cnt[HS_CNT_RECORDER_STALLED];

@@ -209,7 +209,8 @@ t_class_frees() {
 	# saving is bounded per free, not as a share of the file: the rest of the file (times
 	# above all) carries more entropy by BPF, the more so on a loaded machine, and only
 	# the frees' names differ between the two. Measured: 1.1 to 2.0 bits a free, by either
-	# way, loaded or not; slots re-encoded without classes would save nothing.
+	# way, loaded or not, on the instances of this VM before 2026-11-27 (by BPF on that day's,
+	# below, -0.3 to 0.2); slots re-encoded without classes would save nothing.
 	local s3 s4 frees
 	s3=$(stat -c %s "$TMP/cf3.hsnap") s4=$(stat -c %s "$TMP/cf4b.hsnap")
 	frees=$("$A" stats "$TMP/cf3.hsnap" | sed -n 's/^Events: .* allocations, \([0-9]*\) frees.*/\1/p')

@@ -153,7 +153,7 @@ struct tstate *thread_state_new(void)
 }
 
 static void wake_recorder(void);
-static bool recorder_gone(void);
+static bool recorder_gone(uint64_t since);
 static void give_up(void);
 
 /* Takes ring I if it is free, or if its thread has exited (CLOSING) and the recorder has
@@ -190,7 +190,7 @@ static bool take_ring(struct tstate *t, uint32_t i, uint64_t me, bool *closing)
 static bool claim_ring(struct tstate *t)
 {
 	uint32_t n = shm->nr_rings;
-	uint64_t me = (uint64_t)self_pid << 32 | t->tid;
+	uint64_t me = (uint64_t)self_pid << 32 | t->tid, since = now_ns();
 	bool asked = false;
 
 	for (unsigned spins = 0;; spins++) {
@@ -221,7 +221,7 @@ static bool claim_ring(struct tstate *t)
 		struct timespec ns = {0, 200000};
 
 		nanosleep(&ns, NULL);
-		if ((spins & 255) == 0 && recorder_gone()) {
+		if ((spins & 255) == 0 && recorder_gone(since)) {
 			give_up();
 			break;
 		}
@@ -240,11 +240,14 @@ static void wake_recorder(void)
 		(void)0; /* the recorder looks every few ms anyway */
 }
 
-static bool recorder_gone(void)
+/* No heartbeat for 2 s, and this thread has itself waited as long since SINCE: a whole job
+ * stopped (Ctrl-Z) and resumed may run its thread before the recorder's first read of the rings,
+ * and find a heartbeat from before the stop. */
+static bool recorder_gone(uint64_t since)
 {
-	uint64_t hb = __atomic_load_n(&shm->heartbeat_ns, __ATOMIC_ACQUIRE);
+	uint64_t hb = __atomic_load_n(&shm->heartbeat_ns, __ATOMIC_ACQUIRE), now = now_ns();
 
-	return now_ns() - hb > 2000000000ull;
+	return now - hb > 2000000000ull && now - since > 2000000000ull;
 }
 
 void go_dormant(void)
@@ -253,9 +256,9 @@ void go_dormant(void)
 	__atomic_store_n(&active, 0, __ATOMIC_RELEASE);
 }
 
-/* A thread that must wait for the recorder to write on (its ring full, or no ring free) and
- * has not heard from it for 2 s: the recorder is gone, or stopped, or blocked writing its
- * output. Rather than hold the program, the process stops recording for good, and says so
+/* A thread that must wait for the recorder to write on (its ring full, or no ring free), and
+ * has waited 2 s without hearing from it: the recorder is gone, or stopped, or blocked writing
+ * its output. Rather than hold the program, the process stops recording for good, and says so
  * once, in a counter the recorder reads should it come back: its figures from here on are
  * missing, and no count of the events after this could say how much. */
 static void give_up(void)
@@ -286,6 +289,8 @@ void *reserve(struct tstate *t, uint32_t len, uint32_t *need_out)
 	pos = (uint32_t)(t->prod & (size - 1));
 	pad = pos + need > size ? size - pos : 0;
 	if (t->prod + pad + need - t->cons > size) {
+		uint64_t since = now_ns();
+
 		t->cons = __atomic_load_n(&r->cons, __ATOMIC_ACQUIRE);
 		for (unsigned spins = 0; t->prod + pad + need - t->cons > size; spins++) {
 			if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE)) {
@@ -299,7 +304,7 @@ void *reserve(struct tstate *t, uint32_t len, uint32_t *need_out)
 				struct timespec ns = {0, 200000};
 
 				nanosleep(&ns, NULL);
-				if ((spins & 255) == 0 && recorder_gone()) {
+				if ((spins & 255) == 0 && recorder_gone(since)) {
 					give_up();
 					count(HS_CNT_RINGBUF_FULL);
 					return NULL;

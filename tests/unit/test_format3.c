@@ -432,8 +432,8 @@ static void check_classes(bool alike)
 
 /* A program's steady state, written with zstd's level chosen frame by frame (writer.c,
  * level_after) and at level 2 throughout: rows of a loop, each making blocks of 6 call sites
- * (one size among 3 by the row), freeing most of them by age and keeping one in 8; in RANDOM,
- * sizes, sites and which block is freed are drawn instead. Returns the file's size; *DIGEST,
+ * (one size among 3 by the row), each freed at once but the last site's one row in 8; in
+ * RANDOM, sizes, sites and which live block is freed (7 in 8 times) are drawn instead. Returns the file's size; *DIGEST,
  * a hash of every record read back. */
 static size_t write_rows(const char *path, int level, bool random, uint64_t *digest)
 {

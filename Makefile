@@ -24,8 +24,8 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 # (with the seed of the hash tables that every program reading input keeps: common/hmap.c)
-FORMAT_SRCS := format/varint.c format/schema.c format/payload.c format/writer.c format/reader.c format/events3.c format/classes3.c \
-	common/hmap.c
+FORMAT_SRCS := format/varint.c format/schema.c format/payload.c format/writer.c format/reader.c format/events3.c format/classes3.c format/stacks5.c \
+	common/hmap.c common/pyline.c
 FORMAT_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(FORMAT_SRCS))
 # What both programs share that is not the file format: sizes and durations on the command line,
 # build-ids, safe output files, unwind tables from .eh_frame.
@@ -126,7 +126,7 @@ $(OUTPUT)/heapsnap-analyze: $(ANALYZE_OBJS) $(FORMAT_OBJS) $(COMMON_OBJS)
 
 # ---- tests ----
 TEST_CFLAGS := -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror -D_GNU_SOURCE
-TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/test_format3 $(OUTPUT)/tests/mutate $(OUTPUT)/tests/craft $(OUTPUT)/tests/alloc_c $(OUTPUT)/tests/demo \
+TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/test_format3 $(OUTPUT)/tests/test_stacks5 $(OUTPUT)/tests/mutate $(OUTPUT)/tests/craft $(OUTPUT)/tests/alloc_c $(OUTPUT)/tests/demo \
 	$(OUTPUT)/tests/alloc_cxx $(OUTPUT)/tests/libplugin.so $(OUTPUT)/tests/garbage_ok \
 	$(OUTPUT)/tests/nofp $(OUTPUT)/tests/alloc_cxx_nofp $(OUTPUT)/tests/static_once $(OUTPUT)/tests/handoff \
 	$(OUTPUT)/tests/quick $(OUTPUT)/tests/scribble $(OUTPUT)/tests/unwdump $(OUTPUT)/tests/phases $(OUTPUT)/tests/nofp_debugframe \
@@ -147,10 +147,10 @@ $(OUTPUT)/tests/craft_py: tests/unit/craft_py.c $(FORMAT_SRCS) format/*.h common
 		$< $(FORMAT_SRCS) common/outfile.c -lzstd -lelf -o $@
 
 # The Python line-table decoder against CPython's own tables (t_python_linetables).
-$(OUTPUT)/tests/test_pyline: tests/unit/test_pyline.c tests/unit/check.h analyzer/pyline.c analyzer/pyline.h | $(OUTPUT)/tests
+$(OUTPUT)/tests/test_pyline: tests/unit/test_pyline.c tests/unit/check.h common/pyline.c common/pyline.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Ianalyzer \
-		-fsanitize=address,undefined -fno-sanitize-recover=all $< analyzer/pyline.c -o $@
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Icommon \
+		-fsanitize=address,undefined -fno-sanitize-recover=all $< common/pyline.c -o $@
 TEST_PROGS += $(OUTPUT)/tests/libc_alloc
 TEST_PROGS += $(OUTPUT)/tests/pydump $(OUTPUT)/tests/transient
 
@@ -165,6 +165,11 @@ $(OUTPUT)/tests/test_format: tests/unit/test_format.c tests/unit/check.h $(FORMA
 		-fsanitize=address,undefined -fno-sanitize-recover=all $< $(FORMAT_SRCS) common/outfile.c -lzstd -lelf -o $@
 
 $(OUTPUT)/tests/test_format3: tests/unit/test_format3.c tests/unit/check.h $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -Iformat -Ibpf -Icommon \
+		-fsanitize=address,undefined -fno-sanitize-recover=all $< $(FORMAT_SRCS) common/outfile.c -lzstd -lelf -o $@
+
+$(OUTPUT)/tests/test_stacks5: tests/unit/test_stacks5.c tests/unit/check.h $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -Iformat -Ibpf -Icommon \
 		-fsanitize=address,undefined -fno-sanitize-recover=all $< $(FORMAT_SRCS) common/outfile.c -lzstd -lelf -o $@
@@ -371,10 +376,10 @@ FUZZ_FLAGS := -std=gnu11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitiz
 	-D_GNU_SOURCE -DHEAPSNAP_VERSION='"$(VERSION)-fuzz"' -I$(OUTPUT) -Iformat -Ibpf -Icommon -Ianalyzer -Itests/fuzz
 FUZZ_PROGS := $(OUTPUT)/fuzz/fuzz_reader $(OUTPUT)/fuzz/fuzz_replay $(OUTPUT)/fuzz/fuzz_unwtab $(OUTPUT)/fuzz/fuzz_pyline
 
-$(OUTPUT)/fuzz/fuzz_pyline: tests/fuzz/fuzz_pyline.c analyzer/pyline.c analyzer/pyline.h
+$(OUTPUT)/fuzz/fuzz_pyline: tests/fuzz/fuzz_pyline.c common/pyline.c common/pyline.h
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $< analyzer/pyline.c -o $@
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $< common/pyline.c -o $@
 
 $(OUTPUT)/fuzz/fuzz_unwtab: tests/fuzz/fuzz_unwtab.c common/unwtab.c common/unwtab.h bpf/heapsnap.h
 	$(call msg,FUZZ-CC,$@)

@@ -428,13 +428,6 @@ micro_lines=
 # without frame pointers, every way in side by side, wall time of the whole command.
 echo
 echo "sqlite3 :memory: building a 1M-row index, wall seconds (median of $RUNS):"
-cat >"$TMP/index.sql" <<'SQL'
-CREATE TABLE t(a INTEGER, b TEXT);
-WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<1000000)
-  INSERT INTO t SELECT x, hex(randomblob(16)) FROM c;
-CREATE INDEX ti ON t(b);
-SELECT count(*) FROM t WHERE b LIKE 'A%';
-SQL
 # Default options (--stack auto: whole stacks) and --stack fp side by side: Debian builds
 # sqlite3 without frame pointers, so fp gets a frame or two where auto gets every level.
 SQ_MODES=(
@@ -458,7 +451,7 @@ for _ in $(seq "$RUNS"); do
 	for m in "${SQ_MODES[@]}"; do
 		mname=${m%%|*}; mopts=${m#*|}
 		t0=$(date +%s.%N)
-		run_once "$mopts" sqlite3 :memory: -init "$TMP/index.sql" .quit </dev/null || { cat "$TMP/run.err"; exit 1; }
+		run_once "$mopts" sqlite3 :memory: -init bench/index.sql .quit </dev/null || { cat "$TMP/run.err"; exit 1; }
 		awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }' >>"$TMP/sq-$mname.times"
 		if [ "$mopts" = heaptrack ]; then
 			stat -c %s "$TMP"/ht.* | head -1 | awk '{ print $1 / 6100000 }' >>"$TMP/sq-$mname.bpe"

@@ -17,6 +17,7 @@
 #include "payload.h"
 #include "record.h"
 #include "schema.h"
+#include "stacks5.h"
 
 struct record_reader {
 	int fd;
@@ -47,6 +48,7 @@ struct record_reader {
 	/* One past the highest slot allocated so far: a slot may only ever grow by one. */
 	uint64_t slot_limit;
 	uint32_t max_frames; /* the session's max_stack, once read */
+	struct stack_store *stacks; /* version 5: every stack read, for the tails that name them */
 
 	/* Version 1 names blocks by address; the reader gives them slots the way the v2
 	 * recorder does, so callers see one model: (pid, ptr) -> slot, freed slots reused. */
@@ -162,7 +164,8 @@ int record_reader__open(const char *path, struct record_reader **out, char *err,
 			goto fail;
 		}
 	}
-	if (r->major >= 3 && !(r->st3.pairs = calloc(HS3_PAIRS, sizeof(*r->st3.pairs)))) {
+	if ((r->major >= 3 && !(r->st3.pairs = calloc(HS3_PAIRS, sizeof(*r->st3.pairs)))) ||
+	    (r->major >= 5 && stack_store__new(&r->stacks))) {
 		e = -ENOMEM;
 		snprintf(err, errlen, "%s: out of memory", path);
 		goto fail;
@@ -331,11 +334,23 @@ static int decode_extended(struct record_reader *r, struct hs_record *rec, const
 	struct hs_cur c = {.p = p, .end = p + len, .arena = &r->arena, .max_frames = r->max_frames};
 	uint64_t prev = 0;
 
-	if (!s)
+	/* Version 4 did not know the type: one in a file of it is skipped, as it would be. */
+	if (!s || (rec->type == HS_REC_STACK_TAIL && !r->stacks))
 		return 1; /* unknown: caller skips it */
 	hs_payload__decode(&c, s, rec, &prev);
 	if (!c.bad)
 		c.bad = check_extended(r, rec);
+	if (!c.bad && r->stacks && (rec->type == HS_REC_STACK || rec->type == HS_REC_STACK_TAIL)) {
+		int err = 0;
+
+		c.bad = rec->type == HS_REC_STACK ? stack_store__add(r->stacks, rec, &err)
+						  : stack_store__resolve(r->stacks, rec, r->max_frames, &err);
+		if (err) {
+			set_status(r, HS_READ_IO, "frame at offset %" PRIu64 ", byte %zu: %s", r->frame_off,
+				   (size_t)(p - r->raw), c.bad);
+			return -1;
+		}
+	}
 	/* Bytes left over are fields a newer minor version appended; they are ignored. */
 	if (c.bad) {
 		set_status(r, HS_READ_CORRUPT, "frame at offset %" PRIu64 ", byte %zu: %s record: %s", r->frame_off,
@@ -608,6 +623,8 @@ int record_reader__rewind(struct record_reader *r)
 	r->slot_limit = 0;
 	hmap_free(&r->v1_live);
 	r->v1_nr_free = 0;
+	if (r->stacks)
+		stack_store__reset(r->stacks);
 	return 0;
 }
 
@@ -685,5 +702,6 @@ void record_reader__free(struct record_reader *r)
 	free(r->v1_free);
 	free(r->st3.pairs);
 	hs3_classes__fini(&r->classes);
+	stack_store__free(r->stacks);
 	free(r);
 }

@@ -12,7 +12,7 @@
 
 #include "event_abi.h"
 
-#define HS_FORMAT_MAJOR 4
+#define HS_FORMAT_MAJOR 5
 #define HS_FORMAT_MINOR 0
 /* The oldest major version the reader still reads: version 1 named blocks by address. */
 #define HS_FORMAT_MAJOR_OLDEST 1
@@ -68,6 +68,7 @@ enum hs_rec_type {
 	HS_REC_PROBE = 28,
 	HS_REC_STACK_DWARF = 29,
 	HS_REC_PY_CODE = 30,
+	HS_REC_STACK_TAIL = 31, /* version 5: the reader returns it as the HS_REC_STACK it stands for */
 	HS_REC_EXT_MAX = 127,
 };
 
@@ -227,6 +228,17 @@ struct hs_record {
 			uint32_t py_version;    /* major << 8 | minor: which line-table format */
 			struct hs_bytes line_table; /* co_lnotab (3.8, 3.9) or co_linetable (3.10+), as is */
 		} py_code;
+		/* A stack written as its own inner frames and the outer `shared` frames of the stack
+		 * `id - back`, written before it (format/stacks5.h). Only tests and fuzzers write one
+		 * themselves: the writer makes them of HS_REC_STACK, the reader makes HS_REC_STACK of
+		 * them again. */
+		struct {
+			uint64_t id;
+			uint64_t skip; /* in the file: id less the id of the STACK or tail before, less 1 */
+			uint64_t back;
+			uint32_t shared, nr;
+			const uint64_t *d; /* the own frames, outermost first, as differences (stacks5.c) */
+		} stack_tail;
 	};
 };
 

@@ -123,6 +123,10 @@ void hs_fixed_get(const struct hs_fixed_layout *l, const uint8_t *src, void *dst
 static const struct hs_field ip_fields[] = {{.name = "ip", .enc = HS_ENC_SDELTA, .off = 0}};
 static const struct hs_schema ip_item = {"ip", sizeof(uint64_t), 1, ip_fields};
 
+/* A STACK_TAIL's own frames: each the difference from a frame the reader already has. */
+static const struct hs_field tail_fields[] = {{.name = "d", .enc = HS_ENC_S64, .off = 0}};
+static const struct hs_schema tail_item = {"d", sizeof(uint64_t), 1, tail_fields};
+
 static const struct hs_field reg_fields[] = {{.name = "reg", .enc = HS_ENC_U64, .off = 0}};
 static const struct hs_schema reg_item = {"reg", sizeof(uint64_t), 1, reg_fields};
 
@@ -241,6 +245,12 @@ SCHEMA(py_code, R,
        U32(R, py_code.py_version),
        BYTES(R, py_code.line_table, HS_MAX_PY_LINE_TABLE, 0));
 
+SCHEMA(stack_tail, R,
+       U64(R, stack_tail.skip),
+       U64(R, stack_tail.back),
+       U32(R, stack_tail.shared),
+       ARRAY(R, stack_tail.nr, stack_tail.d, uint64_t, tail_item, HS_MAX_STACK_FRAMES, HS_FF_MAX_STACK));
+
 static const struct hs_schema *const by_type[HS_REC_EXT_MAX + 1] = {
 	[HS_REC_SESSION] = &session,
 	[HS_REC_PROCESS] = &process,
@@ -257,6 +267,7 @@ static const struct hs_schema *const by_type[HS_REC_EXT_MAX + 1] = {
 	[HS_REC_PROBE] = &probe,
 	[HS_REC_STACK_DWARF] = &stack_dwarf,
 	[HS_REC_PY_CODE] = &py_code,
+	[HS_REC_STACK_TAIL] = &stack_tail,
 };
 
 const struct hs_schema *hs_schema_of(uint32_t type)

@@ -47,6 +47,7 @@ const char *hs_rec_type_name(uint32_t type)
 	case HS_REC_PROBE: return "probe";
 	case HS_REC_STACK_DWARF: return "stack-dwarf";
 	case HS_REC_PY_CODE: return "py-code";
+	case HS_REC_STACK_TAIL: return "stack-tail";
 	default: return "unknown";
 	}
 }

@@ -10,8 +10,10 @@
 
 #include "events3.h"
 #include "outfile.h"
+#include "pyline.h"
 #include "record.h"
 #include "schema.h"
+#include "stacks5.h"
 
 /* zstd's level for a frame: level_after. */
 #define ZSTD_LEVEL_FAST 2
@@ -47,6 +49,10 @@ struct record_writer {
 	 * bytes put together (COLUMNS record, records, columns) before they are compressed. */
 	uint32_t major;
 	struct hs3_writer *e3;
+	struct stack_tree *tree; /* version 5: stacks as the tails of others */
+	uint64_t last_stack_id;  /* of the last STACK or STACK_TAIL, which a tail's id follows */
+	uint8_t *lines;          /* a PY_CODE's line table without columns */
+	size_t lines_cap;
 	uint64_t quantum_ns;
 	uint8_t *stage;
 	size_t stage_cap;
@@ -163,7 +169,7 @@ int record_writer__open(const char *path, const struct record_writer_opts *opts,
 			return -ENOMEM;
 		}
 	}
-	if (!w->cctx || !w->raw) {
+	if (!w->cctx || !w->raw || (major >= 5 && stack_tree__new(&w->tree))) {
 		record_writer__free(w);
 		return -ENOMEM;
 	}
@@ -512,8 +518,10 @@ static int write_event3(struct record_writer *w, const struct hs_record *r, uint
 
 int record_writer__write(struct record_writer *w, const struct hs_record *r)
 {
+	uint64_t tail_d[HS_MAX_STACK_FRAMES];
+	struct hs_record alt; /* the record written instead of R */
 	uint8_t *p;
-	int err;
+	int err = 0;
 
 	if (w->error)
 		return w->error;
@@ -577,6 +585,38 @@ int record_writer__write(struct record_writer *w, const struct hs_record *r)
 	}
 	if (r->type == HS_REC_THREAD || r->type <= HS_REC_CORE_MAX || r->type > HS_REC_EXT_MAX)
 		return -EINVAL;
+	if (w->tree && (r->type == HS_REC_STACK || r->type == HS_REC_STACK_TAIL)) {
+		uint64_t id = r->type == HS_REC_STACK ? r->stack.id : r->stack_tail.id;
+
+		if (r->type == HS_REC_STACK_TAIL)
+			alt = *r;
+		else if (r->stack.nr <= HS_MAX_STACK_FRAMES) {
+			err = stack_tree__encode(w->tree, id, r->stack.ips, r->stack.nr, tail_d, &alt);
+			if (err < 0)
+				return w->error = err;
+		}
+		if (r->type == HS_REC_STACK_TAIL || err > 0) {
+			alt.stack_tail.skip = id - w->last_stack_id - 1;
+			r = &alt;
+		}
+		w->last_stack_id = id;
+	}
+	/* Version 5: a location table without its columns, which no report shows (pyline.h). */
+	if (r->type == HS_REC_PY_CODE && w->major >= 5 && r->py_code.line_table.len &&
+	    r->py_code.line_table.len <= HS_MAX_PY_LINE_TABLE) {
+		uint32_t len = r->py_code.line_table.len, n;
+
+		err = grow((void **)&w->lines, &w->lines_cap, len, 1);
+		if (err)
+			return w->error = err;
+		n = pyline__lines_only(r->py_code.py_version, r->py_code.line_table.p, len, r->py_code.first_line,
+				       w->lines);
+		if (n) {
+			alt = *r;
+			alt.py_code.line_table = (struct hs_bytes){w->lines, n};
+			r = &alt;
+		}
+	}
 	err = encode_extended(w, r);
 	if (err)
 		return err;
@@ -589,14 +629,15 @@ int record_writer__write(struct record_writer *w, const struct hs_record *r)
 	memcpy(p, w->tmp, w->tmp_len);
 	p += w->tmp_len;
 	w->raw_len = (size_t)(p - w->raw);
-	if (r->type == HS_REC_STACK || r->type == HS_REC_STACK_DWARF)
+	if (r->type == HS_REC_STACK || r->type == HS_REC_STACK_TAIL || r->type == HS_REC_STACK_DWARF)
 		w->pending.stacks++;
 	if (r->type == HS_REC_SNAPSHOT) {
 		err = remember_snapshot(w, r);
 		if (err)
 			return w->error = err;
 	}
-	if (r->type != HS_REC_SESSION && r->type != HS_REC_STACK && r->type != HS_REC_THREAD_NAME)
+	if (r->type != HS_REC_SESSION && r->type != HS_REC_STACK && r->type != HS_REC_STACK_TAIL &&
+	    r->type != HS_REC_THREAD_NAME)
 		note_time(w, r->time);
 	if (r->type == HS_REC_SESSION && w->e3 && r->session.tick_ns)
 		w->e3->quantum = w->quantum_ns > r->session.tick_ns ? w->quantum_ns / r->session.tick_ns : 1;
@@ -796,6 +837,8 @@ void record_writer__free(struct record_writer *w)
 	free(w->tmp);
 	free(w->comp);
 	free(w->stage);
+	stack_tree__free(w->tree);
+	free(w->lines);
 	if (w->e3)
 		hs3_writer__fini(w->e3);
 	free(w->e3);

@@ -1,6 +1,6 @@
 # The record file (format/): the library's unit tests, files of version 1, the schema tables.
 
-t_format_unit() { "$T/test_format" && "$T/test_format3"; }
+t_format_unit() { "$T/test_format" && "$T/test_format3" && "$T/test_stacks5"; }
 
 # Version 1 files (blocks named by address) still read: a fixture recorded by version 1,
 # against the outputs version 1 gave for it, with the reader now assigning the slots.
@@ -13,12 +13,12 @@ t_format_v1() {
 	golden v1/alloc_c.summary.json summary --json --no-symbolize $f
 	"$A" info $f >"$TMP/v1.info" || die "info of a version 1 file"
 	contains "$TMP/v1.info" "Format: 1.0, complete"
-	# Re-encoded by today's writer (version 4), it gives the same figures.
+	# Re-encoded by today's writer (version 5), it gives the same figures.
 	"$T/mutate" $f "$TMP/v1to2.hsnap" 0 || die "re-encode"
 	"$A" top -n 0 --no-symbolize "$TMP/v1to2.hsnap" | tail -n +2 >"$TMP/v1to2.top"
 	tail -n +2 testdata/v1/alloc_c.top | diff -u - "$TMP/v1to2.top" || die "re-encoded file differs"
 	"$A" info "$TMP/v1to2.hsnap" >"$TMP/v2.info" || die "info of the re-encoded file"
-	contains "$TMP/v2.info" "Format: 4.0, complete"
+	contains "$TMP/v2.info" "Format: 5.0, complete"
 }
 
 # The schema tables (format/schema.c):
@@ -66,7 +66,7 @@ t_format_v2() {
 	golden v2/alloc_c.info info $f
 	"$T/mutate" $f "$TMP/v2to3.hsnap" 0 || die "re-encode"
 	"$A" info "$TMP/v2to3.hsnap" >"$TMP/v2to3.info" || die "info of the re-encoded file"
-	contains "$TMP/v2to3.info" "Format: 4.0, complete"
+	contains "$TMP/v2to3.info" "Format: 5.0, complete"
 	for n in top collapsed temporary; do
 		local more=()
 		[ $n = top ] && more=(-n 0)
@@ -94,19 +94,22 @@ walk(a, b, "")
 PY
 }
 
-# A version 3.0 file (alloc_c re-encoded by the 3.0 writer, before version 4) reads as the
-# analyzer before version 4 read it: the outputs that analyzer wrote, kept in testdata/v3.
-t_format_v3() {
-	local f=testdata/v3/alloc_c.hsnap
-	golden v3/alloc_c.top top -n 0 --no-symbolize $f
-	golden v3/alloc_c.collapsed collapsed --no-symbolize $f
-	golden v3/alloc_c.summary.json summary --json --no-symbolize $f
-	golden v3/alloc_c.leaks leaks -n 5 --no-symbolize $f
-	golden v3/alloc_c.temporary temporary --no-symbolize $f
-	golden v3/alloc_c.timeline timeline --no-symbolize $f
-	golden v3/alloc_c.info info $f
-	contains testdata/v3/alloc_c.info "Format: 3.0, complete"
+# A file of an earlier version (alloc_c re-encoded by that version's writer) reads as the
+# analyzer of that version read it: the outputs it wrote, kept in testdata/vV.
+golden_version() {
+	local v=$1 f=testdata/v$1/alloc_c.hsnap
+	golden v$v/alloc_c.top top -n 0 --no-symbolize $f
+	golden v$v/alloc_c.collapsed collapsed --no-symbolize $f
+	golden v$v/alloc_c.summary.json summary --json --no-symbolize $f
+	golden v$v/alloc_c.leaks leaks -n 5 --no-symbolize $f
+	golden v$v/alloc_c.temporary temporary --no-symbolize $f
+	golden v$v/alloc_c.timeline timeline --no-symbolize $f
+	golden v$v/alloc_c.info info $f
+	contains testdata/v$v/alloc_c.info "Format: $v.0, complete"
 }
+# 3.0: written before version 4's frees by class; 4.0: before version 5's stack tails.
+t_format_v3() { golden_version 3; }
+t_format_v4() { golden_version 4; }
 
 # Damaged version 3 frames (raw bytes changed or cut, recompressed: tests/unit/schemagen's
 # corrupt) read by the sanitized reader: never a crash, and the version 3 checks are reached.
@@ -129,4 +132,4 @@ t_format_v3_damage() {
 	grep -q 'COLUMNS\|column\|by age\|pair\|TIME\|slot freed last\|reserved' "$TMP/d3.reasons" || die "no version 3 check reached"
 }
 
-ALL="$ALL t_format_unit t_format_v1 t_format_schema t_format_v2 t_format_v3 t_format_v3_damage"
+ALL="$ALL t_format_unit t_format_v1 t_format_schema t_format_v2 t_format_v3 t_format_v4 t_format_v3_damage"

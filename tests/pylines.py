@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The truth heapsnap's line-table decoder (analyzer/pyline.c) is checked against, from the
+"""The truth heapsnap's line-table decoder (common/pyline.c) is checked against, from the
 interpreter that runs this script: for the code objects of standard-library modules (every
 function, class body and comprehension, nested ones included), their line table as the
 recorder writes it (co_lnotab before 3.10, co_linetable from 3.10) and the line of every

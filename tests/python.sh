@@ -149,7 +149,7 @@ t_python_bpf_said() {
 
 ALL="$ALL t_python_launched_debian t_python_fp_junk_rbp t_python_launched_shared t_python_attached t_python_code_ids t_python_sampled t_python_unsupported t_python_bpf_said"
 
-# ---- Python, the analyzer's side (issue 25): CPython's line tables read offline (analyzer/pyline.c)
+# ---- Python, the analyzer's side (issue 25): CPython's line tables read offline (common/pyline.c)
 # against each interpreter's own reading; Python frames through every report, on crafted recordings
 # with real line tables and on hostile ones; tests/workloads/py_exact.py recorded for real, launched
 # and attached, against tracemalloc.
@@ -163,7 +163,7 @@ py_interpreters() {
 	done
 }
 
-# analyzer/pyline.c against each interpreter's own reading of its line tables (co_lines(),
+# common/pyline.c against each interpreter's own reading of its line tables (co_lines(),
 # dis.findlinestarts()) at every instruction of 60 standard-library modules; then hostile tables.
 t_python_linetables() {
 	local py n=0 out

@@ -13,9 +13,9 @@ t_bad_input() {
 	"$A" top "$TMP" 2>"$TMP/e"; rc=$?; eq "directory exit" 1 $rc; contains "$TMP/e" "not a regular file"
 	head -c 16 $f >"$TMP/header-only.hsnap"
 	"$A" top "$TMP/header-only.hsnap" 2>"$TMP/e"; rc=$?; eq "header-only exit" 4 $rc; contains "$TMP/e" "no session header"
-	# A newer major version is refused by name (this one reads 1 to 4).
-	cp $f "$TMP/v5.hsnap"; printf '\x05' | dd of="$TMP/v5.hsnap" bs=1 seek=8 conv=notrunc 2>/dev/null
-	"$A" info "$TMP/v5.hsnap" 2>"$TMP/e"; rc=$?; eq "newer major exit" 1 $rc; contains "$TMP/e" "format version 5.0 is not supported"
+	# A newer major version is refused by name (this one reads 1 to 5).
+	cp $f "$TMP/v6.hsnap"; printf '\x06' | dd of="$TMP/v6.hsnap" bs=1 seek=8 conv=notrunc 2>/dev/null
+	"$A" info "$TMP/v6.hsnap" 2>"$TMP/e"; rc=$?; eq "newer major exit" 1 $rc; contains "$TMP/e" "format version 6.0 is not supported"
 	# A damaged frame: exit 3, naming the offset; what came before is still reported.
 	size=$(stat -c %s $f)
 	cp $f "$TMP/bad.hsnap"; printf '\xff\xff\xff\xff' | dd of="$TMP/bad.hsnap" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null

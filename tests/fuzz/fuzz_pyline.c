@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* libFuzzer target: CPython line tables (analyzer/pyline.c), which come from recordings made
+/* libFuzzer target: CPython line tables (common/pyline.c), which come from recordings made
  * anywhere. Input: a version byte (its low 3 bits pick 3.8 to 3.14, or one no interpreter
  * has), 4 bytes of bytecode offset, then the table. Ranges must be non-empty, in order and no
  * more than the table's bytes plus one; nothing may be read outside the input (ASan). */

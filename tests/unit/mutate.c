@@ -3,7 +3,7 @@
  * values. The result is valid zstd and valid varints, so it gets past the frame checks and
  * reaches the analyzer's replay, symbolization and output code. Seed 0 mutates nothing:
  * the output is IN re-encoded by this version's writer, or by its encoding of version MAJOR
- * (2, 3 or 4; the newest by default).
+ * (2 to 5; the newest by default).
  * Usage: mutate IN OUT SEED [MAJOR] */
 #include <stdbool.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* analyzer/pyline.c against CPython: reads what tests/pylines.py dumped from a real
+/* common/pyline.c against CPython: reads what tests/pylines.py dumped from a real
  * interpreter (line tables and the interpreter's own line of every range) and checks the
  * decoder's line at every instruction offset. Then hostile tables: random and crafted bytes
  * of each format must decode within their bounds (built with ASan and UBSan).
@@ -25,7 +25,7 @@ struct code {
 	int64_t *truth; /* by instruction (offset / 2) */
 };
 
-static uint64_t codes, offsets, mismatches;
+static uint64_t codes, offsets, mismatches, compacted, compact_bytes, table_bytes;
 
 static int hexval(char c)
 {
@@ -50,6 +50,33 @@ static void check_code(const struct code *c)
 	}
 	codes++;
 	free(r);
+	/* The table the writer keeps (version 5), without columns: the same lines, CPython's. */
+	if (pyline__format(c->version) == PYLINE_LOCATIONS) {
+		uint8_t *lines = malloc(c->len + 1);
+		uint32_t n;
+
+		CHECK(lines != NULL, "malloc");
+		n = pyline__lines_only(c->version, c->table, c->len, c->first_line, lines);
+		CHECK(n < c->len || (n == 0 && c->len == 0), "%u bytes of lines from a table of %u", n, c->len);
+		if (!n) {
+			free(lines);
+			return;
+		}
+		compacted++;
+		compact_bytes += n;
+		table_bytes += c->len;
+		CHECK(pyline__ranges(c->version, lines, n, c->first_line, &r, &nr) == 0, "version %#x", c->version);
+		for (uint32_t off = 0; off < c->code_len; off += 2) {
+			int64_t got = pyline__lookup(r, nr, off), want = c->truth[off / 2];
+
+			if (got != want && mismatches++ < 10)
+				fprintf(stderr, "version %u.%u, first line %" PRId64 ", table of %u bytes, %u without columns: "
+					"offset %u: line %" PRId64 ", CPython says %" PRId64 "\n", c->version >> 8,
+					c->version & 255, c->first_line, c->len, n, off, got, want);
+		}
+		free(r);
+		free(lines);
+	}
 }
 
 /* One "C ..." line into C (its truth all -1 until the R lines come). */
@@ -114,8 +141,9 @@ static int check_dump(const char *path)
 	free(c.truth);
 	free(line);
 	fclose(f);
-	printf("%" PRIu64 " codes, %" PRIu64 " offsets, %u versions, %" PRIu64 " disagreements\n", codes, offsets,
-	       versions, mismatches);
+	printf("%" PRIu64 " codes, %" PRIu64 " offsets, %u versions, %" PRIu64 " disagreements; %" PRIu64
+	       " location tables without columns, %" PRIu64 " bytes of %" PRIu64 "\n",
+	       codes, offsets, versions, mismatches, compacted, compact_bytes, table_bytes);
 	return codes && !mismatches && !failures ? 0 : 1;
 }
 
@@ -155,6 +183,24 @@ static void hostile(void)
 			}
 			(void)pyline__lookup(r, nr, (uint32_t)seed);
 			(void)pyline__lookup(r, nr, UINT32_MAX);
+			/* Without columns, into exactly LEN bytes: the same line at every offset. */
+			{
+				uint8_t *lines = malloc(len ? len : 1);
+				struct pyline_range *r2;
+				uint32_t n, nr2;
+
+				CHECK(lines != NULL, "out of memory");
+				n = pyline__lines_only(versions[k], copy, len, (int64_t)(seed % 100000), lines);
+				if (n) {
+					CHECK(pyline__ranges(versions[k], lines, n, (int64_t)(seed % 100000), &r2, &nr2) == 0,
+					      "round %d", round);
+					for (uint32_t off = 0; nr && off < r[nr - 1].end + 4; off += 2)
+						CHECK(pyline__lookup(r, nr, off) == pyline__lookup(r2, nr2, off),
+						      "round %d, version %#x: offset %u's line", round, versions[k], off);
+					free(r2);
+				}
+				free(lines);
+			}
 			free(r);
 			free(copy);
 		}

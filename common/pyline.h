@@ -31,4 +31,11 @@ uint32_t pyline__count(uint32_t py_version, const uint8_t *table, uint32_t len, 
 /* The line of the instruction at byte OFFSET in ranges R (from pyline__ranges), -1 when no
  * range holds it or its range has no line. */
 int64_t pyline__lookup(const struct pyline_range *r, uint32_t nr, uint32_t offset);
+/* TABLE, a location table (3.11 and later), with the columns left out: into OUT (room for
+ * LEN bytes), a table of the same format that gives every offset the line TABLE gives it,
+ * neighbours on one line made one entry (code 13, or 15 where there is no line). Returns its
+ * length, or 0 where it would not be shorter or the version has no columns: TABLE stays then.
+ * Python's own JSON run: 109 KB of tables, 70 KB compressed, to a sixth of that. */
+uint32_t pyline__lines_only(uint32_t py_version, const uint8_t *table, uint32_t len, int64_t first_line,
+			    uint8_t *out);
 #endif

@@ -181,3 +181,65 @@ int64_t pyline__lookup(const struct pyline_range *r, uint32_t nr, uint32_t offse
 		return -1;
 	return r[lo - 1].line;
 }
+
+/* A signed varint of the location table: the sign in bit 0, then 6 bits a byte. */
+static uint32_t put_svarint(uint8_t *o, int64_t v)
+{
+	uint64_t u = v < 0 ? (uint64_t)-v << 1 | 1 : (uint64_t)v << 1;
+	uint32_t n = 0;
+
+	while (u >= 64) {
+		o[n++] = 64 | (u & 63);
+		u >>= 6;
+	}
+	o[n++] = (uint8_t)u;
+	return n;
+}
+
+uint32_t pyline__lines_only(uint32_t py_version, const uint8_t *table, uint32_t len, int64_t first_line,
+			    uint8_t *out)
+{
+	struct pyline_range *r;
+	int64_t prev = first_line;
+	uint32_t nr, n = 0;
+
+	/* A table that cannot be made (no memory) is written as it is: just as true, larger. */
+	if (pyline__format(py_version) != PYLINE_LOCATIONS || pyline__ranges(py_version, table, len, first_line, &r, &nr))
+		return 0;
+	for (uint32_t i = 0; i < nr;) {
+		uint32_t j = i + 1, units;
+		int64_t line = r[i].line;
+
+		/* Ranges on one line, one after the other, as one (the columns told them apart). */
+		while (j < nr && r[j].line == line && r[j].start == r[j - 1].end)
+			j++;
+		/* A gap (an empty range the decoder dropped) or a line the decoder cannot read back
+		 * (its varints stop at 32 bits): the table stays as it is. */
+		if ((i ? r[i].start != r[i - 1].end : r[i].start != 0) ||
+		    (line != -1 && (line - prev > (1 << 28) || prev - line > (1 << 28)))) {
+			n = 0;
+			goto out;
+		}
+		for (units = (r[j - 1].end - r[i].start) / 2; units;) {
+			uint32_t k = units < 8 ? units : 8;
+
+			/* Each entry at most 1 + 5 bytes: past LEN, this is no smaller. */
+			if (n + 6 > len) {
+				n = 0;
+				goto out;
+			}
+			units -= k;
+			if (line == -1) {
+				out[n++] = (uint8_t)(0x80 | 15 << 3 | (k - 1));
+				continue;
+			}
+			out[n++] = (uint8_t)(0x80 | 13 << 3 | (k - 1));
+			n += put_svarint(out + n, line - prev);
+			prev = line;
+		}
+		i = j;
+	}
+out:
+	free(r);
+	return n;
+}

@@ -343,8 +343,8 @@ static int decode_extended(struct record_reader *r, struct hs_record *rec, const
 	if (!c.bad && r->stacks && (rec->type == HS_REC_STACK || rec->type == HS_REC_STACK_TAIL)) {
 		int err = 0;
 
-		c.bad = rec->type == HS_REC_STACK ? stack_store__add(r->stacks, rec, &err)
-						  : stack_store__resolve(r->stacks, rec, r->max_frames, &err);
+		c.bad = rec->type == HS_REC_STACK ? stack_store__add(r->stacks, rec, r->next_off, &err)
+						  : stack_store__resolve(r->stacks, rec, r->max_frames, r->next_off, &err);
 		if (err) {
 			set_status(r, HS_READ_IO, "frame at offset %" PRIu64 ", byte %zu: %s", r->frame_off,
 				   (size_t)(p - r->raw), c.bad);

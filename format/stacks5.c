@@ -101,22 +101,30 @@ static int add_nodes(struct stack_tree *t, uint64_t id, const uint64_t *ips, uin
 	return 0;
 }
 
+int stack_tree__note(struct stack_tree *t, uint64_t id)
+{
+	struct hmap_slot *s;
+	bool created;
+
+	if (full(t))
+		return 1;
+	s = hmap_put(&t->map, IDS, id, &created);
+	return !s ? -ENOMEM : created;
+}
+
 int stack_tree__encode(struct stack_tree *t, uint64_t id, const uint64_t *ips, uint32_t nr, uint64_t *d,
 		       struct hs_record *tail)
 {
 	uint32_t node = 0, shared = 0, base_next;
 	struct hmap_slot *s;
-	bool created;
-
 	/* An id written twice is written whole, and stays out of the tree: the reader keeps
-	 * the first stack of an id, so a tail must never name the second. */
-	if (!full(t)) {
-		s = hmap_put(&t->map, IDS, id, &created);
-		if (!s)
-			return -ENOMEM;
-		if (!created)
-			return 0;
-	}
+	 * the first stack of an id, so a tail must never name the second. (Once the tree is
+	 * full an id is not looked for: the second may then be a tail, of a stack the reader
+	 * has, and no later tail names it, as no node is made.) */
+	int err = stack_tree__note(t, id);
+
+	if (err <= 0)
+		return err;
 	while (shared < nr && (s = hmap_find(&t->map, node, ips[nr - 1 - shared]))) {
 		node = (uint32_t)s->val;
 		shared++;
@@ -137,7 +145,7 @@ int stack_tree__encode(struct stack_tree *t, uint64_t id, const uint64_t *ips, u
 		d[pos - shared] = ips[nr - 1 - pos] - ref;
 		base_next = base_next ? t->nodes[base_next].first_child : 0;
 	}
-	int err = add_nodes(t, id, ips, nr, shared, node);
+	err = add_nodes(t, id, ips, nr, shared, node);
 
 	return err ? err : 1;
 }
@@ -200,11 +208,14 @@ static int reserve(void **p, size_t *cap, size_t need, size_t elem)
 }
 
 /* Keeps NR frames of stack ID (the caller checked the id is new); *at: where they are. */
-static const char *keep(struct stack_store *s, uint64_t id, const uint64_t *ips, uint32_t nr, const uint64_t **at,
-			int *err)
+static const char *keep(struct stack_store *s, uint64_t id, const uint64_t *ips, uint32_t nr, uint64_t file_bytes,
+			const uint64_t **at, int *err)
 {
 	bool created;
 	struct hmap_slot *slot;
+
+	if (s->nr_frames + nr > HS_STACK_FRAMES_FLOOR + HS_STACK_FRAMES_PER_FILE_BYTE * file_bytes)
+		return "the stacks so far hold more frames than 2^22 and 1024 a byte of the file before them";
 
 	if (reserve((void **)&s->frames, &s->cap_frames, s->nr_frames + nr, sizeof(*s->frames)) ||
 	    reserve((void **)&s->stacks, &s->cap_stacks, s->nr_stacks + 1, sizeof(*s->stacks)) ||
@@ -220,17 +231,18 @@ static const char *keep(struct stack_store *s, uint64_t id, const uint64_t *ips,
 	return NULL;
 }
 
-const char *stack_store__add(struct stack_store *s, const struct hs_record *rec, int *err)
+const char *stack_store__add(struct stack_store *s, const struct hs_record *rec, uint64_t file_bytes, int *err)
 {
 	const uint64_t *at;
 
 	s->last_id = rec->stack.id;
 	if (hmap_find(&s->ids, rec->stack.id, 0))
 		return NULL;
-	return keep(s, rec->stack.id, rec->stack.ips, rec->stack.nr, &at, err);
+	return keep(s, rec->stack.id, rec->stack.ips, rec->stack.nr, file_bytes, &at, err);
 }
 
-const char *stack_store__resolve(struct stack_store *s, struct hs_record *rec, uint32_t max_frames, int *err)
+const char *stack_store__resolve(struct stack_store *s, struct hs_record *rec, uint32_t max_frames, uint64_t file_bytes,
+				 int *err)
 {
 	uint64_t id = s->last_id + 1 + rec->stack_tail.skip, base_id = id - rec->stack_tail.back;
 	uint32_t shared = rec->stack_tail.shared, own = rec->stack_tail.nr, nr = shared + own;
@@ -258,7 +270,7 @@ const char *stack_store__resolve(struct stack_store *s, struct hs_record *rec, u
 	*rec = (struct hs_record){.type = HS_REC_STACK, .stack = {.id = id, .nr = nr, .ips = f}};
 	if (hmap_find(&s->ids, id, 0))
 		return NULL;
-	const char *why = keep(s, id, f, nr, &at, err);
+	const char *why = keep(s, id, f, nr, file_bytes, &at, err);
 
 	if (!why)
 		rec->stack.ips = at;

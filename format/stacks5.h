@@ -28,20 +28,32 @@ void stack_tree__free(struct stack_tree *t);
 int stack_tree__encode(struct stack_tree *t, uint64_t id, const uint64_t *ips, uint32_t nr, uint64_t *d,
 		       struct hs_record *tail);
 
+/* A stack ID written by other means (a STACK_TAIL the caller made): the tree makes no tail
+ * of a later stack of that id. 1 if it is new, 0 if written before, -ENOMEM. */
+int stack_tree__note(struct stack_tree *t, uint64_t id);
+
 struct stack_store;
 
 int stack_store__new(struct stack_store **out);
 void stack_store__free(struct stack_store *s);
 /* Forgets every stack (the reader is rewound). */
 void stack_store__reset(struct stack_store *s);
+/* The frames the store keeps, at most: 2^22, and 1024 for each byte of the file read so far.
+ * A tail of 127 frames takes 6 bytes, the same 6 bytes each time, which zstd packs to nothing:
+ * without this a file of 264 bytes made the reader ask for 222 MB. Python's JSON run keeps
+ * 3 frames a byte of its file, a program whose stacks all differ in one frame of 127 could keep
+ * 60: a real recording is far from it. */
+#define HS_STACK_FRAMES_FLOOR (1ull << 22)
+#define HS_STACK_FRAMES_PER_FILE_BYTE 1024ull
+
 /* Keeps the frames of HS_REC_STACK REC unless its id was read before (the first is kept, as
- * the analyzer keeps it). NULL, or why not: *err -ENOMEM, as only memory can fail. The store
- * takes at most 8 bytes a frame for a record's 1 byte a frame, or a tail's 127 frames for its
- * 4 bytes at least: its memory is at most 254 times the bytes of its records. */
-const char *stack_store__add(struct stack_store *s, const struct hs_record *rec, int *err);
+ * the analyzer keeps it); FILE_BYTES, the file's bytes up to the end of the frame being read.
+ * NULL, or why not: why the file is bad, or *err -ENOMEM. */
+const char *stack_store__add(struct stack_store *s, const struct hs_record *rec, uint64_t file_bytes, int *err);
 /* Turns HS_REC_STACK_TAIL REC into the HS_REC_STACK it stands for, its frames in the store (or
  * in the store's scratch when its id was read before), valid until the next call. NULL, or
  * why the file is bad (*err -ENOMEM when it is memory). */
-const char *stack_store__resolve(struct stack_store *s, struct hs_record *rec, uint32_t max_frames, int *err);
+const char *stack_store__resolve(struct stack_store *s, struct hs_record *rec, uint32_t max_frames, uint64_t file_bytes,
+				 int *err);
 
 #endif

@@ -588,9 +588,12 @@ int record_writer__write(struct record_writer *w, const struct hs_record *r)
 	if (w->tree && (r->type == HS_REC_STACK || r->type == HS_REC_STACK_TAIL)) {
 		uint64_t id = r->type == HS_REC_STACK ? r->stack.id : r->stack_tail.id;
 
-		if (r->type == HS_REC_STACK_TAIL)
+		if (r->type == HS_REC_STACK_TAIL) {
 			alt = *r;
-		else if (r->stack.nr <= HS_MAX_STACK_FRAMES) {
+			err = stack_tree__note(w->tree, id);
+			if (err < 0)
+				return w->error = err;
+		} else if (r->stack.nr <= HS_MAX_STACK_FRAMES) {
 			err = stack_tree__encode(w->tree, id, r->stack.ips, r->stack.nr, tail_d, &alt);
 			if (err < 0)
 				return w->error = err;

@@ -6,6 +6,7 @@
  * version 5 file the smaller; and tails written by hand that name what is not there are refused,
  * saying why. Built with ASan/UBSan. */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,6 +217,88 @@ static void test_hand_written(void)
 	check_tail("deep", 1, 2, 3, 2, 4, "stack deeper than the session's max_stack");
 }
 
+/* A tail the caller wrote, then a STACK of its id: the reader keeps the tail (the first), so the
+ * writer must not make the STACK a base of later tails. */
+static void test_caller_tail(void)
+{
+	static const uint64_t s1[3] = {0x13, 0x12, 0x11}, s2[3] = {0x999, 0x888, 0x11}, s3[3] = {0x777, 0x888, 0x11};
+	static const uint64_t d[1] = {0x100};
+	struct record_writer_opts o = {.major = 5};
+	struct hs_record s = {.type = HS_REC_SESSION}, t = {.type = HS_REC_STACK_TAIL};
+	struct hs_record st[3] = {{.type = HS_REC_STACK}, {.type = HS_REC_STACK}, {.type = HS_REC_STACK}};
+	struct record_writer *w;
+	struct record_reader *r;
+	struct hs_record rec;
+	char path[256], err[256];
+	bool seen3 = false;
+
+	snprintf(path, sizeof(path), "%s/callertail.hsnap", dir);
+	s.session.tick_ns = 1;
+	s.session.max_stack = 127;
+	st[0].stack = (typeof(st[0].stack)){.id = 1, .nr = 3, .ips = s1};
+	st[1].stack = (typeof(st[1].stack)){.id = 2, .nr = 3, .ips = s2};
+	st[2].stack = (typeof(st[2].stack)){.id = 3, .nr = 3, .ips = s3};
+	t.stack_tail.id = 2;
+	t.stack_tail.back = 1;
+	t.stack_tail.shared = 1;
+	t.stack_tail.nr = 1;
+	t.stack_tail.d = d;
+	CHECK(!record_writer__open(path, &o, &w), "open writer");
+	CHECK(!record_writer__write(w, &s) && !record_writer__write(w, &st[0]) && !record_writer__write(w, &t) &&
+		      !record_writer__write(w, &st[1]) && !record_writer__write(w, &st[2]) && !record_writer__close(w),
+	      "write");
+	record_writer__free(w);
+	CHECK(!record_reader__open(path, &r, err, sizeof(err)), "open: %s", err);
+	while (record_reader__next(r, &rec) == 1)
+		if (rec.type == HS_REC_STACK && rec.stack.id == 3) {
+			seen3 = true;
+			CHECK(rec.stack.nr == 3 && !memcmp(rec.stack.ips, s3, sizeof(s3)),
+			      "stack 3 read back as %u frames %#" PRIx64 " %#" PRIx64 " %#" PRIx64, rec.stack.nr,
+			      rec.stack.ips[0], rec.stack.ips[1], rec.stack.ips[2]);
+		}
+	CHECK(seen3 && record_reader__status(r) == HS_READ_END, "read: %s", record_reader__error(r));
+	record_reader__free(r);
+}
+
+/* 200,000 tails, each all the frames of the one before: the same 6 bytes, a few hundred
+ * bytes of file for 25 million frames. Refused past 2^22 and 1024 a byte of the file. */
+static void test_swell(void)
+{
+	static uint64_t ips[127];
+	struct record_writer_opts o = {.major = 5};
+	struct hs_record s = {.type = HS_REC_SESSION}, st = {.type = HS_REC_STACK}, t = {.type = HS_REC_STACK_TAIL};
+	struct record_writer *w;
+	struct record_reader *r;
+	struct hs_record rec;
+	char path[256], err[256];
+	struct stat sb;
+	uint64_t stacks = 0;
+
+	snprintf(path, sizeof(path), "%s/swell.hsnap", dir);
+	for (int i = 0; i < 127; i++)
+		ips[i] = 0x400000 + (uint64_t)i * 16;
+	s.session.tick_ns = 1;
+	s.session.max_stack = 127;
+	st.stack = (typeof(st.stack)){.id = 1, .nr = 127, .ips = ips};
+	CHECK(!record_writer__open(path, &o, &w), "open writer");
+	CHECK(!record_writer__write(w, &s) && !record_writer__write(w, &st), "write");
+	for (uint64_t id = 2; id < 200002; id++) {
+		t.stack_tail = (typeof(t.stack_tail)){.id = id, .back = 1, .shared = 127};
+		if (record_writer__write(w, &t))
+			break;
+	}
+	CHECK(!record_writer__close(w), "close");
+	record_writer__free(w);
+	CHECK(!stat(path, &sb) && sb.st_size < 65536, "%lld bytes", (long long)sb.st_size);
+	CHECK(!record_reader__open(path, &r, err, sizeof(err)), "open: %s", err);
+	while (record_reader__next(r, &rec) == 1)
+		stacks += rec.type == HS_REC_STACK;
+	CHECK(record_reader__status(r) == HS_READ_CORRUPT && strstr(record_reader__error(r), "more frames than 2^22"),
+	      "status %d: %s", record_reader__status(r), record_reader__error(r));
+	CHECK(stacks * 127 <= (1u << 22) + 1024 * (uint64_t)sb.st_size, "%" PRIu64 " stacks kept", stacks);
+	record_reader__free(r);
+}
+
 int main(void)
 {
 	char cmd[300];
@@ -226,6 +309,8 @@ int main(void)
 	}
 	test_round_trip();
 	test_hand_written();
+	test_caller_tail();
+	test_swell();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "warning: could not remove %s\n", dir);

@@ -78,17 +78,25 @@ static void make_stacks(void)
 	}
 }
 
-static size_t write_stacks(const char *path, uint32_t major)
+/* A file of version MAJOR at PATH, its session's stacks at most MAX_STACK deep, begun. */
+static struct record_writer *begin(const char *path, uint32_t major, uint32_t frame_size, uint32_t max_stack)
 {
-	struct record_writer_opts o = {.major = major, .frame_size = 64u << 10};
+	struct record_writer_opts o = {.major = major, .frame_size = frame_size};
 	struct hs_record s = {.type = HS_REC_SESSION};
-	struct record_writer *w;
-	struct stat st;
+	struct record_writer *w = NULL;
 
 	s.session.tick_ns = 1;
-	s.session.max_stack = MAX_STACK;
-	CHECK(!record_writer__open(path, &o, &w), "open writer %u", major);
+	s.session.max_stack = max_stack;
+	CHECK(!record_writer__open(path, &o, &w), "open writer %u for %s", major, path);
 	CHECK(!record_writer__write(w, &s), "session");
+	return w;
+}
+
+static size_t write_stacks(const char *path, uint32_t major)
+{
+	struct record_writer *w = begin(path, major, 64u << 10, MAX_STACK);
+	struct stat st;
+
 	for (int i = 0; i < NR_STACKS; i++) {
 		struct hs_record r = {.type = HS_REC_STACK};
 
@@ -155,8 +163,7 @@ static void check_tail(const char *name, uint64_t skip, uint64_t back, uint32_t 
 {
 	static const uint64_t base[3] = {0x401000, 0x402000, 0x403000};
 	uint64_t d[4] = {1, 2, 3, 4};
-	struct record_writer_opts o = {.major = 5};
-	struct hs_record s = {.type = HS_REC_SESSION}, st = {.type = HS_REC_STACK}, t = {.type = HS_REC_STACK_TAIL};
+	struct hs_record st = {.type = HS_REC_STACK}, t = {.type = HS_REC_STACK_TAIL};
 	struct record_writer *w;
 	struct record_reader *r;
 	struct hs_record rec;
@@ -164,13 +171,11 @@ static void check_tail(const char *name, uint64_t skip, uint64_t back, uint32_t 
 	int stacks = 0;
 
 	snprintf(path, sizeof(path), "%s/%s.hsnap", dir, name);
-	s.session.tick_ns = 1;
-	s.session.max_stack = max_stack;
 	st.stack.id = 5;
 	st.stack.nr = 3;
 	st.stack.ips = base;
-	CHECK(!record_writer__open(path, &o, &w), "open writer");
-	CHECK(!record_writer__write(w, &s) && !record_writer__write(w, &st), "write");
+	w = begin(path, 5, 0, max_stack);
+	CHECK(!record_writer__write(w, &st), "write");
 	t.stack_tail.id = 5 + 1 + skip;
 	t.stack_tail.back = back;
 	t.stack_tail.shared = shared;
@@ -223,8 +228,7 @@ static void test_caller_tail(void)
 {
 	static const uint64_t s1[3] = {0x13, 0x12, 0x11}, s2[3] = {0x999, 0x888, 0x11}, s3[3] = {0x777, 0x888, 0x11};
 	static const uint64_t d[1] = {0x100};
-	struct record_writer_opts o = {.major = 5};
-	struct hs_record s = {.type = HS_REC_SESSION}, t = {.type = HS_REC_STACK_TAIL};
+	struct hs_record t = {.type = HS_REC_STACK_TAIL};
 	struct hs_record st[3] = {{.type = HS_REC_STACK}, {.type = HS_REC_STACK}, {.type = HS_REC_STACK}};
 	struct record_writer *w;
 	struct record_reader *r;
@@ -233,8 +237,6 @@ static void test_caller_tail(void)
 	bool seen3 = false;
 
 	snprintf(path, sizeof(path), "%s/callertail.hsnap", dir);
-	s.session.tick_ns = 1;
-	s.session.max_stack = 127;
 	st[0].stack = (typeof(st[0].stack)){.id = 1, .nr = 3, .ips = s1};
 	st[1].stack = (typeof(st[1].stack)){.id = 2, .nr = 3, .ips = s2};
 	st[2].stack = (typeof(st[2].stack)){.id = 3, .nr = 3, .ips = s3};
@@ -243,8 +245,8 @@ static void test_caller_tail(void)
 	t.stack_tail.shared = 1;
 	t.stack_tail.nr = 1;
 	t.stack_tail.d = d;
-	CHECK(!record_writer__open(path, &o, &w), "open writer");
-	CHECK(!record_writer__write(w, &s) && !record_writer__write(w, &st[0]) && !record_writer__write(w, &t) &&
+	w = begin(path, 5, 0, 127);
+	CHECK(!record_writer__write(w, &st[0]) && !record_writer__write(w, &t) &&
 		      !record_writer__write(w, &st[1]) && !record_writer__write(w, &st[2]) && !record_writer__close(w),
 	      "write");
 	record_writer__free(w);
@@ -265,8 +267,7 @@ static void test_caller_tail(void)
 static void test_swell(void)
 {
 	static uint64_t ips[127];
-	struct record_writer_opts o = {.major = 5};
-	struct hs_record s = {.type = HS_REC_SESSION}, st = {.type = HS_REC_STACK}, t = {.type = HS_REC_STACK_TAIL};
+	struct hs_record st = {.type = HS_REC_STACK}, t = {.type = HS_REC_STACK_TAIL};
 	struct record_writer *w;
 	struct record_reader *r;
 	struct hs_record rec;
@@ -277,11 +278,9 @@ static void test_swell(void)
 	snprintf(path, sizeof(path), "%s/swell.hsnap", dir);
 	for (int i = 0; i < 127; i++)
 		ips[i] = 0x400000 + (uint64_t)i * 16;
-	s.session.tick_ns = 1;
-	s.session.max_stack = 127;
 	st.stack = (typeof(st.stack)){.id = 1, .nr = 127, .ips = ips};
-	CHECK(!record_writer__open(path, &o, &w), "open writer");
-	CHECK(!record_writer__write(w, &s) && !record_writer__write(w, &st), "write");
+	w = begin(path, 5, 0, 127);
+	CHECK(!record_writer__write(w, &st), "write");
 	for (uint64_t id = 2; id < 200002; id++) {
 		t.stack_tail = (typeof(t.stack_tail)){.id = id, .back = 1, .shared = 127};
 		if (record_writer__write(w, &t))

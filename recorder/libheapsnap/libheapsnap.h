@@ -74,6 +74,7 @@ struct tstate {
 	uint32_t tid;
 	uint64_t prod;  /* own copy of the ring's producer position */
 	uint64_t cons;  /* the recorder's position, as last read */
+	uint64_t ahead, ahead_end; /* the ring's pages are in up to position ahead (populate_ahead) */
 	uint64_t stack_lo, stack_hi;
 	uint64_t dwarf_seq;   /* dwarf captures' keys: unique per thread */
 	uint64_t rng;         /* the sampler's stream (draw): its own per thread, reseeded on fork */

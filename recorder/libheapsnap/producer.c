@@ -152,6 +152,35 @@ struct tstate *thread_state_new(void)
 	return t;
 }
 
+/* Ring pages are asked for a chunk at a time, ahead of the writes, rather than faulted in one
+ * by one: on this project's VM a fault costs 13 to 16 us (a trap) and populating 0.8 to 1 a
+ * page, and a thread's first pass over a sampled ring of 1 MiB took 256 faults, 3 to 4 ms of
+ * its CPU time. The memory a thread makes resident stays within a chunk of what it wrote. */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+static int populate_works = 1;
+
+static uint32_t ring_chunk(void)
+{
+	return shm->ring_bytes < (64u << 10) ? shm->ring_bytes : 64u << 10;
+}
+
+/* The chunks of the thread's ring up to position END made resident, once per claim: every page
+ * is in after the first pass. A kernel without MADV_POPULATE_WRITE, or a sandbox that refuses
+ * it, leaves the pages to fault in as before. */
+static void populate_ahead(struct tstate *t, uint8_t *data, uint64_t end)
+{
+	uint32_t chunk = ring_chunk(), size = shm->ring_bytes;
+
+	while (t->ahead < end && t->ahead < t->ahead_end) {
+		if (__atomic_load_n(&populate_works, __ATOMIC_RELAXED) &&
+		    madvise(data + (t->ahead & (size - 1)), chunk, MADV_POPULATE_WRITE) < 0)
+			__atomic_store_n(&populate_works, 0, __ATOMIC_RELAXED);
+		t->ahead += chunk;
+	}
+}
+
 static void wake_recorder(void);
 static bool recorder_gone(uint64_t since);
 static void give_up(void);
@@ -177,6 +206,8 @@ static bool take_ring(struct tstate *t, uint32_t i, uint64_t me, bool *closing)
 	t->ring = (int)i;
 	t->prod = __atomic_load_n(&r->prod, __ATOMIC_ACQUIRE);
 	t->cons = __atomic_load_n(&r->cons, __ATOMIC_ACQUIRE);
+	t->ahead = t->prod & ~(uint64_t)(ring_chunk() - 1);
+	t->ahead_end = t->ahead + shm->ring_bytes;
 	return true;
 }
 
@@ -315,6 +346,8 @@ void *reserve(struct tstate *t, uint32_t len, uint32_t *need_out)
 			t->cons = __atomic_load_n(&r->cons, __ATOMIC_ACQUIRE);
 		}
 	}
+	if (UNLIKELY(t->prod + pad + need > t->ahead) && t->ahead < t->ahead_end)
+		populate_ahead(t, data, t->prod + pad + need);
 	if (pad) {
 		/* A record never wraps: the tail of the ring is skipped as a discarded record. */
 		*(uint32_t *)(data + pos) = (pad - HS_SHM_RING_HDR) | HS_SHM_DISCARD;

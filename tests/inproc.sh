@@ -121,6 +121,22 @@ t_preload_filter_rebuild() {
 	eq "reads that found a live block's bit clear" 0 "$(awk '{ print $4 }' "$TMP/fr.txt")"
 }
 
+# Counts the target's threads make, each exactly once: every block sampled and every stack cut
+# at one frame, handoff's 201,003 allocations, 200,000 of them by a producer thread whose blocks
+# a consumer thread frees (tests/workloads/handoff.c), each sampled block in the table of the
+# shard of its address (sampled.c), so that every free finds its block.
+t_preload_counts_threads() {
+	"$R" --via preload -s 1 --stack fp --max-stack 1 -o "$TMP/cr.hsnap" -- "$T/handoff" >/dev/null 2>"$TMP/cr.err" ||
+		{ cat "$TMP/cr.err"; die "recording handoff"; }
+	local n
+	"$A" stats "$TMP/cr.hsnap" >"$TMP/cr.stats" 2>/dev/null || die "stats"
+	n=$(awk '$1 == "Events:" { sub(/\(/, "", $3); print $3 }' "$TMP/cr.stats")
+	[ "${n:-0}" -ge 201000 ] || die "handoff: ${n:-no} allocations recorded, expected 201,000 and the runtime's"
+	eq "stacks.cut_at_max_stack, one per allocation" "$n" \
+		"$(awk '$1 == "stacks.cut_at_max_stack" { print $2 }' "$TMP/cr.stats")"
+	eq "frees of no live block" 0 "$(awk '$1 == "Events:" { print $13 }' "$TMP/cr.stats")"
+}
+
 # A user records their own program with no privilege at all; auto picks the way and says why.
 t_preload_unprivileged() {
 	command -v setpriv >/dev/null || skip "no setpriv to drop root"
@@ -348,7 +364,7 @@ t_preload_cxx_after_bad_alloc() {
 	within "sampled at 16 bytes: cxx_after_throw inuse_space" 7777 "$(pv "$TMP/cbs.pb.gz" inuse_space 'cxx_after_throw()')" 2
 }
 
-ALL="$ALL t_preload_sampled_dense t_preload_sampled_waves t_preload_sampled_siblings t_preload_filter_rebuild t_preload_scribbled_ring t_preload_unprivileged t_preload_dwarf_debug_dir"
+ALL="$ALL t_preload_sampled_dense t_preload_sampled_waves t_preload_sampled_siblings t_preload_filter_rebuild t_preload_counts_threads t_preload_scribbled_ring t_preload_unprivileged t_preload_dwarf_debug_dir"
 ALL="$ALL t_preload_thread_churn t_preload_threads_past_limit t_preload_closed_fds t_preload_python_workers"
 ALL="$ALL t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
 ALL="$ALL t_alloctab_compile_check"

@@ -3,9 +3,9 @@
  * forwarding to the next definition (glibc's, or an allocator preloaded after us) and
  * recording the outermost call. Sampled, an allocation the draw passes by costs a
  * thread-local countdown (10 instructions for malloc, no compare before it), a free of a
- * block never sampled one bit of a filter (17), before the jump on; a call nested in another
- * hook forwards at once, and a plain new or delete of the C++ runtime's goes straight to
- * malloc or free. */
+ * block never sampled one bit of its shard's filter (20), before the jump on; a call nested
+ * in another hook forwards at once, and a plain new or delete of the C++ runtime's goes
+ * straight to malloc or free. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>

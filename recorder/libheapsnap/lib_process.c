@@ -184,19 +184,19 @@ static void before_fork(void)
 {
 	fork_parent = self_pid;
 	unwind_before_fork();
-	spin_lock(&sampled_lock);
+	sampled_lock_all();
 }
 
 static void after_fork_parent(void)
 {
-	spin_unlock(&sampled_lock);
+	sampled_unlock_all();
 	unwind_after_fork(false);
 }
 
 /* The child is a process of its own: new rings for its thread, and a FORK for the recorder. */
 static void after_fork_child(void)
 {
-	spin_unlock(&sampled_lock);
+	sampled_unlock_all();
 	unwind_after_fork(true);
 	self_pid = (uint32_t)getpid();
 	py_after_fork_child();

@@ -29,26 +29,40 @@ struct real_fns {
 	int (*setname)(pthread_t, const char *);
 	int (*prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
 };
-/* What every hook reads, on one page of its own with the smallest filter of sampled blocks
- * (sampled.c): a hook then touches no other page of ours, and costs the target no more TLB
- * entries than it must. Written only when a session starts or ends, or the filter resizes. */
+/* Sampled blocks are kept in shards by address, 64 MiB regions taken modulo 8: glibc gives
+ * each thread's arena a 64 MiB heap on its own boundary, so threads that sample and free in
+ * their own arenas write their own shard's lock, table and filter, which the others' frees
+ * never read. With one table for all, each sample made the other threads' next accesses to
+ * those lines cache misses: two threads' samples cost 4 times one thread's. */
+#define SAMPLED_SHARD_BITS 3
+#define SAMPLED_SHARDS (1u << SAMPLED_SHARD_BITS)
+#define SAMPLED_SHARD_SHIFT 26
+static inline __attribute__((always_inline)) uint32_t shard_of(const void *p)
+{
+	return (uint32_t)((uintptr_t)p >> SAMPLED_SHARD_SHIFT) & (SAMPLED_SHARDS - 1);
+}
+
+/* A filter of sampled blocks is named by one word, its address shifted up by
+ * FILTER_WMASK_BITS over its mask of words (2^k / 64 - 1, k its log2 bits, at most
+ * SAMPLED_BUCKET_BITS): a free finds its bit with a shift, an and and a shift, and a filter
+ * may start at any word, so that every shard's least filter fits on the page of hs_hot. */
 #define FILTER_MIN_BITS 12
-/* Every filter starts on a 2^18-byte boundary, so that one word holds its address and its
- * mask (2^k - 1 < 2^18): a free finds its bit with two ands. */
-#define FILTER_ALIGN (1u << 18)
+#define FILTER_WMASK_BITS 12
+/* What every hook reads, on two pages of its own: the shards' filter words on one cache line,
+ * then what a pass-by reads besides, with real.free's copy and the first of the real functions
+ * (malloc, calloc, realloc, reallocarray): one line for the common calls, where the table's
+ * order puts free 80 bytes after malloc; then each shard's least filter. Written only when a
+ * session starts or ends, or a filter resizes. */
 struct hs_hot {
-	uint64_t filter_min[(1u << FILTER_MIN_BITS) / 64]; /* first: on the boundary */
-	/* The next cache line: what a pass-by reads, with real.free's copy and the first of
-	 * the real functions (malloc, calloc, realloc, reallocarray): one line for the common
-	 * calls, where the table's order puts free 80 bytes after malloc. */
-	uint64_t fw;          /* filter_word: address | mask; 0 while frees cannot pass by */
+	uint64_t fw[SAMPLED_SHARDS]; /* filter words; 0 while frees cannot pass by */
 	int64_t ts;           /* tls_slot: from hs_tls.never to the word a pass-by counts down */
 	void (*free1)(void *); /* real.free, set with it (resolve_from) */
 	struct real_fns fns;  /* real */
+	uint64_t filter_min[SAMPLED_SHARDS][(1u << FILTER_MIN_BITS) / 64] __attribute__((aligned(64)));
 };
 extern struct hs_hot hs_hot;
 #define real (hs_hot.fns)
-#define filter_word (hs_hot.fw)
+#define filter_word_of(p) (hs_hot.fw[shard_of(p)])
 #define tls_slot (hs_hot.ts)
 
 /* A thread's last table walk (stack_walk.c), frame by frame: where each frame's return address
@@ -171,12 +185,9 @@ int sampled_init(void);
 bool sampled_add(void *p, uint64_t size);
 uint64_t sampled_take(void *p);
 void sampled_clear(void);
-extern struct sampled_w {
-	int lock;
-	uint32_t live;
-} __attribute__((aligned(64))) sampled_w;
-#define sampled_lock (sampled_w.lock)
-#define sampled_live (sampled_w.live)
+/* Every shard's lock, as fork must take them (lib_process.c). */
+void sampled_lock_all(void);
+void sampled_unlock_all(void);
 
 /* stack_walk.c */
 uint32_t unwind_walk(struct tstate *t, uint64_t fp, uint64_t *ips, uint32_t max);
@@ -196,8 +207,8 @@ void got_patch_new(void);
 void *got_find_definition(const char *name);
 void got_restore_all(void);
 
-/* Sampled blocks: a table of up to SAMPLED_SLOTS, each block's probe starting from its bucket,
- * and a filter that a free reads (sampled.c): bit i of 2^k for the buckets equal to i modulo
+/* Sampled blocks, in each shard: a table of up to SAMPLED_SLOTS, each block's probe starting
+ * from its bucket, and a filter that a free reads (sampled.c): bit i of 2^k for the buckets equal to i modulo
  * 2^k, set while any of them holds a block, sized to the blocks sampled live (under 1% of
  * bits set, 512 bytes to 32 KiB) so that it stays in cache. One word holds the filter's
  * address and its log2 bits. */
@@ -216,14 +227,18 @@ static inline __attribute__((always_inline)) uint32_t bucket(const void *p)
 	return (uint32_t)(((a ^ a >> 18) >> 4) & (SAMPLED_SLOTS - 1));
 }
 
+/* The filter word of the filter F of 2^K bits. */
+static inline uint64_t filter_word_make(const uint64_t *f, uint32_t k)
+{
+	return (uint64_t)(uintptr_t)f << FILTER_WMASK_BITS | ((1u << (k - 6)) - 1);
+}
+
 /* By filter word W (nonzero), the filter's word that holds bucket B's bit, and *BIT, the
- * bit's place in it. */
+ * bit's place in it. B has SAMPLED_BUCKET_BITS, so B / 64 meets only the mask's bits of W. */
 static inline __attribute__((always_inline)) uint64_t *filter_word_at(uint64_t w, uint32_t b, uint32_t *bit)
 {
-	uint32_t i = b & (uint32_t)(w & (FILTER_ALIGN - 1));
-
-	*bit = i & 63;
-	return (uint64_t *)(uintptr_t)(w & ~(uint64_t)(FILTER_ALIGN - 1)) + (i >> 6);
+	*bit = b & 63;
+	return (uint64_t *)(uintptr_t)(w >> FILTER_WMASK_BITS) + ((b >> 6) & (uint32_t)w);
 }
 
 /* Whether P may be a sampled block, by filter word W (nonzero): false for nearly every block. */
@@ -237,7 +252,7 @@ static inline __attribute__((always_inline)) bool filter_maybe(uint64_t w, const
 /* Whether P may be a sampled block (true whenever not sampling). */
 static inline __attribute__((always_inline)) bool sampled_maybe(const void *p)
 {
-	uint64_t w = __atomic_load_n(&filter_word, __ATOMIC_ACQUIRE);
+	uint64_t w = __atomic_load_n(&filter_word_of(p), __ATOMIC_ACQUIRE);
 
 	return !w || filter_maybe(w, p);
 }
@@ -278,7 +293,7 @@ static inline __attribute__((always_inline)) bool nested(void)
  * no boot_alloc memory was ever handed out, which must never reach the real free. */
 static inline __attribute__((always_inline)) bool free_pass_by(const void *p)
 {
-	uint64_t w = __atomic_load_n(&filter_word, __ATOMIC_ACQUIRE);
+	uint64_t w = __atomic_load_n(&filter_word_of(p), __ATOMIC_ACQUIRE);
 
 	return w && !filter_maybe(w, p);
 }

@@ -40,7 +40,7 @@ int injected;
 
 __thread struct hs_tls hs_tls __attribute__((tls_model("initial-exec")));
 /* In .bss: an initialized one would put its alignment's padding in the file. */
-struct hs_hot hs_hot __attribute__((aligned(FILTER_ALIGN)));
+struct hs_hot hs_hot __attribute__((aligned(4096)));
 
 uint64_t now_ns(void)
 {

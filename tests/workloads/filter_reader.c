@@ -67,8 +67,8 @@ int main(int argc, char **argv)
 	}
 	hot = (struct hs_hot *)(lib_base + strtoull(argv[1], NULL, 16));
 	block = malloc(48);
-	w = __atomic_load_n(&hot->fw, __ATOMIC_ACQUIRE);
-	if (!w || (w & (FILTER_ALIGN - 1)) != (1u << FILTER_MIN_BITS) - 1) {
+	w = __atomic_load_n(&hot->fw[shard_of(block)], __ATOMIC_ACQUIRE);
+	if (!w || (w & ((1u << FILTER_WMASK_BITS) - 1)) != (1u << (FILTER_MIN_BITS - 6)) - 1) {
 		fprintf(stderr, "filter_reader: the filter word is %#llx, not the least filter's\n", (unsigned long long)w);
 		return 2;
 	}
@@ -82,7 +82,7 @@ int main(int argc, char **argv)
 	for (int c = 0; c < CYCLES; c++) {
 		for (int i = 0; i < GROW; i++)
 			more[i] = malloc(48);
-		w_now = __atomic_load_n(&hot->fw, __ATOMIC_ACQUIRE);
+		w_now = __atomic_load_n(&hot->fw[shard_of(block)], __ATOMIC_ACQUIRE);
 		grown += w_now != w;
 		/* On a machine busy with other work, the reader may not be running: the shrink
 		 * waits until it is seen reading, so that it reads while the array is rebuilt. */
@@ -90,7 +90,7 @@ int main(int argc, char **argv)
 			sched_yield();
 		for (int i = 0; i < GROW; i++)
 			free(more[i]);
-		w_now = __atomic_load_n(&hot->fw, __ATOMIC_ACQUIRE);
+		w_now = __atomic_load_n(&hot->fw[shard_of(block)], __ATOMIC_ACQUIRE);
 		back += w_now == w;
 	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);

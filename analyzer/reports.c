@@ -324,7 +324,8 @@ static void summary_text(FILE *out, const struct replay *r, const struct proc_ro
 	if (pr->rss_max)
 		fprintf(out, "  max RSS        %12" PRIu64 " bytes\n", pr->rss_max);
 	if (pr->unknown_frees)
-		fprintf(out, "  unknown frees  %12" PRIu64 " (blocks allocated before recording began)\n", pr->unknown_frees);
+		fprintf(out, "  unknown frees  %12" PRIu64 " (blocks allocated before recording began, or by the parent before a fork)\n",
+			pr->unknown_frees);
 	if (pr->exited)
 		fprintf(out, "  exited         status %" PRId64 " at %.3fs\n", pr->exit_status, replay__seconds(r, pr->t_exit));
 }
@@ -353,7 +354,8 @@ int report_summary(const struct profile *p, const struct report_opts *o, FILE *o
 		for (uint32_t i = 0; i < t.nr; i++)
 			summary_text(out, r, &t.rows[i]);
 		if (r->unknown_frees || (r->nr_snaps == 0 && r->status == HS_READ_TRUNCATED))
-			fprintf(out, "\nnote: live bytes exclude memory allocated before recording began\n");
+			fprintf(out, "\nnote: live bytes exclude memory allocated before recording began, and a fork "
+				     "child's the memory it inherited from its parent\n");
 	}
 	proc_rows__free(&t);
 	return report_finish(out, 0);

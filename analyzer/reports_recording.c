@@ -25,7 +25,8 @@ static void stats_events_text(const struct replay *r, FILE *out)
 			     "(their free was not read before it); counted as freed\n",
 			r->implied_frees);
 	fprintf(out, "Frees of unknown pointers: %" PRIu64 " (%" PRIu64 " counted by the recorder and not written "
-		     "(frees.unknown): blocks allocated before recording began; %" PRIu64 " in the file)\n",
+		     "(frees.unknown): blocks allocated before recording began, or in a forked child by its parent "
+		     "before the fork; %" PRIu64 " in the file)\n",
 		unwritten + r->unknown_frees, unwritten,
 		r->unknown_frees);
 }

@@ -316,7 +316,7 @@ static void on_free_event(struct session *s, const struct hs_free_event *e, uint
 
 	size = ulive_free(s, h->pid, h->tid, e->ptr, h->kind & HS_FREE_FLAG_REALLOC, &r.free.slot);
 	if (size < 0)
-		return; /* allocated before recording began: counted, not written */
+		return; /* allocated before recording began, or by a fork child's parent: counted, not written */
 	if (s->o->sample_rate)
 		size = (int64_t)e->size;
 	r.type = HS_REC_FREE;

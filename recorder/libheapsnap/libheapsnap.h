@@ -48,7 +48,7 @@ static inline __attribute__((always_inline)) uint32_t shard_of(const void *p)
  * may start at any word, so that every shard's least filter fits on the page of hs_hot. */
 #define FILTER_MIN_BITS 12
 #define FILTER_WMASK_BITS 12
-/* What every hook reads, on two pages of its own: the shards' filter words on one cache line,
+/* What every hook reads, from a page boundary: the shards' filter words on one cache line,
  * then what a pass-by reads besides, with real.free's copy and the first of the real functions
  * (malloc, calloc, realloc, reallocarray): one line for the common calls, where the table's
  * order puts free 80 bytes after malloc; then each shard's least filter. Written only when a

@@ -45,7 +45,7 @@ static inline __attribute__((always_inline)) uint32_t shard_of(const void *p)
 /* A filter of sampled blocks is named by one word, its address shifted up by
  * FILTER_WMASK_BITS over its mask of words (2^k / 64 - 1, k its log2 bits, at most
  * SAMPLED_BUCKET_BITS): a free finds its bit with a shift, an and and a shift, and a filter
- * may start at any word, so that every shard's least filter fits on the page of hs_hot. */
+ * may start at any word, so that every shard's least filter can sit in hs_hot. */
 #define FILTER_MIN_BITS 12
 #define FILTER_WMASK_BITS 12
 /* What every hook reads, from a page boundary: the shards' filter words on one cache line,
@@ -208,10 +208,10 @@ void *got_find_definition(const char *name);
 void got_restore_all(void);
 
 /* Sampled blocks, in each shard: a table of up to SAMPLED_SLOTS, each block's probe starting
- * from its bucket, and a filter that a free reads (sampled.c): bit i of 2^k for the buckets equal to i modulo
- * 2^k, set while any of them holds a block, sized to the blocks sampled live (under 1% of
- * bits set, 512 bytes to 32 KiB) so that it stays in cache. One word holds the filter's
- * address and its log2 bits. */
+ * from its bucket, and a filter that a free reads (sampled.c): bit i of 2^k for the buckets
+ * equal to i modulo 2^k, set while any of them holds a block, sized to the blocks sampled live
+ * (under 1% of bits set, 512 bytes to 32 KiB) so that it stays in cache. One word names it
+ * (filter_word_make). */
 #define SAMPLED_SLOTS (1u << 18)
 #define SAMPLED_BUCKET_BITS 18
 /* Whether an allocation hook may pass calls by (sampling and attached): tls_slot. */

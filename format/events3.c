@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "events3.h"
+#include "grow.h"
 
 void hs3_state__reset(struct hs3_state *s)
 {
@@ -187,19 +188,7 @@ size_t hs3_writer__cols_len(const struct hs3_writer *w)
 
 static int col_reserve(struct hs3_buf *b, size_t n)
 {
-	size_t ncap = b->cap ? b->cap : 4096;
-	uint8_t *p;
-
-	if (b->len + n <= b->cap)
-		return 0;
-	while (ncap < b->len + n)
-		ncap *= 2;
-	p = realloc(b->p, ncap);
-	if (!p)
-		return -ENOMEM;
-	b->p = p;
-	b->cap = ncap;
-	return 0;
+	return hs_grow((void **)&b->p, &b->cap, b->len + n, 1, 4096);
 }
 
 static void col_u(struct hs3_buf *b, uint64_t v)

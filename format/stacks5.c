@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "hmap.h"
 #include "stacks5.h"
 
@@ -190,23 +191,6 @@ void stack_store__free(struct stack_store *s)
 	free(s);
 }
 
-static int reserve(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t n = *cap ? *cap : 256;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 /* Keeps NR frames of stack ID (the caller checked the id is new); *at: where they are. */
 static const char *keep(struct stack_store *s, uint64_t id, const uint64_t *ips, uint32_t nr, uint64_t file_bytes,
 			const uint64_t **at, int *err)
@@ -217,8 +201,8 @@ static const char *keep(struct stack_store *s, uint64_t id, const uint64_t *ips,
 	if (s->nr_frames + nr > HS_STACK_FRAMES_FLOOR + HS_STACK_FRAMES_PER_FILE_BYTE * file_bytes)
 		return "the stacks so far hold more frames than 2^22 and 1024 a byte of the file before them";
 
-	if (reserve((void **)&s->frames, &s->cap_frames, s->nr_frames + nr, sizeof(*s->frames)) ||
-	    reserve((void **)&s->stacks, &s->cap_stacks, s->nr_stacks + 1, sizeof(*s->stacks)) ||
+	if (hs_grow((void **)&s->frames, &s->cap_frames, s->nr_frames + nr, sizeof(*s->frames), 256) ||
+	    hs_grow((void **)&s->stacks, &s->cap_stacks, s->nr_stacks + 1, sizeof(*s->stacks), 256) ||
 	    !(slot = hmap_put(&s->ids, id, 0, &created))) {
 		*err = -ENOMEM;
 		return "out of memory keeping the stacks";

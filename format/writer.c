@@ -9,6 +9,7 @@
 #include <zstd.h>
 
 #include "events3.h"
+#include "grow.h"
 #include "outfile.h"
 #include "pyline.h"
 #include "record.h"
@@ -80,19 +81,7 @@ struct record_writer {
 
 static int grow(void **buf, size_t *cap, size_t need, size_t elem)
 {
-	size_t ncap = *cap ? *cap : 16;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2;
-	p = realloc(*buf, ncap * elem);
-	if (!p)
-		return -ENOMEM;
-	*buf = p;
-	*cap = ncap;
-	return 0;
+	return hs_grow(buf, cap, need, elem, 16);
 }
 
 static int write_all(struct record_writer *w, const void *buf, size_t len)

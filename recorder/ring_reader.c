@@ -205,12 +205,13 @@ static void merge_rings(struct session *s, uint64_t limit)
  * reuses) was committed first, so looking at the other rings after this one's producer
  * position shows it. Otherwise the rings are merged by timestamp, MERGE_SLACK_NS behind;
  * with ALL, at the end, everything. Returns the time up to which the file is complete: a
- * snapshot taken now marks that moment. Sets *HELD if events wait for the slack. */
-uint64_t drain(struct session *s, bool all, bool *held)
+ * snapshot taken now marks that moment. Sets *HELD if events wait for the slack, and *PRESSED
+ * if they leave a ring a quarter full or more, past which its producer no longer wakes us. */
+uint64_t drain(struct session *s, bool all, bool *held, bool *pressed)
 {
 	uint64_t t = mono_ns();
 
-	*held = false;
+	*held = *pressed = false;
 	for (int i = 0; all && i < s->nr_rings; i++)
 		s->rings[i].goal = __atomic_load_n(s->rings[i].prod, __ATOMIC_ACQUIRE);
 	for (;;) {
@@ -237,8 +238,12 @@ uint64_t drain(struct session *s, bool all, bool *held)
 		} else {
 			merge_rings(s, all ? UINT64_MAX : (t > MERGE_SLACK_NS ? t - MERGE_SLACK_NS : 0));
 			if (!all) {
-				for (int i = 0; i < s->nr_rings; i++)
-					*held |= s->rings[i].pos != s->rings[i].end;
+				for (int i = 0; i < s->nr_rings; i++) {
+					struct ring *r = &s->rings[i];
+
+					*held |= r->pos != r->end;
+					*pressed |= r->end - r->published >= (r->mask + 1) / 4;
+				}
 				return t > MERGE_SLACK_NS ? t - MERGE_SLACK_NS : 0;
 			}
 		}

@@ -284,7 +284,7 @@ static void run_poll(struct session *s, struct run *u)
 {
 	const struct rec_opts *o = s->o;
 	uint64_t next_tick, next_rss, next_interval, deadline;
-	bool stopping = false, held = false;
+	bool stopping = false, held = false, pressed = false;
 	int err;
 
 	u->t_start = mono_ns();
@@ -296,18 +296,19 @@ static void run_poll(struct session *s, struct run *u)
 		uint64_t now, horizon, due[] = {next_interval, next_rss, next_tick, deadline};
 		bool tick;
 
-		/* Events held for the merge are old enough to go after the slack; in-process
-		 * producers wake the recorder only past a quarter of a ring, so it also looks
-		 * every few milliseconds. */
+		/* Events held for the merge go once they are old enough: soon, when they fill a ring
+		 * so far that its producer will not wake us again before it is full. */
 		err = wait_rings(s, poll_timeout_ms(mono_ns(), due, 4,
-						    held ? (int)(MERGE_SLACK_NS / 1000000) : s->way->poll_ms));
+						    pressed ? (int)(MERGE_SLACK_NS / 1000000)
+						    : held  ? s->way->held_ms
+							    : s->way->poll_ms));
 		if (err) {
 			rec_warnx("waiting on the ring buffers failed: %s", strerror(-err));
 			break;
 		}
 		if (s->way->woken)
 			s->way->woken(s);
-		horizon = drain(s, false, &held);
+		horizon = drain(s, false, &held, &pressed);
 		now = mono_ns();
 		tick = now >= next_tick;
 		if (s->way->polled)
@@ -349,14 +350,14 @@ static int run_finish(struct session *s, struct run *u)
 {
 	const struct rec_opts *o = s->o;
 	bool exited = s->child_reaped || (o->pid && kill(o->pid, 0));
-	bool held;
+	bool held, pressed;
 	int err;
 
 	/* Hooks still running in processes left behind go dormant now; what they wrote before
 	 * is drained below. */
 	if (s->way->quiesce)
 		s->way->quiesce(s);
-	drain(s, true, &held);
+	drain(s, true, &held, &pressed);
 	/* Injected: the library puts every GOT entry back, and says so. */
 	if (s->way->finish)
 		s->way->finish(s);

@@ -34,8 +34,9 @@ struct way_ops {
 	void (*mappings)(struct session *s, struct proc *p, bool attach);
 	/* Process tracking: a tracked process other than the target itself exited. */
 	void (*process_gone)(struct session *s, pid_t pid);
-	/* The longest the loop may sleep on the epoll set, in ms. */
-	int poll_ms;
+	/* The longest the loop may sleep on the epoll set, in ms; HELD_MS, while events wait in
+	 * the rings for the merge's slack (and fill none of them a quarter: see drain). */
+	int poll_ms, held_ms;
 	/* The loop woke up (read away level-triggered wake-ups). */
 	void (*woken)(struct session *s);
 	/* After each drain; TICK once a second. */

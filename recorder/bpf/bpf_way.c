@@ -659,6 +659,8 @@ const struct way_ops bpf_way = {
 	.mappings = bpf_mappings,
 	.process_gone = bpf_process_gone,
 	.poll_ms = 100,
+	/* A full ring drops: events held for the merge go as soon as they are old enough. */
+	.held_ms = (int)(MERGE_SLACK_NS / 1000000),
 	.polled = bpf_polled,
 	.read_counters = bpf_read_counters,
 	.add_counters = bpf_add_counters,

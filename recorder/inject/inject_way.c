@@ -207,7 +207,8 @@ static void inject_free(struct session *s)
 const struct way_ops inject_way = {
 	.name = "inject",
 	.start = inject_start,
-	.poll_ms = 5,
+	.poll_ms = INPROC_POLL_MS,
+	.held_ms = INPROC_POLL_MS,
 	.woken = inproc_woken,
 	.polled = inject_polled,
 	.read_counters = inproc_read_counters,

@@ -268,7 +268,7 @@ static void wake_recorder(void)
 	uint64_t one = 1;
 
 	if (wake_fd >= 0 && write(wake_fd, &one, sizeof(one)) < 0)
-		(void)0; /* the recorder looks every few ms anyway */
+		(void)0; /* the recorder looks every INPROC_POLL_MS (100 ms) anyway */
 }
 
 /* No heartbeat for 2 s, and this thread has itself waited as long since SINCE: a whole job
@@ -363,12 +363,17 @@ void *reserve(struct tstate *t, uint32_t len, uint32_t *need_out)
 void commit(struct tstate *t, uint32_t need)
 {
 	struct hs_shm_ring *r = &shm->rings[t->ring];
-	uint64_t before = t->prod - t->cons, quarter = shm->ring_bytes / 4;
+	uint64_t before, quarter = shm->ring_bytes / 4;
 
+	/* The recorder's position as it is now, not as reserve last needed it: the line moves
+	 * only when the recorder reads, so this is a miss per read of the ring, not per event. */
+	t->cons = __atomic_load_n(&r->cons, __ATOMIC_ACQUIRE);
+	before = t->prod - t->cons;
 	t->prod += need;
 	__atomic_store_n(&r->prod, t->prod, __ATOMIC_RELEASE);
-	/* Crossing a quarter of the ring wakes the recorder, which otherwise looks every few ms.
-	 * Whether it is still there is asked only when the ring is full (reserve): while there is
+	/* Filling past a quarter of the ring wakes the recorder, which otherwise looks every
+	 * 100 ms (INPROC_POLL_MS), each time the ring fills so far again after a read. Whether
+	 * it is still there is asked only when the ring is full (reserve): while there is
 	 * room, writing on costs the program nothing and loses nothing, whether the recorder is
 	 * busy, stopped for a while (Ctrl-Z), or gone. */
 	if (before < quarter && before + need >= quarter)

@@ -347,39 +347,6 @@ t_preload_sampled_cxx_realloc() {
 	eq "realloc_churn inuse (every event)" absent "$(pv $p inuse_space realloc_churn cum)"
 }
 
-# Sampling at 256 KiB, sampled blocks are placed on pages of libheapsnap.so's own, laid out as
-# glibc's mmapped chunks (recorder/libheapsnap/pool.c), so a free is told by its address; at
-# 128 KiB they stay glibc's. tests/workloads/pool_paths.c takes a block there and back by every
-# allocator, realloc, a thread and a fork, checking the bytes, zeros, alignments and usable
-# sizes itself; its blocks of 4 MiB are sampled with a probability of 1 - e^-16, so their
-# figures are exact. glibc's own count of mmapped bytes (mallinfo2) says who placed them.
-t_preload_pool_paths() {
-	need_go
-	local VIA=preload s p f v
-	"$T/pool_paths" >"$TMP/ppn.out" || die "pool_paths natively"
-	v=$(awk '$1 == "glibc" { print $3 }' "$TMP/ppn.out")
-	[ "${v:-0}" -ge 33554432 ] || die "natively, glibc mmapped ${v:-nothing}, under pool_malloc's 33554432"
-	for s in 256k 128k; do
-		record -s $s -o "$TMP/pp$s.hsnap" -- "$T/pool_paths" || die "pool_paths sampled at $s"
-		grep -q '^pool_paths: ok' "$TMP/record.out" || { cat "$TMP/record.out"; die "pool_paths at $s"; }
-		v=$(awk '$1 == "glibc" { print $3 }' "$TMP/record.out")
-		if [ $s = 256k ]; then
-			eq "glibc's mmapped bytes at $s (the pool holds the sampled blocks)" 0 "$v"
-		else
-			[ "${v:-0}" -ge 33554432 ] || die "at $s, glibc mmapped ${v:-nothing}: the pool took blocks below its rate"
-		fi
-		"$A" pprof -o "$TMP/pp$s.pb.gz" "$TMP/pp$s.hsnap" 2>/dev/null || die "pprof of pool_paths at $s"
-		p=$TMP/pp$s.pb.gz
-		for f in "pool_malloc 33554432 16777216" "pool_calloc 16777216 16777216" "pool_realloc 22020096 5242880" \
-			"pool_aligned 16777216 16777216" "pool_thread 33554432 absent" "pool_forked 16777216 16777216"; do
-			set -- $f
-			eq "$s: $1 alloc_space" "$2" "$(pv $p alloc_space $1)"
-			eq "$s: $1 inuse_space" "$3" "$(pv $p inuse_space $1)"
-		done
-		eq "$s: pool_small inuse (every block freed)" absent "$(pv $p inuse_space pool_small)"
-	done
-}
-
 # A new that throws (std::bad_alloc, caught by the program) through the hooks leaves the
 # thread recorded as before: the depth that keeps an allocator's own calls from being counted
 # again is not held across the runtime's operator new, whose exception would skip its undoing
@@ -402,4 +369,3 @@ ALL="$ALL t_preload_thread_churn t_preload_threads_past_limit t_preload_closed_f
 ALL="$ALL t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
 ALL="$ALL t_alloctab_compile_check"
 ALL="$ALL t_preload_sampled_cxx_realloc t_preload_cxx_after_bad_alloc t_preload_recorder_stopped"
-ALL="$ALL t_preload_pool_paths"

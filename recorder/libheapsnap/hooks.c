@@ -3,8 +3,7 @@
  * forwarding to the next definition (glibc's, or an allocator preloaded after us) and
  * recording the outermost call. Sampled, an allocation the draw passes by costs a
  * thread-local countdown (10 instructions for malloc, no compare before it), a free of a
- * block never sampled a compare with the pool's range (6: pool.c), or where sampled blocks
- * are not the pool's, one bit of its shard's filter (20), before the jump on; a call nested
+ * block never sampled one bit of its shard's filter (20), before the jump on; a call nested
  * in another hook forwards at once, and a plain new or delete of the C++ runtime's goes
  * straight to malloc or free. */
 #include <dlfcn.h>
@@ -96,31 +95,14 @@ void resolve_from(void *handle)
 	R(prctl, "prctl");
 #undef R
 	hs_hot.free1 = real.free;
-	pool_resolved(handle);
 }
 
 /* An allocation hook's body: the real call, then the event, at depth so that what the
- * real allocator calls is not counted again. While the pool takes sampled blocks, a sampled
- * one comes from there, aligned to ALIGN (ZERO: zeroed), instead of the real call, and if
- * none can be had the real call's block goes unrecorded (counted lost); ALIGN 0, an
- * operator of another module than the C++ runtime, is called as it is, not at depth, so
- * that the allocation it makes is sampled and placed in its stead. */
-#define ALLOC_HOOK(kind, size_expr, align, zero, call)                                           \
+ * real allocator calls is not counted again. */
+#define ALLOC_HOOK(kind, size_expr, call)                                                        \
 	do {                                                                                      \
 		struct tstate *t = enter();                                                       \
 		void *p;                                                                          \
-		if (t && pool_placing()) {                                                        \
-			if (!(align))                                                             \
-				return call;                                                      \
-			depth_in();                                                               \
-			p = pool_sample((size_expr)) ? pool_alloc(t, (size_expr), (align), (zero)) : NULL; \
-			if (p)                                                                    \
-				record_alloc(t, p, (size_expr), (kind), (uint64_t)(uintptr_t)__builtin_frame_address(0)); \
-			else                                                                      \
-				p = call;                                                         \
-			depth_out();                                                              \
-			return p;                                                                 \
-		}                                                                                 \
 		if (!t) {                                                                         \
 			depth_in();                                                               \
 			p = call;                                                                 \
@@ -153,22 +135,6 @@ static struct tstate *free_begin(void *p, uint64_t *size, uint64_t *ts)
 	if (t)
 		*ts = now_ns();
 	return t;
-}
-
-/* P, a block of the pool's, freed: recorded as free_hook's, then kept for another sample.
- * Nested, or detached, it goes back unrecorded. */
-static void pool_free(void *p)
-{
-	struct tstate *t = enter();
-
-	if (t) {
-		uint64_t ts = now_ns();
-
-		depth_in();
-		record_free(t, p, pool_size(p), 0, ts);
-		depth_out();
-	}
-	pool_put(t, p);
 }
 
 static void free_hook(void *p, uint8_t flags)
@@ -208,7 +174,7 @@ static __attribute__((noinline)) void *malloc_full(size_t n)
 		if (!real.malloc)
 			return boot_alloc(n);
 	}
-	ALLOC_HOOK(hs_kind_of_malloc, n, 16, false, real.malloc(n));
+	ALLOC_HOOK(hs_kind_of_malloc, n, real.malloc(n));
 }
 
 HOOK EXPORT FAST void *malloc(size_t n)
@@ -231,9 +197,7 @@ static __attribute__((noinline)) void *calloc_full(size_t n, size_t m)
 			return p; /* boot memory is zero */
 		}
 	}
-	if (m && n > SIZE_MAX / m)
-		return real.calloc(n, m); /* fails, as it should */
-	ALLOC_HOOK(hs_kind_of_calloc, n * m, 16, true, real.calloc(n, m));
+	ALLOC_HOOK(hs_kind_of_calloc, n * m, real.calloc(n, m));
 }
 
 HOOK EXPORT FAST void *calloc(size_t n, size_t m)
@@ -253,17 +217,14 @@ static __attribute__((noinline)) void free_full(void *p)
 		if (!real.free)
 			return;
 	}
-	if (pool_mine(p))
-		pool_free(p);
-	else
-		free_hook(p, 0);
+	free_hook(p, 0);
 }
 
 HOOK EXPORT FAST void free(void *p)
 {
 	if (LIKELY(free_pass_by(p)))
 		return hs_hot.free1(p);
-	if (nested() && real.free && !is_boot(p) && !pool_mine(p))
+	if (nested() && real.free && !is_boot(p))
 		return real.free(p);
 	free_full(p);
 }
@@ -275,68 +236,14 @@ HOOK_WRITTEN(free);
  * bytes, the call frees the block and is done (glibc's realloc; a Python domain's gives a
  * block back). Otherwise a new block follows, or, when the call fails, the old one comes
  * back. Shared by realloc, reallocarray and the Python domains' wrapper (pymem.c). */
-static const struct realloc_call realloc_call, reallocarray_call;
-
-/* A realloc of glibc's (C, for TOTAL bytes) while the pool takes sampled blocks, recorded by
- * thread T, or by none (NULL: moved unrecorded) when OLD is the pool's. A block of the pool's
- * moves to a new block (the pool's if the new size is sampled); so does one of glibc's whose
- * new size is sampled; any other goes to glibc's realloc. The old block's end is recorded
- * before the new block's start, as realloc_recorded does. */
-static void *realloc_pooled(struct tstate *t, void *old, uint64_t total, const struct realloc_call *c, size_t n,
-			    size_t m, uint32_t kind, uint64_t fp)
-{
-	uint64_t ts = t ? now_ns() : 0;
-	bool old_pool = old && pool_mine(old), placed = false;
-	void *p = NULL;
-
-	depth_in();
-	if (!old_pool && !(t && total && pool_sample(total))) {
-		p = c->fn(c->ctx, old, n, m);
-		goto out;
-	}
-	if (old_pool && !total) { /* glibc's realloc frees the block and returns NULL */
-		if (t)
-			record_free(t, old, pool_size(old), 0, ts);
-		pool_put(t, old);
-		goto out;
-	}
-	if (!old_pool || (t && pool_sample(total)))
-		placed = (p = pool_alloc(t, total, 16, false)) != NULL;
-	if (!p && !old_pool) { /* the sample lost (counted): glibc's realloc, unrecorded */
-		p = c->fn(c->ctx, old, n, m);
-		goto out;
-	}
-	if (!p && !(p = real.malloc(total))) {
-		errno = ENOMEM;
-		goto out; /* the old block stays the caller's */
-	}
-	if (old) {
-		memcpy(p, old, pool_copy_size(old, total));
-		if (old_pool && t)
-			record_free(t, old, pool_size(old), HS_FREE_FLAG_REALLOC, ts);
-		if (old_pool)
-			pool_put(t, old);
-		else
-			real.free(old);
-	}
-	if (placed && t)
-		record_alloc(t, p, total, kind, fp);
-out:
-	depth_out();
-	return p;
-}
-
 void *realloc_recorded(struct tstate *t, void *old, uint64_t total, const struct realloc_call *c, size_t n, size_t m,
 		       uint32_t kind, uint64_t fp)
 {
-	uint64_t ts, old_size = 0;
-	bool old_sampled, moves = total || !c->zero_frees;
+	uint64_t ts = now_ns(), old_size = 0;
+	bool old_sampled = old && !is_boot(old) && (!shm->sample_rate || (old_size = sampled_take(old)));
+	bool moves = total || !c->zero_frees;
 	void *p;
 
-	if (pool_placing() && (c == &realloc_call || c == &reallocarray_call))
-		return realloc_pooled(t, old, total, c, n, m, kind, fp);
-	ts = now_ns();
-	old_sampled = old && !is_boot(old) && (!shm->sample_rate || (old_size = sampled_take(old)));
 	depth_in();
 	if (old_sampled)
 		record_free(t, old, old_size, moves ? HS_FREE_FLAG_REALLOC : 0, ts);
@@ -356,8 +263,6 @@ static void *realloc_body(void *old, size_t n, const struct realloc_call *c, siz
 	struct tstate *t = enter();
 	void *p;
 
-	if (!t && old && (c == &realloc_call || c == &reallocarray_call) && pool_mine(old))
-		return realloc_pooled(NULL, old, (uint64_t)n * (m ? m : 1), c, n, m, 0, 0);
 	if (!t) {
 		depth_in();
 		p = c->fn(c->ctx, old, n, m);
@@ -431,19 +336,6 @@ HOOK EXPORT int posix_memalign(void **out, size_t a, size_t n)
 		resolve();
 	t = enter();
 	depth_in();
-	if (t && pool_placing() && a && !(a & (a - 1)) && !(a % sizeof(void *))) {
-		void *p = pool_sample(n) ? pool_alloc(t, n, a < 16 ? 16 : a, false) : NULL;
-
-		if (p) {
-			*out = p;
-			record_alloc(t, p, n, hs_kind_of_posix_memalign, (uint64_t)(uintptr_t)__builtin_frame_address(0));
-			depth_out();
-			return 0;
-		}
-		ret = real.posix_memalign(out, a, n);
-		depth_out();
-		return ret;
-	}
 	ret = real.posix_memalign(out, a, n);
 	if (t && !ret && sample(n))
 		record_alloc(t, *out, n, hs_kind_of_posix_memalign, (uint64_t)(uintptr_t)__builtin_frame_address(0));
@@ -454,26 +346,13 @@ HOOK_WRITTEN(posix_memalign);
 
 /* ---- the hooks the table generates ---- */
 
-/* The alignment an allocator of the table gives: memalign's and aligned_alloc's first
- * argument (rounded up to a power of two, as glibc's memalign does), a page for valloc and
- * pvalloc, 16 for __libc_malloc. */
-static inline size_t align_up_pow2(size_t a)
-{
-	if (a <= 16)
-		return 16;
-	return a > SIZE_MAX / 2 + 1 ? SIZE_MAX / 2 + 1 : (size_t)1 << (64 - __builtin_clzll(a - 1));
-}
-#define HS_ALIGN_OF_SIZE2(kind) align_up_pow2(a0)
-#define HS_ALIGN_OF_SIZE1(kind) (HS_KIND_##kind == HS_KIND_MEMALIGN ? 4096 : 16)
-
 /* An allocator that takes a size and returns the block (aligned_alloc, memalign, valloc...). */
 #define HS_HOOK_ALLOC(sym, kind, args, ret, params)                                              \
 	HOOK EXPORT ret sym HS_PARAMS params                                                      \
 	{                                                                                         \
 		if (UNLIKELY(!real.sym))                                                          \
 			resolve();                                                                \
-		ALLOC_HOOK(HS_KIND_##kind, HS_SIZE_OF_##args, HS_ALIGN_OF_##args(kind), false,      \
-			   real.sym HS_ARGS params);                                              \
+		ALLOC_HOOK(HS_KIND_##kind, HS_SIZE_OF_##args, real.sym HS_ARGS params);          \
 	}
 
 /* A free of another name: the block is gone as free's is. */
@@ -490,10 +369,6 @@ static inline size_t align_up_pow2(size_t a)
 		}                                                                                 \
 		if (!p || is_boot(p))                                                             \
 			return;                                                                   \
-		if (pool_mine(p)) {                                                               \
-			pool_free(p);                                                             \
-			return;                                                                   \
-		}                                                                                 \
 		t = free_begin(p, &size, &ts);                                                    \
 		depth_in();                                                                       \
 		if (t) /* before the block is given back, as free_hook's */                       \
@@ -576,17 +451,13 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 #define NEW_DIRECT_FULL(kind, size, f)                                                           \
 	do {                                                                                      \
 		struct tstate *t = enter();                                                       \
-		void *p = NULL;                                                                   \
-		bool placing = t && pool_placing(), rec = placing && pool_sample((size));         \
+		void *p;                                                                          \
 		depth_in();                                                                       \
-		if (rec)                                                                          \
-			rec = (p = pool_alloc(t, (size) ? (size) : 1, 16, false)) != NULL;        \
-		if (!p)                                                                           \
-			p = real.malloc((size) ? (size) : 1);                                     \
+		p = real.malloc((size) ? (size) : 1);                                             \
 		depth_out();                                                                      \
 		if (UNLIKELY(p == NULL))                                                          \
 			return (f)(size);                                                         \
-		if (rec || (!placing && t && sample((size)))) {                                   \
+		if (t && sample((size))) {                                                        \
 			depth_in();                                                               \
 			record_alloc(t, p, (size), (kind), (uint64_t)(uintptr_t)__builtin_frame_address(0)); \
 			depth_out();                                                              \
@@ -605,7 +476,7 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 		ret(*f) params = (ret(*) params)next_sym(&next_##sym, #sym);                      \
 		if (next_##sym.direct)                                                            \
 			NEW_DIRECT_FULL(HS_KIND_##kind, HS_SIZE_OF_##args, (new_fn)(void *)f);     \
-		ALLOC_HOOK(HS_KIND_##kind, HS_SIZE_OF_##args, 0, false, f HS_ARGS params);        \
+		ALLOC_HOOK(HS_KIND_##kind, HS_SIZE_OF_##args, f HS_ARGS params);                  \
 	}                                                                                         \
 	HOOK EXPORT FAST ret sym HS_PARAMS params                                                 \
 	{                                                                                         \
@@ -637,13 +508,6 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 		uint64_t ts, size;                                                                \
 		if (!p)                                                                           \
 			return;                                                                   \
-		if (pool_mine(p)) { /* the runtime's plain delete only frees, as the pool does */ \
-			if (next_##sym.direct)                                                    \
-				pool_free(p);                                                     \
-			else                                                                      \
-				f HS_ARGS params; /* its free comes to us */                      \
-			return;                                                                   \
-		}                                                                                 \
 		t = free_begin(p, &size, &ts);                                                    \
 		depth_in();                                                                       \
 		if (t) /* before the block is given back, as free_hook's */                       \

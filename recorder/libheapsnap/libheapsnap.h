@@ -49,20 +49,15 @@ static inline __attribute__((always_inline)) uint32_t shard_of(const void *p)
 #define FILTER_MIN_BITS 12
 #define FILTER_WMASK_BITS 12
 /* What every hook reads, from a page boundary: the shards' filter words on one cache line,
- * then what a pass-by reads besides, with real.free's copy, the pool's range and the first of
- * the real functions (malloc, calloc, realloc, reallocarray): one line for the common calls, where the table's
+ * then what a pass-by reads besides, with real.free's copy and the first of the real functions
+ * (malloc, calloc, realloc, reallocarray): one line for the common calls, where the table's
  * order puts free 80 bytes after malloc; then each shard's least filter. Written only when a
  * session starts or ends, or a filter resizes. */
 struct hs_hot {
 	uint64_t fw[SAMPLED_SHARDS]; /* filter words; 0 while frees cannot pass by */
 	int64_t ts;           /* tls_slot: from hs_tls.never to the word a pass-by counts down */
 	void (*free1)(void *); /* real.free, set with it (resolve_from) */
-	/* Sampled blocks' pages (pool.c) while they are kept there: a free whose block lies
-	 * outside passes by. Otherwise 0 and ~0, and the filter decides. */
-	uint64_t pool_lo, pool_len;
 	struct real_fns fns;  /* real */
-	uint64_t pool_base; /* the pages' reservation, 0 without one */
-	uint64_t pool_cookie; /* this session's: a block's first word is it xor the block's address */
 	uint64_t filter_min[SAMPLED_SHARDS][(1u << FILTER_MIN_BITS) / 64] __attribute__((aligned(64)));
 };
 extern struct hs_hot hs_hot;
@@ -87,9 +82,6 @@ struct walk_memo {
 	struct walk_frame f[HS_MAX_STACK];
 };
 
-/* Sampled blocks of 1 and 2 pages freed by a thread: up to 8 each kept for its next samples. */
-#define POOL_TCACHE_CLASSES 2
-#define POOL_TCACHE 8
 struct tstate {
 	uint32_t gen;   /* the session it was made for (session_gen) */
 	int ring;       /* claimed ring, -1 none yet, -2 none to be had */
@@ -101,8 +93,6 @@ struct tstate {
 	uint64_t dwarf_seq;   /* dwarf captures' keys: unique per thread */
 	uint64_t rng;         /* the sampler's stream (draw): its own per thread, reseeded on fork */
 	uint64_t rate;        /* the sample rate its countdown was drawn at */
-	uint64_t *pool_cache[POOL_TCACHE_CLASSES][POOL_TCACHE]; /* freed pages kept (pool.c) */
-	uint8_t pool_n[POOL_TCACHE_CLASSES];
 	uint64_t sent[256]; /* stack hashes sent lately, direct-mapped */
 	struct walk_memo memo[2]; /* the last walk's, and the one being made */
 	uint32_t memo_cur;
@@ -301,75 +291,11 @@ static inline __attribute__((always_inline)) bool nested(void)
 /* Sampling, whether a free is passed by: a block never sampled, which is nearly every one.
  * Nested or not, such a free records nothing either way. The filter is published only when
  * no boot_alloc memory was ever handed out, which must never reach the real free. */
-static inline __attribute__((always_inline)) bool filter_pass_by(const void *p)
+static inline __attribute__((always_inline)) bool free_pass_by(const void *p)
 {
 	uint64_t w = __atomic_load_n(&filter_word_of(p), __ATOMIC_ACQUIRE);
 
 	return w && !filter_maybe(w, p);
-}
-
-/* pool.c: sampled blocks on pages of their own, sampling at this rate or more (each live
- * sampled block costs a page or more: at most 4 KiB for each POOL_MIN_RATE bytes live). */
-#define POOL_MIN_RATE (256u << 10)
-int pool_init(void);
-void pool_resolved(void *handle);
-void pool_switch(bool sampling);
-void *pool_alloc(struct tstate *t, size_t n, size_t a, bool zero);
-uint64_t pool_size(const void *p);
-void pool_put(struct tstate *t, void *p);
-void pool_thread_exit(struct tstate *t);
-void pool_lock(void);
-void pool_unlock(void);
-uint64_t pool_copy_size(void *old, uint64_t n);
-
-#define POOL_BYTES (1ull << 36) /* address space only: 64 GiB */
-#define POOL_CHUNK_IS_MMAPPED 2ull
-
-/* The block's first page, if P is a block of the pool's of this session, else NULL. A pointer
- * handed out by glibc or by the pool has its chunk's two words before it, and an mmapped
- * chunk's prev_size leads to the start of its mapping, so every read here is of mapped
- * memory. Inline, as free's fast path reaches it: a call there would give that path a frame. */
-static inline __attribute__((always_inline)) uint64_t *pool_block(const void *p)
-{
-	const uint64_t *ch = (const uint64_t *)p - 2;
-	uint64_t w, base = hs_hot.pool_base;
-
-	if (((uintptr_t)p & 15) || (uintptr_t)p - base - 32 >= POOL_BYTES - 32 || !(ch[1] & POOL_CHUNK_IS_MMAPPED))
-		return NULL;
-	w = (uint64_t)(uintptr_t)ch - ch[0];
-	if ((w & 4095) || w - base >= POOL_BYTES)
-		return NULL;
-	return ((uint64_t *)(uintptr_t)w)[0] == (__atomic_load_n(&hs_hot.pool_cookie, __ATOMIC_RELAXED) ^ w)
-		       ? (uint64_t *)(uintptr_t)w
-		       : NULL;
-}
-
-static inline __attribute__((always_inline)) bool pool_mine(const void *p)
-{
-	return hs_hot.pool_base && pool_block(p);
-}
-
-/* The largest block the pool takes. */
-#define POOL_MAX_BLOCK (1ull << 34)
-/* Placing, whether an allocation of N bytes is sampled. Past POOL_MAX_BLOCK (sampled at any
- * rate the pool serves), it is counted lost, undrawn: drawing would take N / rate draws. */
-static inline bool pool_sample(size_t n);
-
-/* Whether sampled blocks are being placed in the pool. */
-static inline __attribute__((always_inline)) bool pool_placing(void)
-{
-	return __atomic_load_n(&hs_hot.pool_lo, __ATOMIC_RELAXED) != 0;
-}
-
-/* Sampling, whether a free (or a realloc's old block) is passed by: outside the pool's pages
- * while sampled blocks are placed there (one compare), else a block the filter has never
- * seen sampled, which the pool does not hold either (an earlier session's pool block goes to
- * glibc, which unmaps it). */
-static inline __attribute__((always_inline)) bool free_pass_by(const void *p)
-{
-	if (LIKELY((uintptr_t)p - hs_hot.pool_lo >= hs_hot.pool_len))
-		return true;
-	return filter_pass_by(p) && !pool_mine(p);
 }
 
 /* Whether P is memory of boot_alloc (hooks.c), which no allocator knows. */
@@ -407,15 +333,6 @@ static inline __attribute__((always_inline)) bool sample(size_t size)
 	/* Not counted here (HS_CNT_SAMPLED): an atomic add to a line every thread writes cost
 	 * each sample a cache miss. The recorder counts the samples that reach it. */
 	return true;
-}
-
-static inline bool pool_sample(size_t n)
-{
-	if (UNLIKELY(n > POOL_MAX_BLOCK)) {
-		count(HS_CNT_LIVE_FULL);
-		return false;
-	}
-	return sample(n);
 }
 
 /* The thread's state if this call is to be recorded: attached, not nested in another hook. */

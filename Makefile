@@ -221,6 +221,12 @@ $(OUTPUT)/tests/canon_plt: tests/workloads/canon_plt.c tests/workloads/fifo_roun
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -no-pie -fno-pic $< -lpthread -o $@
 
+# Sampled blocks freed by glibc after the library detaches (tests/workloads/pool_detach.c).
+TEST_PROGS += $(OUTPUT)/tests/pool_detach
+$(OUTPUT)/tests/pool_detach: tests/workloads/pool_detach.c tests/workloads/fifo_rounds.h | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -lpthread -o $@
+
 # An allocator a program links, with a SysV hash table only (tests/workloads/countalloc.c).
 $(OUTPUT)/tests/libcountalloc.so: tests/workloads/countalloc.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -253,6 +259,19 @@ $(OUTPUT)/tests/recurse: tests/workloads/recurse.c | $(OUTPUT)/tests
 
 # A failed realloc and temporary allocations, by each way in (t_failed_realloc_temporary).
 TEST_PROGS += $(OUTPUT)/tests/failrealloc
+# A replacement operator new not built on malloc, in a library of its own (t_preload_own_new).
+TEST_PROGS += $(OUTPUT)/tests/own_new $(OUTPUT)/tests/libown_new.so
+$(OUTPUT)/tests/libown_new.so: tests/workloads/own_new.cc | $(OUTPUT)/tests
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -O1 -g -fPIC -shared -DOWN_NEW_LIB -Wall -Wextra -Werror $< -o $@
+$(OUTPUT)/tests/own_new: tests/workloads/own_new.cc $(OUTPUT)/tests/libown_new.so | $(OUTPUT)/tests
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror $< -L$(OUTPUT)/tests -lown_new -Wl,-rpath,'$$ORIGIN' -o $@
+# Sampled blocks in libheapsnap.so's pool, by every allocator (tests/workloads/pool_paths.c).
+TEST_PROGS += $(OUTPUT)/tests/pool_paths
+$(OUTPUT)/tests/pool_paths: tests/workloads/pool_paths.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -lpthread -o $@
 $(OUTPUT)/tests/failrealloc: tests/workloads/failrealloc.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -Wno-alloc-size-larger-than $< -o $@

@@ -84,6 +84,10 @@ enum hs_counter_id {
 	 * for room (its ring full, or none free) without hearing from the recorder (stopped, or
 	 * blocked writing): what they did after is not in the recording, and not counted. */
 	HS_CNT_RECORDER_STALLED,
+	/* In-process, sampling at 256 KiB or more over glibc: sessions whose sampled blocks stopped
+	 * going to the library's own pages (a block past the pool's limits, or 16384 out), and went
+	 * to the allocator, found again by the filter and table, from then on. Nothing lost. */
+	HS_CNT_POOL_STOPPED,
 	HS_CNT__MAX,
 };
 

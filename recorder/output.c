@@ -40,6 +40,7 @@ const char *const counter_names[HS_CNT__MAX] = {
 	[HS_CNT_PY_UNSUPPORTED] = "python.unsupported",
 	[HS_CNT_DWARF_END_UNKNOWN] = "stacks.dwarf_end_unknown",
 	[HS_CNT_RECORDER_STALLED] = "lost.processes_stopped",
+	[HS_CNT_POOL_STOPPED] = "sampler.pool_stopped",
 };
 
 void rec_warnx(const char *fmt, ...)

@@ -298,5 +298,49 @@ t_inject_memcached_idle() {
 	return 0
 }
 
-ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inject_real_linked_alloc"
+# Sampled at 256 KiB, blocks are placed on the library's own pages, laid out as glibc's mmapped
+# chunks (recorder/libheapsnap/pool.c): once the library has detached, glibc must realloc
+# (remapping them, a shrink in place) and free them itself, and so in a later session, which
+# takes them for glibc's: one at 64 KiB, which keeps its samples in the table and must record
+# no free of them, then one at 256 KiB again, whose pool must be whole
+# (tests/workloads/pool_detach.c checks every byte). glibc's own count of mmapped bytes
+# (mallinfo2) at the first round says the pool held blocks: glibc mmaps blocks of 1 MiB
+# itself, and alone would count all 16.
+t_inject_pool_detach() {
+	need_inject; need_go
+	local i k m p v rate
+	fifo_target pd "$T/pool_detach"
+	REAL_PIDS=$TJOB
+	trap real_cleanup EXIT
+	for i in 1 2 3 4; do
+		k=$((2 * i - 1))
+		rate=256k; [ $i = 3 ] && rate=64k
+		real_attach pd $TPID $i -s $rate
+		if [ $i -ge 3 ]; then # the session before's blocks
+			echo keep >"$TMP/pd.fifo"
+			waitfor "$TMP/pd.out" "released $((k - 1))" || { cat "$TMP/pd.terr"; die "pd: round $((k - 1)) in session $i"; }
+		fi
+		echo keep >"$TMP/pd.fifo"
+		waitfor "$TMP/pd.out" "kept $k mmapped" || { cat "$TMP/pd.terr"; die "pd: no answer to keep, attach $i"; }
+		real_detach pd $TPID $i
+		p=$TMP/pd$i.pb.gz
+		"$A" pprof -o "$p" "$TMP/pd$i.hsnap" 2>/dev/null || die "pd: pprof $i"
+		within "pd: pool_keep inuse_space (16 x 1 MiB, estimated), attach $i at $rate" 16777216 "$(pv $p inuse_space pool_keep)" 25
+		v=$("$A" stats "$TMP/pd$i.hsnap" 2>/dev/null | awk '$1 == "frees.unknown" { print $2 }')
+		eq "pd: frees of blocks not of session $i recorded" 0 "$v"
+		[ $i = 2 ] || [ $i = 3 ] && continue # released in the next session
+		echo keep >"$TMP/pd.fifo"
+		waitfor "$TMP/pd.out" "released $((k + 1))" || { cat "$TMP/pd.terr"; die "pd: glibc's realloc and free after detach $i"; }
+	done
+	m=$(awk '$1 == "kept" { print $4 }' "$TMP/pd.out" | head -1)
+	[ -n "$m" ] && [ "$m" -lt 16777216 ] || die "pd: glibc counted ${m:-nothing} bytes mmapped with 16 MiB kept: the pool held none of it"
+	echo exit >"$TMP/pd.fifo"
+	wait $TJOB; eq "pd: the target's own exit status" 9 $?
+	REAL_PIDS=
+	[ -s "$TMP/pd.terr" ] && { cat "$TMP/pd.terr"; die "pd: the target wrote to stderr"; }
+	eq "pd: the target's stdout" "ready $TPID kept 1 released 2 kept 3 released 4 kept 5 released 6 kept 7 released 8" \
+		"$(sed 's/ mmapped [0-9]*//' "$TMP/pd.out" | tr '\n' ' ' | sed 's/ $//')"
+}
+
+ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inject_real_linked_alloc t_inject_pool_detach"
 ALL="$ALL t_inject_real_redis t_inject_real_nginx t_inject_memcached_idle"

@@ -347,6 +347,59 @@ t_preload_sampled_cxx_realloc() {
 	eq "realloc_churn inuse (every event)" absent "$(pv $p inuse_space realloc_churn cum)"
 }
 
+# Sampling at 256 KiB, sampled blocks are placed on pages of libheapsnap.so's own, laid out as
+# glibc's mmapped chunks (recorder/libheapsnap/pool.c), so a free is told by its address; at
+# 128 KiB they stay glibc's. tests/workloads/pool_paths.c takes a block there and back by every
+# allocator, realloc, a thread and a fork, checking the bytes, zeros, alignments and usable
+# sizes itself; its blocks of 4 MiB are sampled with a probability of 1 - e^-16, so their
+# figures are exact. glibc's own count of mmapped bytes (mallinfo2) says who placed them.
+t_preload_pool_paths() {
+	need_go
+	local VIA=preload s p f v
+	"$T/pool_paths" >"$TMP/ppn.out" || die "pool_paths natively"
+	v=$(awk '$1 == "glibc" { print $3 }' "$TMP/ppn.out")
+	[ "${v:-0}" -ge 33554432 ] || die "natively, glibc mmapped ${v:-nothing}, under pool_malloc's 33554432"
+	for s in 256k 128k; do
+		record -s $s -o "$TMP/pp$s.hsnap" -- "$T/pool_paths" || die "pool_paths sampled at $s"
+		grep -q '^pool_paths: ok' "$TMP/record.out" || { cat "$TMP/record.out"; die "pool_paths at $s"; }
+		v=$(awk '$1 == "glibc" { print $3 }' "$TMP/record.out")
+		if [ $s = 256k ]; then
+			eq "glibc's mmapped bytes at $s (the pool holds the sampled blocks)" 0 "$v"
+		else
+			[ "${v:-0}" -ge 33554432 ] || die "at $s, glibc mmapped ${v:-nothing}: the pool took blocks below its rate"
+		fi
+		"$A" pprof -o "$TMP/pp$s.pb.gz" "$TMP/pp$s.hsnap" 2>/dev/null || die "pprof of pool_paths at $s"
+		p=$TMP/pp$s.pb.gz
+		for f in "pool_malloc 33554432 8388608" "pool_usable 12583012 absent" "pool_sparse 805306368 absent" \
+			"pool_stopper 4194304 4194304" "pool_after 23068672 14680064" "pool_calloc 16777216 16777216" "pool_realloc 26214400 5242880" \
+			"pool_aligned 16777216 16777216" "pool_thread 33554432 absent" "pool_forked 16777216 16777216"; do
+			set -- $f
+			eq "$s: $1 alloc_space" "$2" "$(pv $p alloc_space $1)"
+			eq "$s: $1 inuse_space" "$3" "$(pv $p inuse_space $1)"
+		done
+		eq "$s: pool_small inuse (every block freed)" absent "$(pv $p inuse_space pool_small)"
+		v=$("$A" stats "$TMP/pp$s.hsnap" 2>/dev/null | awk '$1 == "sampler.pool_stopped" { print $2 }')
+		eq "$s: sessions whose pool stopped (pool_stopper's alignment)" "$([ $s = 256k ] && echo 1 || echo 0)" "$v"
+	done
+}
+
+# A program whose operator new and delete are a library's own, built on mmap, not malloc
+# (tests/workloads/own_new.cc), while malloc stays glibc's: its blocks are the operator's, so
+# the hooks keep their samples in the table, where its delete finds them, at every rate (at
+# 256 KiB and more, glibc's sampled blocks go to the pool). Blocks of 4 MiB, so exact.
+t_preload_own_new() {
+	need_go
+	local VIA=preload s p
+	for s in 256k 128k; do
+		record -s $s -o "$TMP/on$s.hsnap" -- "$T/own_new" || die "own_new sampled at $s"
+		grep -q '^own_new: ok' "$TMP/record.out" || { cat "$TMP/record.out"; die "own_new at $s"; }
+		"$A" pprof -o "$TMP/on$s.pb.gz" "$TMP/on$s.hsnap" 2>/dev/null || die "pprof of own_new at $s"
+		p=$TMP/on$s.pb.gz
+		eq "$s: own_new_keep alloc_space" 67108864 "$(pv $p alloc_space own_new_keep)"
+		eq "$s: own_new_keep inuse_space" 33554432 "$(pv $p inuse_space own_new_keep)"
+	done
+}
+
 # A new that throws (std::bad_alloc, caught by the program) through the hooks leaves the
 # thread recorded as before: the depth that keeps an allocator's own calls from being counted
 # again is not held across the runtime's operator new, whose exception would skip its undoing
@@ -369,3 +422,4 @@ ALL="$ALL t_preload_thread_churn t_preload_threads_past_limit t_preload_closed_f
 ALL="$ALL t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
 ALL="$ALL t_alloctab_compile_check"
 ALL="$ALL t_preload_sampled_cxx_realloc t_preload_cxx_after_bad_alloc t_preload_recorder_stopped"
+ALL="$ALL t_preload_pool_paths t_preload_own_new"

@@ -3,7 +3,8 @@
  * forwarding to the next definition (glibc's, or an allocator preloaded after us) and
  * recording the outermost call. Sampled, an allocation the draw passes by costs a
  * thread-local countdown (10 instructions for malloc, no compare before it), a free of a
- * block never sampled one bit of its shard's filter (20), before the jump on; a call nested
+ * block never sampled a compare with the pool's range (6: pool.c), or where sampled blocks
+ * are not the pool's, one bit of its shard's filter (20), before the jump on; a call nested
  * in another hook forwards at once, and a plain new or delete of the C++ runtime's goes
  * straight to malloc or free. */
 #include <dlfcn.h>
@@ -95,14 +96,34 @@ void resolve_from(void *handle)
 	R(prctl, "prctl");
 #undef R
 	hs_hot.free1 = real.free;
+	pool_resolved(handle);
 }
 
 /* An allocation hook's body: the real call, then the event, at depth so that what the
- * real allocator calls is not counted again. */
-#define ALLOC_HOOK(kind, size_expr, call)                                                        \
+ * real allocator calls is not counted again. While the pool takes sampled blocks, a sampled
+ * one comes from there, aligned to ALIGN (ZERO: zeroed), instead of the real call; one the
+ * pool cannot place stops it (pool_stop) and is the real call's, in the table. ALIGN 0, an
+ * operator of another module than the C++ runtime, whose memory may be any allocator's,
+ * keeps its samples in the table: its delete looks there (HS_HOOK_DELETE). */
+#define ALLOC_HOOK(kind, size_expr, align, zero, call)                                           \
 	do {                                                                                      \
 		struct tstate *t = enter();                                                       \
 		void *p;                                                                          \
+		if ((align) && t && pool_placing()) {                                             \
+			depth_in();                                                               \
+			if (!sample((size_expr))) {                                               \
+				p = call;                                                         \
+			} else {                                                                  \
+				if (!(p = pool_alloc(t, (size_expr), (align), (zero)))) {         \
+					pool_stop();                                              \
+					p = call;                                                 \
+				}                                                                 \
+				if (p)                                                            \
+					record_alloc(t, p, (size_expr), (kind), (uint64_t)(uintptr_t)__builtin_frame_address(0)); \
+			}                                                                         \
+			depth_out();                                                              \
+			return p;                                                                 \
+		}                                                                                 \
 		if (!t) {                                                                         \
 			depth_in();                                                               \
 			p = call;                                                                 \
@@ -135,6 +156,22 @@ static struct tstate *free_begin(void *p, uint64_t *size, uint64_t *ts)
 	if (t)
 		*ts = now_ns();
 	return t;
+}
+
+/* P, a block of the pool's whose first page is W, freed: recorded as free_hook's, then kept
+ * for another sample. Nested, or detached, it goes back unrecorded. */
+static void pool_free(void *p, uint64_t *w)
+{
+	struct tstate *t = enter();
+
+	if (t) {
+		uint64_t ts = now_ns();
+
+		depth_in();
+		record_free(t, p, pool_size(w), 0, ts);
+		depth_out();
+	}
+	pool_put(t, p, w);
 }
 
 static void free_hook(void *p, uint8_t flags)
@@ -174,7 +211,7 @@ static __attribute__((noinline)) void *malloc_full(size_t n)
 		if (!real.malloc)
 			return boot_alloc(n);
 	}
-	ALLOC_HOOK(hs_kind_of_malloc, n, real.malloc(n));
+	ALLOC_HOOK(hs_kind_of_malloc, n, 16, false, real.malloc(n));
 }
 
 HOOK EXPORT FAST void *malloc(size_t n)
@@ -197,7 +234,9 @@ static __attribute__((noinline)) void *calloc_full(size_t n, size_t m)
 			return p; /* boot memory is zero */
 		}
 	}
-	ALLOC_HOOK(hs_kind_of_calloc, n * m, real.calloc(n, m));
+	if (m && n > SIZE_MAX / m)
+		return real.calloc(n, m); /* fails, as it should */
+	ALLOC_HOOK(hs_kind_of_calloc, n * m, 16, true, real.calloc(n, m));
 }
 
 HOOK EXPORT FAST void *calloc(size_t n, size_t m)
@@ -217,14 +256,19 @@ static __attribute__((noinline)) void free_full(void *p)
 		if (!real.free)
 			return;
 	}
-	free_hook(p, 0);
+	uint64_t *w = pool_mine(p);
+
+	if (w)
+		pool_free(p, w);
+	else
+		free_hook(p, 0);
 }
 
 HOOK EXPORT FAST void free(void *p)
 {
 	if (LIKELY(free_pass_by(p)))
 		return hs_hot.free1(p);
-	if (nested() && real.free && !is_boot(p))
+	if (nested() && real.free && !is_boot(p) && !pool_mine(p))
 		return real.free(p);
 	free_full(p);
 }
@@ -236,14 +280,77 @@ HOOK_WRITTEN(free);
  * bytes, the call frees the block and is done (glibc's realloc; a Python domain's gives a
  * block back). Otherwise a new block follows, or, when the call fails, the old one comes
  * back. Shared by realloc, reallocarray and the Python domains' wrapper (pymem.c). */
+static const struct realloc_call realloc_call, reallocarray_call;
+
+/* A realloc of glibc's (C, for TOTAL bytes) recorded by thread T, or by none (NULL: nested or
+ * detached), of OLD, a block of the pool's whose first page is OW, or, while the pool takes
+ * sampled blocks, of one of glibc's. A block of the pool's never reaches glibc's realloc,
+ * which would remap it behind the pool's back: it moves to a new block, the pool's if the new
+ * size is sampled and the pool places it, else glibc's (in the table if sampled). So does one
+ * of glibc's whose new size is sampled; any other goes to glibc's realloc. As much is copied
+ * as the old block may hold (malloc_usable_size's promise), and the old block's end is
+ * recorded before the new block's start, as realloc_recorded does. */
+static void *realloc_pooled(struct tstate *t, void *old, uint64_t *ow, uint64_t total, const struct realloc_call *c,
+			    size_t n, size_t m, uint32_t kind, uint64_t fp)
+{
+	uint64_t ts = t ? now_ns() : 0;
+	bool s;
+	void *p = NULL;
+
+	depth_in();
+	s = t && total && sample(total);
+	if (!ow && !s) {
+		p = c->fn(c->ctx, old, n, m);
+		goto out;
+	}
+	if (ow && !total) { /* glibc's realloc frees the block and returns NULL */
+		if (t)
+			record_free(t, old, pool_size(ow), 0, ts);
+		pool_put(t, old, ow);
+		goto out;
+	}
+	if (s && pool_placing() && !(p = pool_alloc(t, total, 16, false)))
+		pool_stop();
+	if (!p && !ow) { /* the sample the table's from now on: glibc moves the block */
+		if ((p = c->fn(c->ctx, old, n, m)))
+			record_alloc(t, p, total, kind, fp);
+		goto out;
+	}
+	if (!p && !(p = real.malloc(total))) {
+		errno = ENOMEM;
+		goto out; /* the old block stays the caller's */
+	}
+	if (old) {
+		memcpy(p, old, pool_copy_size(old, total));
+		if (ow) {
+			if (t)
+				record_free(t, old, pool_size(ow), HS_FREE_FLAG_REALLOC, ts);
+			pool_put(t, old, ow);
+		} else {
+			real.free(old);
+		}
+	}
+	if (s)
+		record_alloc(t, p, total, kind, fp);
+out:
+	depth_out();
+	return p;
+}
+
 void *realloc_recorded(struct tstate *t, void *old, uint64_t total, const struct realloc_call *c, size_t n, size_t m,
 		       uint32_t kind, uint64_t fp)
 {
-	uint64_t ts = now_ns(), old_size = 0;
-	bool old_sampled = old && !is_boot(old) && (!shm->sample_rate || (old_size = sampled_take(old)));
-	bool moves = total || !c->zero_frees;
+	uint64_t ts, old_size = 0, *ow = old ? pool_mine(old) : NULL;
+	bool old_sampled, moves = total || !c->zero_frees;
 	void *p;
 
+	if ((ow || pool_placing()) && (c == &realloc_call || c == &reallocarray_call))
+		return realloc_pooled(t, old, ow, total, c, n, m, kind, fp);
+	ts = now_ns();
+	/* A Python domain's realloc of a block of the pool's: its free here, its move in the
+	 * nested realloc (realloc_body). */
+	old_sampled = old && !is_boot(old) &&
+		      (!shm->sample_rate || (old_size = ow ? pool_size(ow) : sampled_take(old)));
 	depth_in();
 	if (old_sampled)
 		record_free(t, old, old_size, moves ? HS_FREE_FLAG_REALLOC : 0, ts);
@@ -261,15 +368,20 @@ void *realloc_recorded(struct tstate *t, void *old, uint64_t total, const struct
 static void *realloc_body(void *old, size_t n, const struct realloc_call *c, size_t m, uint32_t kind, uint64_t fp)
 {
 	struct tstate *t = enter();
+	uint64_t total = c == &reallocarray_call ? (uint64_t)n * m : n, *ow;
 	void *p;
 
+	if (c == &reallocarray_call && m && n > SIZE_MAX / m)
+		return c->fn(c->ctx, old, n, m); /* fails, as it should: nothing changes hands */
+	if (!t && old && (c == &realloc_call || c == &reallocarray_call) && (ow = pool_mine(old)))
+		return realloc_pooled(NULL, old, ow, total, c, n, m, 0, 0);
 	if (!t) {
 		depth_in();
 		p = c->fn(c->ctx, old, n, m);
 		depth_out();
 		return p;
 	}
-	return realloc_recorded(t, old, (uint64_t)n * (m ? m : 1), c, n, m, kind, fp);
+	return realloc_recorded(t, old, total, c, n, m, kind, fp);
 }
 
 static void *call_realloc(void *ctx, void *old, size_t n, size_t m)
@@ -336,6 +448,23 @@ HOOK EXPORT int posix_memalign(void **out, size_t a, size_t n)
 		resolve();
 	t = enter();
 	depth_in();
+	if (t && pool_placing() && a && !(a & (a - 1)) && !(a % sizeof(void *))) {
+		bool s = sample(n);
+		void *p = NULL;
+
+		if (s && !(p = pool_alloc(t, n, a < 16 ? 16 : a, false)))
+			pool_stop();
+		if (p) {
+			*out = p;
+			ret = 0;
+		} else {
+			ret = real.posix_memalign(out, a, n);
+		}
+		if (s && !ret)
+			record_alloc(t, *out, n, hs_kind_of_posix_memalign, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+		depth_out();
+		return ret;
+	}
 	ret = real.posix_memalign(out, a, n);
 	if (t && !ret && sample(n))
 		record_alloc(t, *out, n, hs_kind_of_posix_memalign, (uint64_t)(uintptr_t)__builtin_frame_address(0));
@@ -346,13 +475,26 @@ HOOK_WRITTEN(posix_memalign);
 
 /* ---- the hooks the table generates ---- */
 
+/* The alignment an allocator of the table gives: memalign's and aligned_alloc's first
+ * argument (rounded up to a power of two, as glibc's memalign does), a page for valloc and
+ * pvalloc, 16 for __libc_malloc. */
+static inline size_t align_up_pow2(size_t a)
+{
+	if (a <= 16)
+		return 16;
+	return a > SIZE_MAX / 2 + 1 ? SIZE_MAX / 2 + 1 : (size_t)1 << (64 - __builtin_clzll(a - 1));
+}
+#define HS_ALIGN_OF_SIZE2(kind) align_up_pow2(a0)
+#define HS_ALIGN_OF_SIZE1(kind) (HS_KIND_##kind == HS_KIND_MEMALIGN ? 4096 : 16)
+
 /* An allocator that takes a size and returns the block (aligned_alloc, memalign, valloc...). */
 #define HS_HOOK_ALLOC(sym, kind, args, ret, params)                                              \
 	HOOK EXPORT ret sym HS_PARAMS params                                                      \
 	{                                                                                         \
 		if (UNLIKELY(!real.sym))                                                          \
 			resolve();                                                                \
-		ALLOC_HOOK(HS_KIND_##kind, HS_SIZE_OF_##args, real.sym HS_ARGS params);          \
+		ALLOC_HOOK(HS_KIND_##kind, HS_SIZE_OF_##args, HS_ALIGN_OF_##args(kind), false,      \
+			   real.sym HS_ARGS params);                                              \
 	}
 
 /* A free of another name: the block is gone as free's is. */
@@ -361,7 +503,7 @@ HOOK_WRITTEN(posix_memalign);
 	{                                                                                         \
 		void *p = HS_PTR_OF_##args;                                                       \
 		struct tstate *t;                                                                 \
-		uint64_t ts, size;                                                                \
+		uint64_t ts, size, *w;                                                            \
 		if (UNLIKELY(!real.sym)) {                                                        \
 			resolve();                                                                \
 			if (!real.sym)                                                            \
@@ -369,6 +511,10 @@ HOOK_WRITTEN(posix_memalign);
 		}                                                                                 \
 		if (!p || is_boot(p))                                                             \
 			return;                                                                   \
+		if ((w = pool_mine(p))) {                                                         \
+			pool_free(p, w);                                                          \
+			return;                                                                   \
+		}                                                                                 \
 		t = free_begin(p, &size, &ts);                                                    \
 		depth_in();                                                                       \
 		if (t) /* before the block is given back, as free_hook's */                       \
@@ -451,13 +597,17 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 #define NEW_DIRECT_FULL(kind, size, f)                                                           \
 	do {                                                                                      \
 		struct tstate *t = enter();                                                       \
-		void *p;                                                                          \
+		void *p = NULL;                                                                   \
+		bool placing = t && pool_placing(), rec = placing && sample((size));              \
 		depth_in();                                                                       \
-		p = real.malloc((size) ? (size) : 1);                                             \
+		if (rec && !(p = pool_alloc(t, (size) ? (size) : 1, 16, false)))                  \
+			pool_stop(); /* the table's, from now on */                               \
+		if (!p)                                                                           \
+			p = real.malloc((size) ? (size) : 1);                                     \
 		depth_out();                                                                      \
 		if (UNLIKELY(p == NULL))                                                          \
 			return (f)(size);                                                         \
-		if (t && sample((size))) {                                                        \
+		if (rec || (!placing && t && sample((size)))) {                                   \
 			depth_in();                                                               \
 			record_alloc(t, p, (size), (kind), (uint64_t)(uintptr_t)__builtin_frame_address(0)); \
 			depth_out();                                                              \
@@ -476,7 +626,7 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 		ret(*f) params = (ret(*) params)next_sym(&next_##sym, #sym);                      \
 		if (next_##sym.direct)                                                            \
 			NEW_DIRECT_FULL(HS_KIND_##kind, HS_SIZE_OF_##args, (new_fn)(void *)f);     \
-		ALLOC_HOOK(HS_KIND_##kind, HS_SIZE_OF_##args, f HS_ARGS params);                  \
+		ALLOC_HOOK(HS_KIND_##kind, HS_SIZE_OF_##args, 0, false, f HS_ARGS params);        \
 	}                                                                                         \
 	HOOK EXPORT FAST ret sym HS_PARAMS params                                                 \
 	{                                                                                         \
@@ -505,9 +655,16 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 		ret(*f) params = (ret(*) params)next_sym(&next_##sym, #sym);                      \
 		void *p = HS_PTR_OF_##args;                                                       \
 		struct tstate *t;                                                                 \
-		uint64_t ts, size;                                                                \
+		uint64_t ts, size, *w;                                                            \
 		if (!p)                                                                           \
 			return;                                                                   \
+		if ((w = pool_mine(p))) { /* the runtime's plain delete only frees, as the pool does */ \
+			if (next_##sym.direct)                                                    \
+				pool_free(p, w);                                                  \
+			else                                                                      \
+				f HS_ARGS params; /* its free comes to us */                      \
+			return;                                                                   \
+		}                                                                                 \
 		t = free_begin(p, &size, &ts);                                                    \
 		depth_in();                                                                       \
 		if (t) /* before the block is given back, as free_hook's */                       \
@@ -518,10 +675,11 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 	HOOK EXPORT FAST ret sym HS_PARAMS params                                                 \
 	{                                                                                         \
 		ret(*f) params = (ret(*) params)__atomic_load_n(&next_##sym.fn, __ATOMIC_ACQUIRE); \
-		if (LIKELY(f && free_pass_by(HS_PTR_OF_##args))) {                                \
-			if (LIKELY(next_##sym.direct))                                            \
+		if (LIKELY(f && next_##sym.direct)) {                                             \
+			if (LIKELY(free_pass_by(HS_PTR_OF_##args)))                               \
 				return hs_hot.free1(HS_PTR_OF_##args);                             \
-			return f HS_ARGS params;                                                  \
+		} else if (f && filter_pass_by(HS_PTR_OF_##args) && !pool_mine(HS_PTR_OF_##args)) { \
+			return f HS_ARGS params; /* its new's samples are in the table */          \
 		}                                                                                 \
 		sym##_full HS_ARGS params;                                                        \
 	}

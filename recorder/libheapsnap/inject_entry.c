@@ -250,8 +250,8 @@ static int session(struct hs_inject_data *d)
 	__atomic_add_fetch(&session_gen, 1, __ATOMIC_RELEASE);
 	injected = 1;
 	process_attach();
+	fast_path(shm->sample_rate != 0); /* before any block is sampled, as in lib_process.c */
 	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
-	fast_path(shm->sample_rate != 0);
 	/* Before any entry is rewritten: the trampoline then leaves every entry as it finds it
 	 * (recorder/inject/inject_stub.S, the lazy binder's). */
 	__atomic_store_n(&d->patching, 1, __ATOMIC_SEQ_CST);

@@ -185,10 +185,12 @@ static void before_fork(void)
 	fork_parent = self_pid;
 	unwind_before_fork();
 	sampled_lock_all();
+	pool_lock();
 }
 
 static void after_fork_parent(void)
 {
+	pool_unlock();
 	sampled_unlock_all();
 	unwind_after_fork(false);
 }
@@ -196,6 +198,7 @@ static void after_fork_parent(void)
 /* The child is a process of its own: new rings for its thread, and a FORK for the recorder. */
 static void after_fork_child(void)
 {
+	pool_unlock();
 	sampled_unlock_all();
 	unwind_after_fork(true);
 	self_pid = (uint32_t)getpid();
@@ -349,8 +352,10 @@ __attribute__((constructor)) static void hs_init(void)
 	wake_fd = efd;
 	close_previous_image();
 	process_attach();
-	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
+	/* Whether sampled blocks go to the pool is settled before any is sampled: a block put in
+	 * the table before the pool's range is published would pass by at its free. */
 	fast_path(shm->sample_rate != 0);
+	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
 	emit_proc(HS_EV_EXEC, (uint32_t)getppid());
 	emit_maps();
 	py_attach();

@@ -49,15 +49,21 @@ static inline __attribute__((always_inline)) uint32_t shard_of(const void *p)
 #define FILTER_MIN_BITS 12
 #define FILTER_WMASK_BITS 12
 /* What every hook reads, from a page boundary: the shards' filter words on one cache line,
- * then what a pass-by reads besides, with real.free's copy and the first of the real functions
- * (malloc, calloc, realloc, reallocarray): one line for the common calls, where the table's
+ * then what a pass-by reads besides, with real.free's copy, the pool's range and the first of
+ * the real functions (malloc, calloc, realloc, reallocarray): one line for the common calls, where the table's
  * order puts free 80 bytes after malloc; then each shard's least filter. Written only when a
  * session starts or ends, or a filter resizes. */
 struct hs_hot {
 	uint64_t fw[SAMPLED_SHARDS]; /* filter words; 0 while frees cannot pass by */
 	int64_t ts;           /* tls_slot: from hs_tls.never to the word a pass-by counts down */
 	void (*free1)(void *); /* real.free, set with it (resolve_from) */
+	/* Sampled blocks' pages (pool.c) while they are kept there: a free whose block lies
+	 * outside passes by. Otherwise 0 and ~0, and the filter decides. */
+	uint64_t pool_lo, pool_len;
 	struct real_fns fns;  /* real */
+	uint64_t pool_base; /* the pages' reservation, 0 without one */
+	uint64_t pool_cookie; /* this session's: a block's first word is it xor the block's address */
+	uint64_t *pool_live;  /* a bit a page of the reservation: a block of this session's starts there */
 	uint64_t filter_min[SAMPLED_SHARDS][(1u << FILTER_MIN_BITS) / 64] __attribute__((aligned(64)));
 };
 extern struct hs_hot hs_hot;
@@ -82,6 +88,9 @@ struct walk_memo {
 	struct walk_frame f[HS_MAX_STACK];
 };
 
+/* Sampled blocks of 1 and 2 pages freed by a thread: up to 8 each kept for its next samples. */
+#define POOL_TCACHE_CLASSES 2
+#define POOL_TCACHE 8
 struct tstate {
 	uint32_t gen;   /* the session it was made for (session_gen) */
 	int ring;       /* claimed ring, -1 none yet, -2 none to be had */
@@ -93,6 +102,8 @@ struct tstate {
 	uint64_t dwarf_seq;   /* dwarf captures' keys: unique per thread */
 	uint64_t rng;         /* the sampler's stream (draw): its own per thread, reseeded on fork */
 	uint64_t rate;        /* the sample rate its countdown was drawn at */
+	uint64_t *pool_cache[POOL_TCACHE_CLASSES][POOL_TCACHE]; /* freed pages kept (pool.c) */
+	uint8_t pool_n[POOL_TCACHE_CLASSES];
 	uint64_t sent[256]; /* stack hashes sent lately, direct-mapped */
 	struct walk_memo memo[2]; /* the last walk's, and the one being made */
 	uint32_t memo_cur;
@@ -291,11 +302,109 @@ static inline __attribute__((always_inline)) bool nested(void)
 /* Sampling, whether a free is passed by: a block never sampled, which is nearly every one.
  * Nested or not, such a free records nothing either way. The filter is published only when
  * no boot_alloc memory was ever handed out, which must never reach the real free. */
-static inline __attribute__((always_inline)) bool free_pass_by(const void *p)
+static inline __attribute__((always_inline)) bool filter_pass_by(const void *p)
 {
 	uint64_t w = __atomic_load_n(&filter_word_of(p), __ATOMIC_ACQUIRE);
 
 	return w && !filter_maybe(w, p);
+}
+
+/* pool.c: sampled blocks on pages of their own, sampling at this rate or more (each live
+ * sampled block costs a page or more: at most 4 KiB for each POOL_MIN_RATE bytes live). */
+#define POOL_MIN_RATE (256u << 10)
+#define POOL_BYTES_LOG 33 /* 8 GiB of address space, only that */
+#define POOL_BYTES (1ull << POOL_BYTES_LOG)
+#define POOL_MAX_ALIGN PAGE /* see pool_block */
+#define POOL_CHUNK_IS_MMAPPED 2ull
+#define POOL_CLASS_SHIFT 56 /* a block's second word: the size asked for, its class on top */
+#define PAGE 4096ull
+/* Classes of counts of pages: one per count up to POOL_EXACT, then eight per doubling (a
+ * block spans at most 1/8 more pages than it needs), up to POOL_BYTES. */
+#define POOL_EXACT 64
+#define POOL_CLASSES (POOL_EXACT + 8 * (POOL_BYTES_LOG - 12 - 6))
+int pool_init(void);
+void pool_resolved(void *handle);
+void pool_switch(bool sampling);
+void pool_stop(void);
+void *pool_alloc(struct tstate *t, size_t n, size_t a, bool zero);
+void pool_put(struct tstate *t, void *p, uint64_t *w);
+void pool_thread_exit(struct tstate *t);
+void pool_lock(void);
+void pool_unlock(void);
+uint64_t pool_copy_size(void *old, uint64_t n);
+
+static inline uint32_t pool_class_of(uint64_t pages)
+{
+	uint64_t q = pages - 1;
+	uint32_t e;
+
+	if (pages <= POOL_EXACT)
+		return (uint32_t)q;
+	e = 63 - (uint32_t)__builtin_clzll(q);
+	return POOL_EXACT + (e - 6) * 8 + (uint32_t)(q >> (e - 3)) - 8;
+}
+
+static inline uint64_t pool_class_pages(uint32_t c)
+{
+	if (c < POOL_EXACT)
+		return c + 1;
+	c -= POOL_EXACT;
+	return (uint64_t)(9 + c % 8) << (c / 8 + 3);
+}
+
+/* The block's first page, if P is a block of the pool's of this session, else NULL. P may be
+ * any allocator's (pymalloc's, a replacement operator new's), its neighbours unmapped: the
+ * only page read before the pool's map of its blocks says one starts there is P's own (or,
+ * P on a page boundary, the page before: a block's user pointer is at most a page past its
+ * start, POOL_MAX_ALIGN). Then its words must name it as this session's, and its chunk's
+ * header must point back to it and account for its class's pages: a block glibc remapped
+ * is not ours. Inline, as free's fast path reaches it: a call there would give that path a
+ * frame. */
+static inline __attribute__((always_inline)) uint64_t *pool_block(const void *p)
+{
+	uint64_t in = (uintptr_t)p & (PAGE - 1), w = (uintptr_t)p - (in ? in : PAGE), i, c;
+	const uint64_t *ch = (const uint64_t *)p - 2, *b = (const uint64_t *)(uintptr_t)w;
+
+	i = (w - hs_hot.pool_base) / PAGE;
+	if ((in & 15) || i >= POOL_BYTES / PAGE || !(__atomic_load_n(&hs_hot.pool_live[i / 64], __ATOMIC_RELAXED) >> (i % 64) & 1))
+		return NULL;
+	if (b[0] != (__atomic_load_n(&hs_hot.pool_cookie, __ATOMIC_RELAXED) ^ w))
+		return NULL;
+	c = b[1] >> POOL_CLASS_SHIFT;
+	if (c >= POOL_CLASSES || ch[0] != (uintptr_t)p - w - 16 || !(ch[1] & POOL_CHUNK_IS_MMAPPED) ||
+	    (ch[1] & ~7ull) + ch[0] != pool_class_pages((uint32_t)c) * PAGE)
+		return NULL;
+	return (uint64_t *)(uintptr_t)w;
+}
+
+/* The block's first page if P is the pool's (pool_block), else NULL. */
+static inline __attribute__((always_inline)) uint64_t *pool_mine(const void *p)
+{
+	return hs_hot.pool_base ? pool_block(p) : NULL;
+}
+
+/* The size asked for of the pool's block whose first page is W. */
+static inline uint64_t pool_size(const uint64_t *w)
+{
+	return w[1] & ((1ull << POOL_CLASS_SHIFT) - 1);
+}
+
+/* Whether sampled blocks are being placed in the pool. */
+static inline __attribute__((always_inline)) bool pool_placing(void)
+{
+	return __atomic_load_n(&hs_hot.pool_lo, __ATOMIC_RELAXED) != 0;
+}
+
+/* Sampling, whether a free (or a realloc's old block) is passed by: outside the pool's pages
+ * while sampled blocks are placed there (one compare), else a block the filter has never
+ * seen sampled, which the pool does not hold either (an earlier session's pool block goes to
+ * glibc, which unmaps it). */
+static inline __attribute__((always_inline)) bool free_pass_by(const void *p)
+{
+	/* lo before len, as pool_switch and pool_stop publish them in the other order */
+	if (LIKELY((uintptr_t)p - __atomic_load_n(&hs_hot.pool_lo, __ATOMIC_ACQUIRE) >= hs_hot.pool_len))
+		return true;
+	return filter_pass_by(p) && !pool_mine(p);
 }
 
 /* Whether P is memory of boot_alloc (hooks.c), which no allocator knows. */

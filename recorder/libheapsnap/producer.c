@@ -69,8 +69,10 @@ static void thread_exit(void *arg)
 
 	if (t && t->ring >= 0 && shm)
 		__atomic_fetch_or(&shm->rings[t->ring].owner, HS_SHM_CLOSING, __ATOMIC_RELEASE);
-	if (t)
+	if (t) {
+		pool_thread_exit(t);
 		munmap(t, sizeof(*t));
+	}
 	tsp = NULL;
 }
 
@@ -576,7 +578,7 @@ void record_alloc(struct tstate *t, void *p, size_t size, uint8_t kind, uint64_t
 	uint64_t ts = now_ns(), h;
 	uint32_t need;
 
-	if (shm->sample_rate && !sampled_add(p, size))
+	if (shm->sample_rate && !pool_mine(p) && !sampled_add(p, size))
 		return;
 	h = shm->stack_mode == HS_STACK_DWARF ? capture_dwarf(t, fp, ts) : capture(t, fp, ts);
 	e = reserve(t, sizeof(*e), &need);
@@ -598,7 +600,7 @@ void record_restore(struct tstate *t, void *p, uint64_t size)
 	struct hs_alloc_event *e;
 	uint32_t need;
 
-	if (shm->sample_rate && !sampled_add(p, size))
+	if (shm->sample_rate && !pool_mine(p) && !sampled_add(p, size))
 		return;
 	e = reserve(t, sizeof(*e), &need);
 	if (!e)
@@ -635,6 +637,8 @@ int events_init(void)
 		return 0; /* made already: a process preloaded once, injected now */
 	depth_in();
 	ret = sampled_init();
+	if (!ret)
+		ret = pool_init();
 	depth_out();
 	if (ret)
 		return -1;

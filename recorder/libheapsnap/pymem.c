@@ -104,7 +104,7 @@ static __attribute__((noinline)) void *w_realloc(void *ctx, void *old, size_t n)
 
 	/* Sampling: a block never sampled (or none), and a new size the draw passes by; in that
 	 * order, since passing by counts the size down. */
-	if (LIKELY((!old || free_pass_by(old)) && pass_by(n)) || !(t = enter())) {
+	if (LIKELY((!old || (filter_pass_by(old) && !pool_mine(old))) && pass_by(n)) || !(t = enter())) {
 		depth_in();
 		p = o->realloc(o->ctx, old, n);
 		depth_out();
@@ -119,9 +119,12 @@ static __attribute__((noinline)) void w_free_full(void *ctx, void *p)
 	struct tstate *t = NULL;
 	uint64_t size = 0, ts = 0;
 
-	if (!(__atomic_load_n(&active, __ATOMIC_RELAXED) && shm->sample_rate && !tdepth && !sampled_maybe(p))) {
+	uint64_t *w = pool_mine(p);
+
+	if (!(__atomic_load_n(&active, __ATOMIC_RELAXED) && shm->sample_rate && !tdepth && !sampled_maybe(p) && !w)) {
 		t = enter();
-		if (t && shm->sample_rate && !(size = sampled_take(p)))
+		/* A block of the pool's (the domain's free frees it, nested, in free's hook). */
+		if (t && shm->sample_rate && !(size = w ? pool_size(w) : sampled_take(p)))
 			t = NULL;
 		if (t)
 			ts = now_ns();
@@ -145,7 +148,7 @@ bool pymem_sees_frees(void)
 
 static __attribute__((noinline, optimize("omit-frame-pointer"))) void w_free(void *ctx, void *p)
 {
-	if (LIKELY(free_pass_by(p))) { /* never sampled, NULL included */
+	if (LIKELY(filter_pass_by(p) && !pool_mine(p))) { /* never sampled, NULL included */
 		const struct pymem_allocator *o = ctx;
 
 		o->free(o->ctx, p);

@@ -62,6 +62,7 @@ void fast_path(bool on)
 	/* Frees pass by only while sampling: recording every event, each one is recorded. */
 	sampled_lock_all();
 	filter_on = on && !boot_in_use();
+	pool_switch(filter_on);
 	for (uint32_t i = 0; i < SAMPLED_SHARDS; i++)
 		filter_publish(i);
 	sampled_unlock_all();

@@ -259,6 +259,11 @@ $(OUTPUT)/tests/recurse: tests/workloads/recurse.c | $(OUTPUT)/tests
 
 # A failed realloc and temporary allocations, by each way in (t_failed_realloc_temporary).
 TEST_PROGS += $(OUTPUT)/tests/failrealloc
+# The runtime's nothrow new freed by its plain sized delete (t_preload_nothrow_pair).
+TEST_PROGS += $(OUTPUT)/tests/nothrow_pair
+$(OUTPUT)/tests/nothrow_pair: tests/workloads/nothrow_pair.cc | $(OUTPUT)/tests
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -O1 -g -fno-omit-frame-pointer -fsized-deallocation -Wall -Wextra -Werror $< -o $@
 # A replacement operator new not built on malloc, in a library of its own (t_preload_own_new).
 TEST_PROGS += $(OUTPUT)/tests/own_new $(OUTPUT)/tests/libown_new.so
 $(OUTPUT)/tests/libown_new.so: tests/workloads/own_new.cc | $(OUTPUT)/tests

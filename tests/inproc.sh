@@ -400,6 +400,26 @@ t_preload_own_new() {
 	done
 }
 
+# The C++ runtime's nothrow new, whose samples stay in the table (its blocks may be any
+# operator new's), freed by the runtime's plain sized delete, as std::get_temporary_buffer
+# pairs them (tests/workloads/nothrow_pair.cc): that delete passes by on the pool's range
+# alone, so at 256 KiB the first such sample stops the pool (sampler.pool_stopped), and every
+# free is found. Blocks of 4 MiB, so exact.
+t_preload_nothrow_pair() {
+	need_go
+	local VIA=preload s p v
+	for s in 256k 128k; do
+		record -s $s -o "$TMP/nt$s.hsnap" -- "$T/nothrow_pair" || die "nothrow_pair sampled at $s"
+		grep -q '^nothrow_pair: ok' "$TMP/record.out" || { cat "$TMP/record.out"; die "nothrow_pair at $s"; }
+		"$A" pprof -o "$TMP/nt$s.pb.gz" "$TMP/nt$s.hsnap" 2>/dev/null || die "pprof of nothrow_pair at $s"
+		p=$TMP/nt$s.pb.gz
+		eq "$s: nothrow_keep alloc_space" 67108864 "$(pv $p alloc_space nothrow_keep)"
+		eq "$s: nothrow_keep inuse_space (8 of 16 freed by sized delete)" 33554432 "$(pv $p inuse_space nothrow_keep)"
+		v=$("$A" stats "$TMP/nt$s.hsnap" 2>/dev/null | awk '$1 == "sampler.pool_stopped" { print $2 }')
+		eq "$s: sessions whose pool stopped" "$([ $s = 256k ] && echo 1 || echo 0)" "$v"
+	done
+}
+
 # A new that throws (std::bad_alloc, caught by the program) through the hooks leaves the
 # thread recorded as before: the depth that keeps an allocator's own calls from being counted
 # again is not held across the runtime's operator new, whose exception would skip its undoing
@@ -422,4 +442,4 @@ ALL="$ALL t_preload_thread_churn t_preload_threads_past_limit t_preload_closed_f
 ALL="$ALL t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
 ALL="$ALL t_alloctab_compile_check"
 ALL="$ALL t_preload_sampled_cxx_realloc t_preload_cxx_after_bad_alloc t_preload_recorder_stopped"
-ALL="$ALL t_preload_pool_paths t_preload_own_new"
+ALL="$ALL t_preload_pool_paths t_preload_own_new t_preload_nothrow_pair"

@@ -103,8 +103,11 @@ void resolve_from(void *handle)
  * real allocator calls is not counted again. While the pool takes sampled blocks, a sampled
  * one comes from there, aligned to ALIGN (ZERO: zeroed), instead of the real call; one the
  * pool cannot place stops it (pool_stop) and is the real call's, in the table. ALIGN 0, an
- * operator of another module than the C++ runtime, whose memory may be any allocator's,
- * keeps its samples in the table: its delete looks there (HS_HOOK_DELETE). */
+ * operator of another module than the C++ runtime (or the runtime's nothrow new), whose
+ * memory may be any allocator's, keeps its samples in the table: its own delete looks there
+ * (HS_HOOK_DELETE), but the runtime's plain delete or free, which may free it as well
+ * (std::get_temporary_buffer pairs nothrow new with plain delete), passes by on the pool's
+ * range alone, so such a sample stops the pool for the session. */
 #define ALLOC_HOOK(kind, size_expr, align, zero, call)                                           \
 	do {                                                                                      \
 		struct tstate *t = enter();                                                       \
@@ -132,8 +135,11 @@ void resolve_from(void *handle)
 		}                                                                                 \
 		depth_in();                                                                       \
 		p = call;                                                                         \
-		if (p && sample((size_expr)))                                                  \
+		if (p && sample((size_expr))) {                                                   \
+			if (!(align) && pool_placing())                                           \
+				pool_stop();                                                      \
 			record_alloc(t, p, (size_expr), (kind), (uint64_t)(uintptr_t)__builtin_frame_address(0)); \
+		}                                                                                 \
 		depth_out();                                                                      \
 		return p;                                                                         \
 	} while (0)

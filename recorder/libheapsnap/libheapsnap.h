@@ -401,7 +401,8 @@ static inline __attribute__((always_inline)) bool pool_placing(void)
  * glibc, which unmaps it). */
 static inline __attribute__((always_inline)) bool free_pass_by(const void *p)
 {
-	/* lo before len, as pool_switch and pool_stop publish them in the other order */
+	/* lo before len: a stop publishes len first. A start publishes lo first, but before
+	 * the session goes active (fast_path), when it has no block yet to miss. */
 	if (LIKELY((uintptr_t)p - __atomic_load_n(&hs_hot.pool_lo, __ATOMIC_ACQUIRE) >= hs_hot.pool_len))
 		return true;
 	return filter_pass_by(p) && !pool_mine(p);

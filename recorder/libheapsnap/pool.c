@@ -110,10 +110,10 @@ void pool_resolved(void *handle)
 }
 
 /* Under the lock, a placing session over: the listed blocks' pages past their first (which
- * holds the list's link) given back to the kernel, so that a detached process keeps no more
- * than a page a block of the memory the pool held at its most; up to POOL_MAX_OUT of them,
- * the most that can have been out at once, as a session's end holds every shard's lock. A
- * thread's kept blocks (a page or two each) are its own to touch. */
+ * holds the list's link) given back to the kernel, so that a detached process keeps a page a
+ * block of the memory the pool held. At most POOL_MAX_OUT blocks, largest classes first,
+ * since a session's end holds every shard's lock meanwhile: blocks past those stay as they
+ * are (said in the README). A thread's kept blocks (a page or two each) are its own to touch. */
 static void trim(void)
 {
 	uint32_t budget = POOL_MAX_OUT;
@@ -266,8 +266,10 @@ void pool_put(struct tstate *t, void *p, uint64_t *w)
 	uint32_t c = (uint32_t)(w[1] >> POOL_CLASS_SHIFT);
 	uint64_t pages = pool_class_pages(c);
 
+	int e = errno; /* free keeps errno, and madvise may fail */
+
+	((uint64_t *)p)[-1] = 0; /* before the bit: a block unmarked is never one glibc would take */
 	live_set(w, false);
-	((uint64_t *)p)[-1] = 0;
 	__atomic_store_n(&w[0], FREED_DIRTY, __ATOMIC_RELAXED);
 	if (t && c < POOL_TCACHE_CLASSES && t->pool_n[c] < POOL_TCACHE) {
 		t->pool_cache[c][t->pool_n[c]++] = w;
@@ -282,6 +284,7 @@ void pool_put(struct tstate *t, void *p, uint64_t *w)
 	lists[c] = w;
 	out--;
 	spin_unlock(&lock);
+	errno = e;
 }
 
 /* A thread that ends gives its kept pages back. */

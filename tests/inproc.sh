@@ -383,41 +383,39 @@ t_preload_pool_paths() {
 	done
 }
 
+# Exact figures of FUNC in the C++ program PROG (blocks of 4 MiB, sampled with a probability of
+# 1 - e^-16): ALLOC and INUSE bytes, at 256 KiB, where glibc's sampled blocks go to the pool and
+# PROG's first sample of an operator new that is not the runtime's plain one stops it
+# (sampler.pool_stopped), and at 128 KiB, where they stay in the table.
+cxx_exact_both_ways() {
+	local VIA=preload prog=$1 fn=$2 alloc=$3 inuse=$4 s p v
+	for s in 256k 128k; do
+		record -s $s -o "$TMP/$prog$s.hsnap" -- "$T/$prog" || die "$prog sampled at $s"
+		grep -q "^$prog: ok" "$TMP/record.out" || { cat "$TMP/record.out"; die "$prog at $s"; }
+		"$A" pprof -o "$TMP/$prog$s.pb.gz" "$TMP/$prog$s.hsnap" 2>/dev/null || die "pprof of $prog at $s"
+		p=$TMP/$prog$s.pb.gz
+		eq "$s: $fn alloc_space" "$alloc" "$(pv $p alloc_space $fn)"
+		eq "$s: $fn inuse_space" "$inuse" "$(pv $p inuse_space $fn)"
+		v=$("$A" stats "$TMP/$prog$s.hsnap" 2>/dev/null | awk '$1 == "sampler.pool_stopped" { print $2 }')
+		eq "$s: sessions whose pool stopped" "$([ $s = 256k ] && echo 1 || echo 0)" "$v"
+	done
+}
+
 # A program whose operator new and delete are a library's own, built on mmap, not malloc
-# (tests/workloads/own_new.cc), while malloc stays glibc's: its blocks are the operator's, so
-# the hooks keep their samples in the table, where its delete finds them, at every rate (at
-# 256 KiB and more, glibc's sampled blocks go to the pool). Blocks of 4 MiB, so exact.
+# (tests/workloads/own_new.cc), while malloc stays glibc's: the hooks keep the operator's
+# samples in the table, where its delete finds them, at every rate.
 t_preload_own_new() {
 	need_go
-	local VIA=preload s p
-	for s in 256k 128k; do
-		record -s $s -o "$TMP/on$s.hsnap" -- "$T/own_new" || die "own_new sampled at $s"
-		grep -q '^own_new: ok' "$TMP/record.out" || { cat "$TMP/record.out"; die "own_new at $s"; }
-		"$A" pprof -o "$TMP/on$s.pb.gz" "$TMP/on$s.hsnap" 2>/dev/null || die "pprof of own_new at $s"
-		p=$TMP/on$s.pb.gz
-		eq "$s: own_new_keep alloc_space" 67108864 "$(pv $p alloc_space own_new_keep)"
-		eq "$s: own_new_keep inuse_space" 33554432 "$(pv $p inuse_space own_new_keep)"
-	done
+	cxx_exact_both_ways own_new own_new_keep 67108864 33554432
 }
 
 # The C++ runtime's nothrow new, whose samples stay in the table (its blocks may be any
 # operator new's), freed by the runtime's plain sized delete, as std::get_temporary_buffer
 # pairs them (tests/workloads/nothrow_pair.cc): that delete passes by on the pool's range
-# alone, so at 256 KiB the first such sample stops the pool (sampler.pool_stopped), and every
-# free is found. Blocks of 4 MiB, so exact.
+# alone, so such a sample stops the pool, and every free is found.
 t_preload_nothrow_pair() {
 	need_go
-	local VIA=preload s p v
-	for s in 256k 128k; do
-		record -s $s -o "$TMP/nt$s.hsnap" -- "$T/nothrow_pair" || die "nothrow_pair sampled at $s"
-		grep -q '^nothrow_pair: ok' "$TMP/record.out" || { cat "$TMP/record.out"; die "nothrow_pair at $s"; }
-		"$A" pprof -o "$TMP/nt$s.pb.gz" "$TMP/nt$s.hsnap" 2>/dev/null || die "pprof of nothrow_pair at $s"
-		p=$TMP/nt$s.pb.gz
-		eq "$s: nothrow_keep alloc_space" 67108864 "$(pv $p alloc_space nothrow_keep)"
-		eq "$s: nothrow_keep inuse_space (8 of 16 freed by sized delete)" 33554432 "$(pv $p inuse_space nothrow_keep)"
-		v=$("$A" stats "$TMP/nt$s.hsnap" 2>/dev/null | awk '$1 == "sampler.pool_stopped" { print $2 }')
-		eq "$s: sessions whose pool stopped" "$([ $s = 256k ] && echo 1 || echo 0)" "$v"
-	done
+	cxx_exact_both_ways nothrow_pair nothrow_keep 67108864 33554432
 }
 
 # A new that throws (std::bad_alloc, caught by the program) through the hooks leaves the

@@ -117,10 +117,8 @@ void resolve_from(void *handle)
 			if (!sample((size_expr))) {                                               \
 				p = call;                                                         \
 			} else {                                                                  \
-				if (!(p = pool_alloc(t, (size_expr), (align), (zero)))) {         \
-					pool_stop();                                              \
+				if (!(p = pool_alloc(t, (size_expr), (align), (zero))))           \
 					p = call;                                                 \
-				}                                                                 \
 				if (p)                                                            \
 					record_alloc(t, p, (size_expr), (kind), (uint64_t)(uintptr_t)__builtin_frame_address(0)); \
 			}                                                                         \
@@ -315,8 +313,8 @@ static void *realloc_pooled(struct tstate *t, void *old, uint64_t *ow, uint64_t 
 		pool_put(t, old, ow);
 		goto out;
 	}
-	if (s && pool_placing() && !(p = pool_alloc(t, total, 16, false)))
-		pool_stop();
+	if (s && pool_placing())
+		p = pool_alloc(t, total, 16, false);
 	if (!p && !ow) { /* the sample the table's from now on: glibc moves the block */
 		if ((p = c->fn(c->ctx, old, n, m)))
 			record_alloc(t, p, total, kind, fp);
@@ -458,8 +456,8 @@ HOOK EXPORT int posix_memalign(void **out, size_t a, size_t n)
 		bool s = sample(n);
 		void *p = NULL;
 
-		if (s && !(p = pool_alloc(t, n, a < 16 ? 16 : a, false)))
-			pool_stop();
+		if (s)
+			p = pool_alloc(t, n, a < 16 ? 16 : a, false);
 		if (p) {
 			*out = p;
 			ret = 0;
@@ -606,8 +604,8 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 		void *p = NULL;                                                                   \
 		bool placing = t && pool_placing(), rec = placing && sample((size));              \
 		depth_in();                                                                       \
-		if (rec && !(p = pool_alloc(t, (size) ? (size) : 1, 16, false)))                  \
-			pool_stop(); /* the table's, from now on */                               \
+		if (rec) /* else, or if the pool cannot place it, the table's */                  \
+			p = pool_alloc(t, (size) ? (size) : 1, 16, false);                        \
 		if (!p)                                                                           \
 			p = real.malloc((size) ? (size) : 1);                                     \
 		depth_out();                                                                      \

@@ -209,8 +209,8 @@ static uint64_t *bump_take(uint64_t pages)
 }
 
 /* A block of N bytes aligned to A (a power of two, 16 or more), the session's sampled block,
- * or NULL when the pool cannot place it (the caller then stops the pool: pool_stop). ZERO:
- * its bytes read as zero. */
+ * or NULL when the pool cannot place it, which stops the pool (pool_stop): the caller puts
+ * the sample in the table. ZERO: its bytes read as zero. */
 void *pool_alloc(struct tstate *t, size_t n, size_t a, bool zero)
 {
 	uint64_t room = a > 32 ? a : 32, pages, *w = NULL, off, *chunk, cookie;
@@ -218,7 +218,7 @@ void *pool_alloc(struct tstate *t, size_t n, size_t a, bool zero)
 	uint32_t c;
 
 	if (a > POOL_MAX_ALIGN || n > POOL_BYTES / 2)
-		return NULL;
+		goto full;
 	cookie = __atomic_load_n(&hs_hot.pool_cookie, __ATOMIC_SEQ_CST);
 	pages = (room + n + PAGE - 1) / PAGE;
 	c = pool_class_of(pages);
@@ -239,7 +239,7 @@ void *pool_alloc(struct tstate *t, size_t n, size_t a, bool zero)
 		}
 		spin_unlock(&lock);
 		if (!w)
-			return NULL;
+			goto full;
 	}
 	/* The user's block at the first multiple of A past our two words and the chunk's: a
 	 * chunk's user offset in its page is a power of two, as munmap_chunk checks. */
@@ -256,6 +256,9 @@ void *pool_alloc(struct tstate *t, size_t n, size_t a, bool zero)
 	if (__atomic_load_n(&hs_hot.pool_cookie, __ATOMIC_SEQ_CST) != cookie)
 		live_set(w, false);
 	return (uint8_t *)w + off;
+full:
+	pool_stop();
+	return NULL;
 }
 
 /* P, a block of ours whose first page is W (pool_block), given back: kept for the next sample

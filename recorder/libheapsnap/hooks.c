@@ -682,7 +682,7 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 		if (LIKELY(f && next_##sym.direct)) {                                             \
 			if (LIKELY(free_pass_by(HS_PTR_OF_##args)))                               \
 				return hs_hot.free1(HS_PTR_OF_##args);                             \
-		} else if (f && filter_pass_by(HS_PTR_OF_##args) && !pool_mine(HS_PTR_OF_##args)) { \
+		} else if (f && table_pass_by(HS_PTR_OF_##args)) {                                \
 			return f HS_ARGS params; /* its new's samples are in the table */          \
 		}                                                                                 \
 		sym##_full HS_ARGS params;                                                        \

@@ -389,6 +389,15 @@ static inline uint64_t pool_size(const uint64_t *w)
 	return w[1] & ((1ull << POOL_CLASS_SHIFT) - 1);
 }
 
+/* Sampling, whether a free of P passes by wherever sampled blocks are: a block the filter
+ * has never seen sampled, which the pool does not hold either (an earlier session's pool
+ * block goes to glibc, which unmaps it). For a free that cannot rely on the pool's range:
+ * Python's domains and another module's operators keep their samples in the table. */
+static inline __attribute__((always_inline)) bool table_pass_by(const void *p)
+{
+	return filter_pass_by(p) && !pool_mine(p);
+}
+
 /* Whether sampled blocks are being placed in the pool. */
 static inline __attribute__((always_inline)) bool pool_placing(void)
 {
@@ -396,16 +405,14 @@ static inline __attribute__((always_inline)) bool pool_placing(void)
 }
 
 /* Sampling, whether a free (or a realloc's old block) is passed by: outside the pool's pages
- * while sampled blocks are placed there (one compare), else a block the filter has never
- * seen sampled, which the pool does not hold either (an earlier session's pool block goes to
- * glibc, which unmaps it). */
+ * while sampled blocks are placed there (one compare), else as table_pass_by. */
 static inline __attribute__((always_inline)) bool free_pass_by(const void *p)
 {
 	/* lo before len: a stop publishes len first. A start publishes lo first, but before
 	 * the session goes active (fast_path), when it has no block yet to miss. */
 	if (LIKELY((uintptr_t)p - __atomic_load_n(&hs_hot.pool_lo, __ATOMIC_ACQUIRE) >= hs_hot.pool_len))
 		return true;
-	return filter_pass_by(p) && !pool_mine(p);
+	return table_pass_by(p);
 }
 
 /* Whether P is memory of boot_alloc (hooks.c), which no allocator knows. */

@@ -104,7 +104,7 @@ static __attribute__((noinline)) void *w_realloc(void *ctx, void *old, size_t n)
 
 	/* Sampling: a block never sampled (or none), and a new size the draw passes by; in that
 	 * order, since passing by counts the size down. */
-	if (LIKELY((!old || (filter_pass_by(old) && !pool_mine(old))) && pass_by(n)) || !(t = enter())) {
+	if (LIKELY((!old || table_pass_by(old)) && pass_by(n)) || !(t = enter())) {
 		depth_in();
 		p = o->realloc(o->ctx, old, n);
 		depth_out();
@@ -148,7 +148,7 @@ bool pymem_sees_frees(void)
 
 static __attribute__((noinline, optimize("omit-frame-pointer"))) void w_free(void *ctx, void *p)
 {
-	if (LIKELY(filter_pass_by(p) && !pool_mine(p))) { /* never sampled, NULL included */
+	if (LIKELY(table_pass_by(p))) { /* never sampled, NULL included */
 		const struct pymem_allocator *o = ctx;
 
 		o->free(o->ctx, p);

@@ -449,11 +449,11 @@ BENCH_PROGS := $(OUTPUT)/bench/workload $(OUTPUT)/bench/workload_cxx $(OUTPUT)/b
 $(OUTPUT)/bench:
 	$(Q)mkdir -p $@
 
-$(OUTPUT)/bench/workload: bench/workload.c | $(OUTPUT)/bench
+$(OUTPUT)/bench/workload: bench/workload.c bench/pin.h | $(OUTPUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror $< -lpthread -o $@
 
-$(OUTPUT)/bench/workload_cxx: bench/workload_cxx.cc | $(OUTPUT)/bench
+$(OUTPUT)/bench/workload_cxx: bench/workload_cxx.cc bench/pin.h | $(OUTPUT)/bench
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror $< -o $@
 

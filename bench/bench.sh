@@ -121,6 +121,11 @@ run_once() { # mode_opts command... -> writes $TMP/run.out, $TMP/run.err
 # and both, never sampling: what any sampler that leaves blocks to the real allocator pays
 # before it samples anything. MICRO_MODES (names) and MICRO_WORKLOADS (names) narrow it, for a
 # look while developing.
+# The single-threaded ones run each round on one CPU, the next round on the next
+# (bench/pin.h): every mode of a round on the same CPU, since this machine's two CPUs can
+# differ in speed by 40% from one minute to the next, and a round's ratio of two runs that
+# landed on different CPUs measured the CPUs. The threaded ones run where they land.
+MICRO_PINNED=" churn cxx "
 MICRO=(
 	"churn|$B/workload churn 24000000"
 	"mt2|$B/workload mt 2 24000000"
@@ -156,7 +161,8 @@ micro_bench() {
 	say "least; for every event and heaptrack, whose recorders run beside the target, wall time only);"
 	say "passing by (sampled at 1 GiB: the hooks' pass-by paths, almost no sample) and sampled at 512 KiB"
 	say "over the floor (a preloaded library that only forwards); bytes per event recorded (heaptrack: its"
-	say "file over the loop's events):"
+	say "file over the loop's events). The single-threaded ($(echo $MICRO_PINNED | sed 's/ /, /g')) run all of a round on one CPU,"
+	say "the next round on the next (bench/pin.h): a round's ratios do not compare two CPUs' speeds."
 	rm -f "$TMP"/mi-*
 	for r in $(seq "$quick"); do
 		for w in "${works[@]}"; do
@@ -164,10 +170,13 @@ micro_bench() {
 			for m in "${modes[@]}"; do
 				mname=${m%%|*}; mopts=${m#*|}
 				[ "$r" -le "$RUNS" ] || [[ "$MICRO_QUICK" == *" $mname "* ]] || continue
+				unset HEAPSNAP_BENCH_CPU
+				[[ "$MICRO_PINNED" != *" $wname "* ]] || export HEAPSNAP_BENCH_CPU=$r
 				t0=$(date +%s.%N)
 				# shellcheck disable=SC2086
 				run_once "$mopts" $wcmd || { cat "$TMP/run.err"; exit 1; }
 				t1=$(date +%s.%N)
+				unset HEAPSNAP_BENCH_CPU
 				awk '/^elapsed/ { print $2 }' "$TMP/run.out" >>"$TMP/mi-$wname-$mname.t"
 				awk '/^elapsed/ { print $8 }' "$TMP/run.out" >>"$TMP/mi-$wname-$mname.c"
 				awk -v a="$t0" -v b="$t1" '/^elapsed/ { print b - a - $2 }' "$TMP/run.out" >>"$TMP/mi-$wname-$mname.out"

@@ -13,6 +13,7 @@
  *                 that allocates does something with its memory; without, nothing but the
  *                 allocator runs: the worst case for anything that interposes it.
  */
+#define _GNU_SOURCE /* sched_setaffinity (pin.h) */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +21,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "pin.h"
 
 #define RING 1024
 
@@ -157,7 +160,7 @@ int main(int argc, char **argv)
 	double t0, t1, c0 = cpu_now();
 	long n, events;
 
-	if (argc < 3)
+	if (argc < 3 || bench_pin())
 		return 2;
 	if (!strcmp(argv[1], "rate") && (argc == 4 || argc == 5)) {
 		rate_use = argc == 5 && !strcmp(argv[4], "use");

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "pin.h"
+
 static double now(clockid_t c = CLOCK_MONOTONIC)
 {
 	timespec ts;
@@ -18,6 +20,9 @@ struct Medium { long a[20]; };
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 100000;
+
+	if (bench_pin())
+		return 2;
 	static void *ring[1024];
 	static int kind[1024];
 	unsigned long long s = 88172645463325252ull;

@@ -342,7 +342,7 @@ static __always_inline void fill_hdr(struct hs_event_hdr *h, __u8 type, __u8 kin
 	h->nr = 0;
 	h->pid = id >> 32;
 	h->tid = (__u32)id;
-	h->pad = 0;
+	h->stop = 0;
 	h->ts = bpf_ktime_get_ns();
 }
 

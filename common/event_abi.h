@@ -97,7 +97,9 @@ struct hs_event_hdr {
 	__u16 nr; /* HS_EV_STACK: number of frames */
 	__u32 pid;
 	__u32 tid;
-	__u32 pad;
+	/* HS_EV_ALLOC from libheapsnap.so: 1 + the counter (HS_CNT_*) on which its stack's
+	 * capture stopped short, which the recorder adds to; 0 for a whole stack, and from BPF. */
+	__u32 stop;
 	__u64 ts; /* CLOCK_MONOTONIC ns */
 };
 

@@ -72,6 +72,7 @@ struct session {
 	uint64_t peak_time;
 	uint64_t n_alloc, n_free, stacks_written;
 	uint64_t sampled_allocs;     /* sampling, ALLOCs received but restores */
+	uint64_t stops[HS_CNT__MAX]; /* ALLOCs whose stack stopped short, by counter (hdr.stop) */
 	double bytes_alloc;
 	uint64_t cnt[HS_CNT__MAX], cnt_warned[HS_CNT__MAX];
 

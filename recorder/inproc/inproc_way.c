@@ -138,6 +138,9 @@ void inproc_read_counters(struct session *s)
 	/* The library counts no sample (sample() in libheapsnap.h): those chosen are those
 	 * that came, and those the table of sampled blocks had no room for. */
 	s->cnt[HS_CNT_SAMPLED] = s->sampled_allocs + s->cnt[HS_CNT_LIVE_FULL];
+	/* Nor the stacks it cut short: their allocations' events say so (hdr.stop). */
+	for (int k = 0; k < HS_CNT__MAX; k++)
+		s->cnt[k] += s->stops[k];
 }
 
 void inproc_add_counters(struct session *s, struct counter_set *c)

@@ -63,7 +63,9 @@ struct hs_hot {
 	struct real_fns fns;  /* real */
 	uint64_t pool_base; /* the pages' reservation, 0 without one */
 	uint64_t pool_cookie; /* this session's: a block's first word is it xor the block's address */
-	uint64_t *pool_live;  /* a bit a page of the reservation: a block of this session's starts there */
+	/* A bit a page of the reservation: a block of this session's starts there (or did, and
+	 * was freed: its first word says so). */
+	uint64_t *pool_live;
 	uint64_t filter_min[SAMPLED_SHARDS][(1u << FILTER_MIN_BITS) / 64] __attribute__((aligned(64)));
 };
 extern struct hs_hot hs_hot;
@@ -102,6 +104,11 @@ struct tstate {
 	uint64_t dwarf_seq;   /* dwarf captures' keys: unique per thread */
 	uint64_t rng;         /* the sampler's stream (draw): its own per thread, reseeded on fork */
 	uint64_t rate;        /* the sample rate its countdown was drawn at */
+	/* Why the stack of the allocation being recorded is short (a counter, HS_CNT_*), or -1:
+	 * carried in its event (HS_ALLOC_STOP_*) for the recorder to count. An atomic add to
+	 * the shared counters, at nearly every sample of a program whose libc has no frame
+	 * pointers, moved a cache line between cores at each sample of a threaded program. */
+	int walk_stop;
 	uint64_t *pool_cache[POOL_TCACHE_CLASSES][POOL_TCACHE]; /* freed pages kept (pool.c) */
 	uint8_t pool_n[POOL_TCACHE_CLASSES];
 	uint64_t sent[256]; /* stack hashes sent lately, direct-mapped */
@@ -395,7 +402,9 @@ static inline uint64_t pool_size(const uint64_t *w)
  * Python's domains and another module's operators keep their samples in the table. */
 static inline __attribute__((always_inline)) bool table_pass_by(const void *p)
 {
-	return filter_pass_by(p) && !pool_mine(p);
+	/* The pool's block first: its lines are the ones the caller just used, where the
+	 * filter's, read for nothing, are cold at each sample's free. */
+	return !pool_mine(p) && filter_pass_by(p);
 }
 
 /* Whether sampled blocks are being placed in the pool. */

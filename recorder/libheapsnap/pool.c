@@ -21,7 +21,9 @@
  * that may be gone: a block glibc unmapped leaves a hole the kernel may hand to anyone. It is
  * cleared whenever the cookie changes, before and after, so that a block placed meanwhile is
  * either marked with the new cookie or not marked at all (pool_alloc reads the cookie again
- * once it has marked its block).
+ * once it has marked its block). A block freed keeps its bit until then, its first word saying
+ * it is free: the pages stay ours, and a thread that samples and frees in turn writes the map
+ * once, not twice a sample with a locked instruction each.
  *
  * When the pool cannot place a sample (a size or alignment past its limits, its address space
  * spent, or POOL_MAX_OUT blocks out, which bounds the holes glibc's munmaps leave in the
@@ -124,14 +126,21 @@ static void trim(void)
 	placed = false;
 }
 
-static void live_set(const uint64_t *w, bool on)
+/* W's bit set. One its last life in this session left set needs no locked write: were the
+ * cookie to change meanwhile, the change clears the bit, and the block is glibc's as below. */
+static void live_mark(const uint64_t *w)
+{
+	uint64_t i = ((uint64_t)(uintptr_t)w - hs_hot.pool_base) / PAGE, bit = 1ull << (i % 64);
+
+	if (!(__atomic_load_n(&live[i / 64], __ATOMIC_RELAXED) & bit))
+		__atomic_fetch_or(&live[i / 64], bit, __ATOMIC_SEQ_CST);
+}
+
+static void live_unmark(const uint64_t *w)
 {
 	uint64_t i = ((uint64_t)(uintptr_t)w - hs_hot.pool_base) / PAGE;
 
-	if (on)
-		__atomic_fetch_or(&live[i / 64], 1ull << (i % 64), __ATOMIC_SEQ_CST);
-	else
-		__atomic_fetch_and(&live[i / 64], ~(1ull << (i % 64)), __ATOMIC_SEQ_CST);
+	__atomic_fetch_and(&live[i / 64], ~(1ull << (i % 64)), __ATOMIC_SEQ_CST);
 }
 
 /* Under the lock: no block marked, as far as the bump pointer has reached. */
@@ -250,11 +259,11 @@ void *pool_alloc(struct tstate *t, size_t n, size_t a, bool zero)
 	chunk[0] = off - 16;                                /* prev_size: back to the mapping */
 	chunk[1] = (pages * PAGE - (off - 16)) | POOL_CHUNK_IS_MMAPPED;
 	w[1] = n | (uint64_t)c << POOL_CLASS_SHIFT;
-	live_set(w, true);
+	live_mark(w);
 	__atomic_store_n(&w[0], cookie ^ (uint64_t)(uintptr_t)w, __ATOMIC_RELAXED);
 	/* The session changed meanwhile: the block is glibc's (see the top of this file). */
 	if (__atomic_load_n(&hs_hot.pool_cookie, __ATOMIC_SEQ_CST) != cookie)
-		live_set(w, false);
+		live_unmark(w);
 	return (uint8_t *)w + off;
 full:
 	pool_stop();
@@ -268,16 +277,17 @@ void pool_put(struct tstate *t, void *p, uint64_t *w)
 {
 	uint32_t c = (uint32_t)(w[1] >> POOL_CLASS_SHIFT);
 	uint64_t pages = pool_class_pages(c);
+	int e;
 
-	int e = errno; /* free keeps errno, and madvise may fail */
-
-	((uint64_t *)p)[-1] = 0; /* before the bit: a block unmarked is never one glibc would take */
-	live_set(w, false);
+	/* No chunk for glibc to unmap, and a first word no cookie gives: the bit stays (see
+	 * the top of this file). */
+	((uint64_t *)p)[-1] = 0;
 	__atomic_store_n(&w[0], FREED_DIRTY, __ATOMIC_RELAXED);
 	if (t && c < POOL_TCACHE_CLASSES && t->pool_n[c] < POOL_TCACHE) {
 		t->pool_cache[c][t->pool_n[c]++] = w;
 		return;
 	}
+	e = errno; /* free keeps errno, and madvise may fail */
 	/* The address space is kept, not the memory; calloc trusts its zeros only if the kernel
 	 * took it (locked pages, a seccomp filter may refuse). */
 	if (c >= POOL_EXACT && !madvise(w, pages * PAGE, MADV_DONTNEED))

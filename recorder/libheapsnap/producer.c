@@ -95,11 +95,16 @@ void rng_seed(struct tstate *t)
  * thread's own splitmix64 stream. Not a hash of the time: a loop's draws come at nearly even
  * intervals, and a hash too weak for an arithmetic sequence gave indices that followed one
  * another, the count of samples over a loop then spreading 1.4 times as wide as Poisson's. */
+#define RNG_STEP 0x9e3779b97f4a7c15ull
 int64_t draw(void)
 {
-	uint64_t x = mix64(tsp->rng += 0x9e3779b97f4a7c15ull);
+	uint64_t x = mix64(tsp->rng += RNG_STEP);
+	int64_t v = (int64_t)shm->thresholds[x >> (64 - HS_NR_THRESHOLDS_BITS)];
 
-	return (int64_t)shm->thresholds[x >> (64 - HS_NR_THRESHOLDS_BITS)];
+	/* The next draw's quantile fetched now: a random one of 128 lines, cold by the time a
+	 * sparse sampler draws again, was most of a draw's time (perf, churn at 512 KiB). */
+	__builtin_prefetch(&shm->thresholds[mix64(tsp->rng + RNG_STEP) >> (64 - HS_NR_THRESHOLDS_BITS)]);
+	return v;
 }
 
 /* A new countdown at the session's rate (parked, when the state is made inside a hook). */
@@ -373,6 +378,16 @@ void commit(struct tstate *t, uint32_t need)
 	before = t->prod - t->cons;
 	t->prod += need;
 	__atomic_store_n(&r->prod, t->prod, __ATOMIC_RELEASE);
+	/* The ring's next two lines, where the next sample's events go, fetched to be written:
+	 * last written a whole ring ago, they are cold by then. (prefetchw is a no-op where
+	 * the processor lacks it.) */
+	{
+		uint8_t *d = shm_data + (uint64_t)t->ring * shm->ring_bytes;
+		uint32_t m = shm->ring_bytes - 1;
+
+		__asm__ volatile("prefetchw %0" ::"m"(d[(t->prod + 64) & m]));
+		__asm__ volatile("prefetchw %0" ::"m"(d[(t->prod + 128) & m]));
+	}
 	/* Filling past a quarter of the ring wakes the recorder, which otherwise looks every
 	 * 100 ms (INPROC_POLL_MS), each time the ring fills so far again after a read. Whether
 	 * it is still there is asked only when the ring is full (reserve): while there is
@@ -389,7 +404,7 @@ void fill_hdr(struct hs_event_hdr *h, uint8_t type, uint8_t kind, uint32_t tid, 
 	h->nr = 0;
 	h->pid = self_pid;
 	h->tid = tid;
-	h->pad = 0;
+	h->stop = 0;
 	h->ts = ts;
 }
 
@@ -423,7 +438,7 @@ static __attribute__((always_inline)) inline uint32_t walk(struct tstate *t, uin
 		 * rbp, under pymalloc's wrapper) and pass for one inside the stack. */
 		if (fp < t->stack_lo || fp > t->stack_hi - 16 || (fp & 7)) {
 			if (fp) /* not the outermost frame's zero: a frame without a frame pointer */
-				count(HS_CNT_STACK_ERROR);
+				t->walk_stop = HS_CNT_STACK_ERROR;
 			break;
 		}
 		uint64_t next = ((uint64_t *)fp)[0], ret = ((uint64_t *)fp)[1];
@@ -433,13 +448,13 @@ static __attribute__((always_inline)) inline uint32_t walk(struct tstate *t, uin
 		ips[n++] = ret;
 		if (next <= fp) {
 			if (next)
-				count(HS_CNT_STACK_ERROR);
+				t->walk_stop = HS_CNT_STACK_ERROR;
 			break;
 		}
 		fp = next;
 	}
 	if (n == max)
-		count(HS_CNT_STACK_TRUNCATED);
+		t->walk_stop = HS_CNT_STACK_TRUNCATED;
 	return n;
 }
 
@@ -553,7 +568,7 @@ static uint64_t capture_dwarf(struct tstate *t, uint64_t fp, uint64_t ts)
 	if (len > HS_MAX_DWARF_BYTES)
 		len = HS_MAX_DWARF_BYTES;
 	if (used > len)
-		count(HS_CNT_DWARF_TRUNCATED);
+		t->walk_stop = HS_CNT_DWARF_TRUNCATED;
 	e = reserve(t, (uint32_t)(offsetof(struct hs_dwarf_event, data) + len), &need);
 	if (!e)
 		return 0;
@@ -580,11 +595,13 @@ void record_alloc(struct tstate *t, void *p, size_t size, uint8_t kind, uint64_t
 
 	if (shm->sample_rate && !pool_mine(p) && !sampled_add(p, size))
 		return;
+	t->walk_stop = -1;
 	h = shm->stack_mode == HS_STACK_DWARF ? capture_dwarf(t, fp, ts) : capture(t, fp, ts);
 	e = reserve(t, sizeof(*e), &need);
 	if (!e)
 		return;
 	fill_hdr(&e->h, HS_EV_ALLOC, kind, t->tid, ts);
+	e->h.stop = (uint32_t)(t->walk_stop + 1);
 	e->ptr = (uint64_t)(uintptr_t)p;
 	e->size = size;
 	e->stack = h;

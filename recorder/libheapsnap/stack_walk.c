@@ -452,7 +452,7 @@ uint32_t unwind_walk(struct tstate *t, uint64_t fp, uint64_t *ips, uint32_t max)
 	if (n == max)
 		stop = HS_CNT_STACK_TRUNCATED;
 	if (stop != FOUND)
-		count(stop);
+		t->walk_stop = stop;
 	nw->n = n;
 	nw->stop = stop;
 	t->memo_cur ^= 1;

@@ -91,6 +91,14 @@ enum hs_counter_id {
 	HS_CNT__MAX,
 };
 
+/* Whether counter C says why a stack was cut short: the only ones an allocation's event may
+ * carry (hs_event_hdr.stop), since the recorder takes them from a ring the target writes. */
+static inline int hs_cnt_is_stack_stop(unsigned int c)
+{
+	return c == HS_CNT_STACK_TRUNCATED || c == HS_CNT_STACK_ERROR || c == HS_CNT_DWARF_TRUNCATED ||
+	       (c >= HS_CNT_UNW_NO_MODULE && c <= HS_CNT_UNW_FP_LOST);
+}
+
 struct hs_event_hdr {
 	__u8 type;
 	__u8 kind;

@@ -299,7 +299,7 @@ static void on_alloc_event(struct session *s, const struct hs_alloc_event *e, ui
 	r.alloc.weight = w;
 	if (s->o->sample_rate && !(h->kind & HS_KIND_FLAG_RESTORED))
 		s->sampled_allocs++;
-	if (h->stop && h->stop <= HS_CNT__MAX)
+	if (h->stop && hs_cnt_is_stack_stop(h->stop - 1))
 		s->stops[h->stop - 1]++;
 	if (!ulive_alloc(s, &r, h->tid))
 		return;

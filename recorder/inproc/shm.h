@@ -17,7 +17,9 @@
 #include "event_abi.h"
 
 #define HS_SHM_MAGIC 0x4d485348u /* "HSHM" */
-#define HS_SHM_VERSION 6 /* 4: Python's counters; 5: processes stopped by a stalled recorder; 6: pools stopped */
+/* 4: Python's counters; 5: processes stopped by a stalled recorder; 6: pools stopped; 7: stacks
+ * cut short said in their allocation's event (hs_event_hdr.stop), not counted in the header */
+#define HS_SHM_VERSION 7
 #define HS_SHM_ENV "HEAPSNAP_SHM"   /* "FD_SHM,FD_EVENT,INODE": inherited by the target */
 /* "NAME,PID,UID": the recorder's abstract unix socket, which hands the two descriptors
  * (SCM_RIGHTS) to a descendant whose inherited ones were closed (close_fds), and who

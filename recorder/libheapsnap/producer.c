@@ -453,8 +453,11 @@ static __attribute__((always_inline)) inline uint32_t walk(struct tstate *t, uin
 		}
 		fp = next;
 	}
-	if (n == max)
+	if (n == max) {
+		if (t->walk_stop >= 0) /* both, as rare as a stack this deep with junk at its end */
+			count(t->walk_stop);
 		t->walk_stop = HS_CNT_STACK_TRUNCATED;
+	}
 	return n;
 }
 
@@ -598,8 +601,11 @@ void record_alloc(struct tstate *t, void *p, size_t size, uint8_t kind, uint64_t
 	t->walk_stop = -1;
 	h = shm->stack_mode == HS_STACK_DWARF ? capture_dwarf(t, fp, ts) : capture(t, fp, ts);
 	e = reserve(t, sizeof(*e), &need);
-	if (!e)
+	if (!e) {
+		if (t->walk_stop >= 0) /* no event to say it: counted here, as it was done */
+			count(t->walk_stop);
 		return;
+	}
 	fill_hdr(&e->h, HS_EV_ALLOC, kind, t->tid, ts);
 	e->h.stop = (uint32_t)(t->walk_stop + 1);
 	e->ptr = (uint64_t)(uintptr_t)p;

@@ -56,10 +56,15 @@ LIB_CFLAGS := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer -fvisibility=hidde
 all: $(BINS) $(LIB)
 
 LIB_SRCS := $(wildcard recorder/libheapsnap/*.c) common/unwtab.c
+LIB_DEPS := $(LIB_SRCS) recorder/libheapsnap/*.h recorder/inproc/shm.h recorder/inject/inject_abi.h recorder/inject/gotwalk.h \
+	common/*.h common/*.def format/record.h
+# The library into $@, with more flags $(1).
+lib_link = $(CC) $(LIB_CFLAGS) $(1) -Irecorder/libheapsnap -shared -Wl,-soname,libheapsnap.so -Wl,-z,now -Wl,-z,nodelete \
+	$(LIB_SRCS) -ldl -lpthread -o $@
 
-$(LIB): $(LIB_SRCS) recorder/libheapsnap/*.h recorder/inproc/shm.h recorder/inject/inject_abi.h recorder/inject/gotwalk.h common/*.h common/*.def format/record.h | $(OUTPUT)
+$(LIB): $(LIB_DEPS) | $(OUTPUT)
 	$(call msg,LIB,$@)
-	$(Q)$(CC) $(LIB_CFLAGS) -Irecorder/libheapsnap -shared -Wl,-soname,libheapsnap.so -Wl,-z,now -Wl,-z,nodelete $(LIB_SRCS) -ldl -lpthread -o $@
+	$(Q)$(call lib_link,)
 
 deps:
 	$(Q)scripts/install-deps.sh
@@ -444,7 +449,8 @@ demo: deps
 	$(Q)OUTPUT=$(OUTPUT) scripts/demo.sh
 
 BENCH_PROGS := $(OUTPUT)/bench/workload $(OUTPUT)/bench/workload_cxx $(OUTPUT)/bench/genfile $(OUTPUT)/bench/libfloor.so \
-	$(OUTPUT)/bench/libfloor_countdown.so $(OUTPUT)/bench/libfloor_filter.so $(OUTPUT)/bench/libfloor_both.so
+	$(OUTPUT)/bench/libfloor_countdown.so $(OUTPUT)/bench/libfloor_filter.so $(OUTPUT)/bench/libfloor_both.so \
+	$(OUTPUT)/bench/dense/libheapsnap.so
 
 $(OUTPUT)/bench:
 	$(Q)mkdir -p $@
@@ -456,6 +462,13 @@ $(OUTPUT)/bench/workload: bench/workload.c bench/pin.h | $(OUTPUT)/bench
 $(OUTPUT)/bench/workload_cxx: bench/workload_cxx.cc bench/pin.h | $(OUTPUT)/bench
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror $< -o $@
+
+# libheapsnap.so placing samples in its pool from 4 KiB: the bench's dense sampling, where a
+# sample's cost is weighed (bench/bench.sh).
+$(OUTPUT)/bench/dense/libheapsnap.so: $(LIB_DEPS)
+	$(call msg,LIB,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(call lib_link,-DPOOL_MIN_RATE=4096u)
 
 # The interposition floor: allocators that only forward, preloaded as libheapsnap.so is.
 FLOOR_CFLAGS := -O2 -g -fPIC -shared -fvisibility=hidden -fno-omit-frame-pointer -Wall -Wextra -Werror

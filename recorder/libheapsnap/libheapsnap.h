@@ -317,8 +317,12 @@ static inline __attribute__((always_inline)) bool filter_pass_by(const void *p)
 }
 
 /* pool.c: sampled blocks on pages of their own, sampling at this rate or more (each live
- * sampled block costs a page or more: at most 4 KiB for each POOL_MIN_RATE bytes live). */
+ * sampled block costs a page or more: at most 4 KiB for each POOL_MIN_RATE bytes live). The
+ * bench builds a library that places samples from 4 KiB, to weigh the sample path on loops
+ * sampled densely enough that its cost stands out of the machine's noise. */
+#ifndef POOL_MIN_RATE
 #define POOL_MIN_RATE (256u << 10)
+#endif
 #define POOL_BYTES_LOG 33 /* 8 GiB of address space, only that */
 #define POOL_BYTES (1ull << POOL_BYTES_LOG)
 #define POOL_MAX_ALIGN PAGE /* see pool_block */

@@ -105,9 +105,10 @@ struct tstate {
 	uint64_t rng;         /* the sampler's stream (draw): its own per thread, reseeded on fork */
 	uint64_t rate;        /* the sample rate its countdown was drawn at */
 	/* Why the stack of the allocation being recorded is short (a counter, HS_CNT_*), or -1:
-	 * carried in its event (HS_ALLOC_STOP_*) for the recorder to count. An atomic add to
+	 * carried in its event (hs_event_hdr.stop) for the recorder to count. An atomic add to
 	 * the shared counters, at nearly every sample of a program whose libc has no frame
-	 * pointers, moved a cache line between cores at each sample of a threaded program. */
+	 * pointers, was a locked instruction a sample, and a line moved between cores at each
+	 * sample of threads whose walks stop so. */
 	int walk_stop;
 	uint64_t *pool_cache[POOL_TCACHE_CLASSES][POOL_TCACHE]; /* freed pages kept (pool.c) */
 	uint8_t pool_n[POOL_TCACHE_CLASSES];

@@ -306,6 +306,12 @@ static void give_up(void)
 		count(HS_CNT_RECORDER_STALLED);
 }
 
+/* The data of the thread's ring (claimed). */
+static inline uint8_t *ring_data(const struct tstate *t)
+{
+	return shm_data + (uint64_t)t->ring * shm->ring_bytes;
+}
+
 /* Room for LEN bytes of event in the thread's ring, or NULL (counted): while the ring is
  * full the thread wakes the recorder and waits for it, sampled or not (a sample dropped
  * would bias the estimates); only a recorder gone quiet makes it give up. */
@@ -323,7 +329,7 @@ void *reserve(struct tstate *t, uint32_t len, uint32_t *need_out)
 	if (UNLIKELY(t->ring < 0) && (t->ring == -2 || !claim_ring(t)))
 		return NULL;
 	r = &shm->rings[t->ring];
-	data = shm_data + (uint64_t)t->ring * size;
+	data = ring_data(t);
 	pos = (uint32_t)(t->prod & (size - 1));
 	pad = pos + need > size ? size - pos : 0;
 	if (t->prod + pad + need - t->cons > size) {
@@ -382,7 +388,7 @@ void commit(struct tstate *t, uint32_t need)
 	 * last written a whole ring ago, they are cold by then. (prefetchw is a no-op where
 	 * the processor lacks it.) */
 	{
-		uint8_t *d = shm_data + (uint64_t)t->ring * shm->ring_bytes;
+		uint8_t *d = ring_data(t);
 		uint32_t m = shm->ring_bytes - 1;
 
 		__asm__ volatile("prefetchw %0" ::"m"(d[(t->prod + 64) & m]));

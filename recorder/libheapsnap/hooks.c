@@ -69,7 +69,7 @@ void *next_handle = RTLD_NEXT;
 
 void resolve(void)
 {
-	if (real.free || __atomic_exchange_n(&resolving, 1, __ATOMIC_ACQ_REL))
+	if (hs_hot.free1 || __atomic_exchange_n(&resolving, 1, __ATOMIC_ACQ_REL))
 		return;
 	resolve_from(RTLD_NEXT);
 }
@@ -117,9 +117,9 @@ void resolve_from(void *handle)
 			if (!sample((size_expr))) {                                               \
 				p = call;                                                         \
 			} else {                                                                  \
-				if (!(p = pool_alloc(t, (size_expr), (align), (zero))))           \
-					p = call;                                                 \
-				if (p)                                                            \
+				if ((p = pool_alloc(t, (size_expr), (align), (zero))))            \
+					record_alloc_event(t, p, (size_expr), (kind), (uint64_t)(uintptr_t)__builtin_frame_address(0)); \
+				else if ((p = call))                                              \
 					record_alloc(t, p, (size_expr), (kind), (uint64_t)(uintptr_t)__builtin_frame_address(0)); \
 			}                                                                         \
 			depth_out();                                                              \
@@ -255,9 +255,9 @@ HOOK_WRITTEN(calloc);
 
 static __attribute__((noinline)) void free_full(void *p)
 {
-	if (UNLIKELY(!real.free)) {
+	if (UNLIKELY(!hs_hot.free1)) {
 		resolve();
-		if (!real.free)
+		if (!hs_hot.free1)
 			return;
 	}
 	uint64_t *w = pool_mine(p);
@@ -602,18 +602,22 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 	do {                                                                                      \
 		struct tstate *t = enter();                                                       \
 		void *p = NULL;                                                                   \
-		bool placing = t && pool_placing(), rec = placing && sample((size));              \
+		bool placing = t && pool_placing(), rec = placing && sample((size)), pooled;      \
 		depth_in();                                                                       \
 		if (rec) /* else, or if the pool cannot place it, the table's */                  \
 			p = pool_alloc(t, (size) ? (size) : 1, 16, false);                        \
-		if (!p)                                                                           \
+		if (!(pooled = p != NULL))                                                        \
 			p = real.malloc((size) ? (size) : 1);                                     \
 		depth_out();                                                                      \
 		if (UNLIKELY(p == NULL))                                                          \
 			return (f)(size);                                                         \
 		if (rec || (!placing && t && sample((size)))) {                                   \
+			uint64_t fp_ = (uint64_t)(uintptr_t)__builtin_frame_address(0);           \
 			depth_in();                                                               \
-			record_alloc(t, p, (size), (kind), (uint64_t)(uintptr_t)__builtin_frame_address(0)); \
+			if (pooled)                                                               \
+				record_alloc_event(t, p, (size), (kind), fp_);                    \
+			else                                                                      \
+				record_alloc(t, p, (size), (kind), fp_);                          \
 			depth_out();                                                              \
 		}                                                                                 \
 		return p;                                                                         \

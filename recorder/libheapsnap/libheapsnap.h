@@ -48,6 +48,27 @@ static inline __attribute__((always_inline)) uint32_t shard_of(const void *p)
  * may start at any word, so that every shard's least filter can sit in hs_hot. */
 #define FILTER_MIN_BITS 12
 #define FILTER_WMASK_BITS 12
+/* What a sample reads of the process and its session besides its thread's state, on one
+ * cache line. Sampling at 512 KiB, a sample comes once in about a thousand calls, which have
+ * evicted from the first-level cache whatever it read last time: each line is a miss, twice a
+ * sample (its allocation and its free). Spread over the variables of four files, these were
+ * five of about forty misses a sample (cachegrind, churn). Written when a session starts or
+ * ends; the names stand for the fields (below). */
+struct hs_sample_line {
+	uint64_t pool_base;   /* the pool's reservation, 0 without one */
+	uint64_t pool_cookie; /* this session's: a block's first word is it xor the block's address */
+	/* A bit a page of the reservation: a block of this session's starts there (or did, and
+	 * was freed: its first word says so). */
+	uint64_t *pool_live;
+	struct hs_shm_hdr *shm;
+	uint8_t *shm_data;
+	int active;           /* attached to a recorder; hooks record */
+	/* Bumped at each injected session's start: a thread's state of an earlier one is redone. */
+	uint32_t session_gen;
+	uint32_t self_pid;
+	int injected;
+	int py_ready;         /* atomic: py is filled, frames are walked (python.c) */
+} __attribute__((aligned(64)));
 /* What every hook reads, from a page boundary: the shards' filter words on one cache line,
  * then what a pass-by reads besides, with real.free's copy, the pool's range and the first of
  * the real functions (malloc, calloc, realloc, reallocarray): one line for the common calls, where the table's
@@ -61,15 +82,18 @@ struct hs_hot {
 	 * outside passes by. Otherwise 0 and ~0, and the filter decides. */
 	uint64_t pool_lo, pool_len;
 	struct real_fns fns;  /* real */
-	uint64_t pool_base; /* the pages' reservation, 0 without one */
-	uint64_t pool_cookie; /* this session's: a block's first word is it xor the block's address */
-	/* A bit a page of the reservation: a block of this session's starts there (or did, and
-	 * was freed: its first word says so). */
-	uint64_t *pool_live;
+	struct hs_sample_line sl;
 	uint64_t filter_min[SAMPLED_SHARDS][(1u << FILTER_MIN_BITS) / 64] __attribute__((aligned(64)));
 };
 extern struct hs_hot hs_hot;
 #define real (hs_hot.fns)
+#define shm (hs_hot.sl.shm)
+#define shm_data (hs_hot.sl.shm_data)
+#define active (hs_hot.sl.active)
+#define session_gen (hs_hot.sl.session_gen)
+#define self_pid (hs_hot.sl.self_pid)
+#define injected (hs_hot.sl.injected)
+#define py_ready (hs_hot.sl.py_ready)
 #define filter_word_of(p) (hs_hot.fw[shard_of(p)])
 #define tls_slot (hs_hot.ts)
 
@@ -94,40 +118,40 @@ struct walk_memo {
 #define POOL_TCACHE_CLASSES 2
 #define POOL_TCACHE 8
 struct tstate {
+	/* What each sample reads, on the state's first line (its pages are its own, mmapped):
+	 * cold at each sample, as hs_sample_line's are. */
 	uint32_t gen;   /* the session it was made for (session_gen) */
 	int ring;       /* claimed ring, -1 none yet, -2 none to be had */
 	uint32_t tid;
-	uint64_t prod;  /* own copy of the ring's producer position */
-	uint64_t cons;  /* the recorder's position, as last read */
-	uint64_t ahead, ahead_end; /* the ring's pages are in up to position ahead (populate_ahead) */
-	uint64_t stack_lo, stack_hi;
-	uint64_t dwarf_seq;   /* dwarf captures' keys: unique per thread */
-	uint64_t rng;         /* the sampler's stream (draw): its own per thread, reseeded on fork */
-	uint64_t rate;        /* the sample rate its countdown was drawn at */
 	/* Why the stack of the allocation being recorded is short (a counter, HS_CNT_*), or -1:
 	 * carried in its event (hs_event_hdr.stop) for the recorder to count. An atomic add to
 	 * the shared counters, at nearly every sample of a program whose libc has no frame
 	 * pointers, was a locked instruction a sample, and a line moved between cores at each
 	 * sample of threads whose walks stop so. */
-	int walk_stop;
-	uint64_t *pool_cache[POOL_TCACHE_CLASSES][POOL_TCACHE]; /* freed pages kept (pool.c) */
+	int16_t walk_stop;
+	/* The pool's blocks kept, by class: a sample reads the count, and one entry below. */
 	uint8_t pool_n[POOL_TCACHE_CLASSES];
+	uint64_t prod;  /* own copy of the ring's producer position */
+	uint64_t cons;  /* the recorder's position, as last read */
+	uint64_t ahead; /* the ring's pages are in up to position ahead (populate_ahead) */
+	uint64_t stack_lo, stack_hi;
+	uint64_t rng;   /* the sampler's stream (draw): its own per thread, reseeded on fork */
+	uint64_t *pool_cache[POOL_TCACHE_CLASSES][POOL_TCACHE]; /* freed pages kept (pool.c) */
+	uint64_t ahead_end;   /* where populate_ahead stops */
+	uint64_t dwarf_seq;   /* dwarf captures' keys: unique per thread */
+	uint64_t rate;        /* the sample rate its countdown was drawn at */
 	uint64_t sent[256]; /* stack hashes sent lately, direct-mapped */
 	struct walk_memo memo[2]; /* the last walk's, and the one being made */
 	uint32_t memo_cur;
 };
+_Static_assert(offsetof(struct tstate, rng) + 8 <= 64 && offsetof(struct tstate, prod) == 16,
+	       "a sample's fields of tstate span one line");
+_Static_assert(HS_CNT__MAX < INT16_MAX, "tstate.walk_stop holds a counter");
 
-extern struct hs_shm_hdr *shm;
-extern uint8_t *shm_data;
 extern int wake_fd;
-extern int active;
-extern uint32_t self_pid;
 extern pthread_key_t exit_key;
-/* Bumped at each injected session's start: a thread's state of an earlier one is redone. */
-extern uint32_t session_gen;
 /* Where the real functions are looked up: RTLD_NEXT preloaded, RTLD_DEFAULT injected. */
 extern void *next_handle;
-extern int injected;
 /* The thread's state, how deep it is inside our hooks (what the real allocator calls is the
  * outer call's), and its byte countdown: one thread-local block. An allocation's pass-by
  * reads one word of it, chosen by tls_slot for every thread at once: while sampling, `left`;
@@ -195,6 +219,9 @@ void emit_comm(struct tstate *t);
 void spin_lock(int *l);
 void spin_unlock(int *l);
 void record_alloc(struct tstate *t, void *p, size_t size, uint8_t kind, uint64_t fp);
+/* The allocation's event alone, for a block the pool placed: record_alloc without its test
+ * of whose the block is. */
+void record_alloc_event(struct tstate *t, void *p, size_t size, uint8_t kind, uint64_t fp);
 void record_free(struct tstate *t, void *p, uint64_t size, uint8_t flags, uint64_t ts);
 void record_restore(struct tstate *t, void *p, uint64_t size);
 int events_init(void);
@@ -377,10 +404,10 @@ static inline __attribute__((always_inline)) uint64_t *pool_block(const void *p)
 	uint64_t in = (uintptr_t)p & (PAGE - 1), w = (uintptr_t)p - (in ? in : PAGE), i, c;
 	const uint64_t *ch = (const uint64_t *)p - 2, *b = (const uint64_t *)(uintptr_t)w;
 
-	i = (w - hs_hot.pool_base) / PAGE;
-	if ((in & 15) || i >= POOL_BYTES / PAGE || !(__atomic_load_n(&hs_hot.pool_live[i / 64], __ATOMIC_RELAXED) >> (i % 64) & 1))
+	i = (w - hs_hot.sl.pool_base) / PAGE;
+	if ((in & 15) || i >= POOL_BYTES / PAGE || !(__atomic_load_n(&hs_hot.sl.pool_live[i / 64], __ATOMIC_RELAXED) >> (i % 64) & 1))
 		return NULL;
-	if (b[0] != (__atomic_load_n(&hs_hot.pool_cookie, __ATOMIC_RELAXED) ^ w))
+	if (b[0] != (__atomic_load_n(&hs_hot.sl.pool_cookie, __ATOMIC_RELAXED) ^ w))
 		return NULL;
 	c = b[1] >> POOL_CLASS_SHIFT;
 	if (c >= POOL_CLASSES || ch[0] != (uintptr_t)p - w - 16 || !(ch[1] & POOL_CHUNK_IS_MMAPPED) ||
@@ -392,7 +419,7 @@ static inline __attribute__((always_inline)) uint64_t *pool_block(const void *p)
 /* The block's first page if P is the pool's (pool_block), else NULL. */
 static inline __attribute__((always_inline)) uint64_t *pool_mine(const void *p)
 {
-	return hs_hot.pool_base ? pool_block(p) : NULL;
+	return hs_hot.sl.pool_base ? pool_block(p) : NULL;
 }
 
 /* The size asked for of the pool's block whose first page is W. */
@@ -469,7 +496,7 @@ static inline __attribute__((always_inline)) bool sample(size_t size)
 /* The thread's state if this call is to be recorded: attached, not nested in another hook. */
 static inline __attribute__((always_inline)) struct tstate *enter(void)
 {
-	if (UNLIKELY(!real.free))
+	if (UNLIKELY(!hs_hot.free1)) /* on the pass-by's line; real.free is on the next */
 		resolve();
 	/* Whether the recorder has detached is asked only of events about to be written
 	 * (reserve): a call the sampler passes by writes nothing either way. */

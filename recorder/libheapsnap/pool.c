@@ -16,7 +16,7 @@
  * thread for the commonest counts, so that a thread that samples and frees its own blocks
  * shares no line with another).
  *
- * A map of a bit a page (hs_hot.pool_live) says where this session's blocks start, so that
+ * A map of a bit a page (hs_hot.sl.pool_live) says where this session's blocks start, so that
  * telling a pointer of another allocator's from one of ours reads no page of the reservation
  * that may be gone: a block glibc unmapped leaves a hole the kernel may hand to anyone. It is
  * cleared whenever the cookie changes, before and after, so that a block placed meanwhile is
@@ -57,7 +57,7 @@ static int lock;
 static uint64_t *lists[POOL_CLASSES];
 static bool allowed; /* the real allocator is glibc's */
 static bool placed;  /* a session placed blocks here since the lists were last trimmed */
-static uint64_t *live; /* hs_hot.pool_live */
+static uint64_t *live; /* hs_hot.sl.pool_live */
 static size_t (*usable_size)(void *);
 
 /* The reservation, made once. Without it, sampling keeps blocks where the allocator put them
@@ -79,8 +79,8 @@ int pool_init(void)
 		return 0;
 	}
 	base = m;
-	hs_hot.pool_live = live;
-	hs_hot.pool_base = (uint64_t)(uintptr_t)m;
+	hs_hot.sl.pool_live = live;
+	hs_hot.sl.pool_base = (uint64_t)(uintptr_t)m;
 	return 0;
 }
 
@@ -130,15 +130,16 @@ static void trim(void)
  * cookie to change meanwhile, the change clears the bit, and the block is glibc's as below. */
 static void live_mark(const uint64_t *w)
 {
-	uint64_t i = ((uint64_t)(uintptr_t)w - hs_hot.pool_base) / PAGE, bit = 1ull << (i % 64);
+	uint64_t i = ((uint64_t)(uintptr_t)w - hs_hot.sl.pool_base) / PAGE, bit = 1ull << (i % 64);
+	uint64_t *m = hs_hot.sl.pool_live; /* live, from the line the sample has read */
 
-	if (!(__atomic_load_n(&live[i / 64], __ATOMIC_RELAXED) & bit))
-		__atomic_fetch_or(&live[i / 64], bit, __ATOMIC_SEQ_CST);
+	if (!(__atomic_load_n(&m[i / 64], __ATOMIC_RELAXED) & bit))
+		__atomic_fetch_or(&m[i / 64], bit, __ATOMIC_SEQ_CST);
 }
 
 static void live_unmark(const uint64_t *w)
 {
-	uint64_t i = ((uint64_t)(uintptr_t)w - hs_hot.pool_base) / PAGE;
+	uint64_t i = ((uint64_t)(uintptr_t)w - hs_hot.sl.pool_base) / PAGE;
 
 	__atomic_fetch_and(&live[i / 64], ~(1ull << (i % 64)), __ATOMIC_SEQ_CST);
 }
@@ -182,14 +183,14 @@ void pool_switch(bool sampling)
 	__atomic_store_n(&hs_hot.pool_lo, 0, __ATOMIC_RELEASE);
 	if (live) {
 		live_clear();
-		__atomic_store_n(&hs_hot.pool_cookie, c | 1, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&hs_hot.sl.pool_cookie, c | 1, __ATOMIC_SEQ_CST);
 		live_clear();
 	}
 	if (placed && !on)
 		trim();
 	if (on) {
 		placed = true;
-		__atomic_store_n(&hs_hot.pool_lo, hs_hot.pool_base, __ATOMIC_RELEASE);
+		__atomic_store_n(&hs_hot.pool_lo, hs_hot.sl.pool_base, __ATOMIC_RELEASE);
 		__atomic_store_n(&hs_hot.pool_len, POOL_BYTES, __ATOMIC_RELEASE);
 	}
 	spin_unlock(&lock);
@@ -228,7 +229,7 @@ void *pool_alloc(struct tstate *t, size_t n, size_t a, bool zero)
 
 	if (a > POOL_MAX_ALIGN || n > POOL_BYTES / 2)
 		goto full;
-	cookie = __atomic_load_n(&hs_hot.pool_cookie, __ATOMIC_SEQ_CST);
+	cookie = __atomic_load_n(&hs_hot.sl.pool_cookie, __ATOMIC_SEQ_CST);
 	pages = (room + n + PAGE - 1) / PAGE;
 	c = pool_class_of(pages);
 	pages = pool_class_pages(c);
@@ -262,7 +263,7 @@ void *pool_alloc(struct tstate *t, size_t n, size_t a, bool zero)
 	live_mark(w);
 	__atomic_store_n(&w[0], cookie ^ (uint64_t)(uintptr_t)w, __ATOMIC_RELAXED);
 	/* The session changed meanwhile: the block is glibc's (see the top of this file). */
-	if (__atomic_load_n(&hs_hot.pool_cookie, __ATOMIC_SEQ_CST) != cookie)
+	if (__atomic_load_n(&hs_hot.sl.pool_cookie, __ATOMIC_SEQ_CST) != cookie)
 		live_unmark(w);
 	return (uint8_t *)w + off;
 full:

@@ -29,14 +29,8 @@
 #include "libheapsnap.h"
 #include "python.h"
 
-struct hs_shm_hdr *shm;
-uint8_t *shm_data;
 int wake_fd = -1;
-int active;           /* attached to a recorder; hooks record */
-uint32_t self_pid;
 pthread_key_t exit_key;
-uint32_t session_gen;
-int injected;
 
 __thread struct hs_tls hs_tls __attribute__((tls_model("initial-exec")));
 /* In .bss: an initialized one would put its alignment's padding in the file. */
@@ -378,9 +372,11 @@ void commit(struct tstate *t, uint32_t need)
 	struct hs_shm_ring *r = &shm->rings[t->ring];
 	uint64_t before, quarter = shm->ring_bytes / 4;
 
-	/* The recorder's position as it is now, not as reserve last needed it: the line moves
-	 * only when the recorder reads, so this is a miss per read of the ring, not per event. */
-	t->cons = __atomic_load_n(&r->cons, __ATOMIC_ACQUIRE);
+	/* The recorder's position is read only when the last one known puts the ring a quarter
+	 * full: it only moves on, so a fill under a quarter by the last is under a quarter by
+	 * this one too, and wakes nobody. Its line was a miss at each sample (cachegrind). */
+	if (t->prod + need - t->cons >= quarter)
+		t->cons = __atomic_load_n(&r->cons, __ATOMIC_ACQUIRE);
 	before = t->prod - t->cons;
 	t->prod += need;
 	__atomic_store_n(&r->prod, t->prod, __ATOMIC_RELEASE);
@@ -598,12 +594,17 @@ static uint64_t capture_dwarf(struct tstate *t, uint64_t fp, uint64_t ts)
 
 void record_alloc(struct tstate *t, void *p, size_t size, uint8_t kind, uint64_t fp)
 {
+	if (shm->sample_rate && !pool_mine(p) && !sampled_add(p, size))
+		return;
+	record_alloc_event(t, p, size, kind, fp);
+}
+
+void record_alloc_event(struct tstate *t, void *p, size_t size, uint8_t kind, uint64_t fp)
+{
 	struct hs_alloc_event *e;
 	uint64_t ts = now_ns(), h;
 	uint32_t need;
 
-	if (shm->sample_rate && !pool_mine(p) && !sampled_add(p, size))
-		return;
 	t->walk_stop = -1;
 	h = shm->stack_mode == HS_STACK_DWARF ? capture_dwarf(t, fp, ts) : capture(t, fp, ts);
 	e = reserve(t, sizeof(*e), &need);
@@ -618,7 +619,10 @@ void record_alloc(struct tstate *t, void *p, size_t size, uint8_t kind, uint64_t
 	e->size = size;
 	e->stack = h;
 	commit(t, need);
-	pymem_on_recorded();
+	/* The interpreter may have started since (python.c): asked only then, since the
+	 * wrappers' state is a line of its own, cold at each sample of a program without one. */
+	if (__atomic_load_n(&py_ready, __ATOMIC_RELAXED))
+		pymem_on_recorded();
 }
 
 /* A realloc failed after its old block went out freed: the block is the caller's again, in

@@ -31,7 +31,6 @@
 #include "python.h"
 
 struct py_interp py;
-int py_ready;
 static int py_refused; /* an interpreter this library does not read: said once */
 
 /* ---- the readable ranges ---- */

@@ -56,7 +56,7 @@ struct py_interp {
 	void (*set_allocator)(int, void *);
 };
 extern struct py_interp py;
-extern int py_ready; /* atomic: py is filled, frames are walked */
+/* py_ready (libheapsnap.h, hs_sample_line): py is filled, frames are walked. */
 
 /* python.c */
 void py_say_once(int *said, const char *why);

@@ -494,6 +494,29 @@ t_python_exact_sampled() {
 	PY
 }
 
+# Blocks of the pool's (libc's malloc, sampled at 256 KiB) given back through Python's memory
+# domain, PYTHONMALLOC=malloc putting free behind the wrapper (pymem.c): each recorded freed
+# once, by the wrapper, and kept by the pool, not handed to glibc, which would unmap the
+# pool's pages. take_blocks: 16 blocks of 4 MiB, sampled surely (p = 1 - e^-16).
+t_python_pool_domain_free() {
+	need_go
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
+	local p=$TMP/ppd.pb.gz
+	PYTHONMALLOC=malloc "$R" --via preload -s 256k -o "$TMP/ppd.hsnap" -- /usr/bin/python3 \
+		"$PWD/tests/workloads/py_pool_domain.py" >"$TMP/ppd.out" 2>"$TMP/ppd.err" ||
+		{ cat "$TMP/ppd.err"; die "recording py_pool_domain.py"; }
+	eq "glibc's mmapped bytes for take_blocks (the pool placed them)" 0 "$(awk '$1 == "glibc" && $2 == "mmapped" { print $3 }' "$TMP/ppd.out")"
+	eq "glibc's mmapped bytes their frees took away (the pool kept them)" 0 "$(awk '$1 == "glibc" && $2 == "freed" { print $3 }' "$TMP/ppd.out")"
+	"$A" pprof -o "$p" "$TMP/ppd.hsnap" 2>/dev/null || die "pprof of py_pool_domain.py"
+	eq "take_blocks alloc_space" 67108864 "$(pv "$p" alloc_space take_blocks cum)"
+	eq "take_blocks alloc_objects" 16 "$(pv "$p" alloc_objects take_blocks cum)"
+	eq "take_blocks inuse_space (all freed)" absent "$(pv "$p" inuse_space take_blocks cum)"
+	"$A" stats "$TMP/ppd.hsnap" >"$TMP/ppd.stats" 2>/dev/null || die "stats"
+	contains "$TMP/ppd.stats" "0 frees of no live block"
+	eq "frees of unknown blocks" 0 "$(awk '$1 == "frees.unknown" { print $2 }' "$TMP/ppd.stats")"
+	eq "sessions whose pool stopped" 0 "$(awk '$1 == "sampler.pool_stopped" { print $2 }' "$TMP/ppd.stats")"
+}
+
 # The same launched with each shared-libpython build present (pyenv's 3.8 to 3.13): their own
 # line-table formats and frame layouts, each against its own tracemalloc.
 t_python_exact_shared() {
@@ -589,4 +612,4 @@ t_python_crafted_html() {
 }
 
 ALL="$ALL t_python_linetables t_python_crafted_pprof t_python_crafted_http t_python_crafted_reports t_python_recursion t_python_crafted_html t_python_hostile"
-ALL="$ALL t_python_exact_preload t_python_exact_shared t_python_exact_sampled t_python_exact_attach t_python_exact_html"
+ALL="$ALL t_python_exact_preload t_python_exact_shared t_python_exact_sampled t_python_exact_attach t_python_exact_html t_python_pool_domain_free"

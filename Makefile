@@ -140,6 +140,7 @@ TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/test_format3 $(OUTPUT)
 	$(OUTPUT)/tests/libcountalloc.so $(OUTPUT)/tests/linked_alloc
 TEST_PROGS += $(OUTPUT)/tests/threadchurn $(OUTPUT)/tests/closefds
 TEST_PROGS += $(OUTPUT)/tests/wake $(OUTPUT)/tests/libwake_plugin.so
+TEST_PROGS += $(OUTPUT)/tests/libctor_free.so
 TEST_PROGS += $(OUTPUT)/tests/filter_reader
 TEST_PROGS += $(OUTPUT)/tests/test_units $(OUTPUT)/tests/test_sampling
 TEST_PROGS += $(OUTPUT)/tests/schemagen
@@ -348,6 +349,10 @@ $(OUTPUT)/tests/alloc_cxx: tests/workloads/alloc_cxx.cc | $(OUTPUT)/tests
 $(OUTPUT)/tests/libplugin.so: tests/workloads/plugin.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
+
+$(OUTPUT)/tests/libctor_free.so: tests/workloads/ctor_free.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -fno-builtin -fPIC -shared $< -o $@
 
 # Built without frame pointers on purpose: the --stack dwarf tests.
 $(OUTPUT)/tests/nofp: tests/workloads/nofp.c | $(OUTPUT)/tests

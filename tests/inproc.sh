@@ -383,6 +383,21 @@ t_preload_pool_paths() {
 	done
 }
 
+# A library initialized before libheapsnap.so (preloaded after it, as a program's own are
+# too) whose constructor frees before anything is allocated: the hooks are reached before the
+# library's constructor has run. Once every such free jumped to a real free not yet looked up.
+# The program must run, and be recorded as ever.
+t_preload_ctor_free() {
+	need_go
+	local s
+	for s in 0 512k; do
+		LD_PRELOAD=$T/libctor_free.so "$R" --via preload -s $s -o "$TMP/cf$s.hsnap" -- "$T/quick" >"$TMP/cf.out" 2>"$TMP/cf.err" ||
+			{ cat "$TMP/cf.err"; die "quick with libctor_free.so preloaded, at -s $s"; }
+	done
+	"$A" pprof -o "$TMP/cf.pb.gz" "$TMP/cf0.hsnap" 2>/dev/null || die "pprof"
+	eq "quick_alloc inuse_space" 3000 "$(pv "$TMP/cf.pb.gz" inuse_space quick_alloc)"
+}
+
 # Exact figures of FUNC in the C++ program PROG (blocks of 4 MiB, sampled with a probability of
 # 1 - e^-16): ALLOC and INUSE bytes, at 256 KiB, where glibc's sampled blocks go to the pool and
 # PROG's first sample of an operator new that is not the runtime's plain one stops it
@@ -440,4 +455,4 @@ ALL="$ALL t_preload_thread_churn t_preload_threads_past_limit t_preload_closed_f
 ALL="$ALL t_preload_socket_refused t_preload_unrecorded_said t_preload_process_churn"
 ALL="$ALL t_alloctab_compile_check"
 ALL="$ALL t_preload_sampled_cxx_realloc t_preload_cxx_after_bad_alloc t_preload_recorder_stopped"
-ALL="$ALL t_preload_pool_paths t_preload_own_new t_preload_nothrow_pair"
+ALL="$ALL t_preload_pool_paths t_preload_own_new t_preload_nothrow_pair t_preload_ctor_free"

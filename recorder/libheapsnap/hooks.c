@@ -117,9 +117,10 @@ void resolve_from(void *handle)
 			if (!sample((size_expr))) {                                               \
 				p = call;                                                         \
 			} else {                                                                  \
-				if ((p = pool_alloc(t, (size_expr), (align), (zero))))            \
+				bool kept;                                                        \
+				if ((p = pool_alloc(t, (size_expr), (align), (zero), &kept)) && kept) \
 					record_alloc_event(t, p, (size_expr), (kind), (uint64_t)(uintptr_t)__builtin_frame_address(0)); \
-				else if ((p = call))                                              \
+				else if (p || (p = call))                                         \
 					record_alloc(t, p, (size_expr), (kind), (uint64_t)(uintptr_t)__builtin_frame_address(0)); \
 			}                                                                         \
 			depth_out();                                                              \
@@ -314,7 +315,7 @@ static void *realloc_pooled(struct tstate *t, void *old, uint64_t *ow, uint64_t 
 		goto out;
 	}
 	if (s && pool_placing())
-		p = pool_alloc(t, total, 16, false);
+		p = pool_alloc(t, total, 16, false, NULL);
 	if (!p && !ow) { /* the sample the table's from now on: glibc moves the block */
 		if ((p = c->fn(c->ctx, old, n, m)))
 			record_alloc(t, p, total, kind, fp);
@@ -457,7 +458,7 @@ HOOK EXPORT int posix_memalign(void **out, size_t a, size_t n)
 		void *p = NULL;
 
 		if (s)
-			p = pool_alloc(t, n, a < 16 ? 16 : a, false);
+			p = pool_alloc(t, n, a < 16 ? 16 : a, false, NULL);
 		if (p) {
 			*out = p;
 			ret = 0;
@@ -602,11 +603,11 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 	do {                                                                                      \
 		struct tstate *t = enter();                                                       \
 		void *p = NULL;                                                                   \
-		bool placing = t && pool_placing(), rec = placing && sample((size)), pooled;      \
+		bool placing = t && pool_placing(), rec = placing && sample((size)), kept = false; \
 		depth_in();                                                                       \
 		if (rec) /* else, or if the pool cannot place it, the table's */                  \
-			p = pool_alloc(t, (size) ? (size) : 1, 16, false);                        \
-		if (!(pooled = p != NULL))                                                        \
+			p = pool_alloc(t, (size) ? (size) : 1, 16, false, &kept);                 \
+		if (!p)                                                                           \
 			p = real.malloc((size) ? (size) : 1);                                     \
 		depth_out();                                                                      \
 		if (UNLIKELY(p == NULL))                                                          \
@@ -614,7 +615,7 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 		if (rec || (!placing && t && sample((size)))) {                                   \
 			uint64_t fp_ = (uint64_t)(uintptr_t)__builtin_frame_address(0);           \
 			depth_in();                                                               \
-			if (pooled)                                                               \
+			if (kept)                                                                 \
 				record_alloc_event(t, p, (size), (kind), fp_);                    \
 			else                                                                      \
 				record_alloc(t, p, (size), (kind), fp_);                          \

@@ -219,8 +219,8 @@ void emit_comm(struct tstate *t);
 void spin_lock(int *l);
 void spin_unlock(int *l);
 void record_alloc(struct tstate *t, void *p, size_t size, uint8_t kind, uint64_t fp);
-/* The allocation's event alone, for a block the pool placed: record_alloc without its test
- * of whose the block is. */
+/* The allocation's event alone, for a block the pool placed and kept (pool_alloc's *KEPT):
+ * record_alloc without its test of whose the block is. */
 void record_alloc_event(struct tstate *t, void *p, size_t size, uint8_t kind, uint64_t fp);
 void record_free(struct tstate *t, void *p, uint64_t size, uint8_t flags, uint64_t ts);
 void record_restore(struct tstate *t, void *p, uint64_t size);
@@ -365,7 +365,7 @@ int pool_init(void);
 void pool_resolved(void *handle);
 void pool_switch(bool sampling);
 void pool_stop(void);
-void *pool_alloc(struct tstate *t, size_t n, size_t a, bool zero);
+void *pool_alloc(struct tstate *t, size_t n, size_t a, bool zero, bool *kept);
 void pool_put(struct tstate *t, void *p, uint64_t *w);
 void pool_thread_exit(struct tstate *t);
 void pool_lock(void);

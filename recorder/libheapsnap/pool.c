@@ -220,12 +220,17 @@ static uint64_t *bump_take(uint64_t pages)
 
 /* A block of N bytes aligned to A (a power of two, 16 or more), the session's sampled block,
  * or NULL when the pool cannot place it, which stops the pool (pool_stop): the caller puts
- * the sample in the table. ZERO: its bytes read as zero. */
-void *pool_alloc(struct tstate *t, size_t n, size_t a, bool zero)
+ * the sample in the table. ZERO: its bytes read as zero. *KEPT (if KEPT): whether the block
+ * is the pool's; not when NULL, nor when the session changed while it was placed, which
+ * makes it glibc's: a sample then goes in the table (record_alloc). */
+void *pool_alloc(struct tstate *t, size_t n, size_t a, bool zero, bool *kept)
 {
 	uint64_t room = a > 32 ? a : 32, pages, *w = NULL, off, *chunk, cookie;
-	bool clean = false;
+	bool clean = false, ours;
 	uint32_t c;
+
+	if (kept)
+		*kept = false;
 
 	if (a > POOL_MAX_ALIGN || n > POOL_BYTES / 2)
 		goto full;
@@ -263,8 +268,11 @@ void *pool_alloc(struct tstate *t, size_t n, size_t a, bool zero)
 	live_mark(w);
 	__atomic_store_n(&w[0], cookie ^ (uint64_t)(uintptr_t)w, __ATOMIC_RELAXED);
 	/* The session changed meanwhile: the block is glibc's (see the top of this file). */
-	if (__atomic_load_n(&hs_hot.sl.pool_cookie, __ATOMIC_SEQ_CST) != cookie)
+	ours = __atomic_load_n(&hs_hot.sl.pool_cookie, __ATOMIC_SEQ_CST) == cookie;
+	if (!ours)
 		live_unmark(w);
+	if (kept)
+		*kept = ours;
 	return (uint8_t *)w + off;
 full:
 	pool_stop();

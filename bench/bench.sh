@@ -317,7 +317,7 @@ micro_bench() {
 		first=1
 		for cw in "churn|$B/workload churn 2400000" "cxx|$B/workload_cxx 8000000"; do
 			# shellcheck disable=SC2086
-			cc=$(counted_sample ${cw#*|})
+			cc=$(counted_sample ${cw#*|}) || cc= # a failed count leaves the timed figures written
 			say "$(printf '   %-6s %s' "${cw%%|*}" "${cc:-skipped: valgrind (cachegrind) is not installed}")"
 			[ $first = 1 ] || json+=","
 			first=0

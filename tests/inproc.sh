@@ -388,12 +388,12 @@ t_preload_pool_paths() {
 # library's constructor has run. Once every such free jumped to a real free not yet looked up.
 # The program must run, and be recorded as ever.
 t_preload_ctor_free() {
-	need_go
 	local s
 	for s in 0 512k; do
 		LD_PRELOAD=$T/libctor_free.so "$R" --via preload -s $s -o "$TMP/cf$s.hsnap" -- "$T/quick" >"$TMP/cf.out" 2>"$TMP/cf.err" ||
 			{ cat "$TMP/cf.err"; die "quick with libctor_free.so preloaded, at -s $s"; }
 	done
+	need_go
 	"$A" pprof -o "$TMP/cf.pb.gz" "$TMP/cf0.hsnap" 2>/dev/null || die "pprof"
 	eq "quick_alloc inuse_space" 3000 "$(pv "$TMP/cf.pb.gz" inuse_space quick_alloc)"
 }

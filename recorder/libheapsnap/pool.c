@@ -57,7 +57,6 @@ static int lock;
 static uint64_t *lists[POOL_CLASSES];
 static bool allowed; /* the real allocator is glibc's */
 static bool placed;  /* a session placed blocks here since the lists were last trimmed */
-static uint64_t *live; /* hs_hot.sl.pool_live */
 static size_t (*usable_size)(void *);
 
 /* The reservation, made once. Without it, sampling keeps blocks where the allocator put them
@@ -66,20 +65,21 @@ static size_t (*usable_size)(void *);
 int pool_init(void)
 {
 	struct rlimit rl;
+	uint64_t *lv;
 	void *m;
 
 	if (getrlimit(RLIMIT_AS, &rl) || rl.rlim_cur != RLIM_INFINITY)
 		return 0;
-	live = mmap(NULL, LIVE_WORDS * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (live == MAP_FAILED)
+	lv = mmap(NULL, LIVE_WORDS * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (lv == MAP_FAILED)
 		return 0;
 	m = mmap(NULL, POOL_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED) {
-		munmap(live, LIVE_WORDS * 8);
+		munmap(lv, LIVE_WORDS * 8);
 		return 0;
 	}
 	base = m;
-	hs_hot.sl.pool_live = live;
+	hs_hot.sl.pool_live = lv;
 	hs_hot.sl.pool_base = (uint64_t)(uintptr_t)m;
 	return 0;
 }
@@ -131,24 +131,23 @@ static void trim(void)
 static void live_mark(const uint64_t *w)
 {
 	uint64_t i = ((uint64_t)(uintptr_t)w - hs_hot.sl.pool_base) / PAGE, bit = 1ull << (i % 64);
-	uint64_t *m = hs_hot.sl.pool_live; /* live, from the line the sample has read */
 
-	if (!(__atomic_load_n(&m[i / 64], __ATOMIC_RELAXED) & bit))
-		__atomic_fetch_or(&m[i / 64], bit, __ATOMIC_SEQ_CST);
+	if (!(__atomic_load_n(&hs_hot.sl.pool_live[i / 64], __ATOMIC_RELAXED) & bit))
+		__atomic_fetch_or(&hs_hot.sl.pool_live[i / 64], bit, __ATOMIC_SEQ_CST);
 }
 
 static void live_unmark(const uint64_t *w)
 {
 	uint64_t i = ((uint64_t)(uintptr_t)w - hs_hot.sl.pool_base) / PAGE;
 
-	__atomic_fetch_and(&live[i / 64], ~(1ull << (i % 64)), __ATOMIC_SEQ_CST);
+	__atomic_fetch_and(&hs_hot.sl.pool_live[i / 64], ~(1ull << (i % 64)), __ATOMIC_SEQ_CST);
 }
 
 /* Under the lock: no block marked, as far as the bump pointer has reached. */
 static void live_clear(void)
 {
 	for (uint64_t i = 0; i < (bump / PAGE + 63) / 64; i++)
-		__atomic_store_n(&live[i], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&hs_hot.sl.pool_live[i], 0, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
@@ -181,7 +180,7 @@ void pool_switch(bool sampling)
 	/* In between, every free takes the full path (lo set, len ~0), never passes a block by. */
 	__atomic_store_n(&hs_hot.pool_len, ~0ull, __ATOMIC_RELEASE);
 	__atomic_store_n(&hs_hot.pool_lo, 0, __ATOMIC_RELEASE);
-	if (live) {
+	if (hs_hot.sl.pool_live) {
 		live_clear();
 		__atomic_store_n(&hs_hot.sl.pool_cookie, c | 1, __ATOMIC_SEQ_CST);
 		live_clear();

@@ -233,6 +233,13 @@ $(OUTPUT)/tests/pool_detach: tests/workloads/pool_detach.c tests/workloads/fifo_
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -lpthread -o $@
 
+# A countdown drawn in a sampled session, then an attach that records every event
+# (tests/workloads/stale_countdown.cc).
+TEST_PROGS += $(OUTPUT)/tests/stale_countdown
+$(OUTPUT)/tests/stale_countdown: tests/workloads/stale_countdown.cc tests/workloads/fifo_rounds.h | $(OUTPUT)/tests
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror $< -lpthread -o $@
+
 # An allocator a program links, with a SysV hash table only (tests/workloads/countalloc.c).
 $(OUTPUT)/tests/libcountalloc.so: tests/workloads/countalloc.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)

@@ -342,5 +342,38 @@ t_inject_pool_detach() {
 		"$(sed 's/ mmapped [0-9]*//' "$TMP/pd.out" | tr '\n' ' ' | sed 's/ $//')"
 }
 
+# A countdown that outlives its session (tests/workloads/stale_countdown.cc): the main thread's,
+# drawn at 1 GiB in a sampled session that then detaches, is far from run out when an attach
+# that records every event follows. No thread's countdown can be reset from another, so the
+# calls that pass it must be recorded all the same: malloc's and calloc's pass-bys jump to
+# their full paths, and operator new's is gated off (hs_hot.pass, passing).
+t_inject_stale_countdown() {
+	need_inject; need_go
+	local i p
+	fifo_target sc "$T/stale_countdown"
+	REAL_PIDS=$TJOB
+	trap real_cleanup EXIT
+	for i in 1 2; do
+		if [ $i = 1 ]; then real_attach sc $TPID $i -s 1g; else real_attach sc $TPID $i -s 0; fi
+		echo keep >"$TMP/sc.fifo"
+		waitfor "$TMP/sc.out" "round $i" || { cat "$TMP/sc.terr"; die "sc: no round $i in session $i"; }
+		real_detach sc $TPID $i
+	done
+	echo exit >"$TMP/sc.fifo"
+	wait $TJOB; eq "sc: the target's own exit status" 6 $?
+	REAL_PIDS=
+	p=$TMP/sc2.pb.gz
+	"$A" pprof -o "$p" "$TMP/sc2.hsnap" 2>/dev/null || die "sc: pprof"
+	eq "sc: stale_malloc inuse_space, every event" 5000 "$(pv $p inuse_space stale_malloc)"
+	eq "sc: stale_malloc inuse_objects" 5 "$(pv $p inuse_objects stale_malloc)"
+	eq "sc: stale_calloc inuse_space" 1500 "$(pv $p inuse_space stale_calloc)"
+	eq "sc: stale_calloc inuse_objects" 3 "$(pv $p inuse_objects stale_calloc)"
+	eq "sc: stale_new inuse_space" 1000 "$(pv $p inuse_space stale_new)"
+	eq "sc: stale_new inuse_objects" 4 "$(pv $p inuse_objects stale_new)"
+	[ -s "$TMP/sc.terr" ] && { cat "$TMP/sc.terr"; die "sc: the target wrote to stderr"; }
+	eq "sc: the target's stdout" "ready $TPID round 1 round 2" "$(tr '\n' ' ' <"$TMP/sc.out" | sed 's/ $//')"
+}
+
 ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inject_real_linked_alloc t_inject_pool_detach"
+ALL="$ALL t_inject_stale_countdown"
 ALL="$ALL t_inject_real_redis t_inject_real_nginx t_inject_memcached_idle"

@@ -2,7 +2,7 @@
 /* libheapsnap.so, its hooks: the glibc family, every C++ operator new and delete, each
  * forwarding to the next definition (glibc's, or an allocator preloaded after us) and
  * recording the outermost call. Sampled, an allocation the draw passes by costs a
- * thread-local countdown (10 instructions for malloc, no compare before it), a free of a
+ * thread-local countdown (8 instructions for malloc, no compare before it), a free of a
  * block never sampled a compare with the pool's range (6: pool.c), or where sampled blocks
  * are not the pool's, one bit of its shard's filter (20), before the jump on; a call nested
  * in another hook forwards at once, and a plain new or delete of the C++ runtime's goes
@@ -209,7 +209,7 @@ static void free_hook(void *p, uint8_t flags)
  * medians lower). */
 #define FAST __attribute__((optimize("omit-frame-pointer"), section(".text.hot.hs_pass"), aligned(64)))
 
-static __attribute__((noinline)) void *malloc_full(size_t n)
+__attribute__((noinline)) void *malloc_full(size_t n)
 {
 	if (UNLIKELY(!real.malloc)) {
 		resolve();
@@ -221,15 +221,15 @@ static __attribute__((noinline)) void *malloc_full(size_t n)
 
 HOOK EXPORT FAST void *malloc(size_t n)
 {
-	if (LIKELY(pass_by(n)))
-		return real.malloc(n);
+	if (LIKELY(countdown_pass(n)))
+		return __atomic_load_n(&hs_hot.pass.malloc, __ATOMIC_RELAXED)(n);
 	if (nested() && real.malloc)
 		return real.malloc(n);
 	return malloc_full(n);
 }
 HOOK_WRITTEN(malloc);
 
-static __attribute__((noinline)) void *calloc_full(size_t n, size_t m)
+__attribute__((noinline)) void *calloc_full(size_t n, size_t m)
 {
 	if (UNLIKELY(!real.calloc)) {
 		resolve();
@@ -246,8 +246,8 @@ static __attribute__((noinline)) void *calloc_full(size_t n, size_t m)
 
 HOOK EXPORT FAST void *calloc(size_t n, size_t m)
 {
-	if (LIKELY(pass_by(n * m)))
-		return real.calloc(n, m);
+	if (LIKELY(countdown_pass(n * m)))
+		return __atomic_load_n(&hs_hot.pass.calloc, __ATOMIC_RELAXED)(n, m);
 	if (nested() && real.calloc)
 		return real.calloc(n, m);
 	return calloc_full(n, m);
@@ -637,17 +637,23 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 			NEW_DIRECT_FULL(HS_KIND_##kind, HS_SIZE_OF_##args, (new_fn)(void *)f);     \
 		ALLOC_HOOK(HS_KIND_##kind, HS_SIZE_OF_##args, 0, false, f HS_ARGS params);        \
 	}                                                                                         \
+	/* Passed by, another module's operator: a call, not on the fast path's text. */          \
+	static __attribute__((noinline)) ret sym##_passed HS_PARAMS params                        \
+	{                                                                                         \
+		ret(*f) params = (ret(*) params)__atomic_load_n(&next_##sym.fn, __ATOMIC_ACQUIRE); \
+		void *p;                                                                          \
+		depth_in(); /* the countdown parked: its malloc is not another */                 \
+		p = f HS_ARGS params;                                                             \
+		depth_out();                                                                      \
+		return p;                                                                         \
+	}                                                                                         \
 	HOOK EXPORT FAST ret sym HS_PARAMS params                                                 \
 	{                                                                                         \
 		ret(*f) params = (ret(*) params)__atomic_load_n(&next_##sym.fn, __ATOMIC_ACQUIRE); \
 		if (LIKELY(f && pass_by(HS_SIZE_OF_##args))) {                                    \
-			void *p;                                                                  \
 			if (LIKELY(next_##sym.direct))                                            \
 				return new_direct(HS_SIZE_OF_##args, (new_fn)(void *)f);           \
-			depth_in(); /* the countdown parked: its malloc is not another */         \
-			p = f HS_ARGS params;                                                     \
-			depth_out();                                                              \
-			return p;                                                                 \
+			return sym##_passed HS_ARGS params;                                       \
 		}                                                                                 \
 		if (f && nested()) /* operator new[] calls operator new */                       \
 			return f HS_ARGS params;                                                  \

@@ -69,18 +69,28 @@ struct hs_sample_line {
 	int injected;
 	int py_ready;         /* atomic: py is filled, frames are walked (python.c) */
 } __attribute__((aligned(64)));
+/* Where malloc's and calloc's pass-bys jump: the real functions while sampling, otherwise
+ * their full paths (hooks.c), so that a countdown still running from a session that sampled
+ * cannot pass a call by unrecorded. Switched by fast_path, all threads at once, at no cost to
+ * the pass-by, which jumps through a word in any case. */
+struct hs_pass {
+	void *(*malloc)(size_t);
+	void *(*calloc)(size_t, size_t);
+};
 /* What every hook reads, from a page boundary: the shards' filter words on one cache line,
- * then what a pass-by reads besides, with real.free's copy, the pool's range and the first of
- * the real functions (malloc, calloc, realloc, reallocarray): one line for the common calls, where the table's
- * order puts free 80 bytes after malloc; then each shard's least filter. Written only when a
+ * then what a pass-by reads besides: where malloc's and calloc's jump, real.free's copy, the
+ * pool's range, whether the other hooks pass by, and the first two real functions (malloc,
+ * calloc; realloc is on the next line). Then each shard's least filter. Written only when a
  * session starts or ends, or a filter resizes. */
 struct hs_hot {
 	uint64_t fw[SAMPLED_SHARDS]; /* filter words; 0 while frees cannot pass by */
-	int64_t ts;           /* tls_slot: from hs_tls.never to the word a pass-by counts down */
+	struct hs_pass pass;
 	void (*free1)(void *); /* real.free, set with it (resolve_from) */
 	/* Sampled blocks' pages (pool.c) while they are kept there: a free whose block lies
 	 * outside passes by. Otherwise 0 and ~0, and the filter decides. */
 	uint64_t pool_lo, pool_len;
+	/* The gate of every other hook's pass-by (pass_by): sampling, as hs_pass says. */
+	uint64_t passing;
 	struct real_fns fns;  /* real */
 	struct hs_sample_line sl;
 	uint64_t filter_min[SAMPLED_SHARDS][(1u << FILTER_MIN_BITS) / 64] __attribute__((aligned(64)));
@@ -95,7 +105,6 @@ extern struct hs_hot hs_hot;
 #define injected (hs_hot.sl.injected)
 #define py_ready (hs_hot.sl.py_ready)
 #define filter_word_of(p) (hs_hot.fw[shard_of(p)])
-#define tls_slot (hs_hot.ts)
 
 /* A thread's last table walk (stack_walk.c), frame by frame: where each frame's return address
  * and rbp were read from and what they held, so that the next walk from the same place can
@@ -154,21 +163,20 @@ extern pthread_key_t exit_key;
 extern void *next_handle;
 /* The thread's state, how deep it is inside our hooks (what the real allocator calls is the
  * outer call's), and its byte countdown: one thread-local block. An allocation's pass-by
- * reads one word of it, chosen by tls_slot for every thread at once: while sampling, `left`;
- * otherwise `never`, which stays 0. Inside a hook `left` is parked (0), so that a nested call
- * takes the full path, which forwards it; the countdown then is `parked`. */
+ * reads and writes one word of it, `left`, at a fixed offset from the thread pointer. Inside a
+ * hook `left` is parked (0), so that a nested call takes the full path, which forwards it; the
+ * countdown then is `parked`. A thread without state has 0: its first call takes the full
+ * path, which draws it. */
 struct hs_tls {
 	struct tstate *t;
 	int depth;
 	uint64_t left;   /* bytes to the next sample, outermost; 0 while nested */
 	uint64_t parked; /* the countdown while nested */
-	uint64_t never;  /* 0: no size is less, so no call passes by */
 } __attribute__((aligned(64))); /* within one cache line */
 extern __thread struct hs_tls hs_tls __attribute__((tls_model("initial-exec")));
 #define tsp (hs_tls.t)
 /* Read only: the depth changes through depth_in and depth_out, which park the countdown. */
 #define tdepth (hs_tls.depth + 0)
-#define TLS_SLOT_LIVE ((int64_t)offsetof(struct hs_tls, left) - (int64_t)offsetof(struct hs_tls, never))
 
 static inline __attribute__((always_inline)) void depth_in(void)
 {
@@ -193,6 +201,10 @@ static inline __attribute__((always_inline)) uint64_t *countdown(void)
 /* hooks.c */
 void resolve(void);
 void resolve_from(void *handle);
+/* malloc's and calloc's full paths: where their pass-bys jump while the session does not
+ * sample (hs_pass). */
+void *malloc_full(size_t n);
+void *calloc_full(size_t n, size_t m);
 void *boot_alloc(size_t n);
 bool boot_in_use(void);
 /* A real realloc to call, and whether it frees a block asked for no bytes (realloc_recorded). */
@@ -260,7 +272,7 @@ void got_restore_all(void);
  * (filter_word_make). */
 #define SAMPLED_SLOTS (1u << 18)
 #define SAMPLED_BUCKET_BITS 18
-/* Whether an allocation hook may pass calls by (sampling and attached): tls_slot. */
+/* Whether allocation hooks may pass calls by (sampling and attached): hs_hot.pass and passing. */
 void fast_path(bool on);
 
 /* A block's bucket, where its probe in the table of sampled blocks starts: two
@@ -303,28 +315,31 @@ static inline __attribute__((always_inline)) bool sampled_maybe(const void *p)
 	return !w || filter_maybe(w, p);
 }
 
-/* Sampling, whether this call is passed by: the thread's countdown (outermost, of a session
- * that samples) not yet run out. One word read and written, found by its offset from the
- * thread pointer: hs_tls's (initial-exec, the GOT's entry) plus tls_slot, so that no compare
- * of generation or depth comes first. Unsigned, so that `never` (0) passes no size by. A
- * thread without state has no countdown (0): it takes the full path. A state of an earlier
- * session passes calls by until its countdown runs out (thread_state_new). */
-#if !defined(__x86_64__)
-#error "pass_by: the thread pointer's segment (__seg_fs) is x86-64's"
-#endif
-static inline __attribute__((always_inline)) bool pass_by(size_t size)
+/* The thread's countdown (outermost, of a session that samples) not yet run out, and now
+ * counted down: one word read and written, at a fixed offset from the thread pointer (hs_tls
+ * is initial-exec: its offset is the GOT's entry), with no compare of generation or depth
+ * before it, since a call nested in a hook finds it parked at 0. Unsigned, so that 0 passes
+ * no size by. Alone, it is the pass-by of a hook that then jumps through hs_hot.pass, which
+ * stops passing calls by when the session does not sample: a countdown may outlive the session
+ * that drew it (a detach, then an attach that records every event), and no thread's can be
+ * reset from another. A state of an earlier session that sampled at the same rate passes
+ * calls by until its countdown runs out (thread_state_new). */
+static inline __attribute__((always_inline)) bool countdown_pass(size_t size)
 {
-	intptr_t at;
-	uint64_t u;
+	uint64_t u = hs_tls.left;
 
-	__asm__("movq hs_tls@gottpoff(%%rip), %0" : "=r"(at));
-	at += (intptr_t)offsetof(struct hs_tls, never) + __atomic_load_n(&tls_slot, __ATOMIC_RELAXED);
-	u = *(uint64_t __seg_fs *)at;
 	if (LIKELY(u > size)) {
-		*(uint64_t __seg_fs *)at = u - size;
+		hs_tls.left = u - size;
 		return true;
 	}
 	return false; /* the full path draws, and records */
+}
+
+/* Sampling, whether this call is passed by, for a hook whose pass-by calls on without
+ * hs_hot.pass: the countdown, gated by whether the session samples at all. */
+static inline __attribute__((always_inline)) bool pass_by(size_t size)
+{
+	return __atomic_load_n(&hs_hot.passing, __ATOMIC_RELAXED) && countdown_pass(size);
 }
 
 /* Inside another hook (the real allocator's own calls, operator new's malloc) or the

@@ -38,7 +38,10 @@ __thread struct hs_tls hs_tls __attribute__((tls_model("initial-exec")));
  * "none" (the filter decides, which sends it to free_full to resolve the real functions)
  * rather than zero, by which every free passed by to free1, still NULL. In .bss it was that
  * crash. It and its alignment's padding put about 12 KiB more .data in the file. */
-struct hs_hot hs_hot __attribute__((aligned(4096))) = {.pool_len = ~0ull};
+struct hs_hot hs_hot __attribute__((aligned(4096))) = {
+	.pass = {malloc_full, calloc_full}, /* no pass-by jumps on until a session samples */
+	.pool_len = ~0ull,
+};
 
 uint64_t now_ns(void)
 {

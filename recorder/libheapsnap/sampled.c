@@ -58,7 +58,11 @@ static void filter_publish(uint32_t i)
 /* Sampling's fast path on (attached, sampling) or off: a hook then always takes the full path. */
 void fast_path(bool on)
 {
-	__atomic_store_n(&tls_slot, on ? TLS_SLOT_LIVE : 0, __ATOMIC_RELEASE);
+	bool pass = on && real.malloc && real.calloc;
+
+	__atomic_store_n(&hs_hot.pass.malloc, pass ? real.malloc : malloc_full, __ATOMIC_RELEASE);
+	__atomic_store_n(&hs_hot.pass.calloc, pass ? real.calloc : calloc_full, __ATOMIC_RELEASE);
+	__atomic_store_n(&hs_hot.passing, pass, __ATOMIC_RELEASE);
 	/* Frees pass by only while sampling: recording every event, each one is recorded. */
 	sampled_lock_all();
 	filter_on = on && !boot_in_use();

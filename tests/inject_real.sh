@@ -342,8 +342,8 @@ t_inject_pool_detach() {
 		"$(sed 's/ mmapped [0-9]*//' "$TMP/pd.out" | tr '\n' ' ' | sed 's/ $//')"
 }
 
-# A countdown that outlives its session (tests/workloads/stale_countdown.cc): the main thread's,
-# drawn at 1 GiB in a sampled session that then detaches, is far from run out when an attach
+# Countdowns that outlive their session (tests/workloads/stale_countdown.cc): three threads',
+# drawn at 1 GiB in a sampled session that then detaches, are far from run out when an attach
 # that records every event follows. No thread's countdown can be reset from another, so the
 # calls that pass it must be recorded all the same: malloc's and calloc's pass-bys jump to
 # their full paths, and operator new's is gated off (hs_hot.pass, passing).

@@ -2,8 +2,8 @@
 /* libheapsnap.so, its hooks: the glibc family, every C++ operator new and delete, each
  * forwarding to the next definition (glibc's, or an allocator preloaded after us) and
  * recording the outermost call. Sampled, an allocation the draw passes by costs a
- * thread-local countdown (8 instructions for malloc, no compare before it), a free of a
- * block never sampled a compare with the pool's range (6: pool.c), or where sampled blocks
+ * thread-local countdown (7 instructions for malloc, no compare before it), a free of a
+ * block never sampled a compare with the pool's range (5: outside_pool), or where sampled blocks
  * are not the pool's, one bit of its shard's filter (20), before the jump on; a call nested
  * in another hook forwards at once, and a plain new or delete of the C++ runtime's goes
  * straight to malloc or free. */
@@ -96,6 +96,7 @@ void resolve_from(void *handle)
 	R(prctl, "prctl");
 #undef R
 	hs_hot.free1 = real.free;
+	pass_publish();
 	pool_resolved(handle);
 }
 
@@ -127,6 +128,7 @@ void resolve_from(void *handle)
 			return p;                                                                 \
 		}                                                                                 \
 		if (!t) {                                                                         \
+			countdown_stop();                                                         \
 			depth_in();                                                               \
 			p = call;                                                                 \
 			depth_out();                                                              \

@@ -277,6 +277,7 @@ void got_restore_all(void);
 #define SAMPLED_BUCKET_BITS 18
 /* Whether allocation hooks may pass calls by (sampling and attached): hs_hot.pass and passing. */
 void fast_path(bool on);
+void pass_publish(void);
 
 /* A block's bucket, where its probe in the table of sampled blocks starts: two
  * shifts and an xor, since every free computes it. Blocks are 16-aligned. (a >> 4 ^ a >> 22,
@@ -336,6 +337,18 @@ static inline __attribute__((always_inline)) bool countdown_pass(size_t size)
 		return true;
 	}
 	return false; /* the full path draws, and records */
+}
+
+/* An outermost call that is not recorded because the process is not attached (dormant, or
+ * its recorder gone): malloc's and calloc's pass-bys, jumping to the full path, counted the
+ * countdown down, which would run down to a size and stay there, and a later session at the
+ * same rate, which keeps a countdown it finds (thread_state_new), would sample that thread's
+ * first call of that size for certain. Stopped at 0 instead: it is drawn anew, and until
+ * then every call takes the full path, as it did before any session. */
+static inline __attribute__((always_inline)) void countdown_stop(void)
+{
+	if (!hs_tls.depth && !__atomic_load_n(&active, __ATOMIC_RELAXED))
+		hs_tls.left = 0;
 }
 
 /* Sampling, whether this call is passed by, for a hook whose pass-by calls on without

@@ -55,14 +55,32 @@ static void filter_publish(uint32_t i)
 	__atomic_store_n(&hs_hot.fw[i], filter_on ? shards[i].filter_cur : 0, __ATOMIC_RELEASE);
 }
 
-/* Sampling's fast path on (attached, sampling) or off: a hook then always takes the full path. */
-void fast_path(bool on)
-{
-	bool pass = on && real.malloc && real.calloc;
+static bool pass_wanted;
+static int pass_lock;
 
+/* Where the allocation hooks' pass-bys go (hs_pass), as pass_wanted and the real functions
+ * say: called by fast_path, and by resolve_from once they are known. A constructor whose
+ * resolve() found another thread resolving, and returned, asks to sample before the real
+ * functions are there: their pass-bys then jump to the full paths, which would count the
+ * countdown down a second time, until the other thread's resolve_from publishes them. Under
+ * a lock, so that whichever of the two publishes last reads both. */
+void pass_publish(void)
+{
+	bool pass;
+
+	spin_lock(&pass_lock);
+	pass = pass_wanted && real.malloc && real.calloc;
 	__atomic_store_n(&hs_hot.pass.malloc, pass ? real.malloc : malloc_full, __ATOMIC_RELEASE);
 	__atomic_store_n(&hs_hot.pass.calloc, pass ? real.calloc : calloc_full, __ATOMIC_RELEASE);
 	__atomic_store_n(&hs_hot.passing, pass, __ATOMIC_RELEASE);
+	spin_unlock(&pass_lock);
+}
+
+/* Sampling's fast path on (attached, sampling) or off: a hook then always takes the full path. */
+void fast_path(bool on)
+{
+	__atomic_store_n(&pass_wanted, on, __ATOMIC_RELEASE);
+	pass_publish();
 	/* Frees pass by only while sampling: recording every event, each one is recorded. */
 	sampled_lock_all();
 	filter_on = on && !boot_in_use();

@@ -25,7 +25,9 @@ static int rounds;
 
 static void churn(void)
 {
-	free(malloc(100));
+	void *volatile p = malloc(100); /* not folded away: an attach meets allocator calls */
+
+	free(p);
 }
 
 __attribute__((noinline)) static void stale_new(void **k)

@@ -476,8 +476,11 @@ static inline __attribute__((always_inline)) bool pool_placing(void)
 	return __atomic_load_n(&hs_hot.pool_lo, __ATOMIC_RELAXED) != 0;
 }
 
-/* Sampling, whether a free (or a realloc's old block) is passed by: outside the pool's pages
- * while sampled blocks are placed there (one compare), else as table_pass_by. */
+/* Whether P lies outside the pool's pages while sampled blocks are placed there (one compare
+ * with the range); always false while they are not (lo 0, len ~0). */
+#if !defined(__x86_64__)
+#error "outside_pool: its compare is written in x86-64's instructions"
+#endif
 static inline __attribute__((always_inline)) bool outside_pool(const void *p)
 {
 	uint64_t d = (uintptr_t)p;
@@ -496,6 +499,8 @@ static inline __attribute__((always_inline)) bool outside_pool(const void *p)
 	return outside;
 }
 
+/* Sampling, whether a free (or a realloc's old block) is passed by: outside the pool's pages
+ * while sampled blocks are placed there, else as table_pass_by. */
 static inline __attribute__((always_inline)) bool free_pass_by(const void *p)
 {
 	return LIKELY(outside_pool(p)) || table_pass_by(p);

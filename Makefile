@@ -240,6 +240,12 @@ $(OUTPUT)/tests/stale_countdown: tests/workloads/stale_countdown.cc tests/worklo
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror $< -lpthread -o $@
 
+# A countdown run down by calls a dormant library passes on (tests/workloads/dormant_countdown.c).
+TEST_PROGS += $(OUTPUT)/tests/dormant_countdown
+$(OUTPUT)/tests/dormant_countdown: tests/workloads/dormant_countdown.c tests/workloads/fifo_rounds.h | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -lpthread -o $@
+
 # An allocator a program links, with a SysV hash table only (tests/workloads/countalloc.c).
 $(OUTPUT)/tests/libcountalloc.so: tests/workloads/countalloc.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)

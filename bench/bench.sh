@@ -234,6 +234,13 @@ micro_bench() {
 		if [ ! -s "$1" ] || [ ! -s "$2" ]; then printf -; return; fi
 		paste "$1" "$2" | awk 'NF == 2 && $1 > 0 && $2 > 0 { print $1 / $2 }' | median | awk '{ printf "%.3f", $1 }'
 	}
+	# The middle half of the rounds' ratios, "Q1..Q3": how far one round's figure may be from
+	# the median on this machine.
+	quartiles() {
+		if [ ! -s "$1" ] || [ ! -s "$2" ]; then printf -; return; fi
+		paste "$1" "$2" | awk 'NF == 2 && $1 > 0 && $2 > 0 { print $1 / $2 }' | sort -g |
+			awk '{ v[NR] = $1 } END { printf "%.3f..%.3f", v[int((NR + 3) / 4)], v[int((3 * NR + 3) / 4)] }'
+	}
 	bpe() { [ -s "$1" ] && median <"$1" | awk '{ printf "%.2f", $1 }' || echo -; }
 	f() { echo "$TMP/mi-$wname-$1"; } # this workload's figures of one mode
 	say "$(printf '  %-8s %8s | %-39s | %-23s | %-19s | %s' "" native "by CPU time" "by wall time" "wall, every event" "")"
@@ -265,21 +272,29 @@ micro_bench() {
 	local ran=" ${modes[*]%%|*} "
 	if [[ "$ran" == *" floor "* && "$ran" == *" countdown "* && "$ran" == *" filter "* && "$ran" == *" checks "* &&
 		"$ran" == *" passby "* ]]; then
-		say "  the checks alone, at their cheapest (the floor built with them; no sample ever taken), and passing"
-		say "  by, CPU time over the floor's:"
-		say "$(printf '  %-8s %9s %9s %9s %9s' workload countdown filter both passby)"
+		say "  the checks alone, at their cheapest (the floor built with them; no sample ever taken), passing by"
+		say "  and sampled at 512 KiB, CPU time over the floor's, with the middle half of the rounds' sampled"
+		say "  ratios; then passing by and sampled over both checks alone (the least a byte sampler that"
+		say "  interposes can pay before it samples):"
+		say "$(printf '  %-8s %9s %9s %9s %9s %9s %13s | %9s %9s' workload countdown filter both passby sampled \
+			"(quartiles)" pass/both samp/both)"
 		json+=",\"checks_over_floor\":["
 		first=1
 		for w in "${works[@]}"; do
 			wname=${w%%|*}
-			say "$(printf '  %-8s %9s %9s %9s %9s' "$wname" "$(ratio "$(f countdown.c)" "$(f floor.c)")" \
+			say "$(printf '  %-8s %9s %9s %9s %9s %9s %13s | %9s %9s' "$wname" "$(ratio "$(f countdown.c)" "$(f floor.c)")" \
 				"$(ratio "$(f filter.c)" "$(f floor.c)")" "$(ratio "$(f checks.c)" "$(f floor.c)")" \
-				"$(ratio "$(f passby.c)" "$(f floor.c)")")"
+				"$(ratio "$(f passby.c)" "$(f floor.c)")" "$(ratio "$(f sampled.c)" "$(f floor.c)")" \
+				"$(quartiles "$(f sampled.c)" "$(f floor.c)")" "$(ratio "$(f passby.c)" "$(f checks.c)")" \
+				"$(ratio "$(f sampled.c)" "$(f checks.c)")")"
 			[ $first = 1 ] || json+=","
 			first=0
 			json+="{\"name\":\"$wname\",\"countdown\":$(ratio "$(f countdown.c)" "$(f floor.c)"),"
 			json+="\"filter\":$(ratio "$(f filter.c)" "$(f floor.c)"),\"both\":$(ratio "$(f checks.c)" "$(f floor.c)"),"
-			json+="\"passby\":$(ratio "$(f passby.c)" "$(f floor.c)")}"
+			json+="\"passby\":$(ratio "$(f passby.c)" "$(f floor.c)"),\"sampled\":$(ratio "$(f sampled.c)" "$(f floor.c)"),"
+			json+="\"sampled_quartiles\":\"$(quartiles "$(f sampled.c)" "$(f floor.c)")\","
+			json+="\"passby_over_both\":$(ratio "$(f passby.c)" "$(f checks.c)"),"
+			json+="\"sampled_over_both\":$(ratio "$(f sampled.c)" "$(f checks.c)")}"
 		done
 		json+="]"
 	fi

@@ -233,8 +233,13 @@ static int session(struct hs_inject_data *d)
 	uint32_t modules = 0;
 	int err;
 
-	if (__atomic_load_n(&active, __ATOMIC_ACQUIRE))
-		return fail(l, EBUSY, "already recording (heapsnap-record started this process)");
+	/* Preloaded, its recorder gone: the hooks still think themselves attached until their next
+	 * event, and this session takes the place of that one. */
+	if (__atomic_load_n(&active, __ATOMIC_ACQUIRE)) {
+		if (!recorder_ended())
+			return fail(l, EBUSY, "already recording (heapsnap-record started this process)");
+		go_dormant();
+	}
 	if (got_init())
 		return fail(l, ENOMEM, "the table of rewritten GOT entries");
 	/* The real functions before any entry points at a hook that calls them. */

@@ -226,6 +226,7 @@ uint32_t gettid_raw(void);
 int64_t draw(void);
 void rng_seed(struct tstate *t);
 struct tstate *thread_state_new(void);
+bool recorder_ended(void);
 void go_dormant(void);
 void *reserve(struct tstate *t, uint32_t len, uint32_t *need_out);
 void commit(struct tstate *t, uint32_t need);

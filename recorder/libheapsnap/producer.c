@@ -289,6 +289,15 @@ static bool recorder_gone(uint64_t since)
 	return now - hb > 2000000000ull && now - since > 2000000000ull;
 }
 
+/* The recorder of the session whose shared memory this is has ended it (the dormant flag its
+ * finish sets, which the hooks see only at their next event: at a sparse rate, minutes later)
+ * or died without a word (no heartbeat for 2 s): a process it launched may be attached anew. */
+bool recorder_ended(void)
+{
+	return shm && (__atomic_load_n(&shm->dormant, __ATOMIC_ACQUIRE) ||
+		       now_ns() - __atomic_load_n(&shm->heartbeat_ns, __ATOMIC_ACQUIRE) > 2000000000ull);
+}
+
 void go_dormant(void)
 {
 	fast_path(false);

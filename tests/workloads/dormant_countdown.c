@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+/* A countdown left to run down while the library is dormant (t_inject_after_preload): the
+ * process was launched preloaded and sampled at 1 GiB, its recorder has ended, and its calls
+ * still reach the hooks, which record nothing. Round 1 ("keep") spends 20 GiB in blocks of
+ * 100 KiB, far past any countdown the main thread may hold (a draw at 1 GiB exceeds 20 GiB
+ * once in 5e8), which runs it out. Round 2 allocates one such block (dormant_probe), kept:
+ * attached again at 1 GiB, it is sampled only by a countdown drawn for that session (about
+ * once in 10,000), never by one stuck at the size of the blocks the dormant calls passed by.
+ * Prints "round N"; exits 7 at "exit". */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "fifo_rounds.h"
+
+#define BLOCK (100u << 10)
+#define SPEND (20ull << 30)
+
+static void *volatile kept;
+
+static void churn(void)
+{
+	void *volatile p = malloc(100);
+
+	free(p);
+}
+
+__attribute__((noinline)) static void dormant_spend(void)
+{
+	for (uint64_t n = 0; n < SPEND; n += BLOCK) {
+		void *volatile p = malloc(BLOCK);
+
+		free(p);
+	}
+}
+
+__attribute__((noinline)) static void dormant_probe(void)
+{
+	kept = malloc(BLOCK);
+}
+
+static void round_of(int n)
+{
+	if (n == 1)
+		dormant_spend();
+	else
+		dormant_probe();
+	printf("round %d\n", n);
+}
+
+int main(int argc, char **argv)
+{
+	return fifo_rounds("dormant_countdown", argc, argv, churn, round_of, 7);
+}

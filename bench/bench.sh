@@ -247,7 +247,7 @@ micro_bench() {
 	quartiles() {
 		if [ ! -s "$1" ] || [ ! -s "$2" ]; then printf -; return; fi
 		paste "$1" "$2" | awk 'NF == 2 && $1 > 0 && $2 > 0 { print $1 / $2 }' | sort -g |
-			awk '{ v[NR] = $1 } END { printf "%.3f..%.3f", v[int((NR + 3) / 4)], v[int((3 * NR + 3) / 4)] }'
+			awk '{ v[NR] = $1 } END { lo = int((NR + 3) / 4); printf "%.3f..%.3f", v[lo], v[NR + 1 - lo] }'
 	}
 	bpe() { [ -s "$1" ] && median <"$1" | awk '{ printf "%.2f", $1 }' || echo -; }
 	f() { echo "$TMP/mi-$wname-$1"; } # this workload's figures of one mode
@@ -279,7 +279,7 @@ micro_bench() {
 	json+="]"
 	local ran=" ${modes[*]%%|*} "
 	if [[ "$ran" == *" floor "* && "$ran" == *" countdown "* && "$ran" == *" filter "* && "$ran" == *" checks "* &&
-		"$ran" == *" passby "* ]]; then
+		"$ran" == *" passby "* && "$ran" == *" sampled "* ]]; then
 		say "  the checks alone, at their cheapest (the floor built with them; no sample ever taken), passing by"
 		say "  and sampled at 512 KiB, CPU time over the floor's, with the middle half of the rounds' sampled"
 		say "  ratios; then passing by and sampled over both checks alone (the least a byte sampler that"

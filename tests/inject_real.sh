@@ -374,51 +374,55 @@ t_inject_stale_countdown() {
 	eq "sc: the target's stdout" "ready $TPID round 1 round 2" "$(tr '\n' ' ' <"$TMP/sc.out" | sed 's/ $//')"
 }
 
-# A process launched preloaded (sampled at 1 GiB) outlives its recorder (--duration), and is
-# attached twice (tests/workloads/dormant_countdown.c). Its library learns that the recorder
-# ended only at its next event, which at 1 GiB may be minutes away: the first attach must take
-# the place of the ended session, not refuse it as recording still (the recorder then fell back
-# to uprobes). Each detach leaves the preloaded hooks where they were. Between the two
-# attaches, dormant, the hooks pass 20 GiB of calls on unrecorded: the main thread's countdown
-# must not run down meanwhile to the size of those calls and stay there, or the second session,
-# keeping a countdown drawn at its rate, samples the first such call (dormant_probe) for certain.
+# A process launched preloaded (sampled at 1 GiB) outlives its recording (--duration, whose
+# recorder then waits for it), and is attached twice (tests/workloads/dormant_countdown.c). Its
+# library learns that the recording ended only at its next event, which at 1 GiB may be
+# minutes away: the first attach must take the place of the ended session, not refuse it as
+# recording still (the recorder then fell back to uprobes), and its rings must be read (20 GiB
+# allocated while attached: 2 samples or more). Each detach leaves the preloaded hooks where
+# they were. Between the two attaches, dormant, the hooks pass 20 GiB of calls on unrecorded:
+# the main thread's countdown must not run down meanwhile to the size of those calls and stay
+# there, or the second session, keeping a countdown drawn at its rate, samples the first such
+# call (dormant_probe), which no countdown drawn at 1 GiB does.
 t_inject_after_preload() {
 	need_inject; need_go
-	local i rc p
+	local i p pid
+	TPID=
 	mkfifo "$TMP/dc.fifo"
 	"$R" --via preload -s 1g --duration 1 -o "$TMP/dc1.hsnap" -- "$T/dormant_countdown" "$TMP/dc.fifo" \
 		>"$TMP/dc.out" 2>"$TMP/dc1.rerr" &
-	LPID=$! # it waits for its command, having ended the recording
-	REAL_PIDS=$LPID
-	trap 'real_cleanup; kill $TPID 2>/dev/null' EXIT
-	waitfor "$TMP/dc.out" ready || die "dc: the target never said ready"
+	LPID=$! # once the recording ends it waits for its command, deaf to signals: the target is killed
+	REAL_PIDS=
+	trap 'real_cleanup; [ -n "${TPID:-}" ] && kill $TPID 2>/dev/null' EXIT
+	waitfor "$TMP/dc.out" ready || { kill $LPID; die "dc: the target never said ready"; }
 	TPID=$(awk '/^ready/ { print $2 }' "$TMP/dc.out")
 	waitfor "$TMP/dc1.rerr" "wrote $TMP/dc1.hsnap" || { cat "$TMP/dc1.rerr"; die "dc: --duration 1 never ended the recording"; }
 	kill -0 "$TPID" 2>/dev/null || die "dc: the target ended with its recording"
 	eq "dc: GOT entry of malloc, preloaded" libheapsnap "$(python3 tests/gotvalue.py $TPID "$T/dormant_countdown" malloc)"
 	for i in 2 3; do
 		real_attach dc $TPID $i -s 1g
-		if [ $i = 3 ]; then # the probe, attached
-			echo keep >"$TMP/dc.fifo"
-			waitfor "$TMP/dc.out" "round 2" || die "dc: no round 2 in session 3"
-		fi
+		echo keep >"$TMP/dc.fifo" # round 1, a spend, then round 3, the probe
+		waitfor "$TMP/dc.out" "round $((2 * i - 3))" || die "dc: no round $((2 * i - 3)) in session $i"
 		kill -INT $RPID
 		wait $RPID || { RPID=; cat "$TMP/dc$i.rerr"; die "dc: the recorder failed (attach $i)"; }
 		RPID=
 		kill -0 "$TPID" 2>/dev/null || die "dc: the target died during attach $i"
 		eq "dc: GOT entry of malloc after detach $i" libheapsnap "$(python3 tests/gotvalue.py $TPID "$T/dormant_countdown" malloc)"
-		if [ $i = 2 ]; then # the spend, dormant
+		if [ $i = 2 ]; then # round 2, the spend, dormant
 			echo keep >"$TMP/dc.fifo"
-			waitfor "$TMP/dc.out" "round 1" || die "dc: no round 1 after detach 2"
+			waitfor "$TMP/dc.out" "round 2" || die "dc: no round 2 after detach 2"
 		fi
 	done
 	echo exit >"$TMP/dc.fifo"
 	wait $LPID; eq "dc: the target's own exit status, through its launching recorder" 7 $?
-	REAL_PIDS=
-	eq "dc: the target's stdout" "ready $TPID round 1 round 2" "$(tr '\n' ' ' <"$TMP/dc.out" | sed 's/ $//')"
-	p=$TMP/dc3.pb.gz
-	"$A" pprof -o "$p" "$TMP/dc3.hsnap" 2>/dev/null || die "dc: pprof"
-	eq "dc: dormant_probe's block sampled at 1 GiB (once in 10,000 by chance)" absent "$(pv $p alloc_objects dormant_probe)"
+	pid=$TPID
+	TPID=
+	eq "dc: the target's stdout" "ready $pid round 1 round 2 round 3" \
+		"$(tr '\n' ' ' <"$TMP/dc.out" | sed 's/ $//')"
+	for i in 2 3; do "$A" pprof -o "$TMP/dc$i.pb.gz" "$TMP/dc$i.hsnap" 2>/dev/null || die "dc: pprof $i"; done
+	p=$(pv "$TMP/dc2.pb.gz" alloc_objects dormant_spend)
+	[ "$p" != absent ] && [ "$p" -gt 0 ] || die "dc: session 2 sampled nothing of 20 GiB at 1 GiB ($p): its rings were not read"
+	eq "dc: dormant_probe's block sampled at 1 GiB" absent "$(pv "$TMP/dc3.pb.gz" alloc_objects dormant_probe)"
 }
 
 ALL="$ALL t_inject_after_preload"

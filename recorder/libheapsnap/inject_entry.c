@@ -42,6 +42,7 @@ static int fail(struct hs_inject_lib *l, int err, const char *what)
 /* The shared memory: made at the first attach, kept for the next. */
 static int shm_setup(struct hs_inject_lib *l)
 {
+	struct hs_shm_hdr *h;
 	uint64_t size;
 	void *m;
 	int fd;
@@ -82,11 +83,13 @@ static int shm_setup(struct hs_inject_lib *l)
 		close(fd);
 		return fail(l, e, "eventfd");
 	}
-	shm = m;
-	shm->nr_rings = l->nr_rings;
-	shm->ring_bytes = l->ring_bytes;
-	shm->data_offset = hs_shm_data_offset(l->nr_rings);
-	shm_data = (uint8_t *)m + shm->data_offset;
+	h = m;
+	h->nr_rings = l->nr_rings;
+	h->ring_bytes = l->ring_bytes;
+	h->data_offset = hs_shm_data_offset(l->nr_rings);
+	/* Whole before any hook can see it: one still running from a session taken over reads it
+	 * (claim_ring, reserve_full). */
+	__atomic_store_n(&shm, h, __ATOMIC_RELEASE);
 	own_shm_fd = fd;
 	return 0;
 }
@@ -234,11 +237,16 @@ static int session(struct hs_inject_data *d)
 	int err;
 
 	/* Preloaded, its recorder gone: the hooks still think themselves attached until their next
-	 * event, and this session takes the place of that one. */
+	 * event, and this session takes the place of that one. Its memory is marked ended (a
+	 * recorder killed did not), so that a program exec'd from here on, which finds it in its
+	 * environment, runs unrecorded rather than fill rings nobody reads. */
 	if (__atomic_load_n(&active, __ATOMIC_ACQUIRE)) {
 		if (!recorder_ended())
 			return fail(l, EBUSY, "already recording (heapsnap-record started this process)");
+		__atomic_store_n(&shm->dormant, 1, __ATOMIC_RELEASE);
 		go_dormant();
+		/* Before the new memory is published (shm_setup): see ring_memory. */
+		__atomic_add_fetch(&session_gen, 1, __ATOMIC_RELEASE);
 	}
 	if (got_init())
 		return fail(l, ENOMEM, "the table of rewritten GOT entries");

@@ -214,18 +214,18 @@ static void after_fork_child(void)
 }
 
 /* Ring I goes back to the pool once the recorder has read it (take_ring, reclaim_rings). */
-static void ring_closing(int i)
+static void ring_closing(struct hs_shm_hdr *m, int i)
 {
-	__atomic_fetch_or(&shm->rings[i].owner, HS_SHM_CLOSING, __ATOMIC_RELEASE);
+	__atomic_fetch_or(&m->rings[i].owner, HS_SHM_CLOSING, __ATOMIC_RELEASE);
 }
 
 __attribute__((destructor)) static void hs_fini(void)
 {
-	if (__atomic_load_n(&active, __ATOMIC_RELAXED) && tsp && tsp->ring >= 0) {
+	if (__atomic_load_n(&active, __ATOMIC_RELAXED) && tsp && tsp->ring >= 0 && tsp->gen == session_gen) {
 		emit_proc(HS_EV_EXIT, 0); /* marked: no status known here */
 		/* The process is ending: its ring is free to the next process once read, rather
 		 * than after the recorder finds the pid gone. Anything later claims anew. */
-		ring_closing(tsp->ring);
+		ring_closing(shm, tsp->ring);
 		tsp->ring = -1;
 	}
 }
@@ -238,7 +238,7 @@ static void close_previous_image(void)
 		uint64_t owner = __atomic_load_n(&shm->rings[i].owner, __ATOMIC_ACQUIRE);
 
 		if (owner && owner >> 32 == self_pid && !(owner & HS_SHM_CLOSING))
-			ring_closing((int)i);
+			ring_closing(shm, (int)i);
 	}
 }
 
@@ -348,7 +348,6 @@ __attribute__((constructor)) static void hs_init(void)
 		shm = NULL;
 		return;
 	}
-	shm_data = (uint8_t *)m + shm->data_offset;
 	wake_fd = efd;
 	close_previous_image();
 	process_attach();

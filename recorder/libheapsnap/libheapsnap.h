@@ -61,7 +61,6 @@ struct hs_sample_line {
 	 * was freed: its first word says so). */
 	uint64_t *pool_live;
 	struct hs_shm_hdr *shm;
-	uint8_t *shm_data;
 	int active;           /* attached to a recorder; hooks record */
 	/* Bumped at each injected session's start: a thread's state of an earlier one is redone. */
 	uint32_t session_gen;
@@ -101,7 +100,6 @@ struct hs_hot {
 extern struct hs_hot hs_hot __attribute__((visibility("hidden")));
 #define real (hs_hot.fns)
 #define shm (hs_hot.sl.shm)
-#define shm_data (hs_hot.sl.shm_data)
 #define active (hs_hot.sl.active)
 #define session_gen (hs_hot.sl.session_gen)
 #define self_pid (hs_hot.sl.self_pid)

@@ -68,7 +68,7 @@ static void thread_exit(void *arg)
 {
 	struct tstate *t = arg;
 
-	if (t && t->ring >= 0 && shm)
+	if (t && t->ring >= 0 && t->gen == __atomic_load_n(&session_gen, __ATOMIC_ACQUIRE))
 		__atomic_fetch_or(&shm->rings[t->ring].owner, HS_SHM_CLOSING, __ATOMIC_RELEASE);
 	if (t) {
 		pool_thread_exit(t);
@@ -169,17 +169,17 @@ struct tstate *thread_state_new(void)
 #endif
 static int populate_works = 1;
 
-static uint32_t ring_chunk(void)
+static uint32_t ring_chunk(const struct hs_shm_hdr *m)
 {
-	return shm->ring_bytes < (64u << 10) ? shm->ring_bytes : 64u << 10;
+	return m->ring_bytes < (64u << 10) ? m->ring_bytes : 64u << 10;
 }
 
 /* The chunks of the thread's ring up to position END made resident, once per claim: every page
  * is in after the first pass. A kernel without MADV_POPULATE_WRITE, or a sandbox that refuses
  * it, leaves the pages to fault in as before. */
-static void populate_ahead(struct tstate *t, uint8_t *data, uint64_t end)
+static void populate_ahead(struct tstate *t, const struct hs_shm_hdr *m, uint8_t *data, uint64_t end)
 {
-	uint32_t chunk = ring_chunk(), size = shm->ring_bytes;
+	uint32_t chunk = ring_chunk(m), size = m->ring_bytes;
 
 	while (t->ahead < end && t->ahead < t->ahead_end) {
 		if (__atomic_load_n(&populate_works, __ATOMIC_RELAXED) &&
@@ -197,9 +197,9 @@ static void give_up(void);
  * read it to the end (cons == prod): positions only grow, so the recorder reads on from
  * where the old owner stopped without knowing the owner changed. A compare-and-swap on the
  * owner word decides between this thread, other claimers and the recorder's own release. */
-static bool take_ring(struct tstate *t, uint32_t i, uint64_t me, bool *closing)
+static bool take_ring(struct tstate *t, struct hs_shm_hdr *m, uint32_t i, uint64_t me, bool *closing)
 {
-	struct hs_shm_ring *r = &shm->rings[i];
+	struct hs_shm_ring *r = &m->rings[i];
 	uint64_t owner = __atomic_load_n(&r->owner, __ATOMIC_ACQUIRE);
 
 	if (owner & HS_SHM_CLOSING) {
@@ -214,8 +214,8 @@ static bool take_ring(struct tstate *t, uint32_t i, uint64_t me, bool *closing)
 	t->ring = (int)i;
 	t->prod = __atomic_load_n(&r->prod, __ATOMIC_ACQUIRE);
 	t->cons = __atomic_load_n(&r->cons, __ATOMIC_ACQUIRE);
-	t->ahead = t->prod & ~(uint64_t)(ring_chunk() - 1);
-	t->ahead_end = t->ahead + shm->ring_bytes;
+	t->ahead = t->prod & ~(uint64_t)(ring_chunk(m) - 1);
+	t->ahead_end = t->ahead + m->ring_bytes;
 	return true;
 }
 
@@ -226,9 +226,9 @@ static bool take_ring(struct tstate *t, uint32_t i, uint64_t me, bool *closing)
  * that ended without a word (_exit, a signal): the recorder is asked to look for those at
  * once (starved), and the thread waits until it has (it clears the flag). Only if that frees
  * no ring either (or the recorder is gone) is the thread left without one, counted. */
-static bool claim_ring(struct tstate *t)
+static bool claim_ring(struct tstate *t, struct hs_shm_hdr *m)
 {
-	uint32_t n = shm->nr_rings;
+	uint32_t n = m->nr_rings;
 	uint64_t me = (uint64_t)self_pid << 32 | t->tid, since = now_ns();
 	bool asked = false;
 
@@ -236,18 +236,20 @@ static bool claim_ring(struct tstate *t)
 		bool closing = false;
 
 		for (uint32_t k = 0; k < n; k++) {
-			if (take_ring(t, (t->tid + k) % n, me, &closing)) {
+			if (take_ring(t, m, (t->tid + k) % n, me, &closing)) {
 				emit_comm(t);
 				return true;
 			}
 		}
-		/* Detached (the recording ended): no recorder will read or give back a ring. */
-		if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE) || __atomic_load_n(&shm->dormant, __ATOMIC_ACQUIRE))
+		/* Detached (the recording ended): no recorder will read or give back a ring. Taken
+		 * over by another session meanwhile: its rings are claimed at the next event. */
+		if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE) || __atomic_load_n(&m->dormant, __ATOMIC_ACQUIRE) ||
+		    m != __atomic_load_n(&shm, __ATOMIC_ACQUIRE))
 			break;
 		if (!closing) {
 			if (!asked)
-				__atomic_store_n(&shm->starved, 1, __ATOMIC_RELEASE);
-			else if (!__atomic_load_n(&shm->starved, __ATOMIC_ACQUIRE))
+				__atomic_store_n(&m->starved, 1, __ATOMIC_RELEASE);
+			else if (!__atomic_load_n(&m->starved, __ATOMIC_ACQUIRE))
 				break; /* looked for since, and every ring is still held */
 			asked = true;
 		}
@@ -294,8 +296,12 @@ static bool recorder_gone(uint64_t since)
  * or died without a word (no heartbeat for 2 s): a process it launched may be attached anew. */
 bool recorder_ended(void)
 {
-	return shm && (__atomic_load_n(&shm->dormant, __ATOMIC_ACQUIRE) ||
-		       now_ns() - __atomic_load_n(&shm->heartbeat_ns, __ATOMIC_ACQUIRE) > 2000000000ull);
+	uint64_t hb;
+
+	if (!shm)
+		return false;
+	hb = __atomic_load_n(&shm->heartbeat_ns, __ATOMIC_ACQUIRE); /* before the clock: never ahead of it */
+	return __atomic_load_n(&shm->dormant, __ATOMIC_ACQUIRE) || now_ns() - hb > 2000000000ull;
 }
 
 void go_dormant(void)
@@ -316,10 +322,31 @@ static void give_up(void)
 		count(HS_CNT_RECORDER_STALLED);
 }
 
-/* The data of the thread's ring (claimed). */
-static inline uint8_t *ring_data(const struct tstate *t)
+/* The data of the thread's ring (claimed) in M, the session's memory. */
+static inline uint8_t *ring_data(const struct tstate *t, const struct hs_shm_hdr *m)
 {
-	return shm_data + (uint64_t)t->ring * shm->ring_bytes;
+	return (uint8_t *)m + m->data_offset + (uint64_t)t->ring * m->ring_bytes;
+}
+
+/* The session's memory, as this thread's ring is in it, or NULL: an attach that took over
+ * from an ended session (inject_entry.c) bumps session_gen before it publishes its own memory,
+ * so that a hook of the ended session still running (its tstate of the generation before)
+ * neither writes at its positions into a ring of the new memory, which another thread may own,
+ * nor publishes there what it wrote in the old (reserve, then commit). Memory first, then the
+ * generation: the new memory seen, its generation is seen too. */
+static inline struct hs_shm_hdr *ring_memory(const struct tstate *t)
+{
+	struct hs_shm_hdr *m = __atomic_load_n(&shm, __ATOMIC_ACQUIRE);
+
+	return t->gen == __atomic_load_n(&session_gen, __ATOMIC_RELAXED) ? m : NULL;
+}
+
+/* M, the memory found dormant: the process goes dormant only if M is still the session's;
+ * one taken over (inject_entry.c) ended another session, not this one. */
+static void dormant_seen(const struct hs_shm_hdr *m)
+{
+	if (m == __atomic_load_n(&shm, __ATOMIC_ACQUIRE))
+		go_dormant();
 }
 
 /* Room for LEN bytes of event in the thread's ring, or NULL (counted): while the ring is
@@ -327,19 +354,23 @@ static inline uint8_t *ring_data(const struct tstate *t)
  * would bias the estimates); only a recorder gone quiet makes it give up. */
 static __attribute__((noinline)) void *reserve_full(struct tstate *t, uint32_t len, uint32_t *need_out)
 {
+	struct hs_shm_hdr *m = ring_memory(t);
 	struct hs_shm_ring *r;
-	uint32_t size = shm->ring_bytes, need = (len + HS_SHM_RING_HDR + 7) & ~7u, pos, pad;
+	uint32_t size, need = (len + HS_SHM_RING_HDR + 7) & ~7u, pos, pad;
 	uint8_t *data;
 
+	if (UNLIKELY(!m))
+		return NULL; /* begun in a session that has ended */
 	/* Detached (the recording ended): dormant for good. */
-	if (UNLIKELY(__atomic_load_n(&shm->dormant, __ATOMIC_RELAXED))) {
-		go_dormant();
+	if (UNLIKELY(__atomic_load_n(&m->dormant, __ATOMIC_RELAXED))) {
+		dormant_seen(m);
 		return NULL;
 	}
-	if (UNLIKELY(t->ring < 0) && (t->ring == -2 || !claim_ring(t)))
+	if (UNLIKELY(t->ring < 0) && (t->ring == -2 || !claim_ring(t, m)))
 		return NULL;
-	r = &shm->rings[t->ring];
-	data = ring_data(t);
+	size = m->ring_bytes;
+	r = &m->rings[t->ring];
+	data = ring_data(t, m);
 	pos = (uint32_t)(t->prod & (size - 1));
 	pad = pos + need > size ? size - pos : 0;
 	if (t->prod + pad + need - t->cons > size) {
@@ -347,7 +378,8 @@ static __attribute__((noinline)) void *reserve_full(struct tstate *t, uint32_t l
 
 		t->cons = __atomic_load_n(&r->cons, __ATOMIC_ACQUIRE);
 		for (unsigned spins = 0; t->prod + pad + need - t->cons > size; spins++) {
-			if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE)) {
+			/* Detached, or taken over: no recorder reads this ring any more. */
+			if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE) || m != __atomic_load_n(&shm, __ATOMIC_ACQUIRE)) {
 				count(HS_CNT_RINGBUF_FULL);
 				return NULL;
 			}
@@ -370,7 +402,7 @@ static __attribute__((noinline)) void *reserve_full(struct tstate *t, uint32_t l
 		}
 	}
 	if (UNLIKELY(t->prod + pad + need > t->ahead) && t->ahead < t->ahead_end)
-		populate_ahead(t, data, t->prod + pad + need);
+		populate_ahead(t, m, data, t->prod + pad + need);
 	if (pad) {
 		/* A record never wraps: the tail of the ring is skipped as a discarded record. */
 		*(uint32_t *)(data + pos) = (pad - HS_SHM_RING_HDR) | HS_SHM_DISCARD;
@@ -388,24 +420,35 @@ static __attribute__((noinline)) void *reserve_full(struct tstate *t, uint32_t l
  * event of a sparse sampler (cachegrind). */
 void *reserve(struct tstate *t, uint32_t len, uint32_t *need_out)
 {
-	uint32_t size = shm->ring_bytes, need = (len + HS_SHM_RING_HDR + 7) & ~7u, pos = (uint32_t)(t->prod & (size - 1));
+	const struct hs_shm_hdr *m = ring_memory(t);
+	uint32_t size, need = (len + HS_SHM_RING_HDR + 7) & ~7u, pos;
 	uint8_t *d;
 
-	if (UNLIKELY(__atomic_load_n(&shm->dormant, __ATOMIC_RELAXED) || t->ring < 0 || pos + need > size ||
+	if (UNLIKELY(!m || t->ring < 0))
+		return reserve_full(t, len, need_out);
+	size = m->ring_bytes;
+	pos = (uint32_t)(t->prod & (size - 1));
+	if (UNLIKELY(__atomic_load_n(&m->dormant, __ATOMIC_RELAXED) || pos + need > size ||
 		     t->prod + need - t->cons > size || (t->prod + need > t->ahead && t->ahead < t->ahead_end)))
 		return reserve_full(t, len, need_out);
-	d = ring_data(t) + pos;
+	d = ring_data(t, m) + pos;
 	*(uint32_t *)d = len;
 	*(uint32_t *)(d + 4) = 0;
 	*need_out = need;
 	return d + HS_SHM_RING_HDR;
 }
 
+/* The record reserve made, published; not if the session ended meanwhile (ring_memory). */
 void commit(struct tstate *t, uint32_t need)
 {
-	struct hs_shm_ring *r = &shm->rings[t->ring];
-	uint64_t before, quarter = shm->ring_bytes / 4;
+	struct hs_shm_hdr *m = ring_memory(t);
+	struct hs_shm_ring *r;
+	uint64_t before, quarter;
 
+	if (UNLIKELY(!m))
+		return;
+	r = &m->rings[t->ring];
+	quarter = m->ring_bytes / 4;
 	/* The recorder's position is read only when the last one known puts the ring a quarter
 	 * full: it only moves on, so a fill under a quarter by the last is under a quarter by
 	 * this one too, and wakes nobody. Its line was a miss at each sample (cachegrind). */
@@ -418,11 +461,11 @@ void commit(struct tstate *t, uint32_t need)
 	 * last written a whole ring ago, they are cold by then. (prefetchw is a no-op where
 	 * the processor lacks it.) */
 	{
-		uint8_t *d = ring_data(t);
-		uint32_t m = shm->ring_bytes - 1;
+		uint8_t *d = ring_data(t, m);
+		uint32_t mask = m->ring_bytes - 1;
 
-		__asm__ volatile("prefetchw %0" ::"m"(d[(t->prod + 64) & m]));
-		__asm__ volatile("prefetchw %0" ::"m"(d[(t->prod + 128) & m]));
+		__asm__ volatile("prefetchw %0" ::"m"(d[(t->prod + 64) & mask]));
+		__asm__ volatile("prefetchw %0" ::"m"(d[(t->prod + 128) & mask]));
 	}
 	/* Filling past a quarter of the ring wakes the recorder, which otherwise looks every
 	 * 100 ms (INPROC_POLL_MS), each time the ring fills so far again after a read. Whether

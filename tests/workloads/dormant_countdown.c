@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 /* A countdown left to run down while the library is dormant (t_inject_after_preload): the
  * process was launched preloaded and sampled at 1 GiB, its recorder has ended, and its calls
- * still reach the hooks, which record nothing. Round 1 ("keep") spends 20 GiB in blocks of
- * 100 KiB, far past any countdown the main thread may hold (a draw at 1 GiB exceeds 20 GiB
- * once in 5e8), which runs it out. Round 2 allocates one such block (dormant_probe), kept:
- * attached again at 1 GiB, it is sampled only by a countdown drawn for that session (about
- * once in 10,000), never by one stuck at the size of the blocks the dormant calls passed by.
- * Prints "round N"; exits 7 at "exit". */
+ * still reach the hooks. Rounds 1 and 2 ("keep") each spend 20 GiB in blocks of 100 KiB
+ * (dormant_spend): past any countdown, since the sampler draws from 1024 quantiles of the
+ * exponential, at 1 GiB from about 0.5 MiB to 7.6 GiB. Attached, that is 2 samples or more
+ * for certain; dormant, the hooks record nothing and the countdown runs out. Round 3
+ * allocates one such block (dormant_probe), kept: attached again at 1 GiB, no countdown
+ * drawn for that session is under 100 KiB, so only one stuck at the size of the blocks the
+ * dormant calls passed by samples it. Prints "round N"; exits 7 at "exit". */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -40,7 +41,7 @@ __attribute__((noinline)) static void dormant_probe(void)
 
 static void round_of(int n)
 {
-	if (n == 1)
+	if (n <= 2)
 		dormant_spend();
 	else
 		dormant_probe();

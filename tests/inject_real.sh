@@ -78,6 +78,14 @@ t_inject_real_python() {
 	need_inject; need_go
 	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
 	real_interp rpy /usr/bin/python3 tests/workloads/real_alloc.py "$(realpath /usr/bin/python3)" 5000 33
+	# Each attach names its Python frames: the third's recorder was sent no name the first's
+	# was (its code objects are named anew each session, from id 1).
+	local i
+	for i in 1 3; do
+		"$A" collapsed "$TMP/rpy$i.hsnap" >"$TMP/rpy$i.folded" 2>/dev/null || die "rpy: collapsed $i"
+		grep -q ";keep_blocks (real_alloc.py);" "$TMP/rpy$i.folded" ||
+			{ grep keep "$TMP/rpy$i.folded" | head -3; die "rpy: attach $i names no Python frame keep_blocks (real_alloc.py)"; }
+	done
 }
 
 # node: non-PIE, canonical PLT entries for malloc, calloc, realloc and free.

@@ -259,6 +259,7 @@ static int session(struct hs_inject_data *d)
 	if ((err = shm_setup(l)))
 		return err;
 	sampled_clear();
+	py_codes_new_session();
 	shm_session(d);
 	__atomic_add_fetch(&session_gen, 1, __ATOMIC_RELEASE);
 	injected = 1;

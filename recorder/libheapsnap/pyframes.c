@@ -95,6 +95,19 @@ void py_codes_after_fork_child(void)
 	next_code_id = 1;
 }
 
+/* And per recording: an attach's recorder has none of the names an earlier session's was
+ * sent (HS_EV_PYCODE), so every code object is named anew, from id 1. A walk that read the
+ * old generation just before names its frames with old ids once. */
+void py_codes_new_session(void)
+{
+	if (!codes)
+		return;
+	spin_lock(&codes_lock);
+	__atomic_add_fetch(&codes_gen, 1, __ATOMIC_RELEASE);
+	next_code_id = 1;
+	spin_unlock(&codes_lock);
+}
+
 static inline uint64_t rd64(uint64_t a)
 {
 	return *(const uint64_t *)(uintptr_t)a;

@@ -103,6 +103,7 @@ int py_codes_init(void);
 void py_code_freed(const void *p); /* a block of the object domain, before it is freed */
 extern uint32_t py_code_epoch;
 void py_codes_after_fork_child(void);
+void py_codes_new_session(void);
 
 /* pymem.c */
 void pymem_on_recorded(void); /* launched: wraps the domains once the interpreter runs */

@@ -238,15 +238,16 @@ micro_bench() {
 	# A ratio is the median of each round's: the modes of a round run one after another, so
 	# a round's ratio shares that minute's machine, where a ratio of two medians mixes
 	# rounds whose machine drifted between them (run to run, native moved by 10%).
+	rounds() { paste "$1" "$2" | awk 'NF == 2 && $1 > 0 && $2 > 0 { print $1 / $2 }'; } # each round's ratio
 	ratio() {
 		if [ ! -s "$1" ] || [ ! -s "$2" ]; then printf -; return; fi
-		paste "$1" "$2" | awk 'NF == 2 && $1 > 0 && $2 > 0 { print $1 / $2 }' | median | awk '{ printf "%.3f", $1 }'
+		rounds "$1" "$2" | median | awk '{ printf "%.3f", $1 }'
 	}
 	# The middle half of the rounds' ratios, "Q1..Q3": how far one round's figure may be from
 	# the median on this machine.
 	quartiles() {
 		if [ ! -s "$1" ] || [ ! -s "$2" ]; then printf -; return; fi
-		paste "$1" "$2" | awk 'NF == 2 && $1 > 0 && $2 > 0 { print $1 / $2 }' | sort -g |
+		rounds "$1" "$2" | sort -g |
 			awk '{ v[NR] = $1 } END { lo = int((NR + 3) / 4); printf "%.3f..%.3f", v[lo], v[NR + 1 - lo] }'
 	}
 	bpe() { [ -s "$1" ] && median <"$1" | awk '{ printf "%.2f", $1 }' || echo -; }

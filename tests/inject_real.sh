@@ -32,15 +32,21 @@ real_attach() {
 	contains "$TMP/$name$i.rerr" "recording via inject"
 }
 
-# real_detach NAME PID ROUND: stops the recorder (Ctrl-C); the process lives on, with no GOT
-# entry of any module left pointing at the library or the stub, and the file is readable.
+# real_detach NAME PID ROUND [PRELOADED]: stops the recorder (Ctrl-C); the process lives on, with
+# no GOT entry of any module left pointing at the library or the stub (or, for a process whose
+# executable PRELOADED was launched with the library preloaded, its malloc entry still at the
+# library, as before the attach), and the file is readable.
 real_detach() {
 	local name=$1 pid=$2 i=$3
 	kill -INT $RPID
 	wait $RPID || { RPID=; cat "$TMP/$name$i.rerr"; die "$name: the recorder failed (attach $i)"; }
 	RPID=
 	kill -0 "$pid" 2>/dev/null || die "$name: the target died during attach $i"
-	eq "$name: GOT entries after detach $i" clean "$(python3 tests/gotvalue.py "$pid" --all)"
+	if [ -n "${4:-}" ]; then
+		eq "$name: GOT entry of malloc after detach $i, preloaded" libheapsnap "$(python3 tests/gotvalue.py "$pid" "$4" malloc)"
+	else
+		eq "$name: GOT entries after detach $i" clean "$(python3 tests/gotvalue.py "$pid" --all)"
+	fi
 	"$A" info "$TMP/$name$i.hsnap" >/dev/null 2>&1 || die "$name: recording $i unreadable"
 }
 
@@ -411,11 +417,7 @@ t_inject_after_preload() {
 		real_attach dc $TPID $i -s 1g
 		echo keep >"$TMP/dc.fifo" # round 1, a spend, then round 3, the probe
 		waitfor "$TMP/dc.out" "round $((2 * i - 3))" || die "dc: no round $((2 * i - 3)) in session $i"
-		kill -INT $RPID
-		wait $RPID || { RPID=; cat "$TMP/dc$i.rerr"; die "dc: the recorder failed (attach $i)"; }
-		RPID=
-		kill -0 "$TPID" 2>/dev/null || die "dc: the target died during attach $i"
-		eq "dc: GOT entry of malloc after detach $i" libheapsnap "$(python3 tests/gotvalue.py $TPID "$T/dormant_countdown" malloc)"
+		real_detach dc $TPID $i "$T/dormant_countdown"
 		if [ $i = 2 ]; then # round 2, the spend, dormant
 			echo keep >"$TMP/dc.fifo"
 			waitfor "$TMP/dc.out" "round 2" || die "dc: no round 2 after detach 2"

@@ -214,9 +214,9 @@ static void after_fork_child(void)
 }
 
 /* Ring I goes back to the pool once the recorder has read it (take_ring, reclaim_rings). */
-static void ring_closing(struct hs_shm_hdr *m, int i)
+static void ring_closing(int i)
 {
-	__atomic_fetch_or(&m->rings[i].owner, HS_SHM_CLOSING, __ATOMIC_RELEASE);
+	__atomic_fetch_or(&shm->rings[i].owner, HS_SHM_CLOSING, __ATOMIC_RELEASE);
 }
 
 __attribute__((destructor)) static void hs_fini(void)
@@ -225,7 +225,7 @@ __attribute__((destructor)) static void hs_fini(void)
 		emit_proc(HS_EV_EXIT, 0); /* marked: no status known here */
 		/* The process is ending: its ring is free to the next process once read, rather
 		 * than after the recorder finds the pid gone. Anything later claims anew. */
-		ring_closing(shm, tsp->ring);
+		ring_closing(tsp->ring);
 		tsp->ring = -1;
 	}
 }
@@ -238,7 +238,7 @@ static void close_previous_image(void)
 		uint64_t owner = __atomic_load_n(&shm->rings[i].owner, __ATOMIC_ACQUIRE);
 
 		if (owner && owner >> 32 == self_pid && !(owner & HS_SHM_CLOSING))
-			ring_closing(shm, (int)i);
+			ring_closing((int)i);
 	}
 }
 

@@ -64,12 +64,27 @@ uint32_t gettid_raw(void)
 
 /* ---- per-thread state and rings ---- */
 
+/* The session's memory, as this thread's ring is in it, or NULL: an attach that took over
+ * from an ended session (inject_entry.c) bumps session_gen before it publishes its own memory,
+ * so that a hook of the ended session still running (its tstate of the generation before)
+ * neither writes at its positions into a ring of the new memory, which another thread may own,
+ * nor publishes there what it wrote in the old (reserve, then commit). Memory first, then the
+ * generation: the new memory seen, its generation is seen too. */
+static inline struct hs_shm_hdr *ring_memory(const struct tstate *t)
+{
+	struct hs_shm_hdr *m = __atomic_load_n(&shm, __ATOMIC_ACQUIRE);
+
+	return t->gen == __atomic_load_n(&session_gen, __ATOMIC_RELAXED) ? m : NULL;
+}
+
 static void thread_exit(void *arg)
 {
 	struct tstate *t = arg;
 
-	if (t && t->ring >= 0 && t->gen == __atomic_load_n(&session_gen, __ATOMIC_ACQUIRE))
-		__atomic_fetch_or(&shm->rings[t->ring].owner, HS_SHM_CLOSING, __ATOMIC_RELEASE);
+	struct hs_shm_hdr *m = t ? ring_memory(t) : NULL;
+
+	if (m && t->ring >= 0)
+		__atomic_fetch_or(&m->rings[t->ring].owner, HS_SHM_CLOSING, __ATOMIC_RELEASE);
 	if (t) {
 		pool_thread_exit(t);
 		munmap(t, sizeof(*t));
@@ -284,11 +299,20 @@ static void wake_recorder(void)
 /* No heartbeat for 2 s, and this thread has itself waited as long since SINCE: a whole job
  * stopped (Ctrl-Z) and resumed may run its thread before the recorder's first read of the rings,
  * and find a heartbeat from before the stop. */
+#define RECORDER_QUIET_NS 2000000000ull
+
+/* Whether the recorder has written no heartbeat for RECORDER_QUIET_NS by NOW, read after the
+ * heartbeat, which is then never ahead of it. */
+static bool heartbeat_quiet(uint64_t hb, uint64_t now)
+{
+	return now - hb > RECORDER_QUIET_NS;
+}
+
 static bool recorder_gone(uint64_t since)
 {
 	uint64_t hb = __atomic_load_n(&shm->heartbeat_ns, __ATOMIC_ACQUIRE), now = now_ns();
 
-	return now - hb > 2000000000ull && now - since > 2000000000ull;
+	return heartbeat_quiet(hb, now) && now - since > RECORDER_QUIET_NS;
 }
 
 /* The recorder of the session whose shared memory this is has ended it (the dormant flag its
@@ -300,8 +324,8 @@ bool recorder_ended(void)
 
 	if (!shm)
 		return false;
-	hb = __atomic_load_n(&shm->heartbeat_ns, __ATOMIC_ACQUIRE); /* before the clock: never ahead of it */
-	return __atomic_load_n(&shm->dormant, __ATOMIC_ACQUIRE) || now_ns() - hb > 2000000000ull;
+	hb = __atomic_load_n(&shm->heartbeat_ns, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&shm->dormant, __ATOMIC_ACQUIRE) || heartbeat_quiet(hb, now_ns());
 }
 
 void go_dormant(void)
@@ -326,19 +350,6 @@ static void give_up(void)
 static inline uint8_t *ring_data(const struct tstate *t, const struct hs_shm_hdr *m)
 {
 	return (uint8_t *)m + m->data_offset + (uint64_t)t->ring * m->ring_bytes;
-}
-
-/* The session's memory, as this thread's ring is in it, or NULL: an attach that took over
- * from an ended session (inject_entry.c) bumps session_gen before it publishes its own memory,
- * so that a hook of the ended session still running (its tstate of the generation before)
- * neither writes at its positions into a ring of the new memory, which another thread may own,
- * nor publishes there what it wrote in the old (reserve, then commit). Memory first, then the
- * generation: the new memory seen, its generation is seen too. */
-static inline struct hs_shm_hdr *ring_memory(const struct tstate *t)
-{
-	struct hs_shm_hdr *m = __atomic_load_n(&shm, __ATOMIC_ACQUIRE);
-
-	return t->gen == __atomic_load_n(&session_gen, __ATOMIC_RELAXED) ? m : NULL;
 }
 
 /* M, the memory found dormant: the process goes dormant only if M is still the session's;

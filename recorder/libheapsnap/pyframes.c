@@ -87,24 +87,31 @@ int py_codes_init(void)
 	return 0;
 }
 
+/* Every entry of the table stale (another generation), every memo emptied (memo_get), ids
+ * from 1 again: each code object is named anew. */
+static void codes_renumber(void)
+{
+	__atomic_add_fetch(&codes_gen, 1, __ATOMIC_RELEASE);
+	next_code_id = 1;
+}
+
 /* Ids are per process: the child names its code objects anew. */
 void py_codes_after_fork_child(void)
 {
 	codes_lock = 0;
-	codes_gen++;
-	next_code_id = 1;
+	codes_renumber();
 }
 
 /* And per recording: an attach's recorder has none of the names an earlier session's was
- * sent (HS_EV_PYCODE), so every code object is named anew, from id 1. A walk that read the
- * old generation just before names its frames with old ids once. */
+ * sent (HS_EV_PYCODE). Memos of a preloaded session taken over, which may have sampled, its
+ * frees of code objects unseen, go with them. A walk that read the old generation just before
+ * names its frames with old ids once. */
 void py_codes_new_session(void)
 {
 	if (!codes)
 		return;
 	spin_lock(&codes_lock);
-	__atomic_add_fetch(&codes_gen, 1, __ATOMIC_RELEASE);
-	next_code_id = 1;
+	codes_renumber();
 	spin_unlock(&codes_lock);
 }
 

@@ -208,10 +208,6 @@ void pymem_request_install(void)
 {
 	int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
 
-	/* Installed by a preloaded session that this injected one takes over (inject_entry.c),
-	 * which may have sampled: no memo is trusted, as below. */
-	if (s == INSTALLED)
-		__atomic_add_fetch(&py_code_epoch, 1, __ATOMIC_ACQ_REL);
 	if (!__atomic_load_n(&py_ready, __ATOMIC_ACQUIRE) || !py.add_pending_call || !py.get_allocator ||
 	    !py.set_allocator || !py.is_initialized || s == ASKED || s == INSTALLED)
 		return;

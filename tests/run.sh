@@ -48,7 +48,7 @@ run() {
 	esac
 }
 
-for area in lib format analyzer security ways bpf inproc inject inject_real units python install; do
+for area in lib format analyzer security ways bpf inproc inject inject_real realprog units python install; do
 	. "tests/$area.sh"
 done
 

@@ -224,6 +224,8 @@ uint32_t gettid_raw(void);
 int64_t draw(void);
 void rng_seed(struct tstate *t);
 struct tstate *thread_state_new(void);
+/* The calling thread's stack into T->stack_lo, stack_hi, taking no lock (thread_stack.c). */
+void thread_stack_bounds(struct tstate *t);
 bool recorder_ended(void);
 void go_dormant(void);
 void *reserve(struct tstate *t, uint32_t len, uint32_t *need_out);

@@ -134,9 +134,6 @@ static void countdown_draw(struct tstate *t)
 struct tstate *thread_state_new(void)
 {
 	struct tstate *t;
-	pthread_attr_t a;
-	void *lo;
-	size_t sz;
 
 	if (tsp) {
 		/* Made for an earlier session: a ring and stacks of this one are to be had anew. */
@@ -163,13 +160,7 @@ struct tstate *thread_state_new(void)
 	/* The stack's bounds: the walk reads nothing outside them, so junk frame pointers in
 	 * code built without them cannot fault. */
 	depth_in();
-	if (!pthread_getattr_np(pthread_self(), &a)) {
-		if (!pthread_attr_getstack(&a, &lo, &sz)) {
-			t->stack_lo = (uint64_t)(uintptr_t)lo;
-			t->stack_hi = t->stack_lo + sz;
-		}
-		pthread_attr_destroy(&a);
-	}
+	thread_stack_bounds(t);
 	pthread_setspecific(exit_key, t);
 	depth_out();
 	return t;

@@ -1,0 +1,68 @@
+# Programs shaped like real ones the library once harmed (issue 50): each test fails on the
+# harm itself (a hang, a crash, a byte in the wrong place), never on time alone.
+
+# hang_stacks PID...: every thread's user and kernel stack, for a test whose target hung.
+hang_stacks() {
+	local p t
+	for p in "$@"; do
+		kill -0 "$p" 2>/dev/null || continue
+		echo "--- process $p ($(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)):"
+		for t in /proc/"$p"/task/*; do
+			echo "  thread ${t##*/} ($(cat "$t/comm" 2>/dev/null)) waits in $(cat "$t/wchan" 2>/dev/null)"
+			sed 's/^/    /' "$t/stack" 2>/dev/null
+		done
+		command -v gdb >/dev/null && timeout -s KILL 20 gdb -q -batch -p "$p" -ex 'thread apply all bt' 2>/dev/null | grep '^#\|^Thread'
+	done
+}
+
+# run_bounded SECONDS NAME CMD...: CMD, killed after SECONDS with every thread's stack shown.
+run_bounded() {
+	local secs=$1 name=$2 pid i=0
+	shift 2
+	"$@" &
+	pid=$!
+	while kill -0 $pid 2>/dev/null && [ $i -lt $((secs * 10)) ]; do
+		i=$((i + 1))
+		sleep 0.1
+	done
+	if kill -0 $pid 2>/dev/null; then
+		hang_stacks $pid $(pgrep -P $pid)
+		pkill -KILL -P $pid; kill -KILL $pid
+		wait $pid
+		die "$name: still running after ${secs}s"
+	fi
+	wait $pid
+}
+
+# getattr_thread's threads (tests/workloads/getattr_thread.c) make their first allocator call
+# inside pthread_getattr_np, which holds the thread's lock: launched, every one ends and keeps
+# its block, with its whole stack.
+t_realprog_getattr_launched() {
+	need_go
+	run_bounded 60 "getattr_thread launched" "$R" --via preload -s 0 -o "$TMP/gl.hsnap" -- "$T/getattr_thread" 20 \
+		2>"$TMP/gl.err" || { cat "$TMP/gl.err"; die "getattr_thread launched: the recorder or the target failed"; }
+	"$A" pprof -o "$TMP/gl.pb.gz" "$TMP/gl.hsnap" 2>/dev/null || die "pprof"
+	eq "getattr_keep inuse_space" $((20 * 4321)) "$(pv "$TMP/gl.pb.gz" inuse_space getattr_keep)"
+	eq "getattr_keep's stack reaches start_thread" $((20 * 4321)) "$(pv "$TMP/gl.pb.gz" inuse_space start_thread cum)"
+	"$R" --via preload -o "$TMP/gs.hsnap" -- "$T/getattr_thread" 20 2>"$TMP/gs.err" || die "sampled"
+}
+
+# The same attached: a thread made after the attach, one a round, four rounds (the fourth is
+# where the hang was seen).
+t_realprog_getattr_attached() {
+	need_inject; need_go
+	local i
+	RARGS="--via inject -s 0" inject_start ga "$T/getattr_thread"
+	for i in 1 2 3 4; do
+		echo keep >"$TMP/ga.fifo"
+		waitfor "$TMP/ga.out" "kept $i" || { hang_stacks $TPID; kill -KILL $TJOB $RPID; die "round $i never ended"; }
+	done
+	kill -INT $RPID
+	wait $RPID || { cat "$TMP/ga.rerr"; die "the recorder failed"; }
+	echo exit >"$TMP/ga.fifo"
+	wait $TJOB || die "getattr_thread's exit status"
+	"$A" pprof -o "$TMP/ga.pb.gz" "$TMP/ga.hsnap" 2>/dev/null || die "pprof"
+	eq "getattr_keep inuse_space" $((4 * 4321)) "$(pv "$TMP/ga.pb.gz" inuse_space getattr_keep)"
+}
+ALL="$ALL t_realprog_getattr_launched t_realprog_getattr_attached"
+

@@ -349,12 +349,6 @@ $(OUTPUT)/tests/getattr_thread: tests/workloads/getattr_thread.c tests/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -lpthread -o $@
 
-# Threads whose first allocator call is inside pthread_getattr_np (t_realprog_getattr_*).
-TEST_PROGS += $(OUTPUT)/tests/getattr_thread
-$(OUTPUT)/tests/getattr_thread: tests/workloads/getattr_thread.c tests/workloads/fifo_rounds.h | $(OUTPUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(TEST_CFLAGS) $< -lpthread -o $@
-
 # A program that puts a file of its own at the wake descriptor's number (t_realprog_fds).
 TEST_PROGS += $(OUTPUT)/tests/steal_wake
 $(OUTPUT)/tests/steal_wake: tests/workloads/steal_wake.c | $(OUTPUT)/tests

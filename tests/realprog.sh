@@ -66,3 +66,29 @@ t_realprog_getattr_attached() {
 }
 ALL="$ALL t_realprog_getattr_launched t_realprog_getattr_attached"
 
+# A parent that closed its stdin and stdout starts children (tests/workloads/closed_stdio.py,
+# as CPython's test_subprocess does): each child finds fds 0 and 1 closed, as unrecorded,
+# and prints into nothing rather than into the shared memory; every event and sampled, the
+# same exit status as unrecorded and a file that reads, with every child in it.
+t_realprog_closed_stdio() {
+	local s rc
+	[ -x /usr/bin/python3 ] || skip "Debian's python3 is not installed"
+	/usr/bin/python3 tests/workloads/closed_stdio.py 3 2>"$TMP/cs0.err"; rc=$?
+	eq "unrecorded: exit status" 0 $rc
+	for s in 0 512k; do
+		run_bounded 120 "closed_stdio -s $s" "$R" --via preload -s $s -o "$TMP/cs$s.hsnap" -- \
+			/usr/bin/python3 tests/workloads/closed_stdio.py 3 2>"$TMP/cs$s.err" || { cat "$TMP/cs$s.err"; die "-s $s: exit status"; }
+		grep -q clash "$TMP/cs$s.err" && { cat "$TMP/cs$s.err"; die "-s $s: a child's standard descriptor was ours"; }
+		"$A" info "$TMP/cs$s.hsnap" >"$TMP/cs$s.info" 2>&1 || { cat "$TMP/cs$s.info"; die "-s $s: the file does not read"; }
+		eq "-s $s: processes recorded" 4 "$(grep -c '^  [0-9]* (python3' "$TMP/cs$s.info")"
+	done
+}
+
+# A program that closes the wake descriptor and opens a file of its own at that number
+# (tests/workloads/steal_wake.c): the library's wakes never write into it.
+t_realprog_stolen_wake_fd() {
+	run_bounded 120 steal_wake "$R" --via preload -s 0 -o "$TMP/sw.hsnap" -- "$T/steal_wake" "$TMP/sw.file" 2>"$TMP/sw.err" ||
+		{ cat "$TMP/sw.err"; die "steal_wake's exit status (4: its file was written to, $(stat -c %s "$TMP/sw.file") bytes)"; }
+	"$A" stats "$TMP/sw.hsnap" >/dev/null || die "the file does not read"
+}
+ALL="$ALL t_realprog_closed_stdio t_realprog_stolen_wake_fd"

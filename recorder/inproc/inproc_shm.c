@@ -68,8 +68,8 @@ int preload__open(uint32_t nr_rings, uint32_t ring_bytes, uint64_t sample_rate, 
 	p->fd = p->wake_fd = p->listen_fd = -1;
 	p->size = hs_shm_size(nr_rings, ring_bytes);
 	/* Not close-on-exec: the command inherits both and finds them through HS_SHM_ENV. */
-	p->fd = memfd_create("heapsnap", 0);
-	p->wake_fd = eventfd(0, EFD_NONBLOCK);
+	p->fd = hs_fd_high(memfd_create("heapsnap", 0), false);
+	p->wake_fd = hs_fd_high(eventfd(0, EFD_NONBLOCK), false);
 	if (p->fd < 0 || p->wake_fd < 0 || ftruncate(p->fd, (off_t)p->size) || fstat(p->fd, &st)) {
 		err = -errno;
 		goto fail;

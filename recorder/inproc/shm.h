@@ -8,8 +8,10 @@
 #define HEAPSNAP_SHM_H
 #include <stdbool.h>
 #include <stdint.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <linux/types.h>
@@ -86,5 +88,34 @@ static inline bool hs_fd_is_eventfd(int fd)
 		return false;
 	link[n] = 0;
 	return !strcmp(link, "anon_inode:[eventfd]");
+}
+
+/* The lowest number a descriptor of heapsnap's takes in a target: high, below the soft
+ * RLIMIT_NOFILE, so that a program that closed its standard descriptors (or works on small
+ * numbers of its own) never gets ours as its stdout and write its output into the rings. */
+#define HS_FD_HIGH_MAX 1000
+#define HS_FD_HIGH_HEADROOM 128
+
+/* FD moved up to a high number (close-on-exec with CLOEXEC), the low one closed; FD as it was
+ * if no number is free up there, though never below 3 while one above is. */
+static inline int hs_fd_high(int fd, bool cloexec)
+{
+	int cmd = cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, high;
+	long min = HS_FD_HIGH_MAX;
+	struct rlimit rl;
+
+	if (fd < 0)
+		return fd;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur - HS_FD_HIGH_HEADROOM < min)
+		min = (long)rl.rlim_cur - HS_FD_HIGH_HEADROOM;
+	if (fd >= min)
+		return fd;
+	high = min > 3 ? fcntl(fd, cmd, (int)min) : -1;
+	if (high < 0 && fd < 3)
+		high = fcntl(fd, cmd, 3);
+	if (high < 0)
+		return fd;
+	close(fd);
+	return high;
 }
 #endif

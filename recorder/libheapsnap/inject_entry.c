@@ -53,7 +53,7 @@ static int shm_setup(struct hs_inject_lib *l)
 	    (l->ring_bytes & (l->ring_bytes - 1)))
 		return fail(l, EINVAL, "ring sizes");
 	size = hs_shm_size(l->nr_rings, l->ring_bytes);
-	fd = memfd_create("heapsnap", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	fd = hs_fd_high(memfd_create("heapsnap", MFD_CLOEXEC | MFD_ALLOW_SEALING), true);
 	if (fd < 0)
 		return fail(l, errno, "memfd_create");
 	/* Sealed at its size: the recorder maps it, and a file that shrank would fault it. */
@@ -75,7 +75,7 @@ static int shm_setup(struct hs_inject_lib *l)
 		close(fd);
 		return fail(l, ENOMEM, "the table of sampled blocks");
 	}
-	wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	wake_fd_set(hs_fd_high(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), true));
 	if (wake_fd < 0) {
 		int e = errno;
 

@@ -305,8 +305,10 @@ out:
 				close(got[i]);
 		return false;
 	}
-	*fd = got[0];
-	*efd = got[1];
+	/* Received at the lowest free numbers: 0 and 1 in a child whose parent closed its
+	 * standard descriptors, where the child's own output would land in the rings. */
+	*fd = hs_fd_high(got[0], false);
+	*efd = hs_fd_high(got[1], false);
 	return true;
 }
 
@@ -348,7 +350,7 @@ __attribute__((constructor)) static void hs_init(void)
 		shm = NULL;
 		return;
 	}
-	wake_fd = efd;
+	wake_fd_set(efd);
 	close_previous_image();
 	process_attach();
 	/* Whether sampled blocks go to the pool is settled before any is sampled: a block put in

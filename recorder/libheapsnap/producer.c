@@ -278,13 +278,39 @@ static bool claim_ring(struct tstate *t, struct hs_shm_hdr *m)
 	return false;
 }
 
-/* One write to the eventfd in the recorder's epoll set: only off the hot path. */
+/* What the wake descriptor was when it was ours: a program may close it and open a file of
+ * its own at the same number, which eight bytes of ours would then corrupt. */
+static dev_t wake_dev;
+static ino_t wake_ino;
+
+void wake_fd_set(int fd)
+{
+	struct stat st;
+
+	if (fd >= 0 && !fstat(fd, &st)) {
+		wake_dev = st.st_dev;
+		wake_ino = st.st_ino;
+	}
+	wake_fd = fd;
+}
+
+/* One write to the eventfd in the recorder's epoll set: only off the hot path, and only into
+ * the descriptor it still is. One that is no longer ours is let go: the recorder looks every
+ * INPROC_POLL_MS (100 ms) anyway. */
 static void wake_recorder(void)
 {
 	uint64_t one = 1;
+	int fd = __atomic_load_n(&wake_fd, __ATOMIC_RELAXED);
+	struct stat st;
 
-	if (wake_fd >= 0 && write(wake_fd, &one, sizeof(one)) < 0)
-		(void)0; /* the recorder looks every INPROC_POLL_MS (100 ms) anyway */
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) || st.st_dev != wake_dev || st.st_ino != wake_ino) {
+		__atomic_store_n(&wake_fd, -1, __ATOMIC_RELAXED);
+		return;
+	}
+	if (write(fd, &one, sizeof(one)) < 0)
+		(void)0;
 }
 
 /* No heartbeat for 2 s, and this thread has itself waited as long since SINCE: a whole job

@@ -355,6 +355,12 @@ $(OUTPUT)/tests/steal_wake: tests/workloads/steal_wake.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
+# An executable with an allocator of its own, ahead of any preloaded one (t_realprog_own_malloc).
+TEST_PROGS += $(OUTPUT)/tests/own_malloc
+$(OUTPUT)/tests/own_malloc: tests/workloads/own_malloc.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -fno-builtin $< -o $@
+
 $(OUTPUT)/tests/closefds: tests/workloads/closefds.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@

@@ -218,7 +218,9 @@ static bool vaddr_to_off(Elf *elf, GElf_Sym *sym, uint64_t *off)
 
 typedef int (*sym_cb)(Elf *elf, const char *name, GElf_Sym *sym, void *ctx);
 
-static int for_each_func(const char *path, sym_cb cb, void *ctx)
+/* CB for each function PATH defines, in .symtab and .dynsym, or in .dynsym alone (what it
+ * exports) with DYNSYM_ONLY. */
+static int for_each_func_in(const char *path, bool dynsym_only, sym_cb cb, void *ctx)
 {
 	Elf_Scn *scn = NULL;
 	int fd, ret = 0;
@@ -240,7 +242,7 @@ static int for_each_func(const char *path, sym_cb cb, void *ctx)
 		GElf_Shdr sh;
 		Elf_Data *data;
 
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && (dynsym_only || sh.sh_type != SHT_SYMTAB)))
 			continue;
 		data = elf_getdata(scn, NULL);
 		if (!data || !sh.sh_entsize)
@@ -261,6 +263,11 @@ static int for_each_func(const char *path, sym_cb cb, void *ctx)
 	elf_end(elf);
 	close(fd);
 	return ret;
+}
+
+static int for_each_func(const char *path, sym_cb cb, void *ctx)
+{
+	return for_each_func_in(path, false, cb, ctx);
 }
 
 struct scan_ctx {
@@ -425,4 +432,32 @@ void alloc_funcs__free(struct alloc_func_list *l)
 	free(l->v);
 	l->v = NULL;
 	l->nr = 0;
+}
+
+/* The C allocator's entry points an executable may define for itself, ahead of any library. */
+static const char *const c_allocator[] = {"malloc", "free", "calloc", "realloc"};
+
+static int exports_cb(Elf *elf, const char *name, GElf_Sym *sym, void *ctx)
+{
+	size_t *best = ctx;
+
+	if (GELF_ST_BIND(sym->st_info) == STB_LOCAL || GELF_ST_VISIBILITY(sym->st_other) != STV_DEFAULT)
+		return 0;
+	/* The first of the list found, whatever the table's order: malloc when it is there. */
+	for (size_t i = 0; i < *best; i++) {
+		if (!strcmp(name, c_allocator[i])) {
+			*best = i;
+			return i == 0;
+		}
+	}
+	return 0;
+}
+
+int elf_exported_allocator(const char *path, const char **which)
+{
+	size_t best = sizeof(c_allocator) / sizeof(c_allocator[0]);
+	int ret = for_each_func_in(path, true, exports_cb, &best);
+
+	*which = best < sizeof(c_allocator) / sizeof(c_allocator[0]) ? c_allocator[best] : NULL;
+	return ret < 0 ? ret : *which != NULL;
 }

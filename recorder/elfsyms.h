@@ -46,6 +46,10 @@ int elf_find_symbol(const char *path, const char *symbol, uint64_t *off);
  * Returns how many were found, or -errno. */
 int elf_find_symbols(const char *path, const char *const *symbols, int n, uint64_t *offs);
 void alloc_funcs__free(struct alloc_func_list *l);
+/* 1 when PATH exports a C allocator function of its own (malloc, free, calloc or realloc:
+ * *WHICH, the first found), which the dynamic loader binds ahead of any preloaded library;
+ * 0 if not, -errno if PATH cannot be read. */
+int elf_exported_allocator(const char *path, const char **which);
 /* True when PATH is an ELF executable with an interpreter (the dynamic loader). */
 bool elf_is_dynamic(const char *path);
 /* The page-aligned file offset of PATH's first executable segment. */

@@ -14,6 +14,7 @@ int choose_via(struct session *s, const struct run *u)
 {
 	const struct rec_opts *o = s->o;
 	bool bpf_only = o->nr_probes || o->libc || o->noop || o->probe_entry || o->probe_links != LINKS_AUTO;
+	const char *which;
 	struct stat st;
 
 	s->via = o->via;
@@ -30,6 +31,9 @@ int choose_via(struct session *s, const struct run *u)
 			s->via = VIA_BPF, s->via_why = "bpf: a setuid or setgid program ignores LD_PRELOAD";
 		else if (!elf_is_dynamic(u->exe) && !is_script(u->exe))
 			s->via = VIA_BPF, s->via_why = "bpf: a static binary loads no preloaded library";
+		else if (elf_exported_allocator(u->exe, &which) > 0)
+			s->via = VIA_BPF, s->via_why = "bpf: the executable defines its own allocator, which the loader binds "
+						       "ahead of a preloaded library";
 		else
 			s->via = VIA_PRELOAD, s->via_why = "preload: a launched, dynamically linked command";
 	} else if (o->via == VIA_PRELOAD || o->via == VIA_INJECT) {

@@ -92,3 +92,26 @@ t_realprog_stolen_wake_fd() {
 	"$A" stats "$TMP/sw.hsnap" >/dev/null || die "the file does not read"
 }
 ALL="$ALL t_realprog_closed_stdio t_realprog_stolen_wake_fd"
+
+# An executable that defines its own malloc (tests/workloads/own_malloc.c, as Chromium's
+# does): --via auto takes BPF for it, and sees its 35000 bytes; preloaded, the recorder names
+# it before it starts, and names a descendant running one, counted as not recorded.
+t_realprog_own_malloc() {
+	need_go
+	"$R" -v -o "$TMP/om.hsnap" -- "$T/own_malloc" 2>"$TMP/om.err" || { cat "$TMP/om.err"; die "auto"; }
+	contains "$TMP/om.err" "recording via bpf: the executable defines its own allocator"
+	"$A" pprof -o "$TMP/om.pb.gz" "$TMP/om.hsnap" 2>/dev/null || die "pprof"
+	eq "auto: own_keep inuse_space" 35000 "$(pv "$TMP/om.pb.gz" inuse_space own_keep)"
+	"$R" --via preload -o "$TMP/omp.hsnap" -- "$T/own_malloc" 2>"$TMP/omp.err" || { cat "$TMP/omp.err"; die "preload"; }
+	contains "$TMP/omp.err" "warning: $T/own_malloc defines malloc itself, which the loader binds ahead of libheapsnap.so"
+	mkfifo "$TMP/om.fifo"
+	"$R" --via preload -o "$TMP/omc.hsnap" -- /bin/sh -c "$T/own_malloc $TMP/om.fifo; :" 2>"$TMP/omc.err" &
+	local rpid=$!
+	waitfor "$TMP/omc.err" "defines malloc itself" || { kill $rpid; cat "$TMP/omc.err"; die "a descendant was not named"; }
+	echo go >"$TMP/om.fifo"
+	wait $rpid || { cat "$TMP/omc.err"; die "preload, descendant"; }
+	contains "$TMP/omc.err" "(own_malloc) is not recorded: its executable $(realpath "$T/own_malloc") defines malloc itself"
+	"$A" stats "$TMP/omc.hsnap" >"$TMP/omc.stats" || die "stats"
+	eq "lost.processes_unrecorded" 1 "$(awk '$1 == "lost.processes_unrecorded" { print $2 }' "$TMP/omc.stats")"
+}
+ALL="$ALL t_realprog_own_malloc"

@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "elfsyms.h"
 #include "inproc_shm.h"
 #include "inproc_way.h"
 #include "output.h"
@@ -177,6 +179,81 @@ static void check_image(struct session *s, pid_t pid)
 		       lib ? "libheapsnap.so is loaded in it but sent nothing (it could not reach the recorder's memory)"
 			   : "libheapsnap.so is not loaded in it (its environment lost LD_PRELOAD, or it is a static or "
 			     "set-id program)");
+}
+
+/* ---- programs whose executable brings its own allocator ---- */
+
+/* An executable that exports malloc (Chromium's PartitionAlloc shim, a program linking a
+ * static jemalloc) is bound ahead of any preloaded library: the process runs with the
+ * library loaded and sends its start and mappings, but not one allocation. Said once per
+ * executable, with the way in that sees it; each such process counted as not recorded. */
+static const char own_alloc_why[] = "defines %s itself, which the loader binds ahead of libheapsnap.so: none of "
+				    "its allocations can be seen this way; --via bpf sees them";
+
+/* PATH's executable, looked at once by its (device, inode): the slot, its val 1 if PATH
+ * exports its own allocator (*WHICH then names it, the first time only), 2 if not. */
+static struct hmap_slot *own_alloc_exe(struct inproc_way *iw, const char *path, const char **which)
+{
+	struct hmap_slot *exe;
+	struct stat st;
+	bool created;
+
+	*which = NULL;
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return NULL;
+	exe = hmap_find(&iw->own_alloc_exes, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+	if (exe || iw->own_alloc_exes.nr >= SEEN_MAX)
+		return exe;
+	exe = hmap_put(&iw->own_alloc_exes, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &created);
+	if (exe)
+		exe->val = elf_exported_allocator(path, which) > 0 ? 1 : 2;
+	return exe;
+}
+
+/* The command's own executable, said before it starts: it may be gone before its mappings
+ * are read. */
+void check_command_allocator(struct session *s, const char *exe)
+{
+	const char *which;
+	struct hmap_slot *slot = own_alloc_exe(inproc_of(s), exe, &which);
+	char why[sizeof(own_alloc_why) + 16];
+
+	if (!slot || !which)
+		return;
+	snprintf(why, sizeof(why), own_alloc_why, which);
+	rec_warnx("warning: %s %s", exe, why);
+}
+
+void check_own_allocator(struct session *s, struct proc *p, bool attach)
+{
+	struct inproc_way *iw = inproc_of(s);
+	struct hmap_slot *exe, *seen;
+	const char *which;
+	char path[64], why[PATH_MAX + sizeof(own_alloc_why) + 64], *real;
+	struct stat st;
+	bool created;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)p->pid);
+	exe = own_alloc_exe(iw, path, &which);
+	if (!exe || stat(path, &st))
+		return;
+	if (which) {
+		int n;
+
+		real = realpath(path, NULL);
+		n = snprintf(why, sizeof(why), "its executable %s ", real ? real : path);
+		snprintf(why + n, sizeof(why) - (size_t)n, own_alloc_why, which);
+		free(real);
+	}
+	if (exe->val != 1 || iw->own_alloc_procs.nr >= SEEN_MAX)
+		return;
+	seen = hmap_put(&iw->own_alloc_procs, (uint64_t)p->pid, (uint64_t)st.st_ino, &created);
+	if (!seen || !created)
+		return;
+	if (which)
+		say_unrecorded(s, p->pid, -1, why);
+	else
+		iw->procs_unrecorded++;
 }
 
 struct tree_walk {

@@ -54,6 +54,7 @@ static int inproc_start(struct session *s, struct run *u)
 		rec_warnx("cannot find libheapsnap.so next to heapsnap-record or in ../lib/heapsnap/ (set HEAPSNAP_LIB)");
 		return -ENOENT;
 	}
+	check_command_allocator(s, u->exe);
 	/* A ring per thread of the targets, claimed at its first event. */
 	u->ring_bytes = preload_ring_bytes(o->sample_rate);
 	err = preload__open(PRELOAD_RINGS, u->ring_bytes, o->sample_rate, (uint32_t)o->stack_mode, o->max_stack,
@@ -172,6 +173,8 @@ void inproc_release(struct inproc_way *w)
 {
 	preload__free(w->pre);
 	hmap_free(&w->seen_images);
+	hmap_free(&w->own_alloc_exes);
+	hmap_free(&w->own_alloc_procs);
 	free(w->lib);
 }
 
@@ -190,6 +193,7 @@ const struct way_ops inproc_way = {
 	.name = "preload",
 	.start = inproc_start,
 	.child_env = inproc_child_env,
+	.mappings = check_own_allocator,
 	.poll_ms = INPROC_POLL_MS,
 	.held_ms = INPROC_POLL_MS,
 	.woken = inproc_woken,

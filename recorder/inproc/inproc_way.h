@@ -43,6 +43,9 @@ struct inproc_way {
 	char *lib;                 /* libheapsnap.so */
 	uint64_t procs_unrecorded; /* processes refused or found without the library */
 	struct hmap seen_images;   /* (pid, image key) of the command's descendants: 1 seen, 2 checked */
+	/* Executables by (device, inode): 1 with an allocator of their own, 2 without; and
+	 * (pid, inode) of the processes running one, each counted once. */
+	struct hmap own_alloc_exes, own_alloc_procs;
 	bool seen_full;
 };
 
@@ -66,4 +69,8 @@ void inproc_release(struct inproc_way *w);
  * socket; once a second, says which of them run without being recorded. */
 void serve_children(struct session *s);
 void scan_children(struct session *s);
+/* Says, before it starts, that the command's executable EXE defines its own allocator. */
+void check_command_allocator(struct session *s, const char *exe);
+/* The way's mappings op: says a process whose executable defines its own allocator. */
+void check_own_allocator(struct session *s, struct proc *p, bool attach);
 #endif

@@ -383,7 +383,7 @@ t_losses() {
 	done
 	"$A" summary --json --no-symbolize "$TMP/lost.hsnap" 2>/dev/null | grep -q '"lost_events":400' || die "JSON lost_events"
 	"$A" pprof --no-symbolize -o "$TMP/l.pb.gz" "$TMP/lost.hsnap" 2>/dev/null
-	if command -v go >/dev/null; then
+	if [ -n "$GO" ]; then
 		go tool pprof -raw "$TMP/l.pb.gz" 2>/dev/null | grep -q "lost: 400 events" || die "pprof comment"
 	fi
 	"$A" top testdata/alloc_c.hsnap 2>&1 | grep -q "Lost:\|were lost" && die "a file with no loss reports one"

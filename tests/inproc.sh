@@ -147,7 +147,7 @@ t_preload_unprivileged() {
 	"$A" info "$TMP/up/c.hsnap" >"$TMP/up.info" 2>/dev/null
 	contains "$TMP/up.info" "Recorded via preload: a launched, dynamically linked command"
 	"$A" pprof -o "$TMP/up.pb.gz" "$TMP/up/c.hsnap" 2>/dev/null
-	if command -v go >/dev/null; then
+	if [ -n "$GO" ]; then
 		eq "unprivileged: leak_malloc inuse_space" 10000 "$(pv "$TMP/up.pb.gz" inuse_space leak_malloc)"
 		eq "unprivileged: child_work (fork child)" 15000 "$(pv "$TMP/up.pb.gz" inuse_space child_work)"
 	fi

@@ -38,7 +38,11 @@ bpf_check() {
 }
 
 need_bpf() { [ "$VIA" = preload ] || [ -z "$BPF_REASON" ] || skip "$BPF_REASON"; }
-need_go() { command -v go >/dev/null || skip "go (golang-go) is not installed: no go tool pprof to check against"; }
+# The Go whose `go tool pprof` reads our output: $GO if set, else the first on PATH (said by
+# run.sh at its start). Every `go` of the tests is this one.
+GO=${GO:-$(command -v go || true)}
+go() { "$GO" "$@"; }
+need_go() { [ -n "$GO" ] && [ -x "$GO" ] || skip "go (golang-go) is not installed: no go tool pprof to check against"; }
 
 # What another user runs, where another user can reach it: the checkout may sit in a
 # directory only its owner can enter.

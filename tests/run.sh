@@ -66,6 +66,7 @@ if [ "$ONLY" = --list ]; then
 fi
 
 bpf_check
+[ -z "$ONLY" ] && echo "go tool pprof: ${GO:-none} ($([ -n "$GO" ] && "$GO" version))"
 for t in $ALL; do
 	run $t
 done

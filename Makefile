@@ -349,9 +349,10 @@ $(OUTPUT)/tests/getattr_thread: tests/workloads/getattr_thread.c tests/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -lpthread -o $@
 
-# A program that puts a file of its own at the wake descriptor's number (t_realprog_fds).
-TEST_PROGS += $(OUTPUT)/tests/steal_wake
-$(OUTPUT)/tests/steal_wake: tests/workloads/steal_wake.c | $(OUTPUT)/tests
+# A program that puts a file of its own at the number of the memory's descriptor
+# (t_realprog_stolen_fd).
+TEST_PROGS += $(OUTPUT)/tests/steal_fd
+$(OUTPUT)/tests/steal_fd: tests/workloads/steal_fd.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 

@@ -84,14 +84,14 @@ t_realprog_closed_stdio() {
 	done
 }
 
-# A program that closes the wake descriptor and opens a file of its own at that number
-# (tests/workloads/steal_wake.c): the library's wakes never write into it.
-t_realprog_stolen_wake_fd() {
-	run_bounded 120 steal_wake "$R" --via preload -s 0 -o "$TMP/sw.hsnap" -- "$T/steal_wake" "$TMP/sw.file" 2>"$TMP/sw.err" ||
-		{ cat "$TMP/sw.err"; die "steal_wake's exit status (4: its file was written to, $(stat -c %s "$TMP/sw.file") bytes)"; }
-	"$A" stats "$TMP/sw.hsnap" >/dev/null || die "the file does not read"
+# A program that closes the memory's descriptor and opens a file of its own at that number
+# (tests/workloads/steal_fd.c): nothing of the library's is written into it.
+t_realprog_stolen_fd() {
+	run_bounded 120 steal_fd "$R" --via preload -s 0 -o "$TMP/sf.hsnap" -- "$T/steal_fd" "$TMP/sf.file" 2>"$TMP/sf.err" ||
+		{ cat "$TMP/sf.err"; die "steal_fd's exit status (4: its file was written to, $(stat -c %s "$TMP/sf.file") bytes)"; }
+	"$A" stats "$TMP/sf.hsnap" >/dev/null || die "the file does not read"
 }
-ALL="$ALL t_realprog_closed_stdio t_realprog_stolen_wake_fd"
+ALL="$ALL t_realprog_closed_stdio t_realprog_stolen_fd"
 
 # An executable that defines its own malloc (tests/workloads/own_malloc.c, as Chromium's
 # does): --via auto takes BPF for it, and sees its 35000 bytes; preloaded, the recorder names

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +23,10 @@
 #include "sampling.h"
 
 struct preload {
-	int fd, wake_fd, listen_fd;
+	int fd, wake_fd, listen_fd;    /* wake_fd: the recorder's own, in its epoll set */
+	pthread_t bridge;              /* waits on the memory's wake_seq, writes wake_fd */
+	bool bridge_on;
+	int bridge_stop;
 	struct hs_shm_hdr *hdr;
 	uint64_t size, ino;
 	uint32_t nr_rings, ring_bytes; /* as checked: the header is the target's to scribble on */
@@ -55,6 +60,51 @@ static int listen_open(struct preload *p)
 	return 0;
 }
 
+/* The targets wake the recorder through the futex word wake_seq of the memory they share;
+ * this thread turns each bump into a write of the recorder's eventfd, which its poll loop
+ * waits on with everything else. It waits 100 ms at most a round, to see that it must stop. */
+static void *wake_bridge(void *arg)
+{
+	struct preload *p = arg;
+	uint32_t *seq = &p->hdr->wake_seq, last = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+	struct timespec tmo = {0, 100 * 1000 * 1000};
+	uint64_t one = 1;
+
+	while (!__atomic_load_n(&p->bridge_stop, __ATOMIC_ACQUIRE)) {
+		uint32_t v = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+
+		if (v == last) {
+			syscall(SYS_futex, seq, FUTEX_WAIT, v, &tmo, NULL, 0);
+			v = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+		}
+		if (v != last) {
+			last = v;
+			if (write(p->wake_fd, &one, sizeof(one)) < 0)
+				(void)0; /* full: the loop is awake already */
+		}
+	}
+	return NULL;
+}
+
+static int bridge_start(struct preload *p)
+{
+	int err = pthread_create(&p->bridge, NULL, wake_bridge, p);
+
+	p->bridge_on = !err;
+	return -err;
+}
+
+static void bridge_stop(struct preload *p)
+{
+	if (!p->bridge_on)
+		return;
+	__atomic_store_n(&p->bridge_stop, 1, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&p->hdr->wake_seq, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &p->hdr->wake_seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	pthread_join(p->bridge, NULL);
+	p->bridge_on = false;
+}
+
 int preload__open(uint32_t nr_rings, uint32_t ring_bytes, uint64_t sample_rate, uint32_t stack_mode,
 		  uint32_t max_stack, uint32_t dwarf_bytes, struct preload **out)
 {
@@ -67,9 +117,9 @@ int preload__open(uint32_t nr_rings, uint32_t ring_bytes, uint64_t sample_rate, 
 		return -ENOMEM;
 	p->fd = p->wake_fd = p->listen_fd = -1;
 	p->size = hs_shm_size(nr_rings, ring_bytes);
-	/* Not close-on-exec: the command inherits both and finds them through HS_SHM_ENV. */
+	/* Not close-on-exec: the command inherits it and finds it through HS_SHM_ENV. */
 	p->fd = hs_fd_high(memfd_create("heapsnap", 0), false);
-	p->wake_fd = hs_fd_high(eventfd(0, EFD_NONBLOCK), false);
+	p->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (p->fd < 0 || p->wake_fd < 0 || ftruncate(p->fd, (off_t)p->size) || fstat(p->fd, &st)) {
 		err = -errno;
 		goto fail;
@@ -97,6 +147,8 @@ int preload__open(uint32_t nr_rings, uint32_t ring_bytes, uint64_t sample_rate, 
 	p->nr_rings = nr_rings;
 	p->ring_bytes = ring_bytes;
 	__atomic_store_n(&p->hdr->magic, HS_SHM_MAGIC, __ATOMIC_RELEASE);
+	if ((err = bridge_start(p)))
+		goto fail;
 	*out = p;
 	return 0;
 fail:
@@ -140,6 +192,8 @@ int preload__adopt(int shm_fd, int wake_fd, struct preload **out)
 		goto fail;
 	p->nr_rings = nr;
 	p->ring_bytes = rb;
+	if ((err = bridge_start(p)))
+		goto fail;
 	*out = p;
 	return 0;
 fail:
@@ -182,7 +236,7 @@ int preload__setenv(const struct preload *p, const char *lib)
 		return -ENOMEM;
 	/* The inode tells the library its descriptor is still ours, not one a child that closed
 	 * it has since opened at the same number. */
-	snprintf(fds, sizeof(fds), "%d,%d,%" PRIu64, p->fd, p->wake_fd, p->ino);
+	snprintf(fds, sizeof(fds), "%d,%" PRIu64, p->fd, p->ino);
 	snprintf(sock, sizeof(sock), "%s,%d,%u", p->sock_name, (int)p->hdr->recorder_pid, (unsigned)geteuid());
 	if (setenv("LD_PRELOAD", v, 1) || setenv(HS_SHM_ENV, fds, 1) ||
 	    (p->listen_fd >= 0 && setenv(HS_SOCK_ENV, sock, 1))) {
@@ -232,12 +286,12 @@ int preload__grant(struct preload *p, struct preload_peer *peer)
 {
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(2 * sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(int))];
 	} c = {0};
 	char one = 1;
 	struct iovec io = {&one, 1};
 	struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf)};
-	int fds[2] = {p->fd, p->wake_fd}, err = 0;
+	int fds[1] = {p->fd}, err = 0;
 
 	c.h.cmsg_level = SOL_SOCKET;
 	c.h.cmsg_type = SCM_RIGHTS;
@@ -340,6 +394,7 @@ void preload__free(struct preload *p)
 {
 	if (!p)
 		return;
+	bridge_stop(p);
 	if (p->hdr)
 		munmap(p->hdr, p->size);
 	if (p->fd >= 0)

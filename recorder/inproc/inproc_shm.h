@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The in-process way in: shared memory and a wake-up eventfd for libheapsnap.so in a command
- * the recorder starts (recorder/inproc/shm.h has the layout). */
+/* The in-process way in: shared memory for libheapsnap.so in a command the recorder starts
+ * (recorder/inproc/shm.h has the layout), and the recorder's wake-up eventfd, written by a
+ * thread of its own when a target bumps the memory's futex word. */
 #ifndef HEAPSNAP_INPROC_SHM_H
 #define HEAPSNAP_INPROC_SHM_H
 #include <stdbool.h>
@@ -38,7 +39,7 @@ int preload__listen_fd(const struct preload *p);
 int preload__accept(struct preload *p, struct preload_peer *peer);
 /* Whether PEER's process is still the one that connected (its pidfd; true without one). */
 bool preload__peer_alive(const struct preload_peer *peer);
-/* Hands PEER the memory and the wake-up eventfd, then closes the connection either way. */
+/* Hands PEER the memory's descriptor, then closes the connection either way. */
 int preload__grant(struct preload *p, struct preload_peer *peer);
 void preload__peer_close(struct preload_peer *peer);
 struct hs_shm_hdr *preload__hdr(const struct preload *p);

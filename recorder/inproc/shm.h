@@ -21,11 +21,12 @@
 #define HS_SHM_MAGIC 0x4d485348u /* "HSHM" */
 /* 4: Python's counters; 5: processes stopped by a stalled recorder; 6: pools stopped; 7: stacks
  * cut short said in their allocation's event (hs_event_hdr.stop), not counted in the header */
-#define HS_SHM_VERSION 7
-#define HS_SHM_ENV "HEAPSNAP_SHM"   /* "FD_SHM,FD_EVENT,INODE": inherited by the target */
-/* "NAME,PID,UID": the recorder's abstract unix socket, which hands the two descriptors
- * (SCM_RIGHTS) to a descendant whose inherited ones were closed (close_fds), and who
- * listens on it: the child checks the server is that process and user. */
+/* 8: the recorder woken through a futex word, wake_seq, rather than an eventfd of the target's */
+#define HS_SHM_VERSION 8
+#define HS_SHM_ENV "HEAPSNAP_SHM"   /* "FD_SHM,INODE": inherited by the target */
+/* "NAME,PID,UID": the recorder's abstract unix socket, which hands the memory's descriptor
+ * (SCM_RIGHTS) to a descendant whose inherited one was closed (close_fds), and who listens
+ * on it: the child checks the server is that process and user. */
 #define HS_SOCK_ENV "HEAPSNAP_SOCK"
 #define HS_SHM_MAX_RINGS 1024
 #define HS_SHM_RING_HDR 8            /* as BPF_RINGBUF_HDR_SZ */
@@ -52,6 +53,11 @@ struct hs_shm_hdr {
 	uint32_t dwarf_bytes;            /* HS_STACK_DWARF: the stack window copied per sample */
 	uint32_t starved;                /* atomic: a thread found every ring held; the recorder
 					  * looks for rings of processes gone at once, then clears it */
+	/* Bumped, then woken (FUTEX_WAKE, shared), by a thread that wants the recorder now: a
+	 * ring past a quarter full, none free, or full. A futex needs no descriptor in the
+	 * target, where a program that lists or closes its own would find ours. */
+	uint32_t wake_seq;
+	uint32_t pad_wake;
 	uint64_t data_offset;            /* from the start of the mapping to ring 0's data */
 	uint64_t recorder_pid;
 	uint64_t dormant;                /* atomic: non-zero, every hook passes straight through */
@@ -73,10 +79,9 @@ static inline uint64_t hs_shm_data_offset(uint32_t nr_rings)
 {
 	return (sizeof(struct hs_shm_hdr) + (uint64_t)nr_rings * sizeof(struct hs_shm_ring) + 4095) & ~4095ull;
 }
-/* Whether FD of this process is an eventfd: the wake descriptor that comes with the shared
- * memory, checked before it is written to (a descriptor of the program's own may sit at the
- * number ours had). Both sides read it the same way: the library of a descriptor it inherited,
- * the recorder of one it took from an injected target. Without /proc, no. */
+/* Whether FD of this process is an eventfd: the recorder checks the wake descriptor it takes
+ * from an injected target (a descriptor of the program's own may sit at the number ours
+ * had). Without /proc, no. */
 static inline bool hs_fd_is_eventfd(int fd)
 {
 	char path[64], link[64];

@@ -75,7 +75,8 @@ static int shm_setup(struct hs_inject_lib *l)
 		close(fd);
 		return fail(l, ENOMEM, "the table of sampled blocks");
 	}
-	wake_fd_set(hs_fd_high(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), true));
+	/* The recorder's to wait on (it takes a copy): the library wakes it through the memory. */
+	wake_fd = hs_fd_high(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), true);
 	if (wake_fd < 0) {
 		int e = errno;
 

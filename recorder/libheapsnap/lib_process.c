@@ -242,31 +242,30 @@ static void close_previous_image(void)
 	}
 }
 
-/* The descriptors named in ENV (HS_SHM_ENV), if they are still the recorder's: a child that
- * closed them (close_fds) may have opened other files at the same numbers since. */
-static bool fds_inherited(const char *env, int *fd, int *efd, uint64_t *ino)
+/* The memory's descriptor named in ENV (HS_SHM_ENV), if it is still the recorder's: a child
+ * that closed it (close_fds) may have opened another file at the same number since. */
+static bool fd_inherited(const char *env, int *fd, uint64_t *ino)
 {
 	unsigned long long i;
 	struct stat st;
 
-	if (!env || sscanf(env, "%d,%d,%llu", fd, efd, &i) != 3)
+	if (!env || sscanf(env, "%d,%llu", fd, &i) != 2)
 		return false;
 	*ino = i;
-	return !fstat(*fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == i && hs_fd_is_eventfd(*efd);
+	return !fstat(*fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == i;
 }
 
-/* The descriptors from the recorder's socket (HS_SOCK_ENV), for a child that closed the
- * inherited ones: the server must be the recorder's process and user, and the memory the
- * one the environment names. Waits at most 2 s for the answer. Not close-on-exec, as the
- * inherited ones were not. */
-static bool fds_from_recorder(uint64_t ino, int *fd, int *efd)
+/* The memory's descriptor from the recorder's socket (HS_SOCK_ENV), for a child that closed
+ * the inherited one: the server must be the recorder's process and user, and the memory the
+ * one the environment names. Waits at most 2 s for the answer. */
+static bool fd_from_recorder(uint64_t ino, int *fd)
 {
 	const char *env = getenv(HS_SOCK_ENV);
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	struct timeval tmo = {2, 0};
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(2 * sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(int))];
 	} c;
 	char name[64], byte;
 	struct iovec io = {&byte, 1};
@@ -276,7 +275,7 @@ static bool fds_from_recorder(uint64_t ino, int *fd, int *efd)
 	struct cmsghdr *h;
 	struct stat st;
 	unsigned uid;
-	int pid, s, got[2] = {-1, -1};
+	int pid, s, got = -1;
 	bool ok = false;
 
 	if (!env || sscanf(env, "%63[^,],%d,%u", name, &pid, &uid) != 3)
@@ -289,26 +288,22 @@ static bool fds_from_recorder(uint64_t ino, int *fd, int *efd)
 	    setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof(tmo)) || /* a full backlog */
 	    connect(s, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name))) ||
 	    getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &len) || cr.pid != pid || cr.uid != uid ||
-	    recvmsg(s, &m, 0) != 1 || (m.msg_flags & MSG_CTRUNC))
+	    recvmsg(s, &m, MSG_CMSG_CLOEXEC) != 1 || (m.msg_flags & MSG_CTRUNC))
 		goto out;
 	h = CMSG_FIRSTHDR(&m);
 	if (!h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS || h->cmsg_len != CMSG_LEN(sizeof(got)))
 		goto out;
-	memcpy(got, CMSG_DATA(h), sizeof(got));
+	memcpy(&got, CMSG_DATA(h), sizeof(got));
 	/* From the recorder itself: the memory need only be the one the environment names. */
-	ok = !fstat(got[0], &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == ino;
+	ok = !fstat(got, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == ino;
 out:
 	close(s);
 	if (!ok) {
-		for (int i = 0; i < 2; i++)
-			if (got[i] >= 0)
-				close(got[i]);
+		if (got >= 0)
+			close(got);
 		return false;
 	}
-	/* Received at the lowest free numbers: 0 and 1 in a child whose parent closed its
-	 * standard descriptors, where the child's own output would land in the rings. */
-	*fd = hs_fd_high(got[0], false);
-	*efd = hs_fd_high(got[1], false);
+	*fd = got;
 	return true;
 }
 
@@ -317,30 +312,32 @@ __attribute__((constructor)) static void hs_init(void)
 	const char *env = getenv(HS_SHM_ENV);
 	uint64_t ino = 0;
 	struct stat st;
-	int fd, efd;
+	bool received = false;
+	int fd;
 	void *m;
 
 	resolve();
 	self_pid = (uint32_t)getpid();
 	if (!env)
 		return; /* not started by heapsnap-record: hooks pass through */
-	if (!fds_inherited(env, &fd, &efd, &ino)) {
-		char fds[64];
-
-		/* Closed by a parent (close_fds): asked of the recorder, and named anew for this
-		 * process's own children. */
-		if (!ino || !fds_from_recorder(ino, &fd, &efd))
+	if (!fd_inherited(env, &fd, &ino)) {
+		/* Closed by a parent (close_fds): asked of the recorder. Kept only as long as it
+		 * takes to map: a program that closed what it inherited sees no descriptor of
+		 * ours among its own, and its children ask the recorder as it did. */
+		if (!ino || !fd_from_recorder(ino, &fd))
 			return;
-		snprintf(fds, sizeof(fds), "%d,%d,%" PRIu64, fd, efd, ino);
-		depth_in();
-		setenv(HS_SHM_ENV, fds, 1);
-		depth_out();
+		received = true;
 	}
-	if (fstat(fd, &st))
+	if (fstat(fd, &st)) {
+		if (received)
+			close(fd);
 		return;
+	}
 	depth_in();
 	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	depth_out();
+	if (received)
+		close(fd);
 	if (m == MAP_FAILED || events_init())
 		return;
 	shm = m;
@@ -350,7 +347,6 @@ __attribute__((constructor)) static void hs_init(void)
 		shm = NULL;
 		return;
 	}
-	wake_fd_set(efd);
 	close_previous_image();
 	process_attach();
 	/* Whether sampled blocks go to the pool is settled before any is sampled: a block put in

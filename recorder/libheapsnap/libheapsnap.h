@@ -159,8 +159,6 @@ _Static_assert(offsetof(struct tstate, rng) + 8 <= 64 && offsetof(struct tstate,
 _Static_assert(HS_CNT__MAX < INT16_MAX, "tstate.walk_stop holds a counter");
 
 extern int wake_fd;
-/* FD as the wake descriptor, its identity kept to be checked before each write (producer.c). */
-void wake_fd_set(int fd);
 extern pthread_key_t exit_key;
 /* Where the real functions are looked up: RTLD_NEXT preloaded, RTLD_DEFAULT injected. */
 extern void *next_handle;

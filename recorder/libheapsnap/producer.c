@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -278,39 +279,18 @@ static bool claim_ring(struct tstate *t, struct hs_shm_hdr *m)
 	return false;
 }
 
-/* What the wake descriptor was when it was ours: a program may close it and open a file of
- * its own at the same number, which eight bytes of ours would then corrupt. */
-static dev_t wake_dev;
-static ino_t wake_ino;
-
-void wake_fd_set(int fd)
-{
-	struct stat st;
-
-	if (fd >= 0 && !fstat(fd, &st)) {
-		wake_dev = st.st_dev;
-		wake_ino = st.st_ino;
-	}
-	wake_fd = fd;
-}
-
-/* One write to the eventfd in the recorder's epoll set: only off the hot path, and only into
- * the descriptor it still is. One that is no longer ours is let go: the recorder looks every
- * INPROC_POLL_MS (100 ms) anyway. */
+/* The recorder woken through the futex word of the memory (its thread turns that into a
+ * wake of its poll loop): no descriptor of ours in the process to be written through, listed
+ * or clashed with. Only off the hot path; the recorder looks every INPROC_POLL_MS (100 ms)
+ * anyway. */
 static void wake_recorder(void)
 {
-	uint64_t one = 1;
-	int fd = __atomic_load_n(&wake_fd, __ATOMIC_RELAXED);
-	struct stat st;
+	struct hs_shm_hdr *m = __atomic_load_n(&shm, __ATOMIC_ACQUIRE);
 
-	if (fd < 0)
+	if (!m)
 		return;
-	if (fstat(fd, &st) || st.st_dev != wake_dev || st.st_ino != wake_ino) {
-		__atomic_store_n(&wake_fd, -1, __ATOMIC_RELAXED);
-		return;
-	}
-	if (write(fd, &one, sizeof(one)) < 0)
-		(void)0;
+	__atomic_fetch_add(&m->wake_seq, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &m->wake_seq, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
 /* No heartbeat for 2 s, and this thread has itself waited as long since SINCE: a whole job

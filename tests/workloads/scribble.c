@@ -20,10 +20,10 @@ int main(void)
 	uint64_t me = (uint64_t)getpid() << 32 | (uint64_t)syscall(SYS_gettid);
 	struct hs_shm_hdr *h;
 	struct stat st;
-	int fd, efd;
+	int fd;
 
 	keep = malloc(1000); /* the hooks claim this thread's ring */
-	if (!env || sscanf(env, "%d,%d", &fd, &efd) != 2 || fstat(fd, &st))
+	if (!env || sscanf(env, "%d,", &fd) != 1 || fstat(fd, &st))
 		return 2;
 	h = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (h == MAP_FAILED)

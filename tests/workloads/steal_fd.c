@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* A launched program that closes the recorder's wake descriptor once it runs (a daemon closing
- * every descriptor it did not open, say) and opens a file of its own at that number: the
- * library's wakes, which come as its rings fill, must never write into that file.
+/* A launched program that closes the descriptor of the recorder's memory once it runs (a
+ * daemon closing every descriptor it did not open, say) and opens a file of its own at that
+ * number: the library, whose wakes come as its rings fill, must never write into that file.
  *
- *   steal_wake FILE
+ *   steal_fd FILE
  *   steal_keep     100 x 3000 = 300000 bytes live at exit
  *
  * Then 1,000,000 allocations and frees, enough to fill any ring past a quarter many times.
@@ -37,18 +37,18 @@ NOINLINE void steal_churn(void)
 int main(int argc, char **argv)
 {
 	const char *env = getenv("HEAPSNAP_SHM");
-	int shm_fd, wake_fd, fd;
+	int shm_fd, fd;
 	struct stat st;
 
-	if (argc != 2 || !env || sscanf(env, "%d,%d", &shm_fd, &wake_fd) != 2)
+	if (argc != 2 || !env || sscanf(env, "%d,", &shm_fd) != 1)
 		return 2;
-	close(wake_fd);
+	close(shm_fd);
 	fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0 || (fd != wake_fd && dup2(fd, wake_fd) != wake_fd))
+	if (fd < 0 || (fd != shm_fd && dup2(fd, shm_fd) != shm_fd))
 		return 3;
 	steal_keep();
 	steal_churn();
-	if (fstat(wake_fd, &st))
+	if (fstat(shm_fd, &st))
 		return 3;
 	return st.st_size ? 4 : 0;
 }

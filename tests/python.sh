@@ -613,3 +613,52 @@ t_python_crafted_html() {
 
 ALL="$ALL t_python_linetables t_python_crafted_pprof t_python_crafted_http t_python_crafted_reports t_python_recursion t_python_crafted_html t_python_hostile"
 ALL="$ALL t_python_exact_preload t_python_exact_shared t_python_exact_sampled t_python_exact_attach t_python_exact_html t_python_pool_domain_free"
+
+# Attached to Debian's python3 while it is idle, blocked in sys.stdin.read(1) (its stdin a
+# FIFO), every event, then woken (tests/workloads/py_idle.py): the library loads at the
+# allocator call the main thread makes back from the read, holding the GIL, and pymalloc's
+# domains must be wrapped before it goes on (pymem.c: the pending call that Py_AddPendingCall
+# queues from the loader's thread ran only when the main thread next took the GIL back, after
+# the objects were made: keep_small's 20,000 objects absent, churn_free's 20,000 frees of
+# unknown pointers). Each function's bytes are what sys.getsizeof says of its objects.
+t_python_attach_idle() {
+	need_inject; need_go
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
+	local p=$TMP/pyi.pb.gz rc i s l c th ch unknown
+	fifo_target pyi /usr/bin/python3 "$PWD/tests/workloads/py_idle.py"
+	# Idle: in read(2) on its stdin (syscall 0, fd 0), which no allocator call precedes now.
+	for i in $(seq 400); do
+		case $(cat /proc/$TPID/syscall 2>/dev/null) in "0 0x0 "*) break ;; esac
+		sleep 0.05
+	done
+	case $(cat /proc/$TPID/syscall 2>/dev/null) in "0 0x0 "*) ;; *) kill $TJOB; die "pyi: the target never blocked in its read" ;; esac
+	"$R" -v --via inject -p "$TPID" -s 0 -o "$TMP/pyi.hsnap" >/dev/null 2>"$TMP/pyi.rerr" &
+	RPID=$!
+	waitfor "$TMP/pyi.rerr" "waiting for an allocator call" || { cat "$TMP/pyi.rerr"; kill $TJOB $RPID; die "pyi: the trampoline never in place"; }
+	echo x >"$TMP/pyi.fifo"
+	wait $TJOB; rc=$?
+	eq "pyi: the target's own exit status" 0 $rc
+	wait $RPID || { cat "$TMP/pyi.rerr"; die "pyi: the recorder failed"; }
+	contains "$TMP/pyi.rerr" "attached to $TPID"
+	[ -s "$TMP/pyi.terr" ] && { cat "$TMP/pyi.terr"; die "pyi: the target wrote to stderr"; }
+	read -r _ s l c th ch <<<"$(grep '^held' "$TMP/pyi.out")"
+	[ -n "$ch" ] || { cat "$TMP/pyi.out"; die "pyi: the target never said held"; }
+	py_need_codes pyi
+	"$A" pprof -o "$p" "$TMP/pyi.hsnap" 2>/dev/null || die "pyi: pprof"
+	eq "pyi: keep_small inuse_space" $((20000 * s)) "$(pv "$p" inuse_space keep_small cum)"
+	eq "pyi: keep_small inuse_objects" 20000 "$(pv "$p" inuse_objects keep_small cum)"
+	eq "pyi: keep_large inuse_space" $((30 * l)) "$(pv "$p" inuse_space keep_large cum)"
+	eq "pyi: chain_a inuse_space" $((500 * c)) "$(pv "$p" inuse_space chain_a cum)"
+	eq "pyi: chain_c inuse_space" $((500 * c)) "$(pv "$p" inuse_space chain_c cum)"
+	eq "pyi: worker inuse_space" $((1000 * th)) "$(pv "$p" inuse_space worker cum)"
+	# Its line's (the function also makes the list's iterator, freed).
+	i=$(grep -n 'churned\[i\] = bytes(CHURN)' tests/workloads/py_idle.py | cut -d: -f1)
+	eq "pyi: churn_make's line alloc_space" $((20000 * ch)) \
+		"$(pl "$p" alloc_space "churn_make $PWD/tests/workloads/py_idle.py:$i")"
+	eq "pyi: churn_make inuse_space (all freed)" absent "$(pv "$p" inuse_space churn_make cum)"
+	# The frees of blocks made before the attach: the read's buffer and its decoding's, a few
+	# (3 in runs here); churn_free's 20,000 if the wrap came after churn_make.
+	unknown=$("$A" stats --json "$TMP/pyi.hsnap" | grep -o '"frees.unknown":[0-9]*' | cut -d: -f2)
+	[ "${unknown:-x}" -lt 100 ] 2>/dev/null || die "pyi: $unknown frees of unknown pointers (the read's few expected)"
+}
+ALL="$ALL t_python_attach_idle"

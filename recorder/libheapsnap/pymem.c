@@ -7,7 +7,8 @@
  * takes that inner call as nested (as operator new's malloc is).
  *
  * Installed with the GIL held: a pending call (Py_AddPendingCall), requested launched on a
- * recorded event once the interpreter is initialized, injected at the injection. Detached,
+ * recorded event once the interpreter is initialized, injected at the injection; or sooner,
+ * at the first recorded event of a thread that holds the GIL (pymem_on_recorded). Detached,
  * the originals go back the same way, if the domains still hold our wrappers (something
  * wrapped over them since keeps them: they forward, and record nothing while detached). The
  * library is never unloaded, so a wrapper stays callable. */
@@ -163,13 +164,19 @@ static bool ours(const struct pymem_allocator *a)
 	return a->malloc == w_malloc && a->free == w_free;
 }
 
-/* Pending call, with the GIL held: both domains wrapped. */
-static int install(void *arg)
+static struct pymem_allocator wrapper_of(int d)
+{
+	/* The context is the allocator forwarded to: one load fewer on every call. */
+	return (struct pymem_allocator){&orig[d], w_malloc, w_calloc, w_realloc, w_free};
+}
+
+/* With the GIL held: both domains wrapped. */
+static void install(void)
 {
 	struct pymem_allocator cur[3];
 
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == INSTALLED)
-		return 0;
+		return;
 	for (int d = DOMAIN_MEM; d <= DOMAIN_OBJ; d++) {
 		py.get_allocator(d, &cur[d]);
 		if (ours(&cur[d]))
@@ -177,8 +184,7 @@ static int install(void *arg)
 		orig[d] = cur[d];
 	}
 	for (int d = DOMAIN_MEM; d <= DOMAIN_OBJ; d++) {
-		/* The context is the allocator forwarded to: one load fewer on every call. */
-		struct pymem_allocator w = {&orig[d], w_malloc, w_calloc, w_realloc, w_free};
+		struct pymem_allocator w = wrapper_of(d);
 
 		if (!ours(&cur[d]))
 			py.set_allocator(d, &w);
@@ -187,19 +193,36 @@ static int install(void *arg)
 	__atomic_add_fetch(&py_code_epoch, 1, __ATOMIC_ACQ_REL);
 	__atomic_store_n(&state, INSTALLED, __ATOMIC_RELEASE);
 	count(HS_CNT_PY_PYMEM);
+}
+
+/* With the GIL held: the originals back where our wrappers still are; which, in *WAS. */
+static void unwrap(bool was[3])
+{
+	for (int d = DOMAIN_MEM; d <= DOMAIN_OBJ; d++) {
+		struct pymem_allocator cur;
+
+		py.get_allocator(d, &cur);
+		was[d] = ours(&cur);
+		if (was[d])
+			py.set_allocator(d, &orig[d]);
+	}
+}
+
+/* Pending call, with the GIL held: both domains wrapped. */
+static int install_pending(void *arg)
+{
+	(void)arg;
+	install();
 	return 0;
 }
 
 /* Pending call, with the GIL held: the originals back where our wrappers still are. */
 static int restore(void *arg)
 {
-	for (int d = DOMAIN_MEM; d <= DOMAIN_OBJ; d++) {
-		struct pymem_allocator cur;
+	bool was[3];
 
-		py.get_allocator(d, &cur);
-		if (ours(&cur))
-			py.set_allocator(d, &orig[d]);
-	}
+	(void)arg;
+	unwrap(was);
 	__atomic_store_n(&state, RESTORED, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -217,19 +240,51 @@ void pymem_request_install(void)
 	__atomic_add_fetch(&py_code_epoch, 1, __ATOMIC_ACQ_REL);
 	if (__atomic_compare_exchange_n(&state, &s, ASKED, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
 		depth_in();
-		if (py.add_pending_call(install, NULL))
+		if (py.add_pending_call(install_pending, NULL))
 			__atomic_store_n(&state, s, __ATOMIC_RELEASE); /* its queue full: asked again later */
 		depth_out();
 	}
 }
 
-/* Launched: asked of a recorded event (the interpreter starts after the library). */
+/* Whether the calling thread holds the GIL. Not PyGILState_Check, which says yes to every
+ * thread once a subinterpreter was made: this thread's own state is the one running (the
+ * GIL's holder up to 3.11, the thread's attached state from 3.12: NULL while it has let the
+ * GIL go). Neither call allocates or locks. */
+static bool gil_held(void)
+{
+	void *mine;
+
+	if (!py.this_thread_state || !py.current_thread_state)
+		return false;
+	mine = py.this_thread_state();
+	return mine && mine == py.current_thread_state();
+}
+
+/* Asked of a recorded event: launched, the request (the interpreter starts after the
+ * library); then, at the first event of a thread that holds the GIL, the wrappers installed
+ * there and then rather than at the pending call. That call runs only once the main thread
+ * sees the eval loop's breaker set, which Py_AddPendingCall sets only when called on the main
+ * thread (3.9 to 3.11's COMPUTE_EVAL_BREAKER: calls_to_do && _Py_ThreadCanHandlePendingCalls(),
+ * and the main thread recomputes it when it takes the GIL back). Injected, it
+ * is called on the loader's thread; the main thread, back from a blocking read with the GIL
+ * and held in the trampoline meanwhile, went on to make its objects unwrapped until it next
+ * let the GIL go and took it back (an attach to a program blocked in sys.stdin.read(1): its
+ * 20,000 small objects made after waking all unseen). The domains only need the GIL held. */
 void pymem_on_recorded(void)
 {
 	int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
 
-	if (UNLIKELY(s == NOT_ASKED || s == RESTORED) && !injected)
+	if (LIKELY(s == INSTALLED))
+		return;
+	if ((s == NOT_ASKED || s == RESTORED) && !injected) {
 		pymem_request_install();
+		s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+	}
+	if (s == ASKED && gil_held()) {
+		depth_in();
+		install();
+		depth_out();
+	}
 }
 
 /* Injected, at the end of a session: the originals back, waited for at most a second (the

@@ -266,6 +266,9 @@ static bool find_symbols(void)
 	SYM(add_pending_call, "Py_AddPendingCall");
 	SYM(get_allocator, "PyMem_GetAllocator");
 	SYM(set_allocator, "PyMem_SetAllocator");
+	SYM(this_thread_state, "PyGILState_GetThisThreadState");
+	if (!SYM(current_thread_state, "PyThreadState_GetUnchecked"))
+		SYM(current_thread_state, "_PyThreadState_UncheckedGet");
 #undef SYM
 	if (!eval_range(eval) || !py.code_type || !py.unicode_type || !py.bytes_type) {
 		refuse("the interpreter's symbols (_PyEval_EvalFrameDefault's size, PyCode_Type...) are not all exported");

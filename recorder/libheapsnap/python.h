@@ -54,6 +54,10 @@ struct py_interp {
 	int (*add_pending_call)(int (*)(void *), void *);
 	void (*get_allocator)(int, void *);
 	void (*set_allocator)(int, void *);
+	/* Whether the calling thread holds the GIL: its own thread state (PyGILState's) is the
+	 * one running (PyThreadState_GetUnchecked, _PyThreadState_UncheckedGet before 3.13). */
+	void *(*this_thread_state)(void);
+	void *(*current_thread_state)(void);
 };
 extern struct py_interp py;
 /* py_ready (libheapsnap.h, hs_sample_line): py is filled, frames are walked. */

@@ -640,7 +640,9 @@ t_python_attach_idle() {
 	eq "pyi: the target's own exit status" 0 $rc
 	wait $RPID || { cat "$TMP/pyi.rerr"; die "pyi: the recorder failed"; }
 	contains "$TMP/pyi.rerr" "attached to $TPID"
-	[ -s "$TMP/pyi.terr" ] && { cat "$TMP/pyi.terr"; die "pyi: the target wrote to stderr"; }
+	# Its stderr: sys._debugmallocstats's, with pymalloc's section, called before the main
+	# thread let the GIL go (the loader's pending call would have run only then).
+	contains "$TMP/pyi.terr" "Small block threshold = 512"
 	read -r _ s l c th ch <<<"$(grep '^held' "$TMP/pyi.out")"
 	[ -n "$ch" ] || { cat "$TMP/pyi.out"; die "pyi: the target never said held"; }
 	py_need_codes pyi
@@ -662,3 +664,35 @@ t_python_attach_idle() {
 	[ "${unknown:-x}" -lt 100 ] 2>/dev/null || die "pyi: $unknown frees of unknown pointers (the read's few expected)"
 }
 ALL="$ALL t_python_attach_idle"
+
+# sys._debugmallocstats() launched with the domains wrapped (pymem.c): CPython's pymalloc
+# section printed (CPython leaves it out unless the object domain's malloc is pymalloc's own),
+# and the wrappers back after the call: after_stats's objects recorded as before_stats's
+# (tests/workloads/py_mallocstats.py). Then CPython's own test of it (Debian's
+# libpython3.11-testsuite), whose child interpreter the preloaded library records too.
+t_python_debugmallocstats() {
+	need_go
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
+	local p=$TMP/pdm.pb.gz a b n
+	"$R" --via preload -s 0 -o "$TMP/pdm.hsnap" -- /usr/bin/python3 "$PWD/tests/workloads/py_mallocstats.py" \
+		>"$TMP/pdm.out" 2>"$TMP/pdm.err" || { cat "$TMP/pdm.err"; die "recording py_mallocstats.py"; }
+	contains "$TMP/pdm.err" "Small block threshold = 512"
+	contains "$TMP/pdm.err" "arenas * "
+	read -r _ a b <<<"$(grep '^held' "$TMP/pdm.out")"
+	[ -n "$b" ] || { cat "$TMP/pdm.out"; die "py_mallocstats.py never said held"; }
+	py_need_codes pdm
+	"$A" pprof -o "$p" "$TMP/pdm.hsnap" 2>/dev/null || die "pprof of py_mallocstats.py"
+	eq "before_stats inuse_space" $((1000 * a)) "$(pv "$p" inuse_space before_stats cum)"
+	eq "after_stats inuse_space" $((1000 * b)) "$(pv "$p" inuse_space after_stats cum)"
+	[ -f /usr/lib/python3.11/test/test_sys.py ] ||
+		skip "no CPython test suite for /usr/bin/python3 (Debian's libpython3.11-testsuite)"
+	"$R" --via preload -s 0 -o "$TMP/pdm2.hsnap" -- /usr/bin/python3 -m test test_sys -m test_debugmallocstats \
+		>"$TMP/pdm2.out" 2>"$TMP/pdm2.err" || { cat "$TMP/pdm2.out" "$TMP/pdm2.err"; die "test_sys.test_debugmallocstats under the recorder"; }
+	contains "$TMP/pdm2.out" "Tests result: SUCCESS"
+	# Its child (-c 'import sys; sys._debugmallocstats()') was recorded, its domains wrapped.
+	"$A" summary "$TMP/pdm2.hsnap" 2>/dev/null | grep -q '^process .*-c import sys; sys._debugmallocstats()' ||
+		die "test_debugmallocstats's child interpreter was not recorded"
+	n=$("$A" stats "$TMP/pdm2.hsnap" 2>/dev/null | awk '$1 == "python.pymem_wrapped" { print $2 }')
+	[ "${n:-0}" -ge 3 ] || die "test_sys's interpreters wrapped: ${n:-0}, 3 expected (the test, its two children)"
+}
+ALL="$ALL t_python_debugmallocstats"

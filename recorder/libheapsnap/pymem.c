@@ -208,11 +208,101 @@ static void unwrap(bool was[3])
 	}
 }
 
-/* Pending call, with the GIL held: both domains wrapped. */
+/* ---- sys._debugmallocstats ----
+ * CPython prints pymalloc's arenas and pools only if the object domain's malloc is pymalloc's
+ * own (_PyObject_DebugMallocStats: _PyMem_PymallocEnabled compares the pointers), and no
+ * wrapper can be that function: wrapped, the section was gone (CPython's
+ * test_sys.test_debugmallocstats failed under the recorder). sys._debugmallocstats is
+ * replaced, at a pending call (a clean point of the eval loop: what it makes is Python
+ * objects), by a function that puts the originals back for the original's call and our
+ * wrappers after it. It holds the GIL throughout and the original allocates nothing of the
+ * domains (it prints from pymalloc's own tables), so nothing is allocated unseen meanwhile.
+ * The function is called through the sys module (`sys._debugmallocstats()`); a reference taken
+ * before the attach calls the original. */
+struct py_method_def { /* PyMethodDef, the same from 3.0 on */
+	const char *name;
+	void *(*meth)(void *self, void *unused);
+	int flags;
+	const char *doc;
+};
+#define PY_METH_NOARGS 0x0004
+
+static void *stats_orig, *stats_ours; /* the functions, a reference held to each */
+
+static void *stats_call(void *self, void *unused)
+{
+	bool was[3];
+	void *ret;
+
+	(void)self;
+	(void)unused;
+	unwrap(was);
+	ret = py.call_object(stats_orig, NULL);
+	for (int d = DOMAIN_MEM; d <= DOMAIN_OBJ; d++) {
+		struct pymem_allocator w = wrapper_of(d);
+
+		if (was[d])
+			py.set_allocator(d, &w);
+	}
+	return ret;
+}
+
+static struct py_method_def stats_def = {
+	"_debugmallocstats", stats_call, PY_METH_NOARGS,
+	"Print summary info to stderr about the state of pymalloc's structures (heapsnap: "
+	"the recorder's allocator wrappers set aside for the call).",
+};
+
+static bool stats_api(void)
+{
+	return py.sys_get_object && py.sys_set_object && py.cfunction_new && py.call_object && py.incref &&
+	       py.decref && py.get_attr && py.err_clear;
+}
+
+/* Pending call: sys._debugmallocstats ours, unless it is already or is not CPython's. */
+static void stats_take(void)
+{
+	void *cur, *mod;
+
+	if (!stats_api() || !(cur = py.sys_get_object("_debugmallocstats"))) /* borrowed */
+		return;
+	if (cur == stats_ours)
+		return;
+	if (!stats_ours) {
+		/* Its __module__ ('sys'), as the original's. */
+		mod = py.get_attr(cur, "__module__");
+		py.err_clear();
+		stats_ours = py.cfunction_new(&stats_def, NULL, mod);
+		if (mod)
+			py.decref(mod);
+		if (!stats_ours) {
+			py.err_clear();
+			return;
+		}
+		py.incref(cur);
+		stats_orig = cur;
+	} else if (cur != stats_orig) {
+		return; /* someone else's since: left as it is */
+	}
+	if (py.sys_set_object("_debugmallocstats", stats_ours))
+		py.err_clear();
+}
+
+/* Pending call: the original back, if sys still holds ours. */
+static void stats_give_back(void)
+{
+	if (!stats_api() || !stats_ours || py.sys_get_object("_debugmallocstats") != stats_ours)
+		return;
+	if (py.sys_set_object("_debugmallocstats", stats_orig))
+		py.err_clear();
+}
+
+/* Pending call, with the GIL held: both domains wrapped, and sys._debugmallocstats ours. */
 static int install_pending(void *arg)
 {
 	(void)arg;
 	install();
+	stats_take();
 	return 0;
 }
 
@@ -223,6 +313,7 @@ static int restore(void *arg)
 
 	(void)arg;
 	unwrap(was);
+	stats_give_back();
 	__atomic_store_n(&state, RESTORED, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -283,6 +374,10 @@ void pymem_on_recorded(void)
 	if (s == ASKED && gil_held()) {
 		depth_in();
 		install();
+		/* sys._debugmallocstats waits for a clean point of the eval loop: on the main
+		 * thread, the pending call asked again sets its breaker, as the loader's did not. */
+		if (gettid_raw() == self_pid)
+			py.add_pending_call(install_pending, NULL);
 		depth_out();
 	}
 }

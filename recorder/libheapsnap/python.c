@@ -269,6 +269,14 @@ static bool find_symbols(void)
 	SYM(this_thread_state, "PyGILState_GetThisThreadState");
 	if (!SYM(current_thread_state, "PyThreadState_GetUnchecked"))
 		SYM(current_thread_state, "_PyThreadState_UncheckedGet");
+	SYM(sys_get_object, "PySys_GetObject");
+	SYM(sys_set_object, "PySys_SetObject");
+	SYM(cfunction_new, "PyCFunction_NewEx");
+	SYM(call_object, "PyObject_CallObject");
+	SYM(get_attr, "PyObject_GetAttrString");
+	SYM(incref, "Py_IncRef");
+	SYM(decref, "Py_DecRef");
+	SYM(err_clear, "PyErr_Clear");
 #undef SYM
 	if (!eval_range(eval) || !py.code_type || !py.unicode_type || !py.bytes_type) {
 		refuse("the interpreter's symbols (_PyEval_EvalFrameDefault's size, PyCode_Type...) are not all exported");

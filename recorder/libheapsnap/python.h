@@ -58,6 +58,15 @@ struct py_interp {
 	 * one running (PyThreadState_GetUnchecked, _PyThreadState_UncheckedGet before 3.13). */
 	void *(*this_thread_state)(void);
 	void *(*current_thread_state)(void);
+	/* For sys._debugmallocstats (pymem.c), at pending calls only. */
+	void *(*sys_get_object)(const char *);
+	int (*sys_set_object)(const char *, void *);
+	void *(*cfunction_new)(void *def, void *self, void *module);
+	void *(*call_object)(void *callable, void *args);
+	void *(*get_attr)(void *o, const char *name);
+	void (*incref)(void *);
+	void (*decref)(void *);
+	void (*err_clear)(void);
 };
 extern struct py_interp py;
 /* py_ready (libheapsnap.h, hs_sample_line): py is filled, frames are walked. */

@@ -13,7 +13,8 @@ makes after waking is known in advance, for heapsnap's pymalloc wrap (recorder/l
                     worker       in a threading.Thread: 1000 bytes objects of 300 (333 each)
                     churn_make   20000 bytes objects of 150 (183 bytes each), freed by
                                  churn_free once the thread is joined (none held)
-                  then says "held SIZES" (the sizes above as sys.getsizeof gives them, to check
+                  with a call of sys._debugmallocstats() after keep_small (its pymalloc
+                  section on stderr); then says "held SIZES" (the sizes above as sys.getsizeof gives them, to check
                   the figures with) and ends at once with os._exit: nothing it holds is freed.
 The bytes objects' sizes are sys.getsizeof's, which is what pymalloc is asked for."""
 import os
@@ -80,6 +81,8 @@ def main():
     print("ready", os.getpid(), flush=True)
     sys.stdin.read(1)
     keep_small()
+    # Before the main thread lets the GIL go: pymalloc's section in it (on stderr).
+    sys._debugmallocstats()
     churn_make()
     keep_large()
     chain_a()

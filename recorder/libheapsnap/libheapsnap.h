@@ -5,16 +5,44 @@
  * fork, images, names). */
 #ifndef HEAPSNAP_LIBHEAPSNAP_H
 #define HEAPSNAP_LIBHEAPSNAP_H
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "allocators.h"
 #include "record.h"
 #include "shm.h"
 
 #define EXPORT __attribute__((visibility("default")))
+
+/* System calls a hook's path makes, through syscall(2) rather than libc's wrappers: those are
+ * cancellation points, and a cancellation acted on inside malloc would unwind out of a region
+ * of libc's (the loader's dlopen, say) that holds a lock and has no cleanup for it. */
+static inline int hs_open(const char *path, int flags)
+{
+	return (int)syscall(SYS_openat, AT_FDCWD, path, flags, 0);
+}
+
+static inline ssize_t hs_read(int fd, void *buf, size_t n)
+{
+	return syscall(SYS_read, fd, buf, n);
+}
+
+static inline void hs_close(int fd)
+{
+	syscall(SYS_close, fd);
+}
+
+static inline void hs_nanosleep(const struct timespec *ts)
+{
+	syscall(SYS_nanosleep, ts, NULL);
+}
 #define HOOK __attribute__((visibility("default"), noinline))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)

@@ -135,6 +135,7 @@ static void countdown_draw(struct tstate *t)
 struct tstate *thread_state_new(void)
 {
 	struct tstate *t;
+	int saved_errno = errno; /* a free may be the thread's first event: free keeps errno */
 
 	if (tsp) {
 		/* Made for an earlier session: a ring and stacks of this one are to be had anew. */
@@ -150,8 +151,10 @@ struct tstate *thread_state_new(void)
 		return t;
 	}
 	t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (t == MAP_FAILED)
+	if (t == MAP_FAILED) {
+		errno = saved_errno;
 		return NULL;
+	}
 	t->gen = __atomic_load_n(&session_gen, __ATOMIC_RELAXED);
 	t->ring = -1;
 	t->tid = gettid_raw();
@@ -164,6 +167,7 @@ struct tstate *thread_state_new(void)
 	thread_stack_bounds(t);
 	pthread_setspecific(exit_key, t);
 	depth_out();
+	errno = saved_errno;
 	return t;
 }
 
@@ -268,7 +272,7 @@ static bool claim_ring(struct tstate *t, struct hs_shm_hdr *m)
 		}
 		struct timespec ns = {0, 200000};
 
-		nanosleep(&ns, NULL);
+		hs_nanosleep(&ns);
 		if ((spins & 255) == 0 && recorder_gone(since)) {
 			give_up();
 			break;
@@ -397,7 +401,7 @@ static __attribute__((noinline)) void *reserve_full(struct tstate *t, uint32_t l
 			if (spins > 64) {
 				struct timespec ns = {0, 200000};
 
-				nanosleep(&ns, NULL);
+				hs_nanosleep(&ns);
 				if ((spins & 255) == 0 && recorder_gone(since)) {
 					give_up();
 					count(HS_CNT_RINGBUF_FULL);

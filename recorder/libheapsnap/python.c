@@ -115,17 +115,17 @@ static void ranges_read(void)
 	bool space = false;
 	char buf[4096];
 	ssize_t got;
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	int fd = hs_open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return;
 	__atomic_store_n(&rr->seq, rr->seq + 1, __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	rr->n = 0;
-	while ((got = read(fd, buf, sizeof(buf))) > 0)
+	while ((got = hs_read(fd, buf, sizeof(buf))) > 0)
 		for (ssize_t i = 0; i < got; i++)
 			maps_char(&m, buf[i], &space);
-	close(fd);
+	hs_close(fd);
 	__atomic_store_n(&rr->seq, rr->seq + 1, __ATOMIC_RELEASE);
 	count(HS_CNT_PY_MAPS_READ);
 }

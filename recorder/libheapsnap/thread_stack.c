@@ -7,7 +7,8 @@
  * thread whose first allocator call comes from inside it (Rust's thread start, for its stack
  * guard) would wait for ever on a lock it holds. What the kernel says of the mapping that holds
  * the stack pointer takes no lock of libc's: PROCMAP_QUERY (Linux 6.11) in three system calls,
- * else /proc/self/maps read with plain read(2) into a buffer on the stack. A process that may
+ * else /proc/self/maps read into a buffer on the stack, each call through syscall(2), which
+ * is no cancellation point. A process that may
  * not open /proc (a sandbox) gets the part of its stack known from the thread itself: from the
  * stack pointer up to the thread's descriptor, which glibc places above its stack, or up to
  * __libc_stack_end for the main thread. */
@@ -114,7 +115,7 @@ static bool scan_maps(int fd, uint64_t sp, struct vma *v, uint64_t *below_end)
 
 	*below_end = 0;
 	for (;;) {
-		ssize_t got = read(fd, buf + have, sizeof(buf) - have);
+		ssize_t got = hs_read(fd, buf + have, sizeof(buf) - have);
 		char *line = buf, *nl;
 
 		if (got <= 0)
@@ -185,7 +186,7 @@ void thread_stack_bounds(struct tstate *t)
 	int fd;
 
 	t->stack_lo = t->stack_hi = 0;
-	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	fd = hs_open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		bounds_from_thread(t, sp, main_thread);
 		return;
@@ -201,5 +202,5 @@ void thread_stack_bounds(struct tstate *t)
 	} else {
 		bounds_from_thread(t, sp, main_thread);
 	}
-	close(fd);
+	hs_close(fd);
 }

@@ -318,6 +318,12 @@ $(OUTPUT)/tests/unseen_free: tests/workloads/unseen_free.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
+# A process tree, children before and after an attach (t_attach_children and kin).
+TEST_PROGS += $(OUTPUT)/tests/forktree
+$(OUTPUT)/tests/forktree: tests/workloads/forktree.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
+
 $(OUTPUT)/tests/libc_alloc: tests/workloads/libc_alloc.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@

@@ -44,6 +44,10 @@ static __always_inline void emit_proc(__u8 type, __u32 pid, __u32 ppid, __s32 co
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
+/* Fork children of tracked processes that the tracked set had no room for, and so not
+ * recorded (lost.forks_untracked). */
+__u64 forks_untracked = 0;
+
 static __always_inline void bump_maps_gen(void)
 {
 	__u32 zero = 0;
@@ -65,9 +69,11 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	ctgid = task_ns_id(child) >> 32;
 	if (!ctgid || !is_tracked(ptgid))
 		return 0;
-	/* -a tracks every process but the recorder's own, with no set to keep. */
-	if (filter_pids)
-		bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY);
+	/* -a tracks every process but the recorder's own, with no set to keep. Here, before the
+	 * child first runs: its probes are bound to no pid, so its first malloc is seen. A child
+	 * the full set cannot take is counted, and user space says so. */
+	if (filter_pids && bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY))
+		__sync_fetch_and_add(&forks_untracked, 1);
 	emit_proc(HS_EV_FORK, ctgid, ptgid, 0, child, NULL);
 	return 0;
 }
@@ -105,6 +111,10 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	if (!is_tracked(tgid))
 		return 0;
 	bpf_map_delete_elem(&unw_procs, &tgid);
+	/* Its last thread gone, the pid leaves the set: a server forking a process per
+	 * connection would fill it, and the pid's next owner is not ours. */
+	if (filter_pids && !BPF_CORE_READ(p, signal, live.counter))
+		bpf_map_delete_elem(&tracked, &tgid);
 	emit_proc(HS_EV_EXIT, tgid, 0, BPF_CORE_READ(p, exit_code), NULL, NULL);
 	return 0;
 }

@@ -265,7 +265,9 @@ void track_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid, co
 
 	if (!p)
 		return;
-	if (s->way->process_tracked)
+	/* A fork child was tracked by BPF at its fork, from its first instruction: tracked again
+	 * now, perhaps after it exited, its pid would stay tracked for its next owner. */
+	if (s->way->process_tracked && origin != HS_PROC_FORKED)
 		s->way->process_tracked(s, pid);
 	write_process(s, pid, origin, ppid, e);
 	name_threads(s, pid);

@@ -33,7 +33,10 @@ static const char usage[] =
 	"  -p, --pid PID            attach to a running process and all its threads\n"
 	"  -a, --all                record every process on the host\n"
 	"  -- COMMAND ARGS          start COMMAND held, attach, then let it run; its exit status is ours\n"
-	"      --no-follow-forks    do not follow fork children (default: follow)\n"
+	"      --no-follow-forks    do not follow fork children (default: follow). Following, BPF tracks\n"
+	"                           a child from its fork, its probes bound to no pid (other processes\n"
+	"                           mapping the same libraries trap and return at once); not, to the\n"
+	"                           target's pid alone\n"
 	"      --via WAY            preload: libheapsnap.so in the command (no root, near native speed);\n"
 	"                           inject: libheapsnap.so loaded into the running process of -p\n"
 	"                           (ptrace, a few ms stopped; detach puts everything back);\n"
@@ -101,6 +104,7 @@ static const char usage[] =
 	"  sudo heapsnap-record -o app.hsnap -- ./app --serve\n"
 	"  sudo heapsnap-record -p 1234 --duration 5m --interval 30s\n"
 	"  sudo heapsnap-record -p 1234 -s 0 --stack none      # every event, call sites only\n"
+
 	"  heapsnap-analyze pprof -o app.pb.gz app.hsnap && go tool pprof -http=:8080 app.pb.gz\n";
 
 enum {
@@ -257,6 +261,7 @@ static int parse_target_option(int c, const char *arg, struct rec_opts *o, bool 
 	case 'a':
 		o->all = true;
 		return NEXT;
+
 	case 'o':
 		o->output = arg;
 		return NEXT;

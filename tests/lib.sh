@@ -138,3 +138,54 @@ alloctab_check() {
 	eq "$name: libc_free_temp alloc_space" 22220 "$(pv $p alloc_space libc_free_temp)"
 	eq "$name: libc_free_temp inuse_space (__libc_free)" absent "$(pv $p inuse_space libc_free_temp)"
 }
+
+# ---- a process tree attached to (tests/workloads/forktree.c) ----
+
+# tree_bytes FILE PID FUNCTION: the bytes process PID allocated in a stack through FUNCTION
+# (collapsed stacks, every allocation: no go needed), 0 if none.
+tree_bytes() {
+	"$A" collapsed --value alloc_space --pid "$2" "$1" 2>/dev/null |
+		awk -v fn="$3" '{ v = $NF; n = split(substr($0, 1, length($0) - length($NF) - 1), f, ";")
+			     for (i = 1; i <= n; i++) if (f[i] == fn) { s += v; break } } END { print s + 0 }'
+}
+
+# tree_run NAME OLD NEW [RECORDER OPTIONS]: forktree with OLD children before the attach and
+# NEW after, attached to (-s 0 and the options), then woken; waits for both to end. Sets TPID,
+# T_OLD and T_NEW (the children's pids, in their order).
+tree_run() {
+	local name=$1 old=$2 new=$3 rc
+	shift 3
+	fifo_target "$name" "$T/forktree" "$old" "$new"
+	"$R" -p "$TPID" -s 0 "$@" -o "$TMP/$name.hsnap" >/dev/null 2>"$TMP/$name.rerr" &
+	RPID=$!
+	waitfor "$TMP/$name.rerr" "attached to $TPID" || { kill $TJOB; cat "$TMP/$name.rerr"; die "$name: never attached"; }
+	echo go >"$TMP/$name.fifo"
+	wait $TJOB; rc=$?
+	eq "$name: the target's own exit status" 0 $rc
+	wait $RPID || { cat "$TMP/$name.rerr"; die "$name: the recorder failed"; }
+	[ -s "$TMP/$name.terr" ] && { cat "$TMP/$name.terr"; die "$name: the target wrote to stderr"; }
+	T_OLD=$(awk '/^old/ { print $2 }' "$TMP/$name.out")
+	T_NEW=$(awk '/^new/ { print $2 }' "$TMP/$name.out")
+	eq "$name: new children said" "$new" "$(echo $T_NEW | wc -w)"
+}
+
+# tree_check NAME OLD_RECORDED: forktree's figures in $TMP/NAME.hsnap, for each process by
+# its pid: the parent's 3,108 bytes, each new child j's 1,000 x (j % 64 + 1) (its first calls after
+# fork), each old child i's 3,000 x (i + 1) if OLD_RECORDED is yes, else none; nothing from
+# before the attach.
+tree_check() {
+	local name=$1 f=$TMP/$1.hsnap i=0 pid
+	eq "$name: the parent's tree_parent_keep" 3108 "$(tree_bytes "$f" "$TPID" tree_parent_keep)"
+	eq "$name: the parent's tree_before_attach" 0 "$(tree_bytes "$f" "$TPID" tree_before_attach)"
+	for pid in $T_OLD; do
+		i=$((i + 1))
+		eq "$name: old child $i ($pid) tree_old_keep" $([ "$2" = yes ] && echo $((3000 * i)) || echo 0) \
+			"$(tree_bytes "$f" "$pid" tree_old_keep)"
+		eq "$name: old child $i ($pid) tree_before_attach" 0 "$(tree_bytes "$f" "$pid" tree_before_attach)"
+	done
+	i=0
+	for pid in $T_NEW; do
+		i=$((i + 1))
+		eq "$name: new child $i ($pid) tree_new_first" $((1000 * ((i - 1) % 64 + 1))) "$(tree_bytes "$f" "$pid" tree_new_first)"
+	done
+}

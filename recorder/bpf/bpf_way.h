@@ -63,7 +63,8 @@ struct bpf_way {
 	enum probe_links links_mode;
 	uint32_t links_type;
 	int nr_probe_fail;
-	pid_t probe_pid;          /* the pid uprobes are bound to for a command: -1 when following forks */
+	pid_t probe_pid;          /* the pid uprobes are bound to for a command or -p: -1 when following forks */
+	uint64_t forks_untracked, forks_untracked_warned; /* lost.forks_untracked, and as last said */
 	char **libs;              /* the libraries the command will load, probed before it starts */
 	int nr_libs;
 	uint64_t maps_gen;        /* the mmap tracepoints' count of changes, as last seen */

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +223,73 @@ int proc_for_each_thread(pid_t pid, void (*cb)(pid_t tid, void *ctx), void *ctx)
 			cb(atoi(d->d_name), ctx);
 	closedir(dir);
 	return 0;
+}
+
+struct descendants {
+	pid_t *q, pid;
+	int n, max;
+};
+
+/* Each thread has its own list of the children it forked. */
+static void thread_children(pid_t tid, void *ctx)
+{
+	struct descendants *w = ctx;
+	char file[64], *c, *p, *end;
+
+	snprintf(file, sizeof(file), "task/%d/children", (int)tid);
+	c = proc_read_string(w->pid, file);
+	for (p = c; p && w->n < w->max; p = end) {
+		long v = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (v > 0 && v <= INT_MAX)
+			w->q[w->n++] = (pid_t)v;
+	}
+	free(c);
+}
+
+int proc_for_each_descendant(pid_t root, int max, void (*cb)(pid_t pid, pid_t ppid, void *ctx), void *ctx)
+{
+	struct descendants w = {.max = max + 1};
+	pid_t *parent;
+	int err;
+
+	w.q = malloc(sizeof(*w.q) * (size_t)w.max);
+	parent = malloc(sizeof(*parent) * (size_t)w.max);
+	if (!w.q || !parent) {
+		free(w.q);
+		free(parent);
+		return -ENOMEM;
+	}
+	w.q[w.n++] = root;
+	for (int i = 0; i < w.n; i++) {
+		int from = w.n;
+
+		w.pid = w.q[i];
+		if (i)
+			cb(w.pid, parent[i], ctx);
+		err = proc_for_each_thread(w.pid, thread_children, &w);
+		if (err && !i) {
+			free(w.q);
+			free(parent);
+			return err;
+		}
+		for (int k = from; k < w.n; k++)
+			parent[k] = w.pid;
+	}
+	free(w.q);
+	free(parent);
+	return w.n - 1;
+}
+
+static void visit_none(pid_t pid, pid_t ppid, void *ctx)
+{
+}
+
+int proc_count_descendants(pid_t root)
+{
+	return proc_for_each_descendant(root, PROC_DESCENDANTS_MAX, visit_none, NULL);
 }
 
 /* The file mapped at M in PID, open for reading: through map_files (the very file mapped, even

@@ -37,4 +37,12 @@ char *proc_thread_comm(pid_t pid, pid_t tid);
 int proc_pid_ns(uint64_t *dev, uint64_t *ino);
 /* Calls CB for each thread id of PID. */
 int proc_for_each_thread(pid_t pid, void (*cb)(pid_t tid, void *ctx), void *ctx);
+/* Calls CB for each descendant of ROOT (children of each of its threads, then theirs), parents
+ * before their children, at most MAX of them; CB sees each one before its own children are
+ * read, so a child it forks after CB returns is either read here or made by a process CB has
+ * already seen. Returns how many were found, or -errno if ROOT's own list cannot be read. */
+#define PROC_DESCENDANTS_MAX 65536
+int proc_for_each_descendant(pid_t root, int max, void (*cb)(pid_t pid, pid_t ppid, void *ctx), void *ctx);
+/* How many descendants ROOT has (at most PROC_DESCENDANTS_MAX), or -errno. */
+int proc_count_descendants(pid_t root);
 #endif

@@ -30,7 +30,12 @@ static const char usage[] =
 	"the same way.\n"
 	"\n"
 	"Target:\n"
-	"  -p, --pid PID            attach to a running process and all its threads\n"
+	"  -p, --pid PID            attach to a running process and all its threads, and follow what it\n"
+	"                           forks from then on; children already running are left out (said)\n"
+	"      --children           with -p: its descendants already running too, as a launched\n"
+	"                           command's tree is taken (a postmaster, an nginx master, a gunicorn\n"
+	"                           arbiter whole); injection reaches one process, so children running\n"
+	"                           make --via auto record with BPF\n"
 	"  -a, --all                record every process on the host\n"
 	"  -- COMMAND ARGS          start COMMAND held, attach, then let it run; its exit status is ours\n"
 	"      --no-follow-forks    do not follow fork children (default: follow). Following, BPF tracks\n"
@@ -104,7 +109,7 @@ static const char usage[] =
 	"  sudo heapsnap-record -o app.hsnap -- ./app --serve\n"
 	"  sudo heapsnap-record -p 1234 --duration 5m --interval 30s\n"
 	"  sudo heapsnap-record -p 1234 -s 0 --stack none      # every event, call sites only\n"
-
+	"  sudo heapsnap-record -p $(head -1 $PGDATA/postmaster.pid) --children   # the whole server\n"
 	"  heapsnap-analyze pprof -o app.pb.gz app.hsnap && go tool pprof -http=:8080 app.pb.gz\n";
 
 enum {
@@ -122,6 +127,7 @@ enum {
 	OPT_RINGBUF,
 	OPT_STATS,
 	OPT_NO_FOLLOW,
+	OPT_CHILDREN,
 	OPT_NOOP,
 	OPT_PROBE_LINKS,
 	OPT_VIA,
@@ -149,6 +155,7 @@ static const struct option longopts[] = {
 	{"unwind-rows", required_argument, NULL, OPT_UNWIND_ROWS},
 	{"ringbuf-size", required_argument, NULL, OPT_RINGBUF},
 	{"no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW},
+	{"children", no_argument, NULL, OPT_CHILDREN},
 	{"noop-probes", no_argument, NULL, OPT_NOOP},
 	{"probe-links", required_argument, NULL, OPT_PROBE_LINKS},
 	{"via", required_argument, NULL, OPT_VIA},
@@ -261,7 +268,9 @@ static int parse_target_option(int c, const char *arg, struct rec_opts *o, bool 
 	case 'a':
 		o->all = true;
 		return NEXT;
-
+	case OPT_CHILDREN:
+		o->children = true;
+		return NEXT;
 	case 'o':
 		o->output = arg;
 		return NEXT;
@@ -446,6 +455,11 @@ static int check_options(struct rec_opts *o, bool rate_set, char *default_out, s
 	if (!!o->pid + !!o->argv + o->all != 1) {
 		fprintf(stderr, "heapsnap-record: give exactly one target: -p PID, -a, or -- COMMAND\n"
 				"Try 'heapsnap-record --help'.\n");
+		return 2;
+	}
+	if (o->children && !o->pid) {
+		fprintf(stderr, "heapsnap-record: --children takes the descendants of a running process (-p PID); a "
+				"command's are followed from its start, and -a records every process\n");
 		return 2;
 	}
 	if (!rate_set)

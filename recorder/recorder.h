@@ -40,6 +40,7 @@ struct rec_opts {
 	uint32_t max_stack;
 	uint32_t dwarf_bytes; /* --stack dwarf=BYTES */
 	bool follow_forks;
+	bool children;      /* -p --children: its descendants already running too */
 	double interval, rss_interval;
 	bool snapshot_at_peak, stats;
 	int verbose;

@@ -196,6 +196,22 @@ static int child_env(const void *ctx)
 	return s->way->child_env(s);
 }
 
+/* -p without --children: the descendants already running are not recorded; said, with how
+ * many and how to take them. What the process forks from now on is followed. */
+static void warn_children_left(struct session *s)
+{
+	const struct rec_opts *o = s->o;
+	int n;
+
+	if (o->children)
+		return;
+	n = proc_count_descendants(o->pid);
+	if (n > 0)
+		rec_warnx("note: process %d has %d child process%s running (its descendants), not recorded: add "
+			  "--children to record %s too%s", o->pid, n, n == 1 ? "" : "es", n == 1 ? "it" : "them",
+			  o->follow_forks ? "; those it forks from now on are recorded" : "");
+}
+
 /* The held command, the way's attach (BPF: probes), the header; then the command runs. */
 static int run_attach(struct session *s, struct run *u)
 {
@@ -228,8 +244,16 @@ static int run_attach(struct session *s, struct run *u)
 		return err;
 	}
 	if (o->pid) {
-		write_attached(s, o->pid);
-		rec_warnx("attached to %d; Ctrl-C to stop, SIGUSR1 to mark a snapshot", o->pid);
+		/* The target, and with --children the descendants the way took at its attach: no
+		 * event has been read yet, so every process known is one of those. */
+		for (int i = 0; i < s->nr_procs; i++)
+			write_attached(s, s->procs[i].pid);
+		rec_warnx("attached to %d%s; Ctrl-C to stop, SIGUSR1 to mark a snapshot", o->pid,
+			  s->nr_procs > 1 ? " and its children" : "");
+		if (s->nr_procs > 1)
+			rec_warnx("recording %d child processes of %d that were already running", s->nr_procs - 1, o->pid);
+		else
+			warn_children_left(s);
 	}
 	if (o->all)
 		rec_warnx("recording every process; Ctrl-C to stop, SIGUSR1 to mark a snapshot");

@@ -5,15 +5,27 @@
 #include "elfsyms.h"
 #include "launch.h"
 #include "output.h"
+#include "procfs.h"
 #include "session.h"
 #include "via.h"
 #include "way.h"
+
+/* -p --children: how many descendants of the process run now. The injected library follows
+ * the forks it sees from the attach on, but is loaded into the one process: the children
+ * already running are BPF's to record (one memory per session, one process injected). */
+static int children_running(const struct rec_opts *o)
+{
+	int n = o->pid && o->children ? proc_count_descendants(o->pid) : 0;
+
+	return n > 0 ? n : 0;
+}
 
 /* Which way in, and why: said with -v and kept in the file. */
 int choose_via(struct session *s, const struct run *u)
 {
 	const struct rec_opts *o = s->o;
 	bool bpf_only = o->nr_probes || o->libc || o->noop || o->probe_entry || o->probe_links != LINKS_AUTO;
+	int children = children_running(o);
 	const char *which;
 	struct stat st;
 
@@ -21,6 +33,9 @@ int choose_via(struct session *s, const struct run *u)
 	if (o->via == VIA_AUTO) {
 		if (o->pid && bpf_only)
 			s->via = VIA_BPF, s->via_why = "bpf: an option of the probes (--probe, --libc, --noop-probes, ...)";
+		else if (children)
+			s->via = VIA_BPF, s->via_why = "bpf: --children, and children already running, which injection "
+						       "into the process does not reach";
 		else if (o->pid)
 			s->via = VIA_INJECT, s->via_why = "inject: libheapsnap.so loaded into the running process";
 		else if (o->all)
@@ -46,6 +61,12 @@ int choose_via(struct session *s, const struct run *u)
 		}
 		if (!inject && !o->argv) {
 			rec_warnx("--via preload records a command it starts (-- COMMAND); -p is injected (--via inject), -a uses BPF");
+			return -EINVAL;
+		}
+		if (inject && children) {
+			rec_warnx("--via inject --children: process %d has %d child process%s running, and the library is "
+				  "injected into the process alone (what it forks from now on is recorded); use --via bpf, "
+				  "or leave out --children", o->pid, children, children == 1 ? "" : "es");
 			return -EINVAL;
 		}
 		if (bpf_only) {

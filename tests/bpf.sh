@@ -456,7 +456,37 @@ ALL="$ALL t_bpf_not_root t_bpf_symbolize_moved t_bpf_attach_busy t_bpf_signals_s
 ALL="$ALL t_unwind_tables t_bpf_auto_attached t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all"
 ALL="$ALL t_bpf_full_disk"
 
-# ---- fork children of a process attached to ----
+# ---- a process tree attached to: -p --children, fork children from their fork ----
+
+# -p --children takes the descendants already running, as a launched command's tree is taken:
+# each process of forktree recorded with its exact bytes, the old children (forked before the
+# attach, woken after) and the new (forked after, which allocate at once and exit), each by
+# its own pid; nothing lost.
+t_bpf_attach_children() {
+	need_bpf
+	local lost
+	tree_run btc 3 4 --via bpf --children
+	contains "$TMP/btc.rerr" "recording 3 child processes of $TPID that were already running"
+	grep -q "add --children" "$TMP/btc.rerr" && die "btc: --children given, yet said to add it"
+	tree_check btc yes
+	"$A" stats --json "$TMP/btc.hsnap" >"$TMP/btc.stats" 2>/dev/null || die "btc: stats"
+	lost=$(grep -o '"lost\.[a-z_]*":[0-9]*' "$TMP/btc.stats" | awk -F: '{ s += $2 } END { print s + 0 }')
+	eq "btc: lost.* in all" 0 "$lost"
+	contains "$TMP/btc.stats" '"lost.forks_untracked":0'
+}
+
+# Without --children the children already running are left out, and the recorder says how
+# many and what to add; what the process forks from then on is still recorded.
+t_bpf_attach_children_left() {
+	need_bpf
+	tree_run btl 2 3 --via bpf
+	contains "$TMP/btl.rerr" "process $TPID has 2 child processes running (its descendants), not recorded: add --children to record them too"
+	tree_check btl no
+	# None to leave out: nothing said.
+	tree_run btn 0 1 --via bpf
+	grep -q "child process" "$TMP/btn.rerr" && { cat "$TMP/btn.rerr"; die "btn: children said of a process with none"; }
+	tree_check btn no
+}
 
 # A fork child is tracked by BPF at its fork, with probes bound to no pid: its very first
 # allocations are seen, though it exits before the recorder could read its /proc (probes
@@ -467,6 +497,50 @@ t_bpf_fork_first_alloc() {
 	need_bpf
 	tree_run bff 0 16 --via bpf
 	tree_check bff no
+}
+
+# PostgreSQL 15 (Debian's), a postmaster attached to with --children: its checkpointer, running
+# before the attach, recorded as it checkpoints; and every backend pgbench -C forks (one per
+# transaction), each recorded with allocations (every backend allocates as it starts); none
+# lost.
+pg_stop() { su postgres -s /bin/sh -c "/usr/lib/postgresql/15/bin/pg_ctl -D $1 -m immediate stop" >/dev/null 2>&1; }
+t_bpf_postgres_children() {
+	need_bpf
+	local pgb=/usr/lib/postgresql/15/bin d pm ckpt old n empty
+	[ -x $pgb/postgres ] && [ -x $pgb/pgbench ] || skip "PostgreSQL 15 is not installed ($pgb: postgresql-15)"
+	id postgres >/dev/null 2>&1 || skip "no user postgres to run the server as"
+	d=$TMP/pg; mkdir -p "$d"; chown postgres "$d"; chmod 755 "$TMP"
+	su postgres -s /bin/sh -c "$pgb/initdb -D $d/data -A trust -U postgres" >"$d/initdb.log" 2>&1 || { cat "$d/initdb.log"; die "initdb"; }
+	su postgres -s /bin/sh -c "$pgb/pg_ctl -D $d/data -o '-k $d -p 54399 -c listen_addresses=' -l $d/log -w start" >/dev/null 2>&1 ||
+		{ cat "$d/log"; die "the server did not start"; }
+	pm=$(head -1 "$d/data/postmaster.pid")
+	su postgres -s /bin/sh -c "$pgb/pgbench -h $d -p 54399 -i -s 1 postgres" >"$d/init.log" 2>&1 || { pg_stop $d/data; cat "$d/init.log"; die "pgbench -i"; }
+	old=$(ps --ppid "$pm" -o pid= | tr -d ' ' | sort -n)
+	ckpt=$(ps --ppid "$pm" -o pid=,cmd= | awk '/checkpointer/ { print $1 }')
+	[ -n "$ckpt" ] || { pg_stop $d/data; die "no checkpointer among the postmaster's children"; }
+	"$R" --via bpf -p "$pm" --children -o "$TMP/pgc.hsnap" -s 0 >/dev/null 2>"$TMP/pgc.rerr" &
+	RPID=$!
+	waitfor "$TMP/pgc.rerr" "attached to $pm" || { kill $RPID; pg_stop $d/data; cat "$TMP/pgc.rerr"; die "never attached"; }
+	su postgres -s /bin/sh -c "$pgb/psql -h $d -p 54399 -c CHECKPOINT postgres" >"$d/ckpt.log" 2>&1
+	su postgres -s /bin/sh -c "$pgb/pgbench -h $d -p 54399 -C -c 2 -t 50 postgres" >"$d/bench.log" 2>&1
+	kill -INT $RPID; wait $RPID || { pg_stop $d/data; cat "$TMP/pgc.rerr"; die "the recorder failed"; }
+	pg_stop $d/data
+	grep -q "number of transactions actually processed: 100/100" "$d/bench.log" || { cat "$d/bench.log"; die "pgbench did not run its 100 transactions"; }
+	contains "$TMP/pgc.rerr" "recording $(echo $old | wc -w) child processes of $pm that were already running"
+	"$A" summary --json "$TMP/pgc.hsnap" >"$TMP/pgc.sum" 2>/dev/null || die "summary"
+	# Each process: pid, ppid, allocations.
+	grep -o '{"pid":[^}]*}' "$TMP/pgc.sum" | sed 's/^{"pid":\([0-9]*\),"ppid":\([0-9]*\),.*"allocated_count":\([0-9]*\),.*/\1 \2 \3/' >"$TMP/pgc.procs"
+	[ "$(awk -v p="$ckpt" '$1 == p { print $3 }' "$TMP/pgc.procs")" -gt 0 ] 2>/dev/null ||
+		die "the checkpointer ($ckpt, running before the attach) recorded no allocation as it checkpointed"
+	# The backends: the postmaster's children not running before the attach (pgbench's 100,
+	# psql's one).
+	n=$(awk -v pm="$pm" -v old=" $(echo $old) " '$2 == pm && index(old, " " $1 " ") == 0' "$TMP/pgc.procs" | wc -l)
+	empty=$(awk -v pm="$pm" -v old=" $(echo $old) " '$2 == pm && index(old, " " $1 " ") == 0 && $3 == 0' "$TMP/pgc.procs" | wc -l)
+	[ "$n" -ge 101 ] || die "expected at least 101 backends forked by the postmaster (pgbench -C's 100, psql's), got $n"
+	eq "backends recorded with no allocation (of $n)" 0 "$empty"
+	"$A" stats --json "$TMP/pgc.hsnap" >"$TMP/pgc.stats" 2>/dev/null || die "stats"
+	contains "$TMP/pgc.stats" '"lost.forks_untracked":0'
+	contains "$TMP/pgc.stats" '"lost.ringbuf_full":0'
 }
 
 # A server forking a process per connection, more of them than BPF's set of tracked processes
@@ -485,4 +559,5 @@ t_bpf_fork_many() {
 	return 0
 }
 
-ALL="$ALL t_bpf_fork_first_alloc t_bpf_fork_many"
+ALL="$ALL t_bpf_attach_children t_bpf_attach_children_left t_bpf_fork_first_alloc t_bpf_postgres_children"
+ALL="$ALL t_bpf_fork_many"

@@ -414,7 +414,42 @@ t_inject_alloctab_libc_malloc() {
 	alloctab_check alti
 }
 
+# ---- a process tree: --children ----
+
+# Injected, a process's fork children made after the attach are recorded in process, from
+# their first allocation (forktree's new children allocate at once after fork and exit); the
+# children already running are left out, and said with their number. --children, with none
+# running, injects as before; with some, injection cannot reach them: --via inject refuses,
+# naming their number (no file made), and --via auto records the tree with BPF.
+t_inject_children() {
+	need_inject
+	local rc
+	tree_run ich 2 3 --via inject
+	grep -q "BPF uprobes instead" "$TMP/ich.rerr" && { cat "$TMP/ich.rerr"; die "ich: not injected"; }
+	contains "$TMP/ich.rerr" "process $TPID has 2 child processes running (its descendants), not recorded: add --children to record them too"
+	tree_check ich no
+	tree_run ich0 0 4 --via inject --children
+	grep -q "BPF uprobes instead" "$TMP/ich0.rerr" && { cat "$TMP/ich0.rerr"; die "ich0: not injected"; }
+	"$A" info "$TMP/ich0.hsnap" 2>/dev/null | grep -q "^Recorded via inject" || die "ich0: not recorded via inject"
+	tree_check ich0 no
+	fifo_target ichr "$T/forktree" 2 1
+	"$R" --via inject -p "$TPID" --children -o "$TMP/ichr.hsnap" >/dev/null 2>"$TMP/ichr.rerr" &
+	RPID=$!
+	# Refused at once; one that attached instead ends with the target.
+	waitfor "$TMP/ichr.rerr" "heapsnap-record: " || { kill $RPID; die "ichr: the recorder said nothing"; }
+	echo go >"$TMP/ichr.fifo"; wait $TJOB
+	wait $RPID; rc=$?
+	eq "ichr: --via inject --children with children running: exit status" 1 $rc
+	contains "$TMP/ichr.rerr" "--via inject --children: process $TPID has 2 child processes running"
+	[ -e "$TMP/ichr.hsnap" ] && die "ichr: a file was made"
+	[ -z "$BPF_REASON" ] || skip "$BPF_REASON (the rest records with BPF)"
+	tree_run icha 2 3 --children
+	"$A" info "$TMP/icha.hsnap" 2>/dev/null | grep -q "^Recorded via bpf: --children" || { "$A" info "$TMP/icha.hsnap" | head -5; die "icha: not recorded via bpf for --children"; }
+	tree_check icha yes
+}
+
 ALL="$ALL t_inject_threads t_inject_cxx t_inject_other_user t_inject_mount_ns t_inject_refusals"
 ALL="$ALL t_inject_repeat t_inject_killed_recorder t_inject_auto_nofp t_inject_thread_churn t_inject_wake"
 ALL="$ALL t_inject_hold_in_dlopen t_inject_messages t_inject_pid_ns t_inject_idle_safe_point"
 ALL="$ALL t_inject_alloctab_libc_malloc"
+ALL="$ALL t_inject_children"

@@ -468,6 +468,19 @@ static void attach_host(struct session *s)
 	free(cxx);
 }
 
+/* -p --children: a descendant already running, tracked before its own children are read,
+ * so that one it forks from now on is either read then or seen forking by BPF. */
+static void attach_descendant(pid_t pid, pid_t ppid, void *ctx)
+{
+	struct session *s = ctx;
+	struct proc *p;
+
+	track_pid(bpf_of(s), pid);
+	p = add_proc(s, pid);
+	if (p)
+		rescan_maps(s, p, true, 0);
+}
+
 /* Forks, execs, exits and renames; then mmaps, or else a timer that re-reads the maps. */
 static int attach_tracepoints(struct session *s)
 {
@@ -528,7 +541,14 @@ static int bpf_attach(struct session *s, struct run *u)
 			  "name one with --probe LIB:SYMBOL:KIND or --libc PATH");
 		return -ENOENT;
 	}
-	return attach_tracepoints(s);
+	if ((err = attach_tracepoints(s)))
+		return err;
+	/* After the fork tracepoint: a child forked during the walk is then seen one way or the
+	 * other. */
+	if (o->pid && o->children && (err = proc_for_each_descendant(o->pid, PROC_DESCENDANTS_MAX, attach_descendant, s)) < 0)
+		rec_warnx("cannot list the children of process %d (/proc/%d/task/*/children): %s", o->pid, o->pid,
+			  strerror(-err));
+	return 0;
 }
 
 /* ---- what process tracking and the loop ask of BPF ---- */

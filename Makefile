@@ -140,6 +140,7 @@ TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/test_format3 $(OUTPUT)
 	$(OUTPUT)/tests/libcountalloc.so $(OUTPUT)/tests/linked_alloc
 TEST_PROGS += $(OUTPUT)/tests/threadchurn $(OUTPUT)/tests/closefds
 TEST_PROGS += $(OUTPUT)/tests/wake $(OUTPUT)/tests/libwake_plugin.so
+TEST_PROGS += $(OUTPUT)/tests/attach_shapes
 TEST_PROGS += $(OUTPUT)/tests/libctor_free.so
 TEST_PROGS += $(OUTPUT)/tests/filter_reader
 TEST_PROGS += $(OUTPUT)/tests/test_units $(OUTPUT)/tests/test_sampling
@@ -226,6 +227,11 @@ $(OUTPUT)/tests/filter_reader: tests/workloads/filter_reader.c recorder/libheaps
 $(OUTPUT)/tests/canon_plt: tests/workloads/canon_plt.c tests/workloads/fifo_rounds.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -no-pie -fno-pic $< -lpthread -o $@
+
+# Non-PIE as canon_plt: runtimes' shapes an attach meets (tests/workloads/attach_shapes.c).
+$(OUTPUT)/tests/attach_shapes: tests/workloads/attach_shapes.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -no-pie -fno-pic $< -lpthread -ldl -o $@
 
 # Sampled blocks freed by glibc after the library detaches (tests/workloads/pool_detach.c).
 TEST_PROGS += $(OUTPUT)/tests/pool_detach

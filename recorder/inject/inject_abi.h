@@ -46,6 +46,9 @@
 #define HS_INJ_OFF_PATCHING 648    /* u32, set by the library before it rewrites any GOT entry */
 #define HS_INJ_OFF_INFLIGHT 656    /* calls inside the trampoline (or below it: a call it made) */
 #define HS_INJ_OFF_READY_NS 664    /* CLOCK_MONOTONIC ns when the library opened the gate, hooks in */
+#define HS_INJ_OFF_FIRING_TID 672  /* the tid of the thread starting the loader (in `fire`): it never waits */
+#define HS_INJ_OFF_LDSO_LO 680     /* filled by the recorder: the dynamic loader's code, whose calls */
+#define HS_INJ_OFF_LDSO_HI 688     /* never wait (it may hold the locks dlopen needs) */
 #define HS_INJ_OFF_SLOT_KIND 1024  /* u8 per slot: HS_SLOT_* */
 #define HS_INJ_OFF_LIB 1536        /* struct hs_inject_lib: between recorder and library */
 #define HS_INJ_OFF_THRESHOLDS 4096 /* the sampler's thresholds, HS_NR_THRESHOLDS of them */
@@ -131,7 +134,8 @@ struct hs_inject_data {
 	uint64_t loader_tid, deadline, hold_ns, passed, held, timed_out;
 	uint32_t patching, pad_patching;
 	uint64_t inflight, ready_ns;
-	uint8_t pad0[HS_INJ_OFF_SLOT_KIND - HS_INJ_OFF_READY_NS - 8];
+	uint64_t firing_tid, ldso_lo, ldso_hi;
+	uint8_t pad0[HS_INJ_OFF_SLOT_KIND - HS_INJ_OFF_LDSO_HI - 8];
 	uint8_t slot_kind[HS_INJ_MAX_SLOTS];
 	uint8_t pad1[HS_INJ_OFF_LIB - HS_INJ_OFF_SLOT_KIND - HS_INJ_MAX_SLOTS];
 	struct hs_inject_lib lib;
@@ -158,6 +162,9 @@ _Static_assert(offsetof(struct hs_inject_data, timed_out) == HS_INJ_OFF_TIMED_OU
 _Static_assert(offsetof(struct hs_inject_data, patching) == HS_INJ_OFF_PATCHING, "abi");
 _Static_assert(offsetof(struct hs_inject_data, inflight) == HS_INJ_OFF_INFLIGHT, "abi");
 _Static_assert(offsetof(struct hs_inject_data, ready_ns) == HS_INJ_OFF_READY_NS, "abi");
+_Static_assert(offsetof(struct hs_inject_data, firing_tid) == HS_INJ_OFF_FIRING_TID, "abi");
+_Static_assert(offsetof(struct hs_inject_data, ldso_lo) == HS_INJ_OFF_LDSO_LO, "abi");
+_Static_assert(offsetof(struct hs_inject_data, ldso_hi) == HS_INJ_OFF_LDSO_HI, "abi");
 _Static_assert(offsetof(struct hs_inject_data, slot_kind) == HS_INJ_OFF_SLOT_KIND, "abi");
 _Static_assert(offsetof(struct hs_inject_data, slots) == HS_INJ_OFF_SLOTS, "abi");
 _Static_assert(offsetof(struct hs_inject_data, lib) == HS_INJ_OFF_LIB, "abi");

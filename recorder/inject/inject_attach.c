@@ -549,6 +549,12 @@ static void attach__fill_data(struct inject *j, const struct attach_ctx *c, cons
 	d->fired = HS_FIRED_PREARM;
 	d->gate = HS_GATE_CLOSED;
 	d->hold_ns = (uint64_t)(o->hold * 1e9);
+	/* The dynamic loader's code: its calls through the trampoline never wait (inject_stub.S). */
+	for (int k = 0; k < c->n; k++)
+		if (c->v[k].perms[2] == 'x' && !strncmp(look__base_name(c->v[k].path), "ld-linux", 8)) {
+			d->ldso_lo = d->ldso_lo && d->ldso_lo < c->v[k].start ? d->ldso_lo : c->v[k].start;
+			d->ldso_hi = d->ldso_hi > c->v[k].end ? d->ldso_hi : c->v[k].end;
+		}
 	if (c->loaded) {
 		d->dlopen_flags = RTLD_NOW | RTLD_NOLOAD;
 		snprintf(d->lib_path, sizeof(d->lib_path), "%s", HS_LIB_SONAME);

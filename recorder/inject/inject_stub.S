@@ -76,6 +76,27 @@ common:
 	syscall
 	cmp data + HS_INJ_OFF_TARGET_PID(%rip), %rax
 	jne .Lcount
+	/* The loader's own calls are not the target's; nor are those pthread_create makes for
+	 * it in the thread that starts it (the loader thread's TLS), which would otherwise wait
+	 * here for a gate that only that thread's return opens. */
+	mov $SYS_gettid, %eax
+	syscall
+	cmp data + HS_INJ_OFF_LOADER_TID(%rip), %rax
+	je .Lorig
+	cmp data + HS_INJ_OFF_FIRING_TID(%rip), %rax
+	je .Lorig
+	/* The dynamic loader's calls neither start the loader nor wait: it makes them holding
+	 * its locks (a thread that exits frees its TLS under the stack list's lock, which
+	 * pthread_create takes; one created late grows its dtv under the TLS lock, which dlopen
+	 * takes), so that a wait there is the loader thread's wait, until the deadline. It
+	 * reaches them through the program's PLT entry when the executable has a canonical one
+	 * for malloc or free (non-PIE: Debian's python3, node). On to the allocator, counted. */
+	mov SAVED_SLOT + 8(%rsp), %rdx /* the caller's return address */
+	cmp data + HS_INJ_OFF_LDSO_LO(%rip), %rdx
+	jb 2f
+	cmp data + HS_INJ_OFF_LDSO_HI(%rip), %rdx
+	jb .Lldso
+2:
 	cmpq $HS_FIRED_ARMED, data + HS_INJ_OFF_FIRED(%rip)
 	jne .Lhold
 	xor %eax, %eax /* HS_FIRED_ARMED */
@@ -86,11 +107,6 @@ common:
 	test %rax, %rax
 	jnz .Lcount /* no loader */
 .Lhold:
-	/* The loader's own calls are not the target's. */
-	mov $SYS_gettid, %eax
-	syscall
-	cmp data + HS_INJ_OFF_LOADER_TID(%rip), %rax
-	je .Lorig
 	movq $0, 16(%rsp)
 .Lwait:
 	cmpl $HS_GATE_CLOSED, data + HS_INJ_OFF_GATE(%rip)
@@ -144,6 +160,11 @@ common:
 1:
 	mov %rdx, SAVED_SLOT(%rsp)
 	jmp .Lgo
+.Lldso:
+	movq $0, 16(%rsp) /* it did not wait */
+	cmpl $HS_GATE_CLOSED, data + HS_INJ_OFF_GATE(%rip)
+	jne .Lopened /* the hooks are in: to them */
+	jmp .Lcount
 .Ltimeout:
 	lock incq data + HS_INJ_OFF_TIMED_OUT(%rip)
 .Lcount:
@@ -253,6 +274,9 @@ common:
  * with the stack 16-aligned; clobbers the caller-saved registers. */
 fire:
 	sub $8, %rsp
+	mov $SYS_gettid, %eax
+	syscall
+	mov %rax, data + HS_INJ_OFF_FIRING_TID(%rip)
 	call now_ns
 	add data + HS_INJ_OFF_HOLD_NS(%rip), %rax
 	mov %rax, data + HS_INJ_OFF_DEADLINE(%rip)
@@ -267,6 +291,7 @@ fire:
 	lea data(%rip), %rcx
 	call *data + HS_INJ_OFF_FN_PTHREAD_CREATE(%rip)
 	cltq
+	movq $0, data + HS_INJ_OFF_FIRING_TID(%rip)
 	mov %rax, data + HS_INJ_OFF_CREATE_RET(%rip)
 	movq $HS_FIRED_CREATED, data + HS_INJ_OFF_FIRED(%rip)
 	test %rax, %rax

@@ -59,7 +59,8 @@ static void inject_counts(struct session *s, bool final)
 	if (j->passed)
 		rec_warnx("warning: %" PRIu64 " allocator calls made while the library loaded went by unrecorded "
 			  "(lost.inject_unhooked_calls; %" PRIu64 " of them waited --attach-hold out, the rest were "
-			  "in fork children made meanwhile or in modules the library did not hook)",
+			  "made by the dynamic loader (which may hold a lock the library's loading needs), in fork "
+			  "children made meanwhile or in modules the library did not hook)",
 			  j->passed, j->timed_out);
 }
 

@@ -516,4 +516,18 @@ t_inject_loader_lock() {
 	shape_end ldl
 }
 
-ALL="$ALL t_inject_stack_cache t_inject_loader_lock"
+# A process asleep in select() with no timeout, its only thread (an idle PostgreSQL
+# postmaster), takes no trampoline entry: it is made to start the loader from its wait, and
+# the injection is in process, not BPF's after --attach-timeout.
+t_inject_idle_select() {
+	need_inject; need_go
+	local lost
+	fifo_target isl "$T/attach_shapes" select
+	shape_attach isl 1 --attach-timeout 5s
+	contains "$TMP/isl1.rerr" "idle in system call"
+	lost=$("$A" stats --json "$TMP/isl1.hsnap" | grep -o '"lost.inject_unhooked_calls":[0-9]*' | cut -d: -f2)
+	eq "isl: lost.inject_unhooked_calls" 0 "${lost:-absent}"
+	shape_attach isl 2 --attach-timeout 5s
+	shape_end isl
+}
+ALL="$ALL t_inject_stack_cache t_inject_loader_lock t_inject_idle_select"

@@ -49,6 +49,7 @@
 #define HS_INJ_OFF_FIRING_TID 672  /* the tid of the thread starting the loader (in `fire`): it never waits */
 #define HS_INJ_OFF_LDSO_LO 680     /* filled by the recorder: the dynamic loader's code, whose calls */
 #define HS_INJ_OFF_LDSO_HI 688     /* never wait (it may hold the locks dlopen needs) */
+#define HS_INJ_OFF_SCRATCH 696     /* 16 bytes the recorder has a stopped thread's system calls use */
 #define HS_INJ_OFF_SLOT_KIND 1024  /* u8 per slot: HS_SLOT_* */
 #define HS_INJ_OFF_LIB 1536        /* struct hs_inject_lib: between recorder and library */
 #define HS_INJ_OFF_THRESHOLDS 4096 /* the sampler's thresholds, HS_NR_THRESHOLDS of them */
@@ -135,7 +136,8 @@ struct hs_inject_data {
 	uint32_t patching, pad_patching;
 	uint64_t inflight, ready_ns;
 	uint64_t firing_tid, ldso_lo, ldso_hi;
-	uint8_t pad0[HS_INJ_OFF_SLOT_KIND - HS_INJ_OFF_LDSO_HI - 8];
+	uint8_t scratch[16];
+	uint8_t pad0[HS_INJ_OFF_SLOT_KIND - HS_INJ_OFF_SCRATCH - 16];
 	uint8_t slot_kind[HS_INJ_MAX_SLOTS];
 	uint8_t pad1[HS_INJ_OFF_LIB - HS_INJ_OFF_SLOT_KIND - HS_INJ_MAX_SLOTS];
 	struct hs_inject_lib lib;
@@ -165,6 +167,7 @@ _Static_assert(offsetof(struct hs_inject_data, ready_ns) == HS_INJ_OFF_READY_NS,
 _Static_assert(offsetof(struct hs_inject_data, firing_tid) == HS_INJ_OFF_FIRING_TID, "abi");
 _Static_assert(offsetof(struct hs_inject_data, ldso_lo) == HS_INJ_OFF_LDSO_LO, "abi");
 _Static_assert(offsetof(struct hs_inject_data, ldso_hi) == HS_INJ_OFF_LDSO_HI, "abi");
+_Static_assert(offsetof(struct hs_inject_data, scratch) == HS_INJ_OFF_SCRATCH, "abi");
 _Static_assert(offsetof(struct hs_inject_data, slot_kind) == HS_INJ_OFF_SLOT_KIND, "abi");
 _Static_assert(offsetof(struct hs_inject_data, slots) == HS_INJ_OFF_SLOTS, "abi");
 _Static_assert(offsetof(struct hs_inject_data, lib) == HS_INJ_OFF_LIB, "abi");

@@ -11,7 +11,9 @@
  * 3. The first thread of the target that calls its allocator through one of those entries
  *    is at a safe point; there the trampoline starts a thread of ours, which dlopens the
  *    library and calls its entry (recorder/libheapsnap/inject_entry.c). That rewrites the GOTs of
- *    every module to the hooks, and answers in the stub's data page.
+ *    every module to the hooks, and answers in the stub's data page. A process that makes no
+ *    such call soon, asleep in a wait (select, poll, read...), is made to start the thread
+ *    from that wait, stopped there (idle_fire).
  * Detach is EOF on the pipe: the library puts every entry back itself, so it happens even
  * when the recorder is SIGKILLed. */
 #include <dirent.h>
@@ -47,7 +49,8 @@
 #define F_SEAL_SHRINK 0x0002
 #endif
 
-extern const uint8_t hs_stub_blob[], hs_stub_tramp[], hs_stub_tramp_end[], hs_stub_store[];
+extern const uint8_t hs_stub_blob[], hs_stub_tramp[], hs_stub_tramp_end[], hs_stub_store[], hs_stub_idle[],
+	hs_stub_idle_end[];
 
 struct inject {
 	pid_t pid;
@@ -59,6 +62,8 @@ struct inject {
 	uint64_t slot_prot[HS_INJ_MAX_SLOTS];
 	uint64_t insn;
 	bool tramp_in; /* the trampoline's entries were written */
+	bool seccomp;  /* under a seccomp filter: a thread's calls are checked before it makes them */
+	uint64_t libc_lo, libc_hi; /* libc's code: where a wait the loader may start from is made */
 };
 
 static uint64_t mono(void)
@@ -297,8 +302,103 @@ static int unstub(struct inject *j)
 	return -EAGAIN;
 }
 
+/* The waits a process idles in, as libc's wrappers make them: a thread stopped in one, in
+ * libc's code, holds none of the locks pthread_create takes (malloc's, the loader's and the
+ * stack list's are never held across these calls; the loader reads files with its own
+ * code, not libc's). */
+static bool idle_wait(long nr)
+{
+	switch (nr) {
+	case SYS_read: case SYS_select: case SYS_pselect6: case SYS_poll: case SYS_ppoll: case SYS_epoll_wait:
+	case SYS_epoll_pwait: case SYS_epoll_pwait2: case SYS_accept: case SYS_accept4: case SYS_recvfrom:
+	case SYS_recvmsg: case SYS_nanosleep: case SYS_clock_nanosleep: case SYS_pause:
+		return true;
+	}
+	return false;
+}
+
+/* A thread of the target asleep in an idle wait in libc's code; 0 if none. */
+static pid_t idle_thread(const struct inject *j)
+{
+	char path[64];
+	pid_t found = 0;
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", j->pid);
+	if (!(d = opendir(path)))
+		return 0;
+	while (!found && (e = readdir(d))) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		char line[512] = "";
+		unsigned long long a[8];
+		long nr = -1;
+		FILE *f;
+
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", j->pid, tid);
+		if (!(f = fopen(path, "re")))
+			continue;
+		/* "NR ARG1..ARG6 SP PC" while in a system call */
+		if (fgets(line, sizeof(line), f) && sscanf(line, "%ld %llx %llx %llx %llx %llx %llx %llx %llx", &nr,
+							   &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6], &a[7]) == 9 &&
+		    idle_wait(nr) && a[7] >= j->libc_lo && a[7] < j->libc_hi)
+			found = tid;
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
+/* No allocator call came yet: a thread asleep in an idle wait starts the loader there, stopped
+ * for it (hs_stub_idle), with every signal blocked meanwhile, then goes back to its wait (the
+ * kernel restarts it, as after any stop). Returns 0 once the loader was started or another
+ * thread took the trampoline first; -EAGAIN when no thread is so. */
+static int idle_fire(struct inject *j, const struct inject_opts *o)
+{
+	uint64_t data = j->stub + HS_STUB_CODE_BYTES, all = ~0ull, fired = HS_FIRED_ARMED;
+	pid_t tid = idle_thread(j);
+	struct remote *r;
+	int64_t ret;
+	char why[256];
+	long nr;
+	int err;
+
+	if (!tid || remote__stop(j->pid, tid, &r, why, sizeof(why)))
+		return -EAGAIN;
+	remote__set_syscall_insn(r, j->insn);
+	nr = remote__in_syscall(r);
+	/* Looked at again stopped: it may have left that wait since. */
+	err = idle_wait(nr) && remote__pc(r) >= j->libc_lo && remote__pc(r) < j->libc_hi ? 0 : -EAGAIN;
+	if (!err && j->seccomp && check_seccomp(r, 0, why, sizeof(why)))
+		err = -EPERM;
+	if (!err)
+		err = remote_write(j->pid, data + HS_INJ_OFF_SCRATCH, &all, sizeof(all));
+	if (!err)
+		err = rsys(r, SYS_rt_sigprocmask, SIG_SETMASK, data + HS_INJ_OFF_SCRATCH, data + HS_INJ_OFF_SCRATCH + 8, 8,
+			   0, 0, &ret, "rt_sigprocmask", why, sizeof(why));
+	if (!err) {
+		err = remote__call(r, j->stub + (uint64_t)(hs_stub_idle - hs_stub_blob),
+				   j->stub + (uint64_t)(hs_stub_idle_end - hs_stub_blob));
+		/* Its own mask back, whatever happened. */
+		rsys(r, SYS_rt_sigprocmask, SIG_SETMASK, data + HS_INJ_OFF_SCRATCH + 8, 0, 8, 0, 0, &ret,
+		     "rt_sigprocmask", why, sizeof(why));
+		remote_read(j->pid, data + HS_INJ_OFF_FIRED, &fired, sizeof(fired));
+	}
+	j->stopped_ns += remote__release(r);
+	if (o->verbose && !err)
+		fprintf(stderr, "heapsnap-record: thread %d of process %d, idle in system call %ld, %s\n", tid, j->pid, nr,
+			fired == HS_FIRED_CREATED ? "started the loader there" : "found the loader started");
+	return err ? -EAGAIN : 0;
+}
+
 static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t insn, char *why, size_t why_len)
 {
+	/* A process that makes an allocator call soon starts the loader there; one idle in a wait
+	 * is made to from its wait after IDLE_NS, and again every IDLE_NS while none is found. */
+	const uint64_t idle_ns = 20000000;
+	uint64_t idle_at = mono() + idle_ns;
 	uint64_t deadline = mono() + (uint64_t)(o->timeout * 1e9);
 	struct hs_inject_data d;
 
@@ -347,6 +447,11 @@ static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t in
 		if (o->interrupted && o->interrupted(o->ctx)) {
 			snprintf(why, why_len, "interrupted");
 			return -EINTR;
+		}
+		if (d.fired == HS_FIRED_ARMED && mono() > idle_at) {
+			idle_fire(j, o);
+			idle_at = mono() + idle_ns;
+			continue;
 		}
 		if (mono() > deadline) {
 			if (d.fired == HS_FIRED_ARMED) {
@@ -420,6 +525,12 @@ static int attach__look_libc(struct inject *j, struct attach_ctx *c, char *why, 
 	}
 	if ((err = look__already_recorded(c->pid, c->v, c->n, why, why_len)))
 		return err;
+	j->seccomp = c->seccomp;
+	for (int k = 0; k < c->n; k++)
+		if (c->v[k].perms[2] == 'x' && look__is_libc(c->v[k].path)) {
+			j->libc_lo = j->libc_lo && j->libc_lo < c->v[k].start ? j->libc_lo : c->v[k].start;
+			j->libc_hi = j->libc_hi > c->v[k].end ? j->libc_hi : c->v[k].end;
+		}
 	return look__libc(c->pid, c->v, c->n, j->d, &c->loaded, why, why_len);
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The injection stub: position-independent code the recorder copies into the target, with the
  * data page it reads (recorder/inject/inject_abi.h). Nothing here runs in a thread the recorder
- * stopped. A GOT entry of one of the target's allocator calls is pointed at a trampoline
+ * stopped but hs_stub_idle, in a thread it stopped in an idle wait. A GOT entry of one of the target's allocator calls is pointed at a trampoline
  * entry; the first thread of the target that calls through one is at a known safe point (in
  * its own code, about to call the allocator, holding no allocator or loader lock), and there
  * it starts a detached thread of ours, which loads libheapsnap.so with dlopen and calls its
@@ -386,6 +386,23 @@ errmsg:
 	movb $0, (%rdi)
 9:
 	ret
+
+/* The loader started by a thread the recorder stopped in a wait (select, poll, read...)
+ * made by a libc wrapper, called from the program: it holds no lock there, as at a
+ * safe-point entry, which a process idle in one call for long never takes again (an idle
+ * postmaster sits in select for a minute). Called on a stack of its own, 16-aligned; ends
+ * at the int3, where the recorder puts the thread back in its wait. */
+	.globl hs_stub_idle
+	.globl hs_stub_idle_end
+hs_stub_idle:
+	xor %eax, %eax /* HS_FIRED_ARMED */
+	mov $HS_FIRED_TAKEN, %ecx
+	lock cmpxchgq %rcx, data + HS_INJ_OFF_FIRED(%rip)
+	jne 1f
+	call fire
+1:
+	int3
+hs_stub_idle_end:
 
 /* One store the recorder has a stopped thread make: a GOT entry is 8 aligned bytes, and a
  * single mov writes them whole, where a copy through /proc/PID/mem promises no such thing. */

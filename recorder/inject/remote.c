@@ -196,6 +196,21 @@ int remote__store(struct remote *r, uint64_t store_pc, uint64_t addr, uint64_t v
 	return run_to(r, &regs, store_pc + 4, false);
 }
 
+int remote__call(struct remote *r, uint64_t pc, uint64_t end_pc)
+{
+	struct user_regs_struct regs = r->saved;
+
+	regs.rip = pc;
+	regs.orig_rax = (uint64_t)-1; /* the wait is restarted when the thread goes on */
+	regs.rsp = (r->saved.rsp - 256) & ~15ull; /* past the red zone, 16-aligned for a call */
+	return run_to(r, &regs, end_pc, false);
+}
+
+long remote__in_syscall(const struct remote *r)
+{
+	return (long)r->saved.orig_rax;
+}
+
 uint64_t remote__release(struct remote *r)
 {
 	uint64_t stopped;

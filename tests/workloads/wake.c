@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* A server between requests, for attaching to: "wake FIFO" says "ready PID", then sleeps in
- * read() on FIFO (opened read-write, so that the open does not wait for a writer). Once a
- * line comes it keeps, at once:
+ * read(2) on FIFO (by a syscall instruction of its own: see raw_read; FIFO opened read-write,
+ * so that the open does not wait for a writer). Once a line comes it keeps, at once:
  *
  *   function          live at exit
  *   wake_main_keep    1,000 x 4,000 = 4,000,000   (the woken thread)
@@ -69,17 +69,29 @@ static int load_plugin(const char *self)
 	return 0;
 }
 
+/* read(2) by a syscall instruction of this program's own (as a Go program makes its calls),
+ * not libc's read(): a process asleep in libc's read() is made to load the library from
+ * there by the recorder (inject_attach.c, idle_fire), before it wakes, and these tests are of
+ * a process that allocates as the library loads. */
+static ssize_t raw_read(int fd, void *buf, size_t len)
+{
+	long ret;
+
+	__asm__ volatile("syscall" : "=a"(ret) : "0"(0L), "D"((long)fd), "S"(buf), "d"(len) : "rcx", "r11", "memory");
+	return (ssize_t)ret;
+}
+
 /* A line from FD, or -1. The test writes each line in one write, which one read takes
  * whole: woken, the process's next call through its GOT is then malloc's, which waits in
- * the trampoline for the hooks. A second read() would go through read's trampoline first,
- * which starts the loader without waiting, and a process descheduled then (a busy machine)
- * could find the hooks in place at its first malloc, and no call held. */
+ * the trampoline for the hooks. A read() through the GOT would take read's trampoline
+ * first, which starts the loader without waiting, and a process descheduled then (a busy
+ * machine) could find the hooks in place at its first malloc, and no call held. */
 static int wait_line(int fd)
 {
 	char buf[64];
 
 	for (;;) {
-		ssize_t n = read(fd, buf, sizeof(buf));
+		ssize_t n = raw_read(fd, buf, sizeof(buf));
 
 		if (n <= 0)
 			return -1;

@@ -439,3 +439,54 @@ ALL="$ALL t_inject_after_preload"
 ALL="$ALL t_inject_real_python t_inject_real_node t_inject_real_canon_plt t_inject_real_linked_alloc t_inject_pool_detach"
 ALL="$ALL t_inject_stale_countdown"
 ALL="$ALL t_inject_real_redis t_inject_real_nginx t_inject_memcached_idle"
+
+# An idle PostgreSQL 15 postmaster (Debian's) sleeps in select() between connections, up to a
+# minute at a time, and calls nothing through a GOT meanwhile: it is injected from that wait,
+# in process, long before --attach-timeout (it waited 10 s out and fell back to BPF, 0
+# allocations recorded). A connection's backend, forked while attached, is recorded; the
+# detach leaves every GOT entry as it was; the server answers throughout.
+PG_DIR=
+pg_cleanup() {
+	[ -n "$PG_DIR" ] || return 0
+	su postgres -s /bin/sh -c "/usr/lib/postgresql/15/bin/pg_ctl -D $PG_DIR/data -m immediate stop" >/dev/null 2>&1
+	rm -rf "$PG_DIR"
+	return 0
+}
+
+pg_ask() {
+	su postgres -s /bin/sh -c "/usr/lib/postgresql/15/bin/psql -h $PG_DIR -p $1 -Atc 'select 6 * 7' postgres" 2>&1
+}
+
+t_inject_real_postgres() {
+	need_inject
+	local bin=/usr/lib/postgresql/15/bin port=$((20000 + RANDOM % 20000)) pm i n
+	[ -x $bin/postgres ] || skip "no PostgreSQL 15 in $bin"
+	id postgres >/dev/null 2>&1 || skip "no user postgres"
+	PG_DIR=$(mktemp -d /tmp/heapsnap-pg.XXXXXX) || die "mktemp"
+	trap 'kill ${RPID:-} 2>/dev/null; pg_cleanup' EXIT
+	chown postgres "$PG_DIR"; chmod 755 "$PG_DIR"
+	su postgres -s /bin/sh -c "$bin/initdb -D $PG_DIR/data" >"$TMP/pg.init" 2>&1 || { cat "$TMP/pg.init"; die "initdb"; }
+	su postgres -s /bin/sh -c "$bin/pg_ctl -D $PG_DIR/data -o '-p $port -k $PG_DIR -c listen_addresses=' -l $PG_DIR/log -w start" \
+		>"$TMP/pg.start" 2>&1 || { cat "$TMP/pg.start" "$PG_DIR/log"; die "pg_ctl start"; }
+	pm=$(head -1 "$PG_DIR/data/postmaster.pid")
+	eq "postgres answers" 42 "$(pg_ask $port)"
+	for i in 1 2; do
+		# Idle again once the last connection's backend is gone: in select() (pselect6).
+		for n in $(seq 200); do grep -qE '^(23|270) ' /proc/$pm/syscall && break; sleep 0.05; done
+		"$R" -v -p $pm -s 0 --attach-timeout 5s -o "$TMP/pg$i.hsnap" >/dev/null 2>"$TMP/pg$i.rerr" &
+		RPID=$!
+		waitfor "$TMP/pg$i.rerr" "attached to $pm" || { cat "$TMP/pg$i.rerr"; die "postgres: attach $i never happened"; }
+		contains "$TMP/pg$i.rerr" "recording via inject"
+		contains "$TMP/pg$i.rerr" "idle in system call"
+		eq "postgres answers while attached ($i)" 42 "$(pg_ask $port)"
+		kill -INT $RPID
+		wait $RPID || { RPID=; cat "$TMP/pg$i.rerr"; die "postgres: the recorder failed ($i)"; }
+		RPID=
+		n=$("$A" stats --json "$TMP/pg$i.hsnap" | grep -o '"events.alloc":[0-9]*' | cut -d: -f2)
+		[ "${n:-0}" -gt 0 ] || die "postgres: nothing of a connection's backend recorded ($i)"
+		eq "postgres: GOT entries after detach $i" clean "$(python3 tests/gotvalue.py $pm --all)"
+		eq "postgres answers after the detach ($i)" 42 "$(pg_ask $port)"
+	done
+	return 0
+}
+ALL="$ALL t_inject_real_postgres"

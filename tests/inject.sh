@@ -499,6 +499,7 @@ shape_end() {
 t_inject_stack_cache() {
 	need_inject; need_go
 	fifo_target stc "$T/attach_shapes" stacks
+	trap 'kill $TJOB ${RPID:-} 2>/dev/null' EXIT # a failure leaves nothing running
 	shape_attach stc 1
 	shape_attach stc 2
 	shape_end stc
@@ -511,6 +512,7 @@ t_inject_stack_cache() {
 t_inject_loader_lock() {
 	need_inject; need_go
 	fifo_target ldl "$T/attach_shapes" dlopen
+	trap 'kill $TJOB ${RPID:-} 2>/dev/null' EXIT # a failure leaves nothing running
 	shape_attach ldl 1
 	shape_attach ldl 2
 	shape_end ldl
@@ -523,6 +525,7 @@ t_inject_idle_select() {
 	need_inject; need_go
 	local lost
 	fifo_target isl "$T/attach_shapes" select
+	trap 'kill $TJOB ${RPID:-} 2>/dev/null' EXIT # a failure leaves nothing running
 	shape_attach isl 1 --attach-timeout 5s
 	contains "$TMP/isl1.rerr" "idle in system call"
 	lost=$("$A" stats --json "$TMP/isl1.hsnap" | grep -o '"lost.inject_unhooked_calls":[0-9]*' | cut -d: -f2)

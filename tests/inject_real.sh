@@ -283,6 +283,17 @@ mc_ask() {
 	echo "$reply"
 }
 
+# mc_store PORT SIZE: stores a value of SIZE bytes under key bigSIZE; prints memcached's reply.
+# A size of a slab class no item used yet makes memcached malloc a slab page for it.
+mc_store() {
+	local reply
+	exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+	{ printf 'set big%s 0 0 %s\r\n' "$2" "$2"; head -c "$2" /dev/zero | tr '\0' x; printf '\r\nquit\r\n'; } >&3
+	reply=$(timeout 10 cat <&3 | tr -d '\r' | tr '\n' ' ')
+	exec 3<&-
+	echo "$reply"
+}
+
 # memcached idle (its threads wait in epoll_wait, no allocator call) is injected at those
 # calls, answers correctly while attached and after, and its first connection's allocations
 # are recorded; twice.
@@ -300,11 +311,13 @@ t_inject_memcached_idle() {
 		waitfor "$TMP/mc$i.rerr" "attached to $mpid" || { cat "$TMP/mc$i.rerr"; kill $mpid; die "memcached: not injected while idle ($i)"; }
 		contains "$TMP/mc$i.rerr" "(safe point only): epoll_wait"
 		eq "memcached answers while attached ($i)" "STORED VALUE hs 0 5 hello END " "$(mc_ask $port)"
+		# A connection's buffers are reused from earlier ones (memcached keeps them per
+		# thread); a value of a slab class not used yet is a malloc of a slab page.
+		eq "memcached stores a value of a new size ($i)" "STORED " "$(mc_store $port $((40000 * i * i)))"
 		kill -INT $RPID
 		wait $RPID || { cat "$TMP/mc$i.rerr"; kill $mpid; die "memcached: the recorder failed ($i)"; }
-		# The first connection's buffers are allocated; later ones reuse them (memcached keeps them).
 		n=$("$A" stats --json "$TMP/mc$i.hsnap" | grep -o '"events.alloc":[0-9]*' | cut -d: -f2)
-		[ $i = 2 ] || [ "${n:-0}" -gt 0 ] || { kill $mpid; die "memcached: nothing recorded of a connection"; }
+		[ "${n:-0}" -gt 0 ] || { kill $mpid; die "memcached: nothing recorded of a new slab ($i)"; }
 		"$A" info "$TMP/mc$i.hsnap" >/dev/null 2>&1 || { kill $mpid; die "memcached: recording $i unreadable"; }
 		eq "memcached answers after the detach ($i)" "STORED VALUE hs 0 5 hello END " "$(mc_ask $port)"
 	done

@@ -87,6 +87,8 @@ need_inject() {
 fifo_target() {
 	local name=$1
 	shift
+	# A name used before in this run leaves its output: its "ready" would be read as this one's.
+	rm -f "$TMP/$name.fifo" "$TMP/$name.out" "$TMP/$name.terr"
 	mkfifo "$TMP/$name.fifo"; chmod 666 "$TMP/$name.fifo"
 	"$@" "$TMP/$name.fifo" >"$TMP/$name.out" 2>"$TMP/$name.terr" &
 	TJOB=$!

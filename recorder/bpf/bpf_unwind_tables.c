@@ -3,10 +3,12 @@
  * once per build-id (common/unwtab.c) straight into the BPF program's array of rows, and
  * each process's executable mappings with where their module's rows are. */
 #include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -235,6 +237,31 @@ static bool link_bias(const struct obj_unwind *t, const struct proc_map *m, uint
 		}
 	}
 	return false;
+}
+
+/* The table of the object at PATH built now, before a held command runs: a program that runs
+ * for a tenth of a second (python3.11 of a short script) was over before the recorder, reading
+ * its exec, had built its 5 MiB executable's table, and every stack of it was copied, or walked
+ * by frame pointers when the copies did not fit the ring. */
+void unw_tables__preload(struct session *s, const char *path)
+{
+	struct bpf_way *b = bpf_of(s);
+	struct object *obj;
+	struct bpf_obj *o;
+	struct stat st;
+	int fd;
+
+	if (!b->unw || stat(path, &st) || !S_ISREG(st.st_mode))
+		return;
+	obj = objects__get(&s->objs, (uint64_t)st.st_dev, (uint64_t)st.st_ino, path);
+	o = obj ? bpf_obj(b, obj) : NULL;
+	if (!o || o->unw.state)
+		return;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	load_object(b->unw, obj, &o->unw, fd);
+	close(fd);
 }
 
 /* P's executable mappings, as just read from /proc, to the BPF program. */

@@ -405,6 +405,10 @@ static void attach_command(struct session *s, struct run *u)
 	for (int i = 0; i < b->nr_libs; i++)
 		attach_path(s, b->probe_pid, b->libs[i]);
 	attach_path(s, b->probe_pid, u->exe);
+	/* Its tables too, while it is held: it may be over before its exec is read. */
+	unw_tables__preload(s, u->exe);
+	for (int i = 0; i < b->nr_libs; i++)
+		unw_tables__preload(s, b->libs[i]);
 	for (int i = 0; i < o->nr_probes; i++)
 		attach_path(s, b->probe_pid, o->probes[i].lib);
 }

@@ -97,4 +97,6 @@ void detach_pid(struct bpf_way *b, pid_t pid);
 int unw_tables__open(struct session *s);
 void unw_tables__free(struct unw_tables *u);
 void unw_tables__update(struct session *s, const struct proc *p);
+/* Builds the unwind table of the object at PATH ahead of its first mapping. */
+void unw_tables__preload(struct session *s, const char *path);
 #endif

@@ -318,6 +318,12 @@ $(OUTPUT)/tests/strata: tests/workloads/strata.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
+# A snapshot by SIGUSR1 with no pause after the events it must hold (t_snapshot_signal_drained).
+TEST_PROGS += $(OUTPUT)/tests/snap_signal
+$(OUTPUT)/tests/snap_signal: tests/workloads/snap_signal.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
+
 # A free the in-process recorder does not see (t_analyzer_counters_agree).
 TEST_PROGS += $(OUTPUT)/tests/unseen_free
 $(OUTPUT)/tests/unseen_free: tests/workloads/unseen_free.c | $(OUTPUT)/tests

@@ -204,10 +204,11 @@ static void merge_rings(struct session *s, uint64_t limit)
  * event on another CPU that came first (a free of an address this ring's allocation
  * reuses) was committed first, so looking at the other rings after this one's producer
  * position shows it. Otherwise the rings are merged by timestamp, MERGE_SLACK_NS behind;
- * with ALL, at the end, everything. Returns the time up to which the file is complete: a
+ * with ALL, at the end, everything. No event stamped after UPTO is handled (a snapshot
+ * waits at UPTO: see drain_upto). Returns the time up to which the file is complete: a
  * snapshot taken now marks that moment. Sets *HELD if events wait for the slack, and *PRESSED
  * if they leave a ring a quarter full or more, past which its producer no longer wakes us. */
-uint64_t drain(struct session *s, bool all, bool *held, bool *pressed)
+uint64_t drain(struct session *s, bool all, uint64_t upto, bool *held, bool *pressed)
 {
 	uint64_t t = mono_ns();
 
@@ -231,12 +232,16 @@ uint64_t drain(struct session *s, bool all, bool *held, bool *pressed)
 		for (int i = 0; busy == 1 && i < s->nr_rings; i++)
 			if (i != only && __atomic_load_n(s->rings[i].prod, __ATOMIC_ACQUIRE) != s->rings[i].pos)
 				busy++;
-		if (busy == 1) {
+		if (busy == 1 && upto == UINT64_MAX) {
 			ring_handle_all(s, &s->rings[only]);
 			if (!all)
 				return t;
 		} else {
-			merge_rings(s, all ? UINT64_MAX : (t > MERGE_SLACK_NS ? t - MERGE_SLACK_NS : 0));
+			uint64_t limit = all ? UINT64_MAX : (t > MERGE_SLACK_NS ? t - MERGE_SLACK_NS : 0);
+
+			if (limit > upto)
+				limit = upto;
+			merge_rings(s, limit);
 			if (!all) {
 				for (int i = 0; i < s->nr_rings; i++) {
 					struct ring *r = &s->rings[i];
@@ -244,7 +249,7 @@ uint64_t drain(struct session *s, bool all, bool *held, bool *pressed)
 					*held |= r->pos != r->end;
 					*pressed |= r->end - r->published >= (r->mask + 1) / 4;
 				}
-				return t > MERGE_SLACK_NS ? t - MERGE_SLACK_NS : 0;
+				return limit;
 			}
 		}
 		for (int i = 0; i < s->nr_rings; i++) {
@@ -255,6 +260,29 @@ uint64_t drain(struct session *s, bool all, bool *held, bool *pressed)
 		 * being written are left. A target that keeps allocating cannot hold it up. */
 		if (after == before || reached || s->out.err)
 			return mono_ns();
+	}
+}
+
+/* Handles every event stamped up to UPTO, in every ring, and none after it: what a snapshot
+ * marked at UPTO holds. Called once the clock is MERGE_SLACK_NS past UPTO, by when every
+ * such event is in its ring (a producer commits within the slack of its timestamp; the
+ * thread that sent the signal committed all of its events before it). A producer that
+ * waited for room in a full ring commits its event once this reading makes room: the rings
+ * are looked at again until a pass handles nothing. */
+void drain_upto(struct session *s, uint64_t upto)
+{
+	for (;;) {
+		uint64_t before = 0, after = 0;
+
+		for (int i = 0; i < s->nr_rings; i++) {
+			ring_look(&s->rings[i]);
+			before += s->rings[i].pos;
+		}
+		merge_rings(s, upto);
+		for (int i = 0; i < s->nr_rings; i++)
+			after += s->rings[i].pos;
+		if (after == before || s->out.err)
+			return;
 	}
 }
 

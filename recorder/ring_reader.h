@@ -36,10 +36,14 @@ struct ring {
 int ring_map(struct ring *r, int fd, uint32_t size);
 void ring_use_memory(struct ring *r, uint64_t *cons, const uint64_t *prod, const uint8_t *data, uint32_t size);
 void ring_unmap(struct ring *r);
-/* Handles what the rings hold (ALL: everything, at the end); returns the time up to which
- * the file is complete; *HELD: events wait for the merge's slack; *PRESSED: they keep a ring
- * a quarter full or more, so that its producer will not wake the recorder for more. */
-uint64_t drain(struct session *s, bool all, bool *held, bool *pressed);
+/* Handles what the rings hold (ALL: everything, at the end), none stamped after UPTO
+ * (UINT64_MAX: no such bound); returns the time up to which the file is complete; *HELD:
+ * events wait for the merge's slack; *PRESSED: they keep a ring a quarter full or more, so
+ * that its producer will not wake the recorder for more. */
+uint64_t drain(struct session *s, bool all, uint64_t upto, bool *held, bool *pressed);
+/* Handles every event stamped up to UPTO and none after; the clock must be MERGE_SLACK_NS
+ * past UPTO. */
+void drain_upto(struct session *s, uint64_t upto);
 /* Adds the signalfd and FDS (those < 0 skipped) to the loop's epoll set, level-triggered,
  * making the set if there is none yet. */
 int loop_epoll_add(struct session *s, const int *fds, int n);

@@ -285,6 +285,54 @@ static void poll_tick(struct session *s)
 	}
 }
 
+/* The SIGUSR1s read so far become snapshots pending at this moment: the sender's events
+ * were all in its rings when it sent the signal, so each one is stamped before now. */
+static void signals_pending(struct session *s, struct run *u)
+{
+	uint64_t now;
+
+	if (!s->sig.snapshots)
+		return;
+	now = mono_ns();
+	if (u->nr_snaps == (int)(sizeof(u->snaps) / sizeof(u->snaps[0])))
+		u->snaps[u->nr_snaps - 1].n += s->sig.snapshots; /* a storm: the last moment holds them all */
+	else
+		u->snaps[u->nr_snaps++] = (struct pending_snap){now, s->sig.snapshots};
+	s->sig.snapshots = 0;
+}
+
+/* Places the pending snapshots whose rings can be read up to their moment: every event
+ * stamped before it handled, none after (a free the program made once it had signalled is
+ * not in the snapshot). That is MERGE_SLACK_NS after the moment, by when every producer
+ * has committed what it stamped before it; FORCE (the end) waits for that. Each is
+ * flushed, so that it can be read from the file at once. */
+static void place_snapshots(struct session *s, struct run *u, bool force)
+{
+	while (u->nr_snaps && !s->out.err) {
+		struct pending_snap p = u->snaps[0];
+		uint64_t ready = p.at + MERGE_SLACK_NS;
+		int err;
+
+		if (mono_ns() < ready) {
+			struct timespec ts = {(time_t)(ready / 1000000000ull), (long)(ready % 1000000000ull)};
+
+			if (!force)
+				return;
+			while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+				;
+		}
+		drain_upto(s, p.at);
+		for (unsigned i = 0; i < p.n; i++)
+			snapshot(s, HS_SNAP_SIGNAL, NULL, ticks(&s->out, p.at));
+		memmove(u->snaps, u->snaps + 1, sizeof(u->snaps[0]) * (size_t)--u->nr_snaps);
+		err = record_writer__flush(s->out.w);
+		if (err && !s->out.err) {
+			s->out.err = err;
+			rec_warnx("failed to write %s: %s", s->o->output, strerror(-err));
+		}
+	}
+}
+
 /* Whether the loop should stop: the command reaped, the process gone, a signal, the end. */
 static bool poll_done(struct session *s, uint64_t now, uint64_t deadline)
 {
@@ -317,12 +365,13 @@ static void run_poll(struct session *s, struct run *u)
 	next_interval = o->interval > 0 ? u->t_start + (uint64_t)(o->interval * 1e9) : UINT64_MAX;
 	deadline = o->duration > 0 ? u->t_start + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
 	while (!stopping && !s->out.err) {
-		uint64_t now, horizon, due[] = {next_interval, next_rss, next_tick, deadline};
+		uint64_t now, horizon, due[] = {next_interval, next_rss, next_tick, deadline,
+						u->nr_snaps ? u->snaps[0].at + MERGE_SLACK_NS : UINT64_MAX};
 		bool tick;
 
 		/* Events held for the merge go once they are old enough: soon, when they fill a ring
 		 * so far that its producer will not wake us again before it is full. */
-		err = wait_rings(s, poll_timeout_ms(mono_ns(), due, 4,
+		err = wait_rings(s, poll_timeout_ms(mono_ns(), due, 5,
 						    pressed ? (int)(MERGE_SLACK_NS / 1000000)
 						    : held  ? s->way->held_ms
 							    : s->way->poll_ms));
@@ -332,14 +381,18 @@ static void run_poll(struct session *s, struct run *u)
 		}
 		if (s->way->woken)
 			s->way->woken(s);
-		horizon = drain(s, false, &held, &pressed);
+		/* Signals first: a snapshot's moment is when its signal was read, and no event after
+		 * it may be handled before the snapshot is placed. Read after the drain, the
+		 * signal of a program that had just filled its ring found the snapshot placed
+		 * before the last 20,632 of its 200,000 blocks. */
+		rec_signals__read(&s->sig);
+		signals_pending(s, u);
+		place_snapshots(s, u, false);
+		horizon = drain(s, false, u->nr_snaps ? u->snaps[0].at : UINT64_MAX, &held, &pressed);
 		now = mono_ns();
 		tick = now >= next_tick;
 		if (s->way->polled)
 			s->way->polled(s, now, tick);
-		rec_signals__read(&s->sig);
-		for (; s->sig.snapshots; s->sig.snapshots--)
-			snapshot(s, HS_SNAP_SIGNAL, NULL, ticks(&s->out, horizon));
 		if (now >= next_interval) {
 			snapshot(s, HS_SNAP_INTERVAL, NULL, ticks(&s->out, horizon));
 			next_interval += (uint64_t)(o->interval * 1e9);
@@ -381,7 +434,10 @@ static int run_finish(struct session *s, struct run *u)
 	 * is drained below. */
 	if (s->way->quiesce)
 		s->way->quiesce(s);
-	drain(s, true, &held, &pressed);
+	rec_signals__read(&s->sig);
+	signals_pending(s, u);
+	place_snapshots(s, u, true);
+	drain(s, true, UINT64_MAX, &held, &pressed);
 	/* Injected: the library puts every GOT entry back, and says so. */
 	if (s->way->finish)
 		s->way->finish(s);

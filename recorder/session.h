@@ -89,5 +89,12 @@ struct run {
 	uint32_t ring_bytes;
 	uint64_t t_start;
 	bool not_found;      /* the command: exit 127, as a shell says */
+	/* SIGUSR1s read and not yet placed: each snapshot waits until every ring is read up to
+	 * the moment its signal was seen (ring_reader.c, drain_upto). */
+	struct pending_snap {
+		uint64_t at; /* CLOCK_MONOTONIC ns, when the signal was read */
+		unsigned n;  /* signals read at that moment */
+	} snaps[16];
+	int nr_snaps;
 };
 #endif

@@ -534,3 +534,15 @@ t_inject_idle_select() {
 	shape_end isl
 }
 ALL="$ALL t_inject_stack_cache t_inject_loader_lock t_inject_idle_select"
+
+# t_snapshot_signal_drained (ways.sh), attached: the workload is told the recorder's pid.
+t_inject_snapshot_signal_drained() {
+	need_inject
+	RARGS="--via inject -s 0" inject_start ssdi "$T/snap_signal" 200000
+	grep -q "BPF uprobes instead" "$TMP/ssdi.rerr" && { cat "$TMP/ssdi.rerr"; die "not injected"; }
+	echo $RPID >"$TMP/ssdi.fifo"
+	snap_signal_check ssdi 200000
+	wait $TJOB || die "ssdi: the workload failed"
+}
+
+ALL="$ALL t_inject_snapshot_signal_drained"

@@ -191,3 +191,25 @@ tree_check() {
 		eq "$name: new child $i ($pid) tree_new_first" $((1000 * ((i - 1) % 64 + 1))) "$(tree_bytes "$f" "$pid" tree_new_first)"
 	done
 }
+
+# snap_signal_check NAME N: tests/workloads/snap_signal.c, told where the recorder is, has kept
+# N x 100 bytes from snap_keep and sends SIGUSR1; once the snapshot is in $TMP/NAME.hsnap
+# (the recorder flushes it), the workload frees its blocks. The snapshot must hold every one.
+snap_signal_check() {
+	local name=$1 n=$2 f=$TMP/$1.hsnap i v
+	waitfor "$TMP/$name.out" signalled || die "$name: the workload never signalled"
+	for i in $(seq 400); do
+		"$A" info --json "$f" 2>/dev/null | grep -q '"origin":"signal"' && break
+		sleep 0.05
+	done
+	"$A" info --json "$f" 2>/dev/null | grep -q '"origin":"signal"' || die "$name: no signal snapshot in the file"
+	echo free >"$TMP/$name.fifo"
+	wait $RPID || { cat "$TMP/$name.rerr"; die "$name: the recorder failed"; }
+	for v in inuse_objects:$n inuse_space:$((n * 100)); do
+		eq "$name: snap_keep ${v%:*} at the signal's snapshot" "${v#*:}" \
+			"$("$A" top --json -n 0 --snapshot 1 --value ${v%:*} "$f" | grep -o '"name":"snap_keep","flat":[0-9]*' | cut -d: -f3)"
+	done
+	# And freed after it: the snapshot does not stand for the end.
+	eq "$name: snap_keep at the end" "" \
+		"$("$A" top --json -n 0 "$f" | grep -o '"name":"snap_keep","flat":[1-9][0-9]*' | cut -d: -f3)"
+}

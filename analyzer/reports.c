@@ -298,8 +298,10 @@ static void summary_json(struct jsonw *w, const struct replay *r, const struct p
 		jsonw__str(w, "oldest_live_function", row->oldest_function);
 		jsonw__secs(w, "average_live_age", row->average_age);
 	}
-	if (pr->exited)
+	if (pr->exited) {
 		jsonw__i64(w, "exit_status", pr->exit_status);
+		jsonw__secs(w, "exit_time", replay__seconds(r, pr->t_exit));
+	}
 	jsonw__obj_end(w);
 }
 
@@ -314,12 +316,15 @@ static void summary_text(FILE *out, const struct replay *r, const struct proc_ro
 		fprintf(out, "    of which     %12.0f bytes in %10.0f blocks implied (their slot allocated again "
 			     "before their free was read)\n",
 			pr->implied_free_bytes, pr->implied_free_count);
-	fprintf(out, "  live           %12.0f bytes in %10.0f blocks\n", pr->live_bytes, pr->live_count);
+	/* An exited process's blocks were freed by its exit: live until then, not at the end. */
+	fprintf(out, "  %-14s %12.0f bytes in %10.0f blocks\n", pr->exited ? "live at exit" : "live", pr->live_bytes,
+		pr->live_count);
 	fprintf(out, "  peak live      %12.0f bytes at %.3fs\n", pr->peak_bytes, replay__seconds(r, pr->peak_time));
 	fprintf(out, "  largest request %11" PRIu64 " bytes\n", pr->largest);
 	if (row->any_live) {
 		fprintf(out, "  oldest live    allocated at %.3fs by %s\n", row->oldest, row->oldest_function);
-		fprintf(out, "  average age    %.3fs over live blocks\n", row->average_age);
+		fprintf(out, "  average age    %.3fs over live blocks%s\n", row->average_age,
+			pr->exited ? ", at its exit" : "");
 	}
 	if (pr->rss_max)
 		fprintf(out, "  max RSS        %12" PRIu64 " bytes\n", pr->rss_max);

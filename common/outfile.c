@@ -119,6 +119,29 @@ static int open_in_place(struct outfile *f, const struct stat *seen, const char 
 	return 0;
 }
 
+/* /dev/stdout and its aliases are links to whatever the shell opened as our fd 1 (a pipe, a
+ * file it created, a terminal): that descriptor is written, a duplicate of it, and no link
+ * is followed. Any other link is still refused. */
+static bool names_stdout(const char *path)
+{
+	return !strcmp(path, "/dev/stdout") || !strcmp(path, "/dev/fd/1") || !strcmp(path, "/proc/self/fd/1");
+}
+
+static int open_stdout(struct outfile *f, const char **why)
+{
+	int fl = fcntl(1, F_GETFL);
+
+	if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY) {
+		*why = fl < 0 ? "standard output is closed" : "standard output is not open for writing";
+		return -EBADF;
+	}
+	f->fd = fcntl(1, F_DUPFD_CLOEXEC, 3);
+	if (f->fd < 0)
+		return -errno;
+	f->in_place = f->published = true;
+	return 0;
+}
+
 int outfile__open(const char *path, struct outfile **out, const char **why)
 {
 	const char *slash = strrchr(path, '/');
@@ -132,6 +155,15 @@ int outfile__open(const char *path, struct outfile **out, const char **why)
 	if (!f)
 		return -ENOMEM;
 	f->fd = f->dirfd = -1;
+	if (names_stdout(path)) {
+		err = open_stdout(f, why);
+		if (err) {
+			outfile__free(f);
+			return err;
+		}
+		*out = f;
+		return 0;
+	}
 	f->base = strdup(slash ? slash + 1 : path);
 	dir = !slash ? strdup(".") : slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
 	if (!f->base || !dir) {

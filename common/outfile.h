@@ -12,7 +12,9 @@ struct outfile;
  * or exclusively created temporary file in PATH's directory, which is opened once for every
  * later step, and renamed into place by outfile__publish(). A device or FIFO is written in
  * place. Refused: a symlink (-ELOOP), a directory (-EISDIR), a regular file or FIFO owned by
- * another user (-EPERM), a FIFO nobody opens for reading within 10 s (-ENXIO). Returns
+ * another user (-EPERM), a FIFO nobody opens for reading within 10 s (-ENXIO). /dev/stdout,
+ * /dev/fd/1 and /proc/self/fd/1 write standard output itself, in place (refused if closed or
+ * read-only). Returns
  * -errno; a sentence saying why goes to WHY when it is not errno's own. */
 int outfile__open(const char *path, struct outfile **out, const char **why);
 int outfile__fd(const struct outfile *f);

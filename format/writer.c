@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -109,6 +110,7 @@ int record_writer__open(const char *path, const struct record_writer_opts *opts,
 	struct hs_file_header fh = {.major = HS_FORMAT_MAJOR, .minor = HS_FORMAT_MINOR};
 	uint32_t major = opts && opts->major ? opts->major : HS_FORMAT_MAJOR;
 	uint8_t hdr[HS_FILE_HEADER_SIZE];
+	struct stat st;
 	int err;
 
 	/* 2 and 3: the 2.1 and 3.0 encodings, which tests and fixtures of those versions
@@ -148,6 +150,17 @@ int record_writer__open(const char *path, const struct record_writer_opts *opts,
 		return err;
 	}
 	w->fd = outfile__fd(w->out);
+	/* Binary: a terminal would show it as noise, and may act on its bytes. And a file's
+	 * offsets are from its start: after what a file held (standard output appended to,
+	 * >>), it would not read. The shell's > leaves it empty. */
+	if (isatty(w->fd) || (!fstat(w->fd, &st) && S_ISREG(st.st_mode) && st.st_size)) {
+		err = isatty(w->fd) ? -ENOTTY : -ESPIPE;
+		if (opts && opts->why)
+			*opts->why = err == -ENOTTY ? "it is a terminal; a record file is binary (redirect it, or name a file)"
+						    : "it is a file that is not empty (appended to?); a record file must begin it";
+		record_writer__free(w);
+		return err;
+	}
 	w->cctx = ZSTD_createCCtx();
 	w->raw_cap = w->frame_size + 65536;
 	w->raw = malloc(w->raw_cap);

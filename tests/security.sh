@@ -270,3 +270,30 @@ t_fuzz_targets() {
 }
 
 ALL="$ALL t_bad_input t_fuzz_records t_sanitizers t_output_files t_analyzer_crafted t_analyzer_hostile t_diff_symbols_by_offset t_fuzz_targets"
+
+# -o /dev/stdout (a link to /proc/self/fd/1) writes the descriptor the shell opened: a file it
+# created, or a pipe; it was refused as a symbolic link. Still refused: any other link, a
+# terminal for binary output, and a file already holding something (>>).
+t_output_stdout() {
+	local rc
+	"$R" --via preload -s 0 -o /dev/stdout -- "$T/alloc_c" >"$TMP/so.hsnap" 2>"$TMP/so.err" || { cat "$TMP/so.err"; die "recorder -o /dev/stdout into a file"; }
+	"$A" top -n 0 "$TMP/so.hsnap" | grep -q "^ *15000 .*child_work$" || die "the file written through /dev/stdout"
+	"$R" --via preload -s 0 -o /dev/stdout -- "$T/alloc_c" 2>"$TMP/sp.err" | cat >"$TMP/sp.hsnap" || die "recorder -o /dev/stdout into a pipe"
+	"$A" top -n 0 "$TMP/sp.hsnap" | grep -q "^ *15000 .*child_work$" || die "the file written through a pipe"
+	"$A" pprof -o /dev/stdout "$TMP/so.hsnap" | gzip -t || die "analyzer pprof -o /dev/stdout into a pipe"
+	"$A" top -n 0 -o /dev/fd/1 "$TMP/so.hsnap" >"$TMP/so.top" || die "analyzer -o /dev/fd/1"
+	grep -q "^ *15000 .*child_work$" "$TMP/so.top" || die "analyzer -o /dev/fd/1: the report"
+	echo x >"$TMP/so.app"
+	"$R" --via preload -s 0 -o /dev/stdout -- /bin/true >>"$TMP/so.app" 2>"$TMP/e"; rc=$?
+	eq "recorder -o /dev/stdout appended to a file exit" 1 $rc; contains "$TMP/e" "not empty"
+	ln -s "$TMP/so.top" "$TMP/so.link"
+	"$A" top -o "$TMP/so.link" "$TMP/so.hsnap" 2>"$TMP/e"; rc=$?
+	eq "analyzer -o symlink exit" 1 $rc; contains "$TMP/e" "symbolic link"
+	command -v script >/dev/null || skip "no script(1) to give a terminal as stdout"
+	script -qec "$R --via preload -o /dev/stdout -- /bin/true" /dev/null >"$TMP/so.tty" 2>&1 </dev/null
+	contains "$TMP/so.tty" "it is a terminal"
+	script -qec "$A pprof -o /dev/stdout $TMP/so.hsnap" /dev/null >"$TMP/so.tty" 2>&1 </dev/null
+	contains "$TMP/so.tty" "refusing to write binary pprof data to the terminal"
+}
+
+ALL="$ALL t_output_stdout"

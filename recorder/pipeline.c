@@ -486,7 +486,7 @@ static void warn_stacks(struct session *s)
 		int k;
 		const char *what;
 	} why[] = {
-		{HS_CNT_STACK_TRUNCATED, "cut at --max-stack; it goes up to 127, the default"},
+		{HS_CNT_STACK_TRUNCATED, "cut at --max-stack; it goes up to 127, its default"},
 		{HS_CNT_STACK_ERROR, "ended at a frame pointer that was not one (code built without frame "
 				     "pointers); --stack auto walks such code with unwind tables"},
 		{HS_CNT_UNW_NO_MODULE, "reached code in no module (JIT code, or a module unloaded); "
@@ -505,9 +505,17 @@ static void warn_stacks(struct session *s)
 
 	for (size_t i = 0; i < sizeof(why) / sizeof(why[0]); i++) {
 		int k = why[i].k;
+		const char *what = why[i].what;
 
+		/* No advice to do what is being done: raise --max-stack past its most, or use
+		 * the --stack mode in use. */
+		if (k == HS_CNT_STACK_TRUNCATED && s->o->max_stack >= HS_MAX_STACK)
+			what = "cut at 127 frames, the most a record file holds (--max-stack's default)";
+		else if (k == HS_CNT_STACK_ERROR && s->o->stack_mode == HS_STACK_AUTO)
+			what = "ended at a frame pointer that was not one (code built without frame pointers, "
+			       "where --stack auto had no unwind table to walk it by)";
 		if (s->cnt[k] && !s->cnt_warned[k]) {
-			rec_warnx("warning: %" PRIu64 " stacks %s (%s)", s->cnt[k], why[i].what, counter_names[k]);
+			rec_warnx("warning: %" PRIu64 " stacks %s (%s)", s->cnt[k], what, counter_names[k]);
 			s->cnt_warned[k] = s->cnt[k];
 		}
 	}

@@ -106,7 +106,7 @@ static const char usage[] =
 	"BPF needs root, or CAP_BPF with CAP_PERFMON, and a kernel with BTF; preload needs neither.\n"
 	"\n"
 	"Examples:\n"
-	"  sudo heapsnap-record -o app.hsnap -- ./app --serve\n"
+	"  heapsnap-record -o app.hsnap -- ./app --serve       # preloaded: no root needed\n"
 	"  sudo heapsnap-record -p 1234 --duration 5m --interval 30s\n"
 	"  sudo heapsnap-record -p 1234 -s 0 --stack none      # every event, call sites only\n"
 	"  sudo heapsnap-record -p $(head -1 $PGDATA/postmaster.pid) --children   # the whole server\n"

@@ -561,3 +561,24 @@ t_bpf_fork_many() {
 
 ALL="$ALL t_bpf_attach_children t_bpf_attach_children_left t_bpf_fork_first_alloc t_bpf_postgres_children"
 ALL="$ALL t_bpf_fork_many"
+# Messages that said the wrong thing: "probing 1 allocator functions", advice to use --stack
+# auto while it is in use (the default), and sudo on the help's example of the preload way.
+t_bpf_messages() {
+	need_bpf
+	printf '#include <stddef.h>\nvoid *pvalloc(size_t n) { (void)n; return NULL; }\n' >"$TMP/one.c"
+	cc -shared -fPIC -o "$TMP/libone.so" "$TMP/one.c" || die "building a library with one allocator function"
+	LD_PRELOAD=$TMP/libone.so "$R" --via bpf -o "$TMP/one.hsnap" -- /bin/true >/dev/null 2>"$TMP/one.err" ||
+		{ cat "$TMP/one.err"; die "recording with libone.so"; }
+	contains "$TMP/one.err" "probing 1 allocator function in libone.so"
+	# Debian's python3 has no frame pointers: BPF's walk meets some before its modules are known.
+	PYTHONMALLOC=malloc "$R" --via bpf -o "$TMP/nofp.hsnap" -- /usr/bin/python3 -c 'x = [str(i) for i in range(20000)]' \
+		>/dev/null 2>"$TMP/nofp.err" || { cat "$TMP/nofp.err"; die "recording python3"; }
+	contains "$TMP/nofp.err" "stacks.fp_walk_stopped"
+	grep "stacks.fp_walk_stopped" "$TMP/nofp.err" | grep -q -- "--stack auto walks" &&
+		{ cat "$TMP/nofp.err"; die "--stack auto advised while in use"; }
+	"$R" --help | grep -E '^  sudo heapsnap-record .*-- ' | grep -v -- '--via bpf' &&
+		die "the help's example of a launched command (preloaded) asks for sudo"
+	return 0
+}
+
+ALL="$ALL t_bpf_messages"

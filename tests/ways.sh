@@ -666,3 +666,20 @@ t_snapshot_signal_drained() {
 }
 
 ALL="$ALL t_snapshot_signal_drained@preload t_snapshot_signal_drained@bpf"
+
+# The warning for stacks cut at --max-stack advises raising it only when it can be raised: at
+# its default, 127, it said "it goes up to 127, the default" all the same. A Python recursion
+# 200 deep has more than 127 frames. (BPF's walk stops at --max-stack uncounted: preload only.)
+t_max_stack_message() {
+	need_bpf
+	printf 'kept = []\ndef level(n):\n    if n:\n        return level(n - 1)\n    kept.append(bytes(4000037))\nlevel(200)\n' >"$TMP/deep200.py"
+	"$R" --via "$VIA" -s 0 -o "$TMP/msm.hsnap" -- /usr/bin/python3 "$TMP/deep200.py" >/dev/null 2>"$TMP/msm.err" ||
+		{ cat "$TMP/msm.err"; die "recording python3"; }
+	contains "$TMP/msm.err" "stacks cut at 127 frames, the most a record file holds"
+	grep -q "it goes up to 127" "$TMP/msm.err" && { cat "$TMP/msm.err"; die "at the default, the warning advises raising --max-stack"; }
+	"$R" --via "$VIA" -s 0 --max-stack 20 -o "$TMP/msm.hsnap" -- /usr/bin/python3 "$TMP/deep200.py" >/dev/null 2>"$TMP/msm.err" ||
+		{ cat "$TMP/msm.err"; die "recording python3 at --max-stack 20"; }
+	contains "$TMP/msm.err" "stacks cut at --max-stack; it goes up to 127"
+}
+
+ALL="$ALL t_max_stack_message@preload"

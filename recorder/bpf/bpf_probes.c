@@ -401,7 +401,7 @@ void attach_object(struct session *s, pid_t pid, struct object *obj, const char 
 		const char *base = strrchr(obj->path, '/');
 
 		o->listed = true; /* probes of this object are listed once */
-		rec_warnx("probing %d allocator functions in %s", ok, base ? base + 1 : obj->path);
+		rec_warnx("probing %d allocator function%s in %s", ok, ok == 1 ? "" : "s", base ? base + 1 : obj->path);
 	}
 }
 

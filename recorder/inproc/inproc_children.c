@@ -2,6 +2,7 @@
 /* The command's descendants, in-process: the shared memory handed to those that ask the
  * recorder's socket for it (their inherited descriptors were closed), and those found
  * running without recording, said. */
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -66,13 +67,18 @@ static const char *peer_refused(struct session *s, const struct preload_peer *pe
 static void say_unrecorded(struct session *s, pid_t pid, int64_t uid, const char *why)
 {
 	struct inproc_way *iw = inproc_of(s);
-	char *comm = proc_read_string(pid, "comm"), who[32] = "";
+	char *comm = proc_read_string(pid, "comm"), who[64] = "";
 
+	/* Its name, or, gone already, that it has exited ("(gone, uid 0)" read as a name). */
+	if (comm && *comm)
+		snprintf(who, sizeof(who), " (%s%s", comm, uid >= 0 ? ", " : ")");
+	else
+		snprintf(who, sizeof(who), ", which has exited%s", uid >= 0 ? " (" : "");
 	if (uid >= 0)
-		snprintf(who, sizeof(who), ", uid %" PRId64, uid);
+		snprintf(who + strlen(who), sizeof(who) - strlen(who), "uid %" PRId64 ")", uid);
 
 	if (++iw->procs_unrecorded <= 20)
-		rec_warnx("warning: process %d (%s%s) is not recorded: %s%s", (int)pid, comm ? comm : "gone", who, why,
+		rec_warnx("warning: process %d%s%s is not recorded: %s%s", (int)pid, who, comm && *comm ? "" : ",", why,
 			  iw->procs_unrecorded == 20 ? " (further ones are only counted, in lost.processes_unrecorded)" : "");
 	free(comm);
 }
@@ -96,6 +102,10 @@ void serve_children(struct session *s)
 		why = peer_refused(s, &peer);
 		if (!why && !(err = preload__grant(pre, &peer)))
 			continue;
+		/* The socket closed on it: the child was gone before its answer ("is not
+		 * recorded: Broken pipe" said nothing of that). */
+		if (!why && (err == -EPIPE || err == -ECONNRESET))
+			why = "it ended before it could be handed the shared memory";
 		say_unrecorded(s, peer.pid, (int64_t)peer.uid, why ? why : strerror(-err));
 		preload__peer_close(&peer);
 	}

@@ -401,7 +401,30 @@ const struct mapping *replay__maps_of(const struct replay *r, uint32_t pid, size
 	return r->maps + first;
 }
 
+static const struct mapping *own_mapping(const struct replay *r, uint32_t pid, uint64_t addr, uint64_t t);
+
+/* ADDR in PID's mappings at T, or, in none of them, in its parent's at its fork while it has
+ * not exec'd since: a fork child runs in its parent's image. A child gone before the
+ * recorder could read its maps was given its parent's as last read, and a parent that
+ * exec'd meanwhile (a shell's subshell, then `exec sleep`) had the new image's: the
+ * child's frames read as bare addresses. A chain of forks is followed up to 16 parents. */
 const struct mapping *replay__mapping(const struct replay *r, uint32_t pid, uint64_t addr, uint64_t t)
+{
+	const struct mapping *m = own_mapping(r, pid, addr, t);
+
+	for (int depth = 0; !m && depth < 16; depth++) {
+		const struct process *p = replay__process(r, pid);
+
+		if (!p || p->origin != HS_PROC_FORKED || !p->ppid || p->ppid == pid)
+			break;
+		pid = p->ppid;
+		t = p->t_start;
+		m = own_mapping(r, pid, addr, t);
+	}
+	return m;
+}
+
+static const struct mapping *own_mapping(const struct replay *r, uint32_t pid, uint64_t addr, uint64_t t)
 {
 	const struct mapping *best = NULL;
 	size_t lo = 0, hi = r->nr_maps;

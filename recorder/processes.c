@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -150,8 +151,25 @@ void write_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid, co
 	char *exe = proc_exe(pid), path[64], ecomm[17];
 	struct proc *p = proc_find(s, pid), *parent = ppid > 0 ? proc_find(s, ppid) : NULL;
 	uint8_t bid[HS_BUILD_ID_MAX];
+	bool later_image = false;
+	struct stat st;
 	int n;
 
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	/* Read after the process exec'd again (a shell's `exec sleep`, before its first exec was
+	 * handled), /proc describes the next image: the event's own name, arguments and file
+	 * are this one's. Taken from /proc, the shell read as /usr/bin/sleep, and so did every
+	 * fork child of it that was gone before it was looked at. */
+	if (e && e->h.type == HS_EV_EXEC && e->exe_ino && !stat(path, &st) && st.st_ino != e->exe_ino) {
+		later_image = true;
+		free(comm), comm = NULL;
+		free(cmdline), cmdline = NULL;
+		free(exe), exe = NULL;
+	}
+	/* A fork child's record is of its fork: what its parent held then is looked up at that
+	 * time (heapsnap-analyze, for a child whose maps were never read). */
+	if (e && e->h.type == HS_EV_FORK)
+		r.time = ticks(&s->out, e->h.ts);
 	/* An exiting process reads as empty strings: that says nothing. */
 	if (comm && !*comm)
 		free(comm), comm = NULL;
@@ -179,8 +197,7 @@ void write_process(struct session *s, pid_t pid, uint32_t origin, pid_t ppid, co
 		if (!exe)
 			exe = dup_or_null(parent->exe);
 	}
-	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-	n = hs_read_build_id(path, bid, sizeof(bid));
+	n = later_image ? 0 : hs_read_build_id(path, bid, sizeof(bid));
 	r.process.ppid = (uint32_t)(ppid ? ppid : proc_ppid(pid));
 	r.process.origin = origin;
 	r.process.comm = comm ? comm : "";

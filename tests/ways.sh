@@ -683,3 +683,27 @@ t_max_stack_message() {
 }
 
 ALL="$ALL t_max_stack_message@preload"
+
+# A fork child gone before its maps were read ran in its parent's image as it was at the fork,
+# even if the parent exec'd since: dash's command substitution runs in a subshell, then dash
+# execs sleep. The subshell read as /usr/bin/sleep (preload), and its frames as bare addresses
+# (both ways): it was given its parent's maps as last read, the new image's.
+t_fork_then_parent_exec() {
+	need_bpf
+	[ -x /usr/bin/dash ] || skip "no /usr/bin/dash"
+	local f=$TMP/fpe-$VIA.hsnap child
+	"$R" --via "$VIA" -s 0 -o "$f" -- /usr/bin/dash -c 'a=$(echo hi; x=aaaa; echo $x); exec /usr/bin/sleep 0.3' \
+		>/dev/null 2>"$TMP/fpe.err" || { cat "$TMP/fpe.err"; die "recording"; }
+	"$A" info "$f" >"$TMP/fpe.info" || die "info"
+	child=$(awk '/^  [0-9]+ \(.*forked/ { print $1 }' "$TMP/fpe.info")
+	[ -n "$child" ] || { cat "$TMP/fpe.info"; die "no fork child in the recording"; }
+	[ "$VIA" = bpf ] || grep -q "^  $child (dash, forked, parent [0-9]*) /usr/bin/dash " "$TMP/fpe.info" ||
+		{ cat "$TMP/fpe.info"; die "the subshell $child is not /usr/bin/dash"; }
+	"$A" collapsed --pid "$child" "$f" >"$TMP/fpe.collapsed" 2>/dev/null || die "collapsed --pid $child"
+	[ -s "$TMP/fpe.collapsed" ] || die "the subshell's allocations are not in the recording"
+	grep -q "dash+0x\|;dash\b" "$TMP/fpe.collapsed" || { cat "$TMP/fpe.collapsed"; die "no frame of dash in the subshell's stacks"; }
+	grep -E '(^|;)0x[0-9a-f]+' "$TMP/fpe.collapsed" && die "the subshell's stacks hold bare addresses"
+	return 0
+}
+
+ALL="$ALL t_fork_then_parent_exec@preload t_fork_then_parent_exec@bpf"

@@ -318,6 +318,12 @@ $(OUTPUT)/tests/strata: tests/workloads/strata.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
+# A fork child that exits holding blocks while its parent runs on (t_analyzer_exited_ages).
+TEST_PROGS += $(OUTPUT)/tests/child_exit
+$(OUTPUT)/tests/child_exit: tests/workloads/child_exit.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
+
 # A snapshot by SIGUSR1 with no pause after the events it must hold (t_snapshot_signal_drained).
 TEST_PROGS += $(OUTPUT)/tests/snap_signal
 $(OUTPUT)/tests/snap_signal: tests/workloads/snap_signal.c | $(OUTPUT)/tests

@@ -26,6 +26,7 @@ struct process {
 	uint32_t build_id_len;
 	uint64_t t_start, t_exit;
 	bool exited;
+	bool exit_status_unknown; /* its EXIT said it ended, not how */
 	bool selected; /* by --pid or --comm, or no filter */
 	uint64_t rss_last; /* its last RSS sample */
 	int64_t exit_status;

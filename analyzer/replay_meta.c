@@ -331,6 +331,7 @@ void replay_meta__apply(struct replay *r, const struct hs_record *rec, bool befo
 			p->exited = true;
 			p->t_exit = rec->time;
 			p->exit_status = rec->exit.status;
+			p->exit_status_unknown = rec->exit.flags & HS_EXIT_STATUS_UNKNOWN;
 		}
 		break;
 	case HS_REC_RSS:

@@ -299,7 +299,8 @@ static void summary_json(struct jsonw *w, const struct replay *r, const struct p
 		jsonw__secs(w, "average_live_age", row->average_age);
 	}
 	if (pr->exited) {
-		jsonw__i64(w, "exit_status", pr->exit_status);
+		if (!pr->exit_status_unknown)
+			jsonw__i64(w, "exit_status", pr->exit_status);
 		jsonw__secs(w, "exit_time", replay__seconds(r, pr->t_exit));
 	}
 	jsonw__obj_end(w);
@@ -331,7 +332,9 @@ static void summary_text(FILE *out, const struct replay *r, const struct proc_ro
 	if (pr->unknown_frees)
 		fprintf(out, "  unknown frees  %12" PRIu64 " (blocks allocated before recording began, or by the parent before a fork)\n",
 			pr->unknown_frees);
-	if (pr->exited)
+	if (pr->exited && pr->exit_status_unknown)
+		fprintf(out, "  exited         at %.3fs (status not known)\n", replay__seconds(r, pr->t_exit));
+	else if (pr->exited)
 		fprintf(out, "  exited         status %" PRId64 " at %.3fs\n", pr->exit_status, replay__seconds(r, pr->t_exit));
 }
 

@@ -13,7 +13,7 @@
 #include "event_abi.h"
 
 #define HS_FORMAT_MAJOR 5
-#define HS_FORMAT_MINOR 0
+#define HS_FORMAT_MINOR 1
 /* The oldest major version the reader still reads: version 1 named blocks by address. */
 #define HS_FORMAT_MAJOR_OLDEST 1
 
@@ -98,6 +98,10 @@ enum hs_alloc_kind {
  * lists of addresses, as with HS_STACK_FP). */
 enum hs_stack_mode { HS_STACK_NONE = 0, HS_STACK_FP = 1, HS_STACK_DWARF = 2, HS_STACK_AUTO = 3 };
 
+/* EXIT.flags: the process ended, its status is not known (the in-process recorder's library
+ * sees a process end, not how). */
+#define HS_EXIT_STATUS_UNKNOWN 1u
+
 enum hs_process_origin { HS_PROC_ATTACHED = 0, HS_PROC_STARTED = 1, HS_PROC_FORKED = 2, HS_PROC_EXEC = 3 };
 
 enum hs_snapshot_origin {
@@ -178,6 +182,7 @@ struct hs_record {
 		} process;
 		struct {
 			int64_t status;
+			uint32_t flags; /* 5.1: HS_EXIT_STATUS_UNKNOWN */
 		} exit;
 		struct {
 			uint64_t start, end, offset, inode;

@@ -10,7 +10,7 @@
 #define TYPED(S, M, T) ((uint16_t)(offsetof(S, M) + 0 * sizeof(_Generic(((S *)0)->M, T: 1))))
 
 #define U64(S, M) {.name = #M, .enc = HS_ENC_U64, .off = TYPED(S, M, uint64_t)}
-#define U32(S, M) {.name = #M, .enc = HS_ENC_U32, .off = TYPED(S, M, uint32_t)}
+#define U32(S, M, ...) {.name = #M, .enc = HS_ENC_U32, .off = TYPED(S, M, uint32_t), __VA_ARGS__}
 #define S64(S, M) {.name = #M, .enc = HS_ENC_S64, .off = TYPED(S, M, int64_t)}
 #define SPAN(S, M, BASE) \
 	{.name = #M, .enc = HS_ENC_SPAN, .off = TYPED(S, M, uint64_t), .aux = TYPED(S, BASE, uint64_t)}
@@ -177,7 +177,8 @@ SCHEMA(process, R,
 SCHEMA(exit_, R,
        U64(R, time),
        U32(R, pid),
-       S64(R, exit.status));
+       S64(R, exit.status),
+       U32(R, exit.flags, .flags = HS_FF_OPTIONAL)); /* 5.1 */
 
 SCHEMA(mapping, R,
        U64(R, time),

@@ -50,7 +50,7 @@ LIB := $(OUTPUT)/libheapsnap.so
 LIB_CFLAGS := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer -fvisibility=hidden -ftls-model=initial-exec \
 	-Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -I. -Ibpf -Icommon -Iformat -Irecorder -Irecorder/inproc -Irecorder/inject
 
-.PHONY: all clean check demo bench deps install test-programs fuzz fuzz-programs
+.PHONY: all clean check demo bench deps install test-programs fuzz fuzz-programs realworld
 .DELETE_ON_ERROR:
 
 all: $(BINS) $(LIB)
@@ -504,6 +504,12 @@ test-programs: $(TEST_PROGS)
 check: deps
 	$(Q)$(MAKE) --no-print-directory all test-programs
 	$(Q)OUTPUT=$(OUTPUT) tests/run.sh
+
+# The real-program matrix (tests/realworld.sh, docs/REALWORLD.md): ripgrep, sqlite3, git, redis,
+# node, PostgreSQL, chromium and CPython's tests, each under every way in; ~25 minutes.
+realworld: deps
+	$(Q)$(MAKE) --no-print-directory all test-programs
+	$(Q)OUTPUT=$(OUTPUT) tests/realworld.sh
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all $(OUTPUT)/tests/demo

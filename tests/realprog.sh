@@ -115,3 +115,18 @@ t_realprog_own_malloc() {
 	eq "lost.processes_unrecorded" 1 "$(awk '$1 == "lost.processes_unrecorded" { print $2 }' "$TMP/omc.stats")"
 }
 ALL="$ALL t_realprog_own_malloc"
+
+# The quick slice of the real-program matrix (tests/realworld.sh, `make realworld`): rows that
+# take seconds, each against the same program unrecorded, heaptrack's count of allocations
+# where it applies, with every thread's stack shown if it hangs.
+realworld_row() {
+	OUTPUT=$OUT REALWORLD_BOUND=120 REALWORLD_RG_TREE=/usr/include/linux tests/realworld.sh "$1" >"$TMP/rw.out" 2>&1
+	local rc=$?
+	cat "$TMP/rw.out"
+	grep -q "^0 passed, 0 failed, 1 skipped" "$TMP/rw.out" && skip "$(grep -m1 "^SKIP" "$TMP/rw.out")"
+	grep -q "^1 passed, 0 failed, 0 skipped" "$TMP/rw.out" || die "$1: row failed (status $rc)"
+}
+t_realprog_rg_launched() { realworld_row rg@launched; }
+t_realprog_rg_attached() { need_inject; realworld_row rg@attached; }
+t_realprog_sqlite3_launched() { realworld_row sqlite3@launched; }
+ALL="$ALL t_realprog_rg_launched t_realprog_rg_attached t_realprog_sqlite3_launched"

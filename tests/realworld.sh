@@ -172,11 +172,21 @@ launched() {
 }
 
 # attach_to NAME PID: a recorder attached to PID (every event), waited for; sets RPID.
+# attach_to NAME PID [PACE]: PACE (a function), if given, is called while the attach is under
+# way, to give the target a line of input: a target blocked in a read that began before the
+# attach makes no call through its GOT, where the library is loaded, and would be recorded
+# with BPF instead.
 attach_to() {
+	local i
 	# Not the writer of a FIFO the target reads (fd 7): the target would wait for its EOF.
-	"$R" -v -p "$2" -s 0 -o "$TMP/$1.hsnap" >/dev/null 2>"$TMP/$1.rerr" 7>&- &
+	"$R" -v -p "$2" -s 0 -o "$TMP/$1.hsnap" >/dev/null 2>"$TMP/$1.rerr" 7>&- 8<&- &
 	RPID=$!
-	until_in 60 "$TMP/$1.rerr" "attached to $2" ||
+	for i in $(seq 1200); do
+		grep -qF "attached to $2" "$TMP/$1.rerr" 2>/dev/null && break
+		[ -n "${3:-}" ] && $3
+		sleep 0.05
+	done
+	grep -qF "attached to $2" "$TMP/$1.rerr" ||
 		{ tail -20 "$TMP/$1.rerr"; hang_stacks "$2" $(pgrep -P "$2"); kill -INT $RPID; wait_bounded 20 rec $RPID; res status HANG; die "$1: never attached to $2"; }
 	# Injection that cannot be done falls back to BPF: said in the table, with why.
 	if grep -q "cannot inject" "$TMP/$1.rerr"; then
@@ -199,6 +209,15 @@ some_allocs() {
 	n=$(allocs "$TMP/$1.hsnap")
 	res figures "${n:-0} recorded"
 	[ "${n:-0}" -gt 0 ] || die "$1: no allocation recorded"
+}
+
+pace() {
+	local l
+	if [ -n "${PACE_LINE:-}" ]; then
+		printf '%s\n' "$PACE_LINE" >&7
+	elif IFS= read -r l <&8; then
+		printf '%s\n' "$l" >&7
+	fi
 }
 
 # ---- a short program: unrecorded, launched, attached (held at a FIFO), bpf ----
@@ -240,8 +259,17 @@ short_row() {
 			exec 7>"$TMP/$prog.gate"
 		fi
 		until_in 30 /proc/$tj/comm "$(basename "$1" | cut -c1-15)" || die "$prog never started"
-		attach_to "$name" $tj
-		if [[ " $* " == *GATE* ]]; then : >"$TMP/$prog.gate"; else cat "$in" >&7; exec 7>&-; fi
+		if [[ " $* " == *GATE* ]]; then
+			attach_to "$name" $tj
+			: >"$TMP/$prog.gate"
+		else
+			# Fed a line at a time while the attach is under way (PACE_LINE, a line that
+			# prints nothing, or else the input's next), the rest once attached.
+			exec 8<"$in"
+			attach_to "$name" $tj pace
+			cat <&8 >&7
+			exec 7>&- 8<&-
+		fi
 		wait_bounded $BOUND "$name" $tj; rc=$?
 		[ $rc = 124 ] && die "$prog attached hung"
 		wait_bounded 60 "$name recorder" $RPID || { tail -20 "$TMP/$name.rerr"; die "$name: the recorder failed at the target's exit"; }
@@ -285,7 +313,7 @@ select group_concat(a, ',') from (select a from t where b glob '*J' order by a l
 vacuum;
 select count(*) from t;
 EOF
-	short_row sqlite3 "$1" yes sqlite_norm sqlite3 :memory:
+	PACE_LINE="create temp table if not exists pace(x);" short_row sqlite3 "$1" yes sqlite_norm sqlite3 :memory:
 }
 
 # git: read commands on a clone of this checkout's repository (the log with patches in the

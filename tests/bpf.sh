@@ -570,8 +570,10 @@ t_bpf_messages() {
 	LD_PRELOAD=$TMP/libone.so "$R" --via bpf -o "$TMP/one.hsnap" -- /bin/true >/dev/null 2>"$TMP/one.err" ||
 		{ cat "$TMP/one.err"; die "recording with libone.so"; }
 	contains "$TMP/one.err" "probing 1 allocator function in libone.so"
-	# Debian's python3 has no frame pointers: BPF's walk meets some before its modules are known.
-	PYTHONMALLOC=malloc "$R" --via bpf -o "$TMP/nofp.hsnap" -- /usr/bin/python3 -c 'x = [str(i) for i in range(20000)]' \
+	# Debian's python3 has no frame pointers: BPF's walk meets some before its modules are known
+	# (exec'd by a shell, it is not the command whose tables are built before it runs).
+	PYTHONMALLOC=malloc "$R" --via bpf -o "$TMP/nofp.hsnap" -- /bin/sh -c \
+		"exec /usr/bin/python3 -c 'x = [str(i) for i in range(20000)]'" \
 		>/dev/null 2>"$TMP/nofp.err" || { cat "$TMP/nofp.err"; die "recording python3"; }
 	contains "$TMP/nofp.err" "stacks.fp_walk_stopped"
 	grep "stacks.fp_walk_stopped" "$TMP/nofp.err" | grep -q -- "--stack auto walks" &&

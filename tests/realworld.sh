@@ -34,9 +34,7 @@ VIA=bpf # bpf_check probes BPF itself
 BOUND=${REALWORLD_BOUND:-300}
 
 # Rows that fail because of a defect known and being fixed elsewhere: ROW REASON.
-declare -A KNOWN=(
-	[postgres@attached]="-p's BPF probes are bound to the pid; a backend forked while attached is probed only once the recorder reads its fork, after its work (--children, being fixed)"
-)
+declare -A KNOWN=()
 
 # ---- helpers ----
 

@@ -266,43 +266,15 @@ void check_own_allocator(struct session *s, struct proc *p, bool attach)
 		iw->procs_unrecorded++;
 }
 
-struct tree_walk {
-	pid_t *q, pid;
-	int n;
-};
-
-static void add_children(pid_t tid, void *ctx)
+static void check_descendant(pid_t pid, pid_t ppid, void *ctx)
 {
-	struct tree_walk *w = ctx;
-	char file[64], *c, *p, *end;
-
-	snprintf(file, sizeof(file), "task/%d/children", (int)tid);
-	c = proc_read_string(w->pid, file);
-	for (p = c; p && w->n < SCAN_MAX_PROCS; p = end) {
-		long v = strtol(p, &end, 10);
-
-		if (end == p)
-			break;
-		if (v > 0 && v <= INT_MAX)
-			w->q[w->n++] = (pid_t)v;
-	}
-	free(c);
+	check_image(ctx, pid);
 }
 
 void scan_children(struct session *s)
 {
-	struct tree_walk w = {.n = 0};
-
 	if (!inproc_of(s)->pre || !s->child || s->child_reaped)
 		return;
-	w.q = malloc(SCAN_MAX_PROCS * sizeof(*w.q));
-	if (!w.q)
-		return;
-	w.q[w.n++] = s->child;
-	for (int i = 0; i < w.n; i++) {
-		w.pid = w.q[i];
-		proc_for_each_thread(w.pid, add_children, &w);
-		check_image(s, w.pid);
-	}
-	free(w.q);
+	check_image(s, s->child);
+	proc_for_each_descendant(s->child, SCAN_MAX_PROCS - 1, check_descendant, s);
 }

@@ -1,4 +1,4 @@
-# heapsnap: eBPF heap profiler. `make` builds, `make check` tests, `make demo` records a demo.
+# heapsnap: a heap profiler for Linux. `make` builds, `make check` tests, `make demo` records a demo.
 OUTPUT ?= .output
 CC ?= gcc
 CXX ?= g++
@@ -31,7 +31,7 @@ FORMAT_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(FORMAT_SRCS))
 # build-ids, safe output files, unwind tables from .eh_frame.
 COMMON_SRCS := common/units.c common/buildid.c common/outfile.c common/unwtab.c
 COMMON_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(COMMON_SRCS))
-RECORD_DIRS := recorder recorder/bpf recorder/inproc recorder/inject
+RECORD_DIRS := recorder recorder/bpf recorder/preload recorder/inject
 RECORD_SRCS := $(foreach d,$(RECORD_DIRS),$(wildcard $(d)/*.c))
 RECORD_INC := $(addprefix -I,$(RECORD_DIRS))
 RECORD_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(RECORD_SRCS)) $(OUTPUT)/recorder/inject/inject_stub.o
@@ -48,7 +48,7 @@ LIB := $(OUTPUT)/libheapsnap.so
 # The in-process recorder runs inside the target: frame pointers for its own stack walk,
 # nothing exported but the hooks, and no dependency beyond libc.
 LIB_CFLAGS := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer -fvisibility=hidden -ftls-model=initial-exec \
-	-Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -I. -Ibpf -Icommon -Iformat -Irecorder -Irecorder/inproc -Irecorder/inject
+	-Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -I. -Ibpf -Icommon -Iformat -Irecorder -Irecorder/preload -Irecorder/inject
 
 .PHONY: all clean check demo bench deps install test-programs fuzz fuzz-programs realworld
 .DELETE_ON_ERROR:
@@ -56,7 +56,7 @@ LIB_CFLAGS := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer -fvisibility=hidde
 all: $(BINS) $(LIB)
 
 LIB_SRCS := $(wildcard recorder/libheapsnap/*.c) common/unwtab.c
-LIB_DEPS := $(LIB_SRCS) recorder/libheapsnap/*.h recorder/inproc/shm.h recorder/inject/inject_abi.h recorder/inject/gotwalk.h \
+LIB_DEPS := $(LIB_SRCS) recorder/libheapsnap/*.h recorder/preload/shm.h recorder/inject/inject_abi.h recorder/inject/gotwalk.h \
 	common/*.h common/*.def format/record.h
 # The library into $@, with more flags $(1).
 lib_link = $(CC) $(LIB_CFLAGS) $(1) -Irecorder/libheapsnap -shared -Wl,-soname,libheapsnap.so -Wl,-z,now -Wl,-z,nodelete \
@@ -220,7 +220,7 @@ $(OUTPUT)/tests/alloc_c: tests/workloads/alloc_c.c | $(OUTPUT)/tests
 # Reads libheapsnap.so's filter of sampled blocks as its free hook does (tests/workloads/filter_reader.c).
 $(OUTPUT)/tests/filter_reader: tests/workloads/filter_reader.c recorder/libheapsnap/libheapsnap.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(TEST_CFLAGS) -I. -Ibpf -Icommon -Iformat -Irecorder -Irecorder/inproc -Irecorder/inject -Irecorder/libheapsnap \
+	$(Q)$(CC) $(TEST_CFLAGS) -I. -Ibpf -Icommon -Iformat -Irecorder -Irecorder/preload -Irecorder/inject -Irecorder/libheapsnap \
 		$< -lpthread -o $@
 
 # Non-PIE, with canonical PLT entries for the allocator (tests/workloads/canon_plt.c).
@@ -359,9 +359,9 @@ $(OUTPUT)/tests/libwake_plugin.so: tests/workloads/wake_plugin.c | $(OUTPUT)/tes
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
 
-$(OUTPUT)/tests/scribble: tests/workloads/scribble.c recorder/inproc/shm.h common/event_abi.h bpf/heapsnap.h | $(OUTPUT)/tests
+$(OUTPUT)/tests/scribble: tests/workloads/scribble.c recorder/preload/shm.h common/event_abi.h bpf/heapsnap.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(TEST_CFLAGS) -Irecorder/inproc -Ibpf -Icommon $< -o $@
+	$(Q)$(CC) $(TEST_CFLAGS) -Irecorder/preload -Ibpf -Icommon $< -o $@
 
 $(OUTPUT)/tests/threadchurn: tests/workloads/threadchurn.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)

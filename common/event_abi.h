@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* The event ABI: what every source of events writes and heapsnap-record reads. The BPF
  * program (bpf/heapsnap.bpf.c) writes these into its rings, libheapsnap.so into the rings of
- * the memory it shares with the recorder (recorder/inproc/shm.h), both framed the same way;
+ * the memory it shares with the recorder (recorder/preload/shm.h), both framed the same way;
  * recorder/ring_reader.c reads either. Fixed-width fields only: it compiles for BPF too
  * (__u64 and friends come from vmlinux.h there, from <linux/types.h> here). */
 #ifndef HEAPSNAP_EVENT_ABI_H

@@ -2,7 +2,7 @@
 /* Reading ELF files on disk: a library's allocator functions by the one table
  * (common/allocators.def), for the BPF way's probes and the injector's look; a symbol for
  * --probe; whether a command is dynamic (choosing the way in); an executable's text offset
- * (process tracking). On the floor below the ways in, since all of them read it. */
+ * (process tracking). On the layer below the ways in, since all of them read it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The recorder's floor: writing records, warnings, the clock, counter names. */
+/* The recorder's base layer: writing records, warnings, the clock, counter names. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

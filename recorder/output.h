@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The recorder's floor: what every part of it uses and nothing of it is above. The file being
+/* The recorder's base layer: what every part of it uses and nothing of it is above. The file being
  * written (and the first error writing it), the clock records are stamped with, warnings on
  * stderr, and the names of the counters the producers keep. Nothing here knows a way in, a
  * process or an event. */

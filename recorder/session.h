@@ -33,7 +33,7 @@ struct session {
 	const struct rec_opts *o;
 	struct output out;
 	const struct way_ops *way;
-	void *way_state;        /* the way's own (struct bpf_way, struct inproc_way...) */
+	void *way_state;        /* the way's own (struct bpf_way, struct preload_way...) */
 	enum rec_via via;       /* the way in chosen, and why (in the file's header) */
 	const char *via_why;
 

@@ -77,7 +77,7 @@ int choose_via(struct session *s, const struct run *u)
 	} else {
 		s->via_why = "bpf: asked for with --via bpf";
 	}
-	s->way = s->via == VIA_PRELOAD ? &inproc_way : s->via == VIA_INJECT ? &inject_way : &bpf_way;
+	s->way = s->via == VIA_PRELOAD ? &preload_way : s->via == VIA_INJECT ? &inject_way : &bpf_way;
 	if (o->verbose && s->via != VIA_INJECT)
 		rec_warnx("recording via %s", s->via_why);
 	return 0;

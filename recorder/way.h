@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A way in: how events reach the recorder's rings. BPF uprobes (recorder/bpf/bpf_way.c),
- * libheapsnap.so preloaded into a command (recorder/inproc/inproc_way.c), or injected into a
+ * libheapsnap.so preloaded into a command (recorder/preload/preload_way.c), or injected into a
  * running process (recorder/inject/inject_way.c). The session and process tracking call a way
  * only through this table; every operation may be NULL where a way has nothing to do. A way's
  * own state hangs from session.way_state. */
@@ -56,7 +56,7 @@ struct way_ops {
 	void (*free)(struct session *s);
 };
 
-extern const struct way_ops bpf_way, inproc_way, inject_way;
+extern const struct way_ops bpf_way, preload_way, inject_way;
 
 /* BPF's privileges and kernel, checked as the way's check (also for -p's fallback). */
 int bpf_way__check(struct session *s);

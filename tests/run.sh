@@ -9,7 +9,7 @@
 #
 # The tests live in files by area, each registering its own on `ALL="$ALL ..."` lines:
 # lib.sh (helpers), format.sh, analyzer.sh, security.sh, ways.sh (tests of every way in),
-# bpf.sh, inproc.sh (--via preload), inject.sh, inject_real.sh, units.sh, install.sh.
+# bpf.sh, preload.sh (--via preload), inject.sh, inject_real.sh, units.sh, install.sh.
 #
 # Names: t_AREA_WHAT is one test (t_bpf_errors, t_inject_wake, t_analyzer_html...). A test
 # written once for every way in is one function, t_WHAT, registered once per way as
@@ -48,7 +48,7 @@ run() {
 	esac
 }
 
-for area in lib format analyzer security ways bpf inproc inject inject_real realprog units python install; do
+for area in lib format analyzer security ways bpf preload inject inject_real realprog units python install; do
 	. "tests/$area.sh"
 done
 

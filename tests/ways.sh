@@ -610,21 +610,21 @@ ALL="$ALL t_alloctab_libc_malloc@bpf t_alloctab_libc_malloc@preload"
 # The recorder's layering (recorder/way.h, docs/ARCHITECTURE.md): not a test of one way, but of
 # how the ways in sit in the recorder; registered once, without @WAY.
 
-# The recorder's floors: no file includes one above its own, the files every way in shares
+# The recorder's layers: no file includes one above its own, the files every way in shares
 # reach a way only through struct way_ops, and no way in includes another's internals (the
 # injected way wraps in-process's, as its header says). Fails when someone adds, say,
 # #include "bpf_way.h" or a call to attach_object() to processes.c.
-t_recorder_floors() {
+t_recorder_layers() {
 	local f inc bad=""
 	# file:forbidden-includes (a | separated extended regex of header names)
 	local rules=(
-		"recorder/output.[ch] recorder/objects.[ch] recorder/procfs.[ch] recorder/nspid.[ch] recorder/signals.[ch] recorder/sampling.[ch] recorder/launch.[ch] recorder/ptrmap.h:session|way|processes|pipeline|ring_reader|bpf_way|inproc_way|inproc_shm|inject|heapsnap\\.skel|via"
-		"recorder/session.h recorder/way.h recorder/processes.h recorder/pipeline.h recorder/ring_reader.h:bpf_way|inproc_way|inproc_shm|inject|heapsnap\\.skel|via|processes|pipeline|ring_reader"
-		"recorder/processes.c:pipeline|ring_reader|bpf_way|inproc_way|inproc_shm|inject|heapsnap\\.skel|via|bpf/libbpf|bpf/bpf"
-		"recorder/pipeline.c:ring_reader|bpf_way|inproc_way|inproc_shm|inject|heapsnap\\.skel|via|bpf/libbpf|bpf/bpf"
-		"recorder/ring_reader.c:bpf_way|inproc_way|inproc_shm|inject|heapsnap\\.skel|via|bpf/libbpf|bpf/bpf"
-		"recorder/bpf/bpf_way.[ch] recorder/bpf/bpf_probes.c recorder/bpf/bpf_unwind_tables.c:via|inproc_way|inproc_shm|inject"
-		"recorder/inproc/inproc_way.[ch] recorder/inproc/inproc_children.c:via|bpf_way|heapsnap\\.skel|inject"
+		"recorder/output.[ch] recorder/objects.[ch] recorder/procfs.[ch] recorder/nspid.[ch] recorder/signals.[ch] recorder/sampling.[ch] recorder/launch.[ch] recorder/ptrmap.h:session|way|processes|pipeline|ring_reader|bpf_way|preload_way|preload_shm|inject|heapsnap\\.skel|via"
+		"recorder/session.h recorder/way.h recorder/processes.h recorder/pipeline.h recorder/ring_reader.h:bpf_way|preload_way|preload_shm|inject|heapsnap\\.skel|via|processes|pipeline|ring_reader"
+		"recorder/processes.c:pipeline|ring_reader|bpf_way|preload_way|preload_shm|inject|heapsnap\\.skel|via|bpf/libbpf|bpf/bpf"
+		"recorder/pipeline.c:ring_reader|bpf_way|preload_way|preload_shm|inject|heapsnap\\.skel|via|bpf/libbpf|bpf/bpf"
+		"recorder/ring_reader.c:bpf_way|preload_way|preload_shm|inject|heapsnap\\.skel|via|bpf/libbpf|bpf/bpf"
+		"recorder/bpf/bpf_way.[ch] recorder/bpf/bpf_probes.c recorder/bpf/bpf_unwind_tables.c:via|preload_way|preload_shm|inject"
+		"recorder/preload/preload_way.[ch] recorder/preload/preload_children.c:via|bpf_way|heapsnap\\.skel|inject"
 		"recorder/inject/inject_way.c:via|bpf_way|heapsnap\\.skel"
 	)
 	local r files re
@@ -647,7 +647,7 @@ t_recorder_floors() {
 		recorder/session.c || die "a file every way shares calls the in-process or injected way directly"
 }
 
-ALL="$ALL t_recorder_floors"
+ALL="$ALL t_recorder_layers"
 
 # A snapshot marked by SIGUSR1 holds every event made before the signal and none after
 # (tests/workloads/snap_signal.c: 200,000 x 100 bytes kept from snap_keep, the signal sent

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The injected way in: the in-process way (recorder/inproc/inproc_way.c), with libheapsnap.so
+/* The injected way in: the in-process way (recorder/preload/preload_way.c), with libheapsnap.so
  * loaded into the running process of -p instead of preloaded, its memory adopted; and the
  * trampoline's counts of calls made while it loaded. */
 #include <errno.h>
@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "inject.h"
-#include "inproc_shm.h"
-#include "inproc_way.h"
+#include "preload_shm.h"
+#include "preload_way.h"
 #include "nspid.h"
 #include "output.h"
 #include "pipeline.h"
@@ -19,7 +19,7 @@
 #include "way.h"
 
 struct inject_way {
-	struct inproc_way in; /* first: the in-process way's operations take this struct as theirs */
+	struct preload_way in; /* first: the in-process way's operations take this struct as theirs */
 	struct inject *inj;
 	uint64_t passed, held, timed_out; /* the stub's counts (inject__counts) */
 };
@@ -126,7 +126,7 @@ static int inject_start_in(struct session *s, struct run *u, char *why, size_t w
 	p = add_proc(s, o->pid);
 	if (p)
 		rescan_maps(s, p, false, 0);
-	return inproc_use_rings(s);
+	return preload_use_rings(s);
 }
 
 /* -p: injected where it can be; else (auto) 1, said so: the session records with BPF. */
@@ -159,7 +159,7 @@ static int inject_start(struct session *s, struct run *u)
 
 static void inject_polled(struct session *s, uint64_t now, bool tick)
 {
-	inproc_polled(s, now, tick);
+	preload_polled(s, now, tick);
 	if (tick)
 		inject_counts(s, false);
 }
@@ -168,7 +168,7 @@ static void inject_add_counters(struct session *s, struct counter_set *c)
 {
 	struct inject_way *j = inject_of(s);
 
-	inproc_add_counters(s, c);
+	preload_add_counters(s, c);
 	counter_set__add(c, "lost.inject_unhooked_calls", j->passed);
 	counter_set__add(c, "inject.calls_held", j->held);
 }
@@ -200,7 +200,7 @@ static void inject_free(struct session *s)
 	if (!j)
 		return;
 	inject__free(j->inj);
-	inproc_release(&j->in);
+	preload_release(&j->in);
 	free(j);
 	s->way_state = NULL;
 }
@@ -208,13 +208,13 @@ static void inject_free(struct session *s)
 const struct way_ops inject_way = {
 	.name = "inject",
 	.start = inject_start,
-	.poll_ms = INPROC_POLL_MS,
-	.held_ms = INPROC_POLL_MS,
-	.woken = inproc_woken,
+	.poll_ms = PRELOAD_POLL_MS,
+	.held_ms = PRELOAD_POLL_MS,
+	.woken = preload_woken,
 	.polled = inject_polled,
-	.read_counters = inproc_read_counters,
+	.read_counters = preload_read_counters,
 	.add_counters = inject_add_counters,
-	.quiesce = inproc_quiesce,
+	.quiesce = preload_quiesce,
 	.finish = inject_finish,
 	.detach = inject_detach,
 	.free = inject_free,

@@ -285,7 +285,7 @@ static bool claim_ring(struct tstate *t, struct hs_shm_hdr *m)
 
 /* The recorder woken through the futex word of the memory (its thread turns that into a
  * wake of its poll loop): no descriptor of ours in the process to be written through, listed
- * or clashed with. Only off the hot path; the recorder looks every INPROC_POLL_MS (100 ms)
+ * or clashed with. Only off the hot path; the recorder looks every PRELOAD_POLL_MS (100 ms)
  * anyway. */
 static void wake_recorder(void)
 {
@@ -480,7 +480,7 @@ void commit(struct tstate *t, uint32_t need)
 		__asm__ volatile("prefetchw %0" ::"m"(d[(t->prod + 128) & mask]));
 	}
 	/* Filling past a quarter of the ring wakes the recorder, which otherwise looks every
-	 * 100 ms (INPROC_POLL_MS), each time the ring fills so far again after a read. Whether
+	 * 100 ms (PRELOAD_POLL_MS), each time the ring fills so far again after a read. Whether
 	 * it is still there is asked only when the ring is full (reserve): while there is
 	 * room, writing on costs the program nothing and loses nothing, whether the recorder is
 	 * busy, stopped for a while (Ctrl-Z), or gone. */

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "elfsyms.h"
-#include "inproc_shm.h"
-#include "inproc_way.h"
+#include "preload_shm.h"
+#include "preload_way.h"
 #include "output.h"
 #include "processes.h"
 #include "procfs.h"
@@ -66,7 +66,7 @@ static const char *peer_refused(struct session *s, const struct preload_peer *pe
  * file: for the first 20 only, since anyone may connect and must not flood the output. */
 static void say_unrecorded(struct session *s, pid_t pid, int64_t uid, const char *why)
 {
-	struct inproc_way *iw = inproc_of(s);
+	struct preload_way *iw = preload_of(s);
 	char *comm = proc_read_string(pid, "comm"), who[64] = "";
 
 	/* Its name, or, gone already, that it has exited ("(gone, uid 0)" read as a name). */
@@ -87,7 +87,7 @@ static void say_unrecorded(struct session *s, pid_t pid, int64_t uid, const char
  * connections cannot hold the loop), and says which were refused, and why. */
 void serve_children(struct session *s)
 {
-	struct preload *pre = inproc_of(s)->pre;
+	struct preload *pre = preload_of(s)->pre;
 	struct preload_peer peer;
 
 	for (int n = 0; pre && n < 16; n++) {
@@ -158,7 +158,7 @@ static bool has_library(pid_t pid)
  * once: a process that runs on costs one read of its stat per scan. */
 static void check_image(struct session *s, pid_t pid)
 {
-	struct inproc_way *iw = inproc_of(s);
+	struct preload_way *iw = preload_of(s);
 	uint64_t key = image_key(pid);
 	struct hmap_slot *slot;
 	bool created, lib;
@@ -202,7 +202,7 @@ static const char own_alloc_why[] = "defines %s itself, which the loader binds a
 
 /* PATH's executable, looked at once by its (device, inode): the slot, its val 1 if PATH
  * exports its own allocator (*WHICH then names it, the first time only), 2 if not. */
-static struct hmap_slot *own_alloc_exe(struct inproc_way *iw, const char *path, const char **which)
+static struct hmap_slot *own_alloc_exe(struct preload_way *iw, const char *path, const char **which)
 {
 	struct hmap_slot *exe;
 	struct stat st;
@@ -225,7 +225,7 @@ static struct hmap_slot *own_alloc_exe(struct inproc_way *iw, const char *path, 
 void check_command_allocator(struct session *s, const char *exe)
 {
 	const char *which;
-	struct hmap_slot *slot = own_alloc_exe(inproc_of(s), exe, &which);
+	struct hmap_slot *slot = own_alloc_exe(preload_of(s), exe, &which);
 	char why[sizeof(own_alloc_why) + 16];
 
 	if (!slot || !which)
@@ -236,7 +236,7 @@ void check_command_allocator(struct session *s, const char *exe)
 
 void check_own_allocator(struct session *s, struct proc *p, bool attach)
 {
-	struct inproc_way *iw = inproc_of(s);
+	struct preload_way *iw = preload_of(s);
 	struct hmap_slot *exe, *seen;
 	const char *which;
 	char path[64], why[PATH_MAX + sizeof(own_alloc_why) + 64], *real;
@@ -273,7 +273,7 @@ static void check_descendant(pid_t pid, pid_t ppid, void *ctx)
 
 void scan_children(struct session *s)
 {
-	if (!inproc_of(s)->pre || !s->child || s->child_reaped)
+	if (!preload_of(s)->pre || !s->child || s->child_reaped)
 		return;
 	check_image(s, s->child);
 	proc_for_each_descendant(s->child, SCAN_MAX_PROCS - 1, check_descendant, s);

@@ -19,7 +19,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "inproc_shm.h"
+#include "preload_shm.h"
 #include "sampling.h"
 
 struct preload {

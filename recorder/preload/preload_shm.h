@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The in-process way in: shared memory for libheapsnap.so in a command the recorder starts
- * (recorder/inproc/shm.h has the layout), and the recorder's wake-up eventfd, written by a
+ * (recorder/preload/shm.h has the layout), and the recorder's wake-up eventfd, written by a
  * thread of its own when a target bumps the memory's futex word. */
-#ifndef HEAPSNAP_INPROC_SHM_H
-#define HEAPSNAP_INPROC_SHM_H
+#ifndef HEAPSNAP_PRELOAD_SHM_H
+#define HEAPSNAP_PRELOAD_SHM_H
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>

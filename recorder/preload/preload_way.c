@@ -7,8 +7,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "inproc_shm.h"
-#include "inproc_way.h"
+#include "preload_shm.h"
+#include "preload_way.h"
 #include "nspid.h"
 #include "output.h"
 #include "pipeline.h"
@@ -16,9 +16,9 @@
 #include "ring_reader.h"
 #include "way.h"
 
-int inproc_use_rings(struct session *s)
+int preload_use_rings(struct session *s)
 {
-	struct preload *pre = inproc_of(s)->pre;
+	struct preload *pre = preload_of(s)->pre;
 	uint32_t nr, bytes;
 	int fds[2];
 
@@ -40,10 +40,10 @@ int inproc_use_rings(struct session *s)
 }
 
 /* In-process: the shared memory and its rings, read as the BPF rings are. */
-static int inproc_start(struct session *s, struct run *u)
+static int preload_start(struct session *s, struct run *u)
 {
 	const struct rec_opts *o = s->o;
-	struct inproc_way *w = calloc(1, sizeof(*w));
+	struct preload_way *w = calloc(1, sizeof(*w));
 	int err;
 
 	if (!w)
@@ -63,19 +63,19 @@ static int inproc_start(struct session *s, struct run *u)
 		rec_warnx("cannot create the memory shared with the command: %s", strerror(-err));
 		return err;
 	}
-	return inproc_use_rings(s);
+	return preload_use_rings(s);
 }
 
-static int inproc_child_env(const struct session *s)
+static int preload_child_env(const struct session *s)
 {
-	const struct inproc_way *w = inproc_of(s);
+	const struct preload_way *w = preload_of(s);
 
 	return preload__setenv(w->pre, w->lib);
 }
 
-void inproc_woken(struct session *s)
+void preload_woken(struct session *s)
 {
-	preload__ack(inproc_of(s)->pre);
+	preload__ack(preload_of(s)->pre);
 }
 
 /* Whether PID has ended: gone, or a zombie (its threads are all gone, its ring too). */
@@ -122,9 +122,9 @@ static void reclaim_rings(struct session *s, struct preload *pre, bool check_pid
 
 /* After a drain: children that asked for the memory (a child's fork is known by then), the
  * heartbeat, rings given back; once a second, descendants running unrecorded. */
-void inproc_polled(struct session *s, uint64_t now, bool tick)
+void preload_polled(struct session *s, uint64_t now, bool tick)
 {
-	struct preload *pre = inproc_of(s)->pre;
+	struct preload *pre = preload_of(s)->pre;
 
 	serve_children(s);
 	preload__heartbeat(pre, now);
@@ -133,9 +133,9 @@ void inproc_polled(struct session *s, uint64_t now, bool tick)
 		scan_children(s);
 }
 
-void inproc_read_counters(struct session *s)
+void preload_read_counters(struct session *s)
 {
-	preload__counters(inproc_of(s)->pre, s->cnt);
+	preload__counters(preload_of(s)->pre, s->cnt);
 	/* The library counts no sample (sample() in libheapsnap.h): those chosen are those
 	 * that came, and those the table of sampled blocks had no room for. */
 	s->cnt[HS_CNT_SAMPLED] = s->sampled_allocs + s->cnt[HS_CNT_LIVE_FULL];
@@ -144,16 +144,16 @@ void inproc_read_counters(struct session *s)
 		s->cnt[k] += s->stops[k];
 }
 
-void inproc_add_counters(struct session *s, struct counter_set *c)
+void preload_add_counters(struct session *s, struct counter_set *c)
 {
 	/* Nothing is probed; the names are every recording's. */
 	counter_set__add(c, "probes.attached", 0);
 	counter_set__add(c, "probes.failed", 0);
-	counter_set__add(c, "lost.processes_unrecorded", inproc_of(s)->procs_unrecorded);
+	counter_set__add(c, "lost.processes_unrecorded", preload_of(s)->procs_unrecorded);
 }
 
 /* In-process, the command's status comes from waitpid: its library saw it end, not how. */
-static void inproc_child_reaped(struct session *s)
+static void preload_child_reaped(struct session *s)
 {
 	struct hs_record r = {.type = HS_REC_EXIT, .time = ticks(&s->out, mono_ns()), .pid = (uint32_t)s->child};
 
@@ -163,13 +163,13 @@ static void inproc_child_reaped(struct session *s)
 }
 
 /* Hooks still running in processes left behind go dormant. */
-void inproc_quiesce(struct session *s)
+void preload_quiesce(struct session *s)
 {
-	if (inproc_of(s))
-		preload__detach(inproc_of(s)->pre);
+	if (preload_of(s))
+		preload__detach(preload_of(s)->pre);
 }
 
-void inproc_release(struct inproc_way *w)
+void preload_release(struct preload_way *w)
 {
 	preload__free(w->pre);
 	hmap_free(&w->seen_images);
@@ -178,30 +178,30 @@ void inproc_release(struct inproc_way *w)
 	free(w->lib);
 }
 
-static void inproc_free(struct session *s)
+static void preload_free(struct session *s)
 {
-	struct inproc_way *w = inproc_of(s);
+	struct preload_way *w = preload_of(s);
 
 	if (!w)
 		return;
-	inproc_release(w);
+	preload_release(w);
 	free(w);
 	s->way_state = NULL;
 }
 
-const struct way_ops inproc_way = {
+const struct way_ops preload_way = {
 	.name = "preload",
-	.start = inproc_start,
-	.child_env = inproc_child_env,
+	.start = preload_start,
+	.child_env = preload_child_env,
 	.mappings = check_own_allocator,
-	.poll_ms = INPROC_POLL_MS,
-	.held_ms = INPROC_POLL_MS,
-	.woken = inproc_woken,
-	.polled = inproc_polled,
-	.read_counters = inproc_read_counters,
-	.add_counters = inproc_add_counters,
-	.child_reaped = inproc_child_reaped,
-	.quiesce = inproc_quiesce,
-	.detach = inproc_quiesce,
-	.free = inproc_free,
+	.poll_ms = PRELOAD_POLL_MS,
+	.held_ms = PRELOAD_POLL_MS,
+	.woken = preload_woken,
+	.polled = preload_polled,
+	.read_counters = preload_read_counters,
+	.add_counters = preload_add_counters,
+	.child_reaped = preload_child_reaped,
+	.quiesce = preload_quiesce,
+	.detach = preload_quiesce,
+	.free = preload_free,
 };

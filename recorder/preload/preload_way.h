@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The in-process way in's own state, shared by its files: inproc_way.c (its way_ops: the
- * shared memory, its rings, rings given back), inproc_children.c (the command's descendants)
+/* The in-process way in's own state, shared by its files: preload_way.c (its way_ops: the
+ * shared memory, its rings, rings given back), preload_children.c (the command's descendants)
  * and the injected way, which is this way with a library loaded into a running process
- * instead of preloaded (struct inject_way begins with a struct inproc_way). */
-#ifndef HEAPSNAP_INPROC_WAY_H
-#define HEAPSNAP_INPROC_WAY_H
+ * instead of preloaded (struct inject_way begins with a struct preload_way). */
+#ifndef HEAPSNAP_PRELOAD_WAY_H
+#define HEAPSNAP_PRELOAD_WAY_H
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -31,14 +31,14 @@ struct counter_set;
  * wake-up on a CPU the program may be running on: looking every 5 ms, and 10 ms after a read
  * that left events for the merge, a 2-thread loop passing every call by took 1.048 of the
  * floor's CPU time, and 1.036 so (21 interleaved rounds, faster in 18). */
-#define INPROC_POLL_MS 100
+#define PRELOAD_POLL_MS 100
 
 static inline uint32_t preload_ring_bytes(uint64_t sample_rate)
 {
 	return sample_rate ? PRELOAD_RING_BYTES : PRELOAD_RING_BYTES_EVERY;
 }
 
-struct inproc_way {
+struct preload_way {
 	struct preload *pre;       /* the memory shared with the targets */
 	char *lib;                 /* libheapsnap.so */
 	uint64_t procs_unrecorded; /* processes refused or found without the library */
@@ -49,23 +49,23 @@ struct inproc_way {
 	bool seen_full;
 };
 
-static inline struct inproc_way *inproc_of(const struct session *s)
+static inline struct preload_way *preload_of(const struct session *s)
 {
 	return s->way_state;
 }
 
-/* inproc_way.c, for the injected way too */
+/* preload_way.c, for the injected way too */
 /* The shared memory's rings as session.rings, and its descriptors in the loop's epoll set. */
-int inproc_use_rings(struct session *s);
-void inproc_woken(struct session *s);
-void inproc_polled(struct session *s, uint64_t now, bool tick);
-void inproc_read_counters(struct session *s);
-void inproc_add_counters(struct session *s, struct counter_set *c);
-void inproc_quiesce(struct session *s);
-/* Frees what struct inproc_way holds, not the struct. */
-void inproc_release(struct inproc_way *w);
+int preload_use_rings(struct session *s);
+void preload_woken(struct session *s);
+void preload_polled(struct session *s, uint64_t now, bool tick);
+void preload_read_counters(struct session *s);
+void preload_add_counters(struct session *s, struct counter_set *c);
+void preload_quiesce(struct session *s);
+/* Frees what struct preload_way holds, not the struct. */
+void preload_release(struct preload_way *w);
 
-/* inproc_children.c: hands the shared memory to the command's descendants that ask the
+/* preload_children.c: hands the shared memory to the command's descendants that ask the
  * socket; once a second, says which of them run without being recorded. */
 void serve_children(struct session *s);
 void scan_children(struct session *s);

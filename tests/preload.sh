@@ -1,4 +1,4 @@
-# The in-process way in (--via preload, recorder/inproc/ and libheapsnap.so): what only it
+# The in-process way in (--via preload, recorder/preload/ and libheapsnap.so): what only it
 # does. The tests it shares with BPF are in tests/ways.sh (t_WHAT@preload).
 
 # Unwinding finds its files where symbolization does (one module cache): a binary whose call
@@ -297,7 +297,7 @@ t_preload_process_churn() {
 t_alloctab_compile_check() {
 	command -v "${CC:-gcc}" >/dev/null || skip "no C compiler"
 	local f="-std=gnu11 -fsyntax-only -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -I. -Ibpf -Icommon -Iformat"
-	f="$f -Irecorder -Irecorder/inproc -Irecorder/inject -Irecorder/libheapsnap"
+	f="$f -Irecorder -Irecorder/preload -Irecorder/inject -Irecorder/libheapsnap"
 	${CC:-gcc} $f recorder/libheapsnap/hooks.c 2>"$TMP/atc0.err" || { cat "$TMP/atc0.err"; die "hooks.c as it is does not compile"; }
 	grep -q '^HOOK_WRITTEN(realloc);$' recorder/libheapsnap/hooks.c || die "hooks.c marks no realloc hook"
 	sed 's/^HOOK_WRITTEN(realloc);$//' recorder/libheapsnap/hooks.c >"$TMP/atc1.c"

@@ -18,12 +18,14 @@ int hs_verbose;
 #define DEFAULT_RATE_PID (512 * 1024)
 
 static const char usage[] =
-	"Usage: heapsnap-record [OPTIONS] -p PID\n"
-	"       heapsnap-record [OPTIONS] -- COMMAND [ARGS...]\n"
+	"Usage: heapsnap-record [OPTIONS] [--via preload|bpf] -- COMMAND [ARGS...]\n"
+	"       heapsnap-record [OPTIONS] [--via inject|bpf] -p PID [--children]\n"
 	"       heapsnap-record [OPTIONS] -a\n"
 	"\n"
-	"Records heap allocations and frees of a process, for heapsnap-analyze: in-process for a\n"
-	"command it starts (libheapsnap.so, preloaded), or with eBPF uprobes.\n"
+	"Records heap allocations and frees of a process, for heapsnap-analyze. Three ways in write the\n"
+	"same file: preload (libheapsnap.so preloaded into a command it starts, no root), inject (the\n"
+	"same library loaded into a running process, -p, without a debugger) and bpf (eBPF uprobes: a\n"
+	"whole host with -a, static binaries, processes nothing may be loaded into).\n"
 	"\n"
 	"SIZE is bytes, or a number with k, m or g for KiB, MiB, GiB (4096, 512k, 1.5m, 1g); DURATION is\n"
 	"seconds, or a number with ms, s, m or h (0.2, 500ms, 90s, 5m, 1h). heapsnap-analyze reads both\n"

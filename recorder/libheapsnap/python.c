@@ -202,19 +202,24 @@ bool py_readable_slow(struct py_rcache *c, uint64_t a, uint64_t len)
 
 /* ---- finding the interpreter ---- */
 
-/* Said once per process, on the target's stderr by write(2) (no stdio lock: a hook may be
- * inside stdio), and counted in the file. */
+/* Said once per process, by the recorder (the shared memory's note), and counted in the file. */
 void py_say_once(int *said, const char *why)
 {
-	char msg[256];
+	struct hs_shm_hdr *h = shm;
+	uint32_t free_slot = 0;
 	int n;
 
 	if (__atomic_exchange_n(said, 1, __ATOMIC_ACQ_REL))
 		return;
 	count(HS_CNT_PY_UNSUPPORTED);
-	n = snprintf(msg, sizeof(msg), "heapsnap: Python frames not read in process %u: %s\n", self_pid, why);
-	if (n > 0 && write(STDERR_FILENO, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0)
-		(void)0; /* the counter says it */
+	if (!h || !__atomic_compare_exchange_n(&h->note_pid, &free_slot, self_pid, false, __ATOMIC_ACQUIRE,
+					       __ATOMIC_RELAXED))
+		return; /* the counter says it */
+	n = snprintf(h->note, sizeof(h->note), "Python frames not read in process %u: %s", self_pid, why);
+	if (n < 0)
+		n = 0;
+	__atomic_store_n(&h->note_len, (uint32_t)n < sizeof(h->note) ? (uint32_t)n : (uint32_t)sizeof(h->note) - 1,
+			 __ATOMIC_RELEASE);
 }
 
 static void refuse(const char *why)

@@ -384,6 +384,23 @@ void preload__counters(const struct preload *p, uint64_t *cnt)
 		cnt[k] = __atomic_load_n(&p->hdr->counters[k], __ATOMIC_RELAXED);
 }
 
+bool preload__take_note(struct preload *p, char *buf, size_t len)
+{
+	uint32_t n = __atomic_load_n(&p->hdr->note_len, __ATOMIC_ACQUIRE);
+
+	if (!n || !len)
+		return false;
+	if (n >= sizeof(p->hdr->note))
+		n = sizeof(p->hdr->note) - 1;
+	if (n >= len)
+		n = (uint32_t)len - 1;
+	memcpy(buf, p->hdr->note, n);
+	buf[n] = 0;
+	__atomic_store_n(&p->hdr->note_len, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->hdr->note_pid, 0, __ATOMIC_RELEASE);
+	return true;
+}
+
 void preload__detach(struct preload *p)
 {
 	if (p && p->hdr)

@@ -63,6 +63,8 @@ bool preload__starved(const struct preload *p);
 void preload__fed(struct preload *p);
 /* The targets' own counters (drops, threads without a ring, sampled). */
 void preload__counters(const struct preload *p, uint64_t *cnt);
+/* The library's waiting message, if any, copied into BUF (NUL-ended), its slot freed. */
+bool preload__take_note(struct preload *p, char *buf, size_t len);
 /* Every hook passes straight through from now on; the library stays loaded. */
 void preload__detach(struct preload *p);
 void preload__free(struct preload *p);

@@ -120,6 +120,15 @@ static void reclaim_rings(struct session *s, struct preload *pre, bool check_pid
 		preload__fed(pre);
 }
 
+/* What the library had to say in the target, said here. */
+static void say_notes(struct session *s)
+{
+	char note[HS_SHM_NOTE_BYTES];
+
+	while (preload__take_note(preload_of(s)->pre, note, sizeof(note)))
+		rec_warnx("%s", note);
+}
+
 /* After a drain: children that asked for the memory (a child's fork is known by then), the
  * heartbeat, rings given back; once a second, descendants running unrecorded. */
 void preload_polled(struct session *s, uint64_t now, bool tick)
@@ -127,6 +136,7 @@ void preload_polled(struct session *s, uint64_t now, bool tick)
 	struct preload *pre = preload_of(s)->pre;
 
 	serve_children(s);
+	say_notes(s);
 	preload__heartbeat(pre, now);
 	reclaim_rings(s, pre, tick);
 	if (tick)
@@ -135,6 +145,7 @@ void preload_polled(struct session *s, uint64_t now, bool tick)
 
 void preload_read_counters(struct session *s)
 {
+	say_notes(s);
 	preload__counters(preload_of(s)->pre, s->cnt);
 	/* The library counts no sample (sample() in libheapsnap.h): those chosen are those
 	 * that came, and those the table of sampled blocks had no room for. */

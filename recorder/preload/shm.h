@@ -21,8 +21,10 @@
 #define HS_SHM_MAGIC 0x4d485348u /* "HSHM" */
 /* 4: Python's counters; 5: processes stopped by a stalled recorder; 6: pools stopped; 7: stacks
  * cut short said in their allocation's event (hs_event_hdr.stop), not counted in the header */
-/* 8: the recorder woken through a futex word, wake_seq, rather than an eventfd of the target's */
-#define HS_SHM_VERSION 8
+/* 8: the recorder woken through a futex word, wake_seq, rather than an eventfd of the target's;
+ * 9: the library's messages through note[], not the target's stderr */
+#define HS_SHM_VERSION 9
+#define HS_SHM_NOTE_BYTES 240
 #define HS_SHM_ENV "HEAPSNAP_SHM"   /* "FD_SHM,INODE": inherited by the target */
 /* "NAME,PID,UID": the recorder's abstract unix socket, which hands the memory's descriptor
  * (SCM_RIGHTS) to a descendant whose inherited one was closed (close_fds), and who listens
@@ -62,6 +64,13 @@ struct hs_shm_hdr {
 	uint64_t recorder_pid;
 	uint64_t dormant;                /* atomic: non-zero, every hook passes straight through */
 	uint64_t heartbeat_ns;           /* atomic: the recorder's CLOCK_MONOTONIC, every 100 ms */
+	/* A message of the library's, which the recorder prints: the target's stderr is the
+	 * program's (closed, a socket, its log), never ours to write. A process claims the slot
+	 * (note_pid 0 -> its pid), writes note[], then publishes note_len; the recorder prints
+	 * it, then frees the slot (note_len, then note_pid, to 0). Taken, the slot is missed
+	 * by another message, which its counter still says. */
+	uint32_t note_pid, note_len;
+	char note[HS_SHM_NOTE_BYTES];
 	uint64_t counters[HS_CNT__MAX];  /* atomic adds from the target */
 	uint64_t thresholds[HS_NR_THRESHOLDS]; /* exponential quantiles, mean sample_rate */
 	struct hs_shm_ring rings[];      /* nr_rings of them */

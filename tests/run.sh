@@ -2,14 +2,16 @@
 # heapsnap test runner. Every test compares against figures known independently of the
 # code under test: the exact sizes the workloads in tests/workloads allocate (see their
 # header comments), `go tool pprof` reading our output, and golden files in testdata/.
-# Ends with one line: N passed, N failed, N skipped. Exits non-zero on any failure.
+# Ends with one line: N passed, N failed, N skipped. Exits non-zero on any failure. A test that
+# passes may say one thing more on its PASS line: its log's first line starting "NOTE: ".
 #
 #   tests/run.sh [SUBSTRING]   runs the tests whose names (or old names, below) contain SUBSTRING
 #   tests/run.sh --list        lists every test, its old name beside it where it has one
 #
 # The tests live in files by area, each registering its own on `ALL="$ALL ..."` lines:
 # lib.sh (helpers), format.sh, analyzer.sh, security.sh, ways.sh (tests of every way in),
-# bpf.sh, preload.sh (--via preload), inject.sh, inject_real.sh, units.sh, install.sh.
+# bpf.sh, preload.sh (--via preload), inject.sh, inject_real.sh, realprog.sh, units.sh,
+# python.sh, install.sh, readme.sh (README.md's shell blocks, run as written).
 #
 # Names: t_AREA_WHAT is one test (t_bpf_errors, t_inject_wake, t_analyzer_html...). A test
 # written once for every way in is one function, t_WHAT, registered once per way as
@@ -42,13 +44,13 @@ run() {
 	(set -u; [ -n "$way" ] && VIA=$way; "$fn") >"$TMP/$name.log" 2>&1
 	rc=$?
 	case $rc in
-	0) PASS=$((PASS + 1)); echo "PASS $name" ;;
+	0) PASS=$((PASS + 1)); echo "PASS $name$(grep -m1 '^NOTE: ' "$TMP/$name.log" | sed 's/^NOTE//')" ;;
 	77) SKIP=$((SKIP + 1)); echo "SKIP $name: $(grep -m1 '^SKIP:' "$TMP/$name.log" | cut -c7-)" ;;
 	*) FAIL=$((FAIL + 1)); echo "FAIL $name (exit $rc)"; tail -30 "$TMP/$name.log" | sed 's/^/    /' ;;
 	esac
 }
 
-for area in lib format analyzer security ways bpf preload inject inject_real realprog units python install; do
+for area in lib format analyzer security ways bpf preload inject inject_real realprog units python install readme; do
 	. "tests/$area.sh"
 done
 

@@ -1,6 +1,6 @@
 """A small service's start-up: a cache of 50,000 strings and 20,000 parsed JSON documents.
 
-Recorded in README.md ("A Python session"): heapsnap-record -- python3 docs/examples/cache_app.py
+Recorded in docs/PYTHON.md ("A Python session"): heapsnap-record -- python3 docs/examples/cache_app.py
 """
 import json
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hmap.h"
@@ -65,7 +66,18 @@ int nspid__open(pid_t host, struct nspid **out)
 	return 0;
 }
 
-static void remember(struct nspid *x, uint64_t k1, uint64_t k2, uint32_t v)
+/* How long a thread found gone stays so before its number is looked up again. */
+#define GONE_RECHECK_MS 100
+
+static uint32_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint32_t)((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
+}
+
+static void remember(struct nspid *x, uint64_t k1, uint64_t k2, uint64_t v)
 {
 	struct hmap_slot *s = hmap_put(&x->pids, k1, k2, NULL);
 
@@ -126,7 +138,9 @@ uint32_t nspid__tid(struct nspid *x, uint32_t host_pid, uint32_t ns_tid)
 	struct dirent *e;
 	int n = 0;
 
-	if (s)
+	uint32_t now = now_ms();
+
+	if (s && ((uint32_t)s->val < HS_NSPID_GONE || now - (uint32_t)(s->val >> 32) < GONE_RECHECK_MS))
 		return (uint32_t)s->val;
 	if (host_pid >= HS_NSPID_GONE)
 		return ns_tid + HS_NSPID_GONE;
@@ -143,9 +157,11 @@ uint32_t nspid__tid(struct nspid *x, uint32_t host_pid, uint32_t ns_tid)
 		}
 		closedir(d);
 	}
-	/* A thread gone is not remembered as gone: its number may come back as a new thread's. */
-	if (found < HS_NSPID_GONE)
-		remember(x, (uint64_t)host_pid + 1, ns_tid, found);
+	/* A thread gone is remembered as gone for a while only: its number may come back as a
+	 * new thread's. Not at all, each event of it would read the process's threads again:
+	 * the events of a thread that has exited are mostly read after it has (a server's
+	 * thread per request), which made the recorder seconds late for every target thread. */
+	remember(x, (uint64_t)host_pid + 1, ns_tid, found < HS_NSPID_GONE ? found : (uint64_t)now << 32 | found);
 	return found;
 }
 

@@ -371,6 +371,40 @@ t_inject_pid_ns() {
 	return 0
 }
 
+# Threads of a target in another PID namespace, made and gone by the thousand, each with more
+# events than there are threads (threadchurn 3000 4 with 200 temporary blocks each): their
+# tids are the namespace's, made this one's by the recorder, and a thread's events are mostly
+# read after it exited. A gone thread looked up again at each of its events kept the recorder
+# so late that the target's threads waited their 2 s for a ring and stopped recording
+# (lost.processes_stopped); now every block is recorded, every free with it.
+t_inject_pid_ns_threads() {
+	need_inject; need_go
+	command -v unshare >/dev/null && command -v setpriv >/dev/null || skip "no unshare or setpriv (util-linux)"
+	unshare -fpm --mount-proc true 2>/dev/null || skip "cannot make a PID namespace here"
+	local n=3000 temp=200 frees
+	unpriv_bin
+	cp "$T/threadchurn" "$TMP/ub/"; chmod o+rx "$TMP/ub/threadchurn"
+	mkfifo "$TMP/pnt.fifo"; chmod 666 "$TMP/pnt.fifo"
+	unshare -fpm --mount-proc setpriv --reuid=65534 --regid=65534 --clear-groups "$TMP/ub/threadchurn" $n 4 \
+		"$TMP/pnt.fifo" $temp >"$TMP/pnt.out" 2>"$TMP/pnt.terr" &
+	TJOB=$!
+	waitfor "$TMP/pnt.out" ready || die "pnt: the target never said ready"
+	TPID=$(awk '{ print $1 }' /proc/$TJOB/task/$TJOB/children)
+	"$R" -v -p "$TPID" -s 0 -o "$TMP/pnt.hsnap" >/dev/null 2>"$TMP/pnt.rerr" &
+	RPID=$!
+	waitfor "$TMP/pnt.rerr" "attached to $TPID" || { cat "$TMP/pnt.rerr"; die "pnt: never attached"; }
+	contains "$TMP/pnt.rerr" "process $TPID is in another PID namespace"
+	echo go >"$TMP/pnt.fifo"
+	wait $TJOB || die "pnt: the target's exit status $?"
+	wait $RPID || { cat "$TMP/pnt.rerr"; die "pnt: the recorder failed"; }
+	churn_check pnt "$TMP/pnt.hsnap" $n
+	"$A" pprof -o "$TMP/pnt.pb.gz" "$TMP/pnt.hsnap" 2>/dev/null || die "pnt: pprof"
+	eq "pnt: churn_temp alloc_objects" $((n * temp)) "$(pv "$TMP/pnt.pb.gz" alloc_objects churn_temp)"
+	frees=$(pv "$TMP/pnt.pb.gz" inuse_objects churn_temp)
+	[ "$frees" = absent ] || die "pnt: churn_temp blocks live at the end: $frees (each was freed)"
+}
+ALL="$ALL t_inject_pid_ns_threads"
+
 # A process that calls no allocator while it idles (wake poll: poll() on a FIFO every 20 ms) is
 # injected at one of its other calls through the GOT, which only starts the loader and is put
 # back once the hooks are in; what it allocates when woken is then all recorded, exactly.

@@ -3,8 +3,10 @@
  * The in-process recorder's rings of exited threads must be taken back, or the later
  * threads find none (the limit is on threads alive at once, not on threads ever made).
  *
- *   threadchurn N AT_ONCE [FIFO]
+ *   threadchurn N AT_ONCE [FIFO [TEMP]]
  *   churn_keep       N x 1234 bytes live at exit (one block per thread)
+ *   churn_temp       N x TEMP blocks of 64 bytes, each freed at once (TEMP default 0):
+ *                    a thread's events outnumbering the threads, most read after it exits
  *
  * AT_ONCE "all": the N threads (at most 1024) all alive together, each waiting for the
  * others once it has its block (past the recorder's 256 rings, the rest must be counted).
@@ -32,12 +34,23 @@ NOINLINE void churn_keep(long i)
 	kept[i] = malloc(1234);
 }
 
+NOINLINE void churn_temp(void)
+{
+	static void *volatile t;
+
+	t = malloc(64);
+	free(t);
+}
+
 static pthread_barrier_t together;
 static int hold;
+static long temp;
 
 static void *thread_main(void *arg)
 {
 	churn_keep((long)arg);
+	for (long k = 0; k < temp; k++)
+		churn_temp();
 	if (hold)
 		pthread_barrier_wait(&together);
 	return NULL;
@@ -97,7 +110,9 @@ int main(int argc, char **argv)
 {
 	long n, at_once;
 
-	if (argc < 3 || argc > 4)
+	if (argc < 3 || argc > 5)
+		return 2;
+	if (argc == 5 && (temp = atol(argv[4])) < 0)
 		return 2;
 	n = atol(argv[1]);
 	hold = !strcmp(argv[2], "all");
@@ -106,7 +121,7 @@ int main(int argc, char **argv)
 		return 2;
 	if (n < 1 || n > MAX_THREADS || at_once < 1 || at_once > MAX_AT_ONCE)
 		return 2;
-	if (argc == 4) {
+	if (argc >= 4) {
 		printf("ready %d\n", getpid());
 		fflush(stdout);
 		if (wait_fifo(argv[3]))

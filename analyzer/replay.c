@@ -713,6 +713,14 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 		record_reader__rewind(rd);
 	}
 	ret = pass(r, rd, stop_index, stop_time, events);
+	/* The end of a file the recorder never finished is where it was cut, not the end of the
+	 * recording: the header says so, not only a warning on stderr. */
+	if (!ret && target->kind == STOP_END && (r->status == HS_READ_TRUNCATED || r->status == HS_READ_CORRUPT))
+		snprintf(r->stop_desc, sizeof(r->stop_desc), "%s at %.3fs (%s)",
+			 r->status == HS_READ_TRUNCATED ? "end of the file" : "end of the readable part",
+			 replay__seconds(r, r->last_time),
+			 r->status == HS_READ_TRUNCATED ? "cut short: the recorder did not finish"
+							: "the file is damaged after it");
 	if (!ret && r->py_final_procs)
 		py_final_desc(r);
 	if (!ret)

@@ -43,12 +43,21 @@ static const char usage[] =
 	"              allocations at the end. Two replays; a few MB at most however long the\n"
 	"              recording\n"
 	"\n"
-	"Where to look (default: the end of the recording):\n"
+	"Where to look (default: the end of the recording, but for Python, below):\n"
 	"      --snapshot N|LABEL   the Nth snapshot (1-based), 'last', or the one with LABEL ('peak',\n"
-	"                           'exit', ...)\n"
-	"      --at DURATION        the live heap DURATION after recording started\n"
+	"                           'exit', 'python-finalize', ...)\n"
+	"      --at DURATION|end    the live heap DURATION after recording started; 'end': the end of\n"
+	"                           the recording, Python processes included (html takes this one)\n"
 	"      --peak               the moment of the highest live total\n"
 	"      --from S, --to S     diff: snapshots of one file (default: first and last)\n"
+	"  A Python program's module globals are freed as its interpreter finalizes, after its own\n"
+	"  work, so the end of its recording holds the interpreter's shutdown leftovers. Recorded\n"
+	"  in-process (preload, inject), an interpreter that begins to finalize (its atexit\n"
+	"  callbacks run) marks a snapshot 'python-finalize' of its process; by default pprof,\n"
+	"  collapsed, top, summary, leaks, speedscope, html and a diff of two files show each such\n"
+	"  process as it was then, every other process (no Python, or one that never finalized:\n"
+	"  os._exit, a signal) at the end, and say 'Snapshot: before Python finalization' (html's\n"
+	"  chart too ends there for such a process).\n"
 	"\n"
 	"Which processes (default: all; these together select any process either names):\n"
 	"      --pid PID            only process PID's allocations (repeatable); diff of two files:\n"
@@ -90,6 +99,7 @@ static const char usage[] =
 	"  heapsnap-analyze pprof -o heap.pb.gz app.hsnap && go tool pprof -http=:8080 heap.pb.gz\n"
 	"  heapsnap-analyze html -o report.html app.hsnap && xdg-open report.html\n"
 	"  heapsnap-analyze top --snapshot peak app.hsnap\n"
+	"  heapsnap-analyze top --at end script.hsnap    # a Python program: what finalization left\n"
 	"  heapsnap-analyze collapsed --value alloc_space app.hsnap | flamegraph.pl > alloc.svg\n"
 	"  heapsnap-analyze diff --from 1 --to 3 app.hsnap\n"
 	"  heapsnap-analyze diff --json old.hsnap new.hsnap\n"
@@ -187,14 +197,16 @@ static int amount_opt(const char *opt, const char *arg, struct growth_gate *g)
 static int check_opts(const struct opts *o)
 {
 	const struct cmd *c = o->cmd;
-	int nwhere = !!o->snapshot + o->at_set + o->peak;
+	int nwhere = !!o->snapshot + o->at_set + o->at_end + o->peak;
 
 	if (o->nr_files < c->min_files || o->nr_files > c->max_files) {
 		if (c->max_files == 2)
 			return usage_error("%s takes one file (two snapshots) or two files", c->name);
 		return usage_error(o->nr_files ? "%s takes exactly one file" : "%s needs a record file", c->name);
 	}
-	if (nwhere && !(c->accepts & A_WHERE))
+	if (o->at_end && nwhere == 1 && (c->accepts & A_AT_END))
+		; /* html: the end of the recording rather than before Python's finalization */
+	else if (nwhere && !(c->accepts & A_WHERE))
 		return usage_error(c->accepts & A_DIFF ? "%s chooses its points with --from and --to"
 						       : "%s covers the whole recording: no --snapshot, --at or --peak",
 				   c->name);
@@ -279,6 +291,10 @@ static int parse_opt(struct opts *o, int c)
 		o->snapshot = optarg;
 		return OPT_NEXT;
 	case OPT_AT:
+		if (!strcmp(optarg, "end")) {
+			o->at_end = true;
+			return OPT_NEXT;
+		}
 		ret = duration_opt("--at", optarg, &o->at);
 		if (ret)
 			return ret;

@@ -16,7 +16,7 @@ struct opts {
 	const struct cmd *cmd;
 	const char *output, *snapshot, *from, *to, *pprof_out, *base_pprof_out;
 	double at, min_age;
-	bool peak, at_set, json, no_sym, value_set, nodecount_set, min_age_set, lines;
+	bool peak, at_set, at_end, json, no_sym, value_set, nodecount_set, min_age_set, lines;
 	bool gate_set;
 	struct growth_gate gate; /* --max-growth */
 	int value, nodecount;
@@ -36,6 +36,7 @@ enum {
 	A_ROWS = 1 << 3,    /* -n */
 	A_MIN_AGE = 1 << 4,
 	A_DIFF = 1 << 5,    /* --from, --to, --pprof, --base-pprof */
+	A_AT_END = 1 << 6,  /* --at end, where A_WHERE is not taken */
 };
 
 struct cmd {
@@ -50,6 +51,9 @@ struct cmd {
 	bool timeline;  /* replays with the timeline */
 	bool temporary; /* replays counting temporary allocations */
 	bool meta;      /* without --snapshot/--at/--peak, metadata only (STOP_META) */
+	/* Without --snapshot/--at/--peak, each Python process before its finalization, if it
+	 * marked one (replay_target.py_final), rather than the end: the heap the program held. */
+	bool py_final;
 };
 
 /* The subcommand named NAME, or NULL. */

@@ -124,7 +124,8 @@ static struct report_opts report_opts_of(const struct opts *o)
 static struct replay_target target_of(const struct opts *o)
 {
 	struct replay_target t = {.kind = STOP_END, .pids = o->pids, .nr_pids = o->nr_pids, .comm = o->comm,
-				  .timeline = o->cmd->timeline, .temporary = o->cmd->temporary};
+				  .timeline = o->cmd->timeline, .temporary = o->cmd->temporary,
+				  .py_final = o->cmd->py_final && !o->at_end};
 
 	if (o->snapshot) {
 		t.kind = STOP_SNAPSHOT;
@@ -334,8 +335,10 @@ static int run_diff(const struct opts *o, struct symbolizer *sym)
 		tb.snapshot = o->to ? o->to : "last";
 		defaults = !(o->from && o->to);
 	} else {
+		/* Two files: each at its end, or for a Python process before its finalization. */
 		ta.kind = o->from ? STOP_SNAPSHOT : STOP_END;
 		tb.kind = o->to ? STOP_SNAPSHOT : STOP_END;
+		ta.py_final = tb.py_final = true;
 		ta.snapshot = o->from;
 		tb.snapshot = o->to;
 	}
@@ -447,18 +450,18 @@ static int run_html(const struct opts *o, struct symbolizer *sym)
 #define PROFILE(fn) .run = run_profile, .profile_report = fn, .min_files = 1, .max_files = 1
 #define REPLAY(fn) .run = run_replay, .replay_report = fn, .min_files = 1, .max_files = 1
 static const struct cmd cmds[] = {
-	{"pprof", PROFILE(emit_pprof), .accepts = A_WHERE, .binary = true},
-	{"collapsed", PROFILE(report_collapsed), .accepts = A_WHERE | A_VALUE},
-	{"top", PROFILE(report_top), .accepts = A_WHERE | A_JSON | A_VALUE | A_ROWS},
-	{"summary", PROFILE(report_summary), .accepts = A_WHERE | A_JSON},
-	{"leaks", PROFILE(report_leaks), .accepts = A_WHERE | A_JSON | A_ROWS | A_MIN_AGE},
+	{"pprof", PROFILE(emit_pprof), .accepts = A_WHERE, .binary = true, .py_final = true},
+	{"collapsed", PROFILE(report_collapsed), .accepts = A_WHERE | A_VALUE, .py_final = true},
+	{"top", PROFILE(report_top), .accepts = A_WHERE | A_JSON | A_VALUE | A_ROWS, .py_final = true},
+	{"summary", PROFILE(report_summary), .accepts = A_WHERE | A_JSON, .py_final = true},
+	{"leaks", PROFILE(report_leaks), .accepts = A_WHERE | A_JSON | A_ROWS | A_MIN_AGE, .py_final = true},
 	{"stats", PROFILE(report_stats), .accepts = A_WHERE | A_JSON},
 	{"info", REPLAY(report_info), .accepts = A_WHERE | A_JSON, .meta = true},
 	{"diff", .run = run_diff, .min_files = 1, .max_files = 2, .accepts = A_JSON | A_VALUE | A_ROWS | A_DIFF},
 	{"temporary", PROFILE(report_temporary), .accepts = A_WHERE | A_JSON | A_ROWS, .temporary = true},
-	{"speedscope", PROFILE(report_speedscope), .accepts = A_WHERE},
+	{"speedscope", PROFILE(report_speedscope), .accepts = A_WHERE, .py_final = true},
 	{"timeline", REPLAY(report_timeline), .accepts = A_JSON, .timeline = true},
-	{"html", .run = run_html, .min_files = 1, .max_files = 1, .accepts = 0, .temporary = true},
+	{"html", .run = run_html, .min_files = 1, .max_files = 1, .accepts = A_AT_END, .temporary = true, .py_final = true},
 };
 #undef PROFILE
 #undef REPLAY

@@ -112,7 +112,8 @@ int html__plan(const struct replay *r, struct replay_target *t, struct html **ou
 	}
 	if (r->peak_bytes > 0)
 		add_moment(h, M_PEAK, r->peak_time, r->peak_event + 1, UINT64_MAX, "peak");
-	add_moment(h, M_END, UINT64_MAX, UINT64_MAX, UINT64_MAX, "end");
+	/* The replay's end: for a Python process, where its finalization began (py_final). */
+	add_moment(h, M_END, UINT64_MAX, UINT64_MAX, UINT64_MAX, r->py_final_procs ? "before Python finalization" : "end");
 	/* In the order the replay meets them; an even moment at the tick of a named one goes. */
 	qsort(h->m, h->nr, sizeof(*h->m), cmp_moment);
 	for (uint32_t i = 0; i < h->nr; i++) {
@@ -418,8 +419,9 @@ static int write_python_table(const struct profile *p, FILE *out)
 		fn_rows__free(&py);
 		return err;
 	}
-	fputs("<section id=python><h2>Python functions: in use at the end</h2><table class=rows><thead><tr>"
-	      "<th>own bytes</th><th>cum bytes</th><th>function</th></tr></thead><tbody>\n", out);
+	fprintf(out, "<section id=python><h2>Python functions: in use %s</h2><table class=rows><thead><tr>"
+		"<th>own bytes</th><th>cum bytes</th><th>function</th></tr></thead><tbody>\n",
+		p->r->py_final_procs ? "before Python finalization" : "at the end");
 	for (uint32_t i = 0; i < py.nr && i < HTML_TABLE_ROWS; i++) {
 		fputs("<tr>", out);
 		html_num(out, py.rows[i].flat);
@@ -441,11 +443,12 @@ static int write_tables(const struct profile *p, FILE *out)
 	struct leak_rows leaks;
 	struct temp_rows temp;
 	int err = rows__functions(p, V_INUSE_SPACE, &top);
+	const char *when = p->r->py_final_procs ? "before Python finalization" : "at the end";
 
 	if (err)
 		return err;
-	fputs("<section id=top><h2>Top functions: in use at the end</h2><table class=rows><thead><tr>"
-	      "<th>flat bytes</th><th>cum bytes</th><th>function</th></tr></thead><tbody>\n", out);
+	fprintf(out, "<section id=top><h2>Top functions: in use %s</h2><table class=rows><thead><tr>"
+		"<th>flat bytes</th><th>cum bytes</th><th>function</th></tr></thead><tbody>\n", when);
 	for (uint32_t i = 0; i < top.nr && i < HTML_TABLE_ROWS; i++) {
 		fputs("<tr>", out);
 		html_num(out, top.rows[i].flat);
@@ -466,9 +469,9 @@ static int write_tables(const struct profile *p, FILE *out)
 	err = rows__leaks(p, 0, HTML_TABLE_ROWS, &leaks);
 	if (err)
 		return err;
-	fputs("<section id=leaks><h2>Leaks: live at the end, by stack</h2><table class=rows><thead><tr>"
-	      "<th>bytes</th><th>blocks</th><th>oldest (s)</th><th>pid</th><th>stack, leaf first</th></tr></thead><tbody>\n",
-	      out);
+	fprintf(out, "<section id=leaks><h2>Leaks: live %s, by stack</h2><table class=rows><thead><tr>"
+		"<th>bytes</th><th>blocks</th><th>oldest (s)</th><th>pid</th><th>stack, leaf first</th></tr></thead><tbody>\n",
+		when);
 	for (uint32_t i = 0; i < leaks.nr && i < HTML_TABLE_ROWS; i++) {
 		const struct leak_row *row = &leaks.rows[i];
 
@@ -554,6 +557,8 @@ static int write_data(struct html *h, const struct tree *t, const uint32_t *map,
 	jsonw__str(&w, "version", HEAPSNAP_VERSION);
 	jsonw__u64(&w, "sample_rate", r->sample_rate);
 	jsonw__str(&w, "sampling", report_sampling_text(r));
+	if (r->py_final_procs) /* what the end and the tables are */
+		jsonw__str(&w, "snapshot", r->stop_desc);
 	jsonw__u64(&w, "lost_events", replay__lost_events(r, NULL, 0));
 	if (replay__stopped(r, NULL, 0))
 		jsonw__u64(&w, "processes_stopped", replay__stopped(r, NULL, 0));

@@ -35,6 +35,10 @@ struct process {
 	 * was not read before it), freed by implication. */
 	double implied_free_bytes, implied_free_count;
 	uint64_t peak_time, largest, rss_max, unknown_frees;
+	/* Replayed to its interpreter's finalization (replay_target.py_final): the time of its
+	 * python-finalize snapshot, after which its events are left out. */
+	bool py_final;
+	uint64_t py_final_time;
 };
 
 /* One aggregate: allocations of one size from one stack on one thread. */

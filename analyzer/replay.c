@@ -304,6 +304,19 @@ static void apply_event(struct replay *r, const struct replay_event *rec)
 {
 	if (r->filter && !replay_get_process(r, rec->pid)->selected)
 		return;
+	if (r->py_final_procs && replay_get_process(r, rec->pid)->py_final) {
+		struct live_slot *e = rec->slot < r->live.cap ? &r->live.s[rec->slot] : NULL;
+
+		/* Left out; a free's block stays live, its slot given up (no other process's
+		 * allocation there frees it by implication). */
+		r->py_final_events++;
+		if (rec->type == HS_REC_FREE && e && e->agg != LIVE_EMPTY && r->aggs[e->agg].pid == rec->pid) {
+			r->parked = replay_grow(r, r->parked, r->nr_parked, sizeof(*r->parked));
+			r->parked[r->nr_parked++] = *e;
+			e->agg = LIVE_EMPTY;
+		}
+		return;
+	}
 	if (r->temp_on)
 		replay_temporary_note(r, rec);
 	r->events++;
@@ -628,6 +641,41 @@ static int check_replayed(struct replay *r, const char *path, const struct repla
 	return 0;
 }
 
+/* The default stopped processes at their finalization: say so, and where. A recording of
+ * one Python process stops there; beside others (those without an interpreter, or whose
+ * interpreter never finalized: os._exit, a signal) the others go to the end. */
+static void py_final_desc(struct replay *r)
+{
+	uint32_t others = 0;
+	uint64_t last = 0;
+
+	for (uint32_t i = 0; i < r->nr_procs; i++) {
+		const struct process *p = &r->procs[i];
+
+		if (p->py_final && p->py_final_time > last)
+			last = p->py_final_time;
+		else if (!p->py_final && p->selected && (p->alloc_count > 0 || p->free_count > 0))
+			others++;
+	}
+	if (!others) {
+		r->stop_time = last;
+		if (r->py_final_procs == 1)
+			snprintf(r->stop_desc, sizeof(r->stop_desc),
+				 "before Python finalization (%.3fs; --at end for the end of the recording)",
+				 replay__seconds(r, last));
+		else
+			snprintf(r->stop_desc, sizeof(r->stop_desc),
+				 "before Python finalization (%u processes, each at its own, the last at %.3fs; "
+				 "--at end for the end of the recording)",
+				 r->py_final_procs, replay__seconds(r, last));
+	} else {
+		snprintf(r->stop_desc, sizeof(r->stop_desc),
+			 "before Python finalization (%u process%s, each at its own; %u other%s at the end of "
+			 "the recording; --at end for the end of every one)",
+			 r->py_final_procs, r->py_final_procs == 1 ? "" : "es", others, others == 1 ? "" : "s");
+	}
+}
+
 int replay__run(struct replay *r, const char *path, const struct replay_target *target)
 {
 	bool events = true;
@@ -665,6 +713,16 @@ int replay__run(struct replay *r, const char *path, const struct replay_target *
 		record_reader__rewind(rd);
 	}
 	ret = pass(r, rd, stop_index, stop_time, events);
+	/* The end of a file the recorder never finished is where it was cut, not the end of the
+	 * recording: the header says so, not only a warning on stderr. */
+	if (!ret && target->kind == STOP_END && (r->status == HS_READ_TRUNCATED || r->status == HS_READ_CORRUPT))
+		snprintf(r->stop_desc, sizeof(r->stop_desc), "%s at %.3fs (%s)",
+			 r->status == HS_READ_TRUNCATED ? "end of the file" : "end of the readable part",
+			 replay__seconds(r, r->last_time),
+			 r->status == HS_READ_TRUNCATED ? "cut short: the recorder did not finish"
+							: "the file is damaged after it");
+	if (!ret && r->py_final_procs)
+		py_final_desc(r);
 	if (!ret)
 		ret = check_replayed(r, path, target, stop_time);
 out:
@@ -681,6 +739,8 @@ void replay__for_each_live(const struct replay *r, void (*cb)(const struct agg *
 		if (e->agg != LIVE_EMPTY)
 			cb(&r->aggs[e->agg], e->time, e->weight / (double)HS_WEIGHT_ONE, ctx);
 	}
+	for (uint64_t i = 0; i < r->nr_parked; i++)
+		cb(&r->aggs[r->parked[i].agg], r->parked[i].time, r->parked[i].weight / (double)HS_WEIGHT_ONE, ctx);
 }
 
 void replay__free(struct replay *r)
@@ -722,6 +782,7 @@ void replay__free(struct replay *r)
 	free(r->aggs);
 	hmap_free(&r->agg_idx);
 	free(r->live.s);
+	free(r->parked);
 	for (uint32_t i = 0; i < r->nr_snaps; i++)
 		free(r->snaps[i].label);
 	free(r->snaps);

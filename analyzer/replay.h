@@ -54,6 +54,10 @@ struct replay_target {
 	const char *comm;
 	bool timeline; /* keep the series of the live heap and RSS over time */
 	bool temporary; /* count temporary allocations (struct agg's temp_*) */
+	/* STOP_END, the default: a process whose Python interpreter marked its finalization (a
+	 * python-finalize snapshot, format 5.2) is replayed up to that mark, its events after it
+	 * (what finalization frees) left out; every other process to the end. */
+	bool py_final;
 	/* Moments to call CHECKPOINT at, in order, while the events replay: each just before the
 	 * first event at record index >= record or later than time (UINT64_MAX: no limit), or at
 	 * the end for those past it (STOP_END only). What the HTML report uses to show the heap at many moments
@@ -132,6 +136,12 @@ struct replay {
 	bool have_time;
 	bool stopped_early; /* the pass met an event past its stop (so the stop is inside the recording) */
 	const char *stopped_at; /* description of where replay stopped */
+	uint32_t py_final_procs;  /* processes replayed to their finalization (py_final) */
+	uint64_t py_final_events; /* their events left out */
+	/* Their blocks whose free was left out, live still but out of the slot table: the file
+	 * gives the slot to the next block allocated there, of any process. */
+	struct live_slot *parked;
+	uint64_t nr_parked;
 	char stop_desc[160];
 
 	enum hs_read_status status;

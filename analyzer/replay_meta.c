@@ -323,6 +323,17 @@ void replay_meta__apply(struct replay *r, const struct hs_record *rec, bool befo
 			.time = rec->time, .origin = rec->snapshot.origin, .live_bytes = rec->snapshot.live_bytes,
 			.record_index = rec->snapshot.origin == HS_SNAP_PEAK ? UINT64_MAX : r->records,
 			.label = replay_strdup(r, rec->snapshot.label)};
+		/* The default's stop for this process: its events from here on are left out. */
+		if (before_stop && r->target && r->target->kind == STOP_END && r->target->py_final &&
+		    rec->snapshot.origin == HS_SNAP_PY_FINALIZE && rec->pid) {
+			struct process *p = replay_get_process(r, rec->pid);
+
+			if (!p->py_final && p->selected) {
+				p->py_final = true;
+				p->py_final_time = rec->time;
+				r->py_final_procs++;
+			}
+		}
 		break;
 	case HS_REC_EXIT:
 		if (before_stop) {

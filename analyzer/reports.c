@@ -288,6 +288,8 @@ static void summary_json(struct jsonw *w, const struct replay *r, const struct p
 	}
 	jsonw__count(w, "live_bytes", pr->live_bytes);
 	jsonw__count(w, "live_count", pr->live_count);
+	if (pr->py_final) /* replayed to it: live_bytes and the rest are of that moment */
+		jsonw__secs(w, "python_finalize_time", replay__seconds(r, pr->py_final_time));
 	jsonw__count(w, "peak_bytes", pr->peak_bytes);
 	jsonw__secs(w, "peak_time", replay__seconds(r, pr->peak_time));
 	jsonw__u64(w, "largest_request", pr->largest);
@@ -318,14 +320,15 @@ static void summary_text(FILE *out, const struct replay *r, const struct proc_ro
 			     "before their free was read)\n",
 			pr->implied_free_bytes, pr->implied_free_count);
 	/* An exited process's blocks were freed by its exit: live until then, not at the end. */
-	fprintf(out, "  %-14s %12.0f bytes in %10.0f blocks\n", pr->exited ? "live at exit" : "live", pr->live_bytes,
-		pr->live_count);
+	fprintf(out, "  %-14s %12.0f bytes in %10.0f blocks%s\n",
+		pr->py_final ? "live" : pr->exited ? "live at exit" : "live", pr->live_bytes, pr->live_count,
+		pr->py_final ? " before Python finalization" : "");
 	fprintf(out, "  peak live      %12.0f bytes at %.3fs\n", pr->peak_bytes, replay__seconds(r, pr->peak_time));
 	fprintf(out, "  largest request %11" PRIu64 " bytes\n", pr->largest);
 	if (row->any_live) {
 		fprintf(out, "  oldest live    allocated at %.3fs by %s\n", row->oldest, row->oldest_function);
 		fprintf(out, "  average age    %.3fs over live blocks%s\n", row->average_age,
-			pr->exited ? ", at its exit" : "");
+			pr->py_final ? ", at its finalization" : pr->exited ? ", at its exit" : "");
 	}
 	if (pr->rss_max)
 		fprintf(out, "  max RSS        %12" PRIu64 " bytes\n", pr->rss_max);

@@ -132,9 +132,9 @@ static const char *origin_name(uint32_t o)
 
 const char *report_snapshot_origin(uint32_t o)
 {
-	static const char *const n[] = {"signal", "interval", "exit", "peak", "end"};
+	static const char *const n[] = {"signal", "interval", "exit", "peak", "end", "python-finalize"};
 
-	return o < 5 ? n[o] : "unknown";
+	return o < 6 ? n[o] : "unknown";
 }
 
 static const char *stack_mode_name(uint32_t m)

@@ -354,16 +354,20 @@ void fn_rows__free(struct fn_rows *t)
 }
 
 /* When a block of PID's stops ageing: at its process's exit, which frees it, if that came
- * before END (the moment replayed to). Aged to the end of the recording, the blocks of a
- * process that exited at 0.383 s read 11.848 s old. */
+ * before END (the moment replayed to), or at its interpreter's finalization where the
+ * replay stopped it there. Aged to the end of the recording, the blocks of a process that
+ * exited at 0.383 s read 11.848 s old. */
 static double block_end(const struct replay *r, uint32_t pid, double end)
 {
 	const struct process *pr = replay__process(r, pid);
 	double t;
 
-	if (!pr || !pr->exited)
+	if (pr && pr->py_final)
+		t = replay__seconds(r, pr->py_final_time);
+	else if (!pr || !pr->exited)
 		return end;
-	t = replay__seconds(r, pr->t_exit);
+	else
+		t = replay__seconds(r, pr->t_exit);
 	return t < end ? t : end;
 }
 

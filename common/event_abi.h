@@ -25,6 +25,7 @@ enum hs_ev_type {
 	HS_EV_COMM = 8,
 	HS_EV_DWARF = 9,
 	HS_EV_PYCODE = 10,
+	HS_EV_MARK = 11,
 };
 
 /* The attach cookie of every allocator probe: what the function is, and how to treat it. */
@@ -166,6 +167,14 @@ struct hs_dwarf_event {
 	__u32 len;  /* bytes of data that follow */
 	__u32 used; /* bytes of stack in use above sp (may exceed len: truncated) */
 	__u8 data[HS_MAX_DWARF_BYTES];
+};
+
+/* A moment the target marks in its own events (libheapsnap.so): the recorder makes it a
+ * SNAPSHOT where it reads it, every event stamped before it read first (the rings are merged
+ * by time). KIND says which: */
+#define HS_MARK_PY_FINALIZE 1 /* the interpreter began to finalize: its atexit callbacks run */
+struct hs_mark_event {
+	struct hs_event_hdr h;
 };
 
 struct hs_comm_event {

@@ -13,7 +13,7 @@
 #include "event_abi.h"
 
 #define HS_FORMAT_MAJOR 5
-#define HS_FORMAT_MINOR 1
+#define HS_FORMAT_MINOR 2
 /* The oldest major version the reader still reads: version 1 named blocks by address. */
 #define HS_FORMAT_MAJOR_OLDEST 1
 
@@ -110,6 +110,8 @@ enum hs_snapshot_origin {
 	HS_SNAP_EXIT = 2,
 	HS_SNAP_PEAK = 3,
 	HS_SNAP_END = 4,
+	/* 5.2: a Python interpreter began to finalize (its atexit callbacks run), in process `pid` */
+	HS_SNAP_PY_FINALIZE = 5,
 };
 
 /* Set in an alloc record's kind when it re-creates the block a failed realloc released:

@@ -204,7 +204,8 @@ SCHEMA(snapshot, R,
        U64(R, time),
        STR(R, snapshot.label),
        U32(R, snapshot.origin),
-       U64(R, snapshot.live_bytes));
+       U64(R, snapshot.live_bytes),
+       U32(R, pid, .flags = HS_FF_OPTIONAL)); /* 5.2: the process it marks, 0 for all */
 
 SCHEMA(rss, R,
        U64(R, time),

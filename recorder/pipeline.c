@@ -252,6 +252,7 @@ static const size_t min_len[] = {
 	[HS_EV_COMM] = sizeof(struct hs_comm_event),
 	[HS_EV_DWARF] = offsetof(struct hs_dwarf_event, data),
 	[HS_EV_PYCODE] = offsetof(struct hs_pycode_event, data),
+	[HS_EV_MARK] = sizeof(struct hs_mark_event),
 };
 
 /* A target in another PID namespace (injected): its events' pids and tids made the host's,
@@ -362,6 +363,15 @@ static void on_comm_event(struct session *s, const struct hs_comm_event *e)
 	write_rec(&s->out, &r);
 }
 
+/* A moment the target marked: a snapshot here, where the merge has handled every event
+ * stamped before it. Of a process the session records (a wild write in the memory shared
+ * with the target names no other). */
+static void on_mark_event(struct session *s, const struct hs_mark_event *e, uint64_t t)
+{
+	if (e->h.kind == HS_MARK_PY_FINALIZE && proc_find(s, (pid_t)e->h.pid))
+		snapshot(s, HS_SNAP_PY_FINALIZE, "python-finalize", t, e->h.pid);
+}
+
 int handle_event(struct session *s, const void *data, size_t len)
 {
 	const struct hs_event_hdr *h = data;
@@ -392,6 +402,9 @@ int handle_event(struct session *s, const void *data, size_t len)
 		break;
 	case HS_EV_COMM:
 		on_comm_event(s, data);
+		break;
+	case HS_EV_MARK:
+		on_mark_event(s, data, t);
 		break;
 	case HS_EV_MMAP:
 		on_mmap_event(s, data, t);
@@ -538,9 +551,9 @@ static void warn_stacks(struct session *s)
 	}
 }
 
-void snapshot(struct session *s, uint32_t origin, const char *label, uint64_t t)
+void snapshot(struct session *s, uint32_t origin, const char *label, uint64_t t, uint32_t pid)
 {
-	struct hs_record r = {.type = HS_REC_SNAPSHOT, .time = t};
+	struct hs_record r = {.type = HS_REC_SNAPSHOT, .time = t, .pid = pid};
 	char buf[32];
 
 	if (!label) {

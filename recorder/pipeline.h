@@ -20,7 +20,8 @@ int handle_event(struct session *s, const void *data, size_t len);
 void read_counters(struct session *s);
 void write_counters(struct session *s, uint32_t type);
 void warn_losses(struct session *s);
-void snapshot(struct session *s, uint32_t origin, const char *label, uint64_t t);
+/* A SNAPSHOT record now; PID the process it marks, 0 for the whole recording. */
+void snapshot(struct session *s, uint32_t origin, const char *label, uint64_t t, uint32_t pid);
 void sample_rss(struct session *s);
 void pipeline_free(struct session *s);
 #endif

@@ -323,7 +323,7 @@ static void place_snapshots(struct session *s, struct run *u, bool force)
 		}
 		drain_upto(s, p.at);
 		for (unsigned i = 0; i < p.n; i++)
-			snapshot(s, HS_SNAP_SIGNAL, NULL, ticks(&s->out, p.at));
+			snapshot(s, HS_SNAP_SIGNAL, NULL, ticks(&s->out, p.at), 0);
 		memmove(u->snaps, u->snaps + 1, sizeof(u->snaps[0]) * (size_t)--u->nr_snaps);
 		err = record_writer__flush(s->out.w);
 		if (err && !s->out.err) {
@@ -394,7 +394,7 @@ static void run_poll(struct session *s, struct run *u)
 		if (s->way->polled)
 			s->way->polled(s, now, tick);
 		if (now >= next_interval) {
-			snapshot(s, HS_SNAP_INTERVAL, NULL, ticks(&s->out, horizon));
+			snapshot(s, HS_SNAP_INTERVAL, NULL, ticks(&s->out, horizon), 0);
 			next_interval += (uint64_t)(o->interval * 1e9);
 		}
 		if (now >= next_rss) {
@@ -443,12 +443,12 @@ static int run_finish(struct session *s, struct run *u)
 		s->way->finish(s);
 	read_counters(s);
 	warn_losses(s);
-	snapshot(s, exited ? HS_SNAP_EXIT : HS_SNAP_END, exited ? "exit" : "end", ticks(&s->out, mono_ns()));
+	snapshot(s, exited ? HS_SNAP_EXIT : HS_SNAP_END, exited ? "exit" : "end", ticks(&s->out, mono_ns()), 0);
 	if (o->snapshot_at_peak && s->peak_time) {
 		double live = s->live_est;
 
 		s->live_est = s->peak_est;
-		snapshot(s, HS_SNAP_PEAK, "peak", s->peak_time);
+		snapshot(s, HS_SNAP_PEAK, "peak", s->peak_time, 0);
 		s->live_est = live;
 	}
 	write_counters(s, HS_REC_END);

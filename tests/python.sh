@@ -698,3 +698,81 @@ t_python_debugmallocstats() {
 	[ "${n:-0}" -ge 3 ] || die "test_sys's interpreters wrapped: ${n:-0}, 3 expected (the test, its two children)"
 }
 ALL="$ALL t_python_debugmallocstats"
+
+# ---- the default moment of a Python program (issue 51) ----
+# tests/workloads/py_globals.py keeps 37 MB in module globals and ends normally: finalization
+# frees them, so the end of its recording held 399,540 bytes of shutdown leftovers and the 37 MB
+# only --peak showed. The library marks a snapshot as the interpreter begins to finalize
+# (pymem.c: an atexit callback), and the reports go there by default. The script's own
+# figures (sys.getsizeof of what each function keeps) against the bytes under each function,
+# recorded with the default options.
+py_globals_check() { # NAME FIGURES: top's text and JSON, pprof by default; --at end
+	local n=$1 f=$2 fn want got
+	"$A" top -n 0 "$TMP/$n.hsnap" >"$TMP/$n.top" 2>/dev/null || die "$n: top"
+	contains "$TMP/$n.top" "Snapshot: before Python finalization"
+	"$A" top --json -n 0 "$TMP/$n.hsnap" >"$TMP/$n.top.json" 2>/dev/null || die "$n: top --json"
+	"$A" pprof -o "$TMP/$n.pb.gz" "$TMP/$n.hsnap" 2>/dev/null || die "$n: pprof"
+	for fn in keep_buffers keep_small; do
+		want=$(awk -v fn=$fn '$1 == fn { s += $2 } END { print s }' "$f")
+		got=$(awk -v fn="$fn (py_globals.py)" '/^Python functions/ { py = 1 }
+			py { name = $5; for (i = 6; i <= NF; i++) name = name " " $i; if (name == fn) s += $3 }
+			END { print s + 0 }' "$TMP/$n.top")
+		eq "$n: $fn cum (top)" "$want" "$got"
+		eq "$n: $fn cum (top --json)" "$want" "$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["snapshot"].startswith("before Python finalization"), d["snapshot"]
+print(next((round(f["cum"]) for f in d["python_functions"] if f["name"] == sys.argv[2]), "absent"))' \
+			"$TMP/$n.top.json" "$fn (py_globals.py)")"
+		eq "$n: $fn inuse_space (go tool pprof)" "$want" "$(pv "$TMP/$n.pb.gz" inuse_space "$fn" cum)"
+	done
+	# The end, asked for: what finalization left, the globals gone.
+	"$A" top --at end -n 0 "$TMP/$n.hsnap" >"$TMP/$n.end" 2>/dev/null || die "$n: top --at end"
+	contains "$TMP/$n.end" "Snapshot: end of recording"
+	grep -q "keep_buffers (py_globals.py)" "$TMP/$n.end" && die "$n: keep_buffers still held at the end"
+	got=$(awk '/^Showing/ { print $(NF - 1) }' "$TMP/$n.end")
+	[ "${got:-x}" -lt 2000000 ] 2>/dev/null || die "$n: $got bytes live at the end (the globals freed: under 2 MB)"
+	"$A" pprof --at end -o "$TMP/$n.end.pb.gz" "$TMP/$n.hsnap" 2>/dev/null || die "$n: pprof --at end"
+	eq "$n: keep_buffers inuse_space at the end" absent "$(pv "$TMP/$n.end.pb.gz" inuse_space keep_buffers cum)"
+}
+
+t_python_finalize_default() {
+	need_go
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
+	local n=pyg
+	"$R" -o "$TMP/$n.hsnap" -- /usr/bin/python3 "$PWD/tests/workloads/py_globals.py" "$TMP/$n.fig" \
+		>"$TMP/$n.out" 2>"$TMP/$n.err" || { cat "$TMP/$n.err"; die "recording py_globals.py"; }
+	contains "$TMP/$n.out" held
+	[ "$(awk '$1 == "keep_buffers" { print $2 }' "$TMP/$n.fig")" -gt 37000000 ] || die "the script's figures"
+	"$A" info "$TMP/$n.hsnap" >"$TMP/$n.info" 2>/dev/null || die "info"
+	grep -q '^  1  python-finalize .* python-finalize live' "$TMP/$n.info" || { cat "$TMP/$n.info"; die "no python-finalize snapshot"; }
+	contains "$TMP/$n.info" "Format: 5.2"
+	py_globals_check $n "$TMP/$n.fig"
+	# --snapshot python-finalize is the same moment; summary and html say where they are.
+	"$A" top --snapshot python-finalize -n 0 "$TMP/$n.hsnap" 2>/dev/null | grep -F "keep_buffers (py_globals.py)" >"$TMP/$n.snap"
+	eq "--snapshot python-finalize: keep_buffers" "$(grep -F "keep_buffers (py_globals.py)" "$TMP/$n.top")" "$(cat "$TMP/$n.snap")"
+	"$A" summary "$TMP/$n.hsnap" >"$TMP/$n.sum" 2>/dev/null || die "summary"
+	contains "$TMP/$n.sum" "Snapshot: before Python finalization"
+	contains "$TMP/$n.sum" "blocks before Python finalization"
+	"$A" html -o "$TMP/$n.html" "$TMP/$n.hsnap" 2>/dev/null || die "html"
+	contains "$TMP/$n.html" "<h2>Top functions: in use before Python finalization</h2>"
+	contains "$TMP/$n.html" '"snapshot":"before Python finalization'
+	"$A" html --at end -o "$TMP/$n.end.html" "$TMP/$n.hsnap" 2>/dev/null || die "html --at end"
+	contains "$TMP/$n.end.html" "<h2>Top functions: in use at the end</h2>"
+	"$A" timeline --at end "$TMP/$n.hsnap" >/dev/null 2>&1 && die "timeline took --at end"
+	"$A" top --at end --peak "$TMP/$n.hsnap" >/dev/null 2>&1 && die "--at end with --peak was taken"
+	return 0
+}
+
+# Two interpreters under one shell, each finalizing: each process at its own snapshot, the
+# shell (no Python) at the end; the bytes under the functions are both runs'.
+t_python_finalize_processes() {
+	need_go
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
+	local n=pyg2 s=$PWD/tests/workloads/py_globals.py
+	"$R" -o "$TMP/$n.hsnap" -- /bin/sh -c "/usr/bin/python3 $s $TMP/$n.f1 && /usr/bin/python3 $s $TMP/$n.f2" \
+		>"$TMP/$n.out" 2>"$TMP/$n.err" || { cat "$TMP/$n.err"; die "recording two py_globals.py"; }
+	cat "$TMP/$n.f1" "$TMP/$n.f2" >"$TMP/$n.fig"
+	py_globals_check $n "$TMP/$n.fig"
+	contains "$TMP/$n.top" "before Python finalization (2 processes, each at its own"
+}
+ALL="$ALL t_python_finalize_default t_python_finalize_processes"

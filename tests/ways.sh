@@ -484,6 +484,9 @@ t_killed_recorder() {
 	eq "the target's own exit status, after its recorder was killed" 0 "$(cat "$TMP/k.status" 2>/dev/null)"
 	"$A" top --no-symbolize "$TMP/k.hsnap" >"$TMP/k.top" 2>"$TMP/k.e" || { cat "$TMP/k.e"; die "a killed recorder's file must stay readable"; }
 	contains "$TMP/k.e" "no footer"
+	# The report's own header says where it ends, not only the warning on stderr.
+	contains "$TMP/k.top" "Snapshot: end of the file at "
+	contains "$TMP/k.top" "(cut short: the recorder did not finish)"
 	"$A" stats --json "$TMP/k.hsnap" | grep -q '"allocs":[1-9]' || die "allocations recorded before the kill are lost"
 }
 

@@ -260,6 +260,8 @@ void *reserve(struct tstate *t, uint32_t len, uint32_t *need_out);
 void commit(struct tstate *t, uint32_t need);
 void fill_hdr(struct hs_event_hdr *h, uint8_t type, uint8_t kind, uint32_t tid, uint64_t ts);
 void emit_comm(struct tstate *t);
+/* A mark (HS_MARK_*) in the thread's ring, for the recorder to make a snapshot of. */
+void emit_mark(struct tstate *t, uint8_t kind);
 void spin_lock(int *l);
 void spin_unlock(int *l);
 void record_alloc(struct tstate *t, void *p, size_t size, uint8_t kind, uint64_t fp);

@@ -514,6 +514,20 @@ void emit_comm(struct tstate *t)
 	commit(t, need);
 }
 
+void emit_mark(struct tstate *t, uint8_t kind)
+{
+	struct hs_mark_event *e;
+	uint32_t need;
+
+	e = reserve(t, sizeof(*e), &need);
+	if (!e)
+		return;
+	fill_hdr(&e->h, HS_EV_MARK, kind, t->tid, now_ns());
+	commit(t, need);
+	/* A mark is worth reading soon: the recorder's snapshot waits for it. */
+	wake_recorder();
+}
+
 /* ---- stacks ---- */
 
 /* Frame-pointer walk from the hook's frame: frame 0 is the hook's return address (the

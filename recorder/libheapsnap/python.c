@@ -282,6 +282,9 @@ static bool find_symbols(void)
 	SYM(incref, "Py_IncRef");
 	SYM(decref, "Py_DecRef");
 	SYM(err_clear, "PyErr_Clear");
+	SYM(import_module, "PyImport_ImportModule");
+	SYM(call_args, "PyObject_CallFunctionObjArgs");
+	SYM(none, "_Py_NoneStruct");
 #undef SYM
 	if (!eval_range(eval) || !py.code_type || !py.unicode_type || !py.bytes_type) {
 		refuse("the interpreter's symbols (_PyEval_EvalFrameDefault's size, PyCode_Type...) are not all exported");

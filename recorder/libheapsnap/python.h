@@ -67,6 +67,10 @@ struct py_interp {
 	void (*incref)(void *);
 	void (*decref)(void *);
 	void (*err_clear)(void);
+	/* For the snapshot at finalization (pymem.c): atexit.register, at pending calls only. */
+	void *(*import_module)(const char *);
+	void *(*call_args)(void *callable, ...);
+	void *none; /* &_Py_NoneStruct */
 };
 extern struct py_interp py;
 /* py_ready (libheapsnap.h, hs_sample_line): py is filled, frames are walked. */

@@ -20,10 +20,16 @@ def parse_docs(raw):
     return [json.loads(doc) for doc in raw]
 
 
+CACHE = {}
+DOCS = []
+
+
 def main():
-    cache = build_cache(50_000)
-    docs = parse_docs(make_docs(20_000))
-    print(len(cache), len(docs))
+    # Module globals, as a service keeps its caches: held until the interpreter finalizes.
+    global CACHE, DOCS
+    CACHE = build_cache(50_000)
+    DOCS = parse_docs(make_docs(20_000))
+    print(len(CACHE), len(DOCS))
 
 
 if __name__ == "__main__":

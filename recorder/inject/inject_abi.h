@@ -50,6 +50,7 @@
 #define HS_INJ_OFF_LDSO_LO 680     /* filled by the recorder: the dynamic loader's code, whose calls */
 #define HS_INJ_OFF_LDSO_HI 688     /* never wait (it may hold the locks dlopen needs) */
 #define HS_INJ_OFF_SCRATCH 696     /* 16 bytes the recorder has a stopped thread's system calls use */
+#define HS_INJ_OFF_TIMES 712      /* u64 per HS_T_*: CLOCK_MONOTONIC ns of each step, for -v */
 #define HS_INJ_OFF_SLOT_KIND 1024  /* u8 per slot: HS_SLOT_* */
 #define HS_INJ_OFF_LIB 1536        /* struct hs_inject_lib: between recorder and library */
 #define HS_INJ_OFF_THRESHOLDS 4096 /* the sampler's thresholds, HS_NR_THRESHOLDS of them */
@@ -68,6 +69,26 @@
 /* lib_state's offset in struct hs_inject_lib, for the stub */
 #define HS_INJ_LIB_OFF_STATE 64
 #define HS_LIB_STATE_DETACHED 3 /* HS_LIB_DETACHED, for the stub */
+
+/* The steps between the first call and the hooks in place, timed (times[]; 0: not reached).
+ * The stub writes the first three, the library the rest. */
+#define HS_T_CREATED 0     /* the first thread's pthread_create returned */
+#define HS_T_LOADER 1      /* the loader thread runs */
+#define HS_T_DLOPENED 2    /* dlopen returned (the constructor run) */
+#define HS_T_CTOR_IN 3     /* the library's constructor began */
+#define HS_T_CTOR_OUT 4    /* ... and ended */
+#define HS_T_SESSION 5     /* the entry has the session lock */
+#define HS_T_RESOLVED 6    /* the hook table and the real functions looked up */
+#define HS_T_SHM 7         /* the shared memory made */
+#define HS_T_SET 8         /* the session's settings in it */
+#define HS_T_PATCHED 9     /* every GOT entry points at the hooks */
+#define HS_T_MAPS 10       /* the mappings emitted */
+#define HS_T_PY 11         /* the interpreter looked for */
+#define HS_T_READY 12      /* the safe points put back: ready_ns */
+#define HS_T_CPU 13        /* not a time: the loader thread's CPU ns at ready */
+#define HS_T_NIVCSW 14     /* not a time: its involuntary context switches then */
+#define HS_T_NVCSW 15      /* not a time: its voluntary ones */
+#define HS_NR_T 16
 
 /* slot kinds */
 #define HS_SLOT_ALLOC 0      /* an allocator's entry: calls wait for the hooks, or are counted */
@@ -137,7 +158,8 @@ struct hs_inject_data {
 	uint64_t inflight, ready_ns;
 	uint64_t firing_tid, ldso_lo, ldso_hi;
 	uint8_t scratch[16];
-	uint8_t pad0[HS_INJ_OFF_SLOT_KIND - HS_INJ_OFF_SCRATCH - 16];
+	uint64_t times[HS_NR_T];
+	uint8_t pad0[HS_INJ_OFF_SLOT_KIND - HS_INJ_OFF_TIMES - 8 * HS_NR_T];
 	uint8_t slot_kind[HS_INJ_MAX_SLOTS];
 	uint8_t pad1[HS_INJ_OFF_LIB - HS_INJ_OFF_SLOT_KIND - HS_INJ_MAX_SLOTS];
 	struct hs_inject_lib lib;
@@ -168,6 +190,7 @@ _Static_assert(offsetof(struct hs_inject_data, firing_tid) == HS_INJ_OFF_FIRING_
 _Static_assert(offsetof(struct hs_inject_data, ldso_lo) == HS_INJ_OFF_LDSO_LO, "abi");
 _Static_assert(offsetof(struct hs_inject_data, ldso_hi) == HS_INJ_OFF_LDSO_HI, "abi");
 _Static_assert(offsetof(struct hs_inject_data, scratch) == HS_INJ_OFF_SCRATCH, "abi");
+_Static_assert(offsetof(struct hs_inject_data, times) == HS_INJ_OFF_TIMES, "abi");
 _Static_assert(offsetof(struct hs_inject_data, slot_kind) == HS_INJ_OFF_SLOT_KIND, "abi");
 _Static_assert(offsetof(struct hs_inject_data, slots) == HS_INJ_OFF_SLOTS, "abi");
 _Static_assert(offsetof(struct hs_inject_data, lib) == HS_INJ_OFF_LIB, "abi");

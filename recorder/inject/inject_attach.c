@@ -393,6 +393,46 @@ static int idle_fire(struct inject *j, const struct inject_opts *o)
 	return err ? -EAGAIN : 0;
 }
 
+/* -v: the interval from the first call to the hooks in place, step by step (inject_abi.h's
+ * HS_T_*), each in ms since the step before; one not timed (an older library, or a library
+ * loaded before: its constructor ran long ago) is left out. */
+static void print_steps(const struct hs_inject_data *d)
+{
+	static const struct {
+		int t;
+		const char *name;
+	} steps[] = {
+		{HS_T_CTOR_IN, "dlopen to the constructor"}, {HS_T_CTOR_OUT, "constructor"},
+		{HS_T_DLOPENED, "rest of dlopen"}, {HS_T_SESSION, "dlsym and entry"},
+		{HS_T_RESOLVED, "real functions"}, {HS_T_SHM, "shared memory"}, {HS_T_SET, "session settings"},
+		{HS_T_PATCHED, "GOTs patched"}, {HS_T_MAPS, "maps emitted"}, {HS_T_PY, "interpreter looked for"},
+		{HS_T_READY, "safe points back"},
+	};
+	uint64_t first = d->deadline - d->hold_ns, prev = d->times[HS_T_LOADER];
+	char line[640];
+	size_t n = 0;
+
+	if (!prev || prev < first || d->ready_ns < prev)
+		return;
+	n = (size_t)snprintf(line, sizeof(line), "loader thread running %.2f (pthread_create returned at %.2f)",
+			     (double)(prev - first) / 1e6,
+			     d->times[HS_T_CREATED] >= first ? (double)(d->times[HS_T_CREATED] - first) / 1e6 : -1.0);
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]) && n < sizeof(line); i++) {
+		uint64_t t = d->times[steps[i].t];
+
+		if (!t || t < prev)
+			continue;
+		n += (size_t)snprintf(line + n, sizeof(line) - n, ", %s %.2f", steps[i].name, (double)(t - prev) / 1e6);
+		prev = t;
+	}
+	fprintf(stderr, "heapsnap-record: steps to the hooks in place (ms): %s\n", line);
+	if (d->times[HS_T_CPU])
+		fprintf(stderr, "heapsnap-record: the loader thread ran %.2f ms of CPU in its %.2f ms to the hooks in "
+				"place; %" PRIu64 " involuntary and %" PRIu64 " voluntary context switches\n",
+			(double)d->times[HS_T_CPU] / 1e6, (double)(d->ready_ns - d->times[HS_T_LOADER]) / 1e6,
+			d->times[HS_T_NIVCSW], d->times[HS_T_NVCSW]);
+}
+
 static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t insn, char *why, size_t why_len)
 {
 	/* A process that makes an allocator call soon starts the loader there; one idle in a wait
@@ -423,6 +463,8 @@ static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t in
 				fprintf(stderr, "heapsnap-record: the hooks were in place %.2f ms after the first call through "
 						"the trampoline (allocator calls wait there meanwhile)\n",
 					(double)(d.ready_ns - (d.deadline - d.hold_ns)) / 1e6);
+			if (o->verbose && d.deadline && d.ready_ns)
+				print_steps(&d);
 			j->patched = d.lib.nr_patched;
 			j->modules = d.lib.nr_modules;
 			j->d->lib.shm_fd = d.lib.shm_fd;

@@ -291,6 +291,10 @@ fire:
 	lea data(%rip), %rcx
 	call *data + HS_INJ_OFF_FN_PTHREAD_CREATE(%rip)
 	cltq
+	push %rax
+	call now_ns
+	mov %rax, data + HS_INJ_OFF_TIMES + 8 * HS_T_CREATED(%rip)
+	pop %rax
 	movq $0, data + HS_INJ_OFF_FIRING_TID(%rip)
 	mov %rax, data + HS_INJ_OFF_CREATE_RET(%rip)
 	movq $HS_FIRED_CREATED, data + HS_INJ_OFF_FIRED(%rip)
@@ -335,11 +339,19 @@ loader:
 	mov $SYS_gettid, %eax
 	syscall
 	mov %rax, HS_INJ_OFF_LOADER_TID(%rbx)
+	call now_ns
+	mov %rax, HS_INJ_OFF_TIMES + 8 * HS_T_LOADER(%rbx)
 	lea HS_INJ_OFF_LIB_PATH(%rbx), %rdi
 	mov HS_INJ_OFF_DLOPEN_FLAGS(%rbx), %rsi
 	call *HS_INJ_OFF_FN_DLOPEN(%rbx)
 	test %rax, %rax
 	jz 2f
+	push %rax
+	push %rax
+	call now_ns
+	mov %rax, HS_INJ_OFF_TIMES + 8 * HS_T_DLOPENED(%rbx)
+	pop %rax
+	pop %rax
 	mov %rax, %rdi
 	lea HS_INJ_OFF_ENTRY(%rbx), %rsi
 	call *HS_INJ_OFF_FN_DLSYM(%rbx)

@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <linux/futex.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -209,6 +210,8 @@ EXPORT int heapsnap_inject(struct hs_inject_data *d)
 	depth_in(); /* nothing this thread allocates is the target's */
 	if (d->magic != HS_INJ_MAGIC || d->version != HS_INJ_VERSION || d->size != sizeof(*d))
 		return fail(l, EPROTO, "the recorder is another version of heapsnap"); /* its fields are not ours */
+	d->times[HS_T_CTOR_IN] = hs_ctor_ns[0];
+	d->times[HS_T_CTOR_OUT] = hs_ctor_ns[1];
 	if (l->lib_fd >= 0)
 		close(l->lib_fd);
 	/* One session at a time: the one before may still be putting entries back. */
@@ -235,8 +238,11 @@ static int session(struct hs_inject_data *d)
 {
 	struct hs_inject_lib *l = &d->lib;
 	uint32_t modules = 0;
+	struct timespec cpu;
+	struct rusage ru;
 	int err;
 
+	d->times[HS_T_SESSION] = now_ns();
 	/* Preloaded, its recorder gone: the hooks still think themselves attached until their next
 	 * event, and this session takes the place of that one. Its memory is marked ended (a
 	 * recorder killed did not), so that a program exec'd from here on, which finds it in its
@@ -257,8 +263,10 @@ static int session(struct hs_inject_data *d)
 		resolve_from(RTLD_NEXT); /* preloaded before: we are the default */
 	if (!real.malloc || !real.free)
 		return fail(l, ENOENT, "no malloc or free to forward to");
+	d->times[HS_T_RESOLVED] = now_ns();
 	if ((err = shm_setup(l)))
 		return err;
+	d->times[HS_T_SHM] = now_ns();
 	sampled_clear();
 	py_codes_new_session();
 	shm_session(d);
@@ -270,6 +278,7 @@ static int session(struct hs_inject_data *d)
 	/* Before any entry is rewritten: the trampoline then leaves every entry as it finds it
 	 * (recorder/inject/inject_stub.S, the lazy binder's). */
 	__atomic_store_n(&d->patching, 1, __ATOMIC_SEQ_CST);
+	d->times[HS_T_SET] = now_ns();
 	l->nr_patched = got_patch_all(d->slots, l->nr_slots < HS_INJ_MAX_SLOTS ? l->nr_slots : HS_INJ_MAX_SLOTS,
 				      l->stub_lo, l->stub_hi, &modules);
 	l->nr_modules = modules;
@@ -277,13 +286,22 @@ static int session(struct hs_inject_data *d)
 		go_dormant();
 		return fail(l, ENOENT, "no module imports an allocator through its GOT");
 	}
+	d->times[HS_T_PATCHED] = now_ns();
 	emit_maps();
+	d->times[HS_T_MAPS] = now_ns();
 	py_attach();
+	d->times[HS_T_PY] = now_ns();
 	pymem_request_install(); /* runs when the main thread next runs Python */
 	safe_points_back(d);
 	l->shm_fd = own_shm_fd;
 	l->wake_fd = wake_fd;
-	d->ready_ns = now_ns();
+	d->ready_ns = d->times[HS_T_READY] = now_ns();
+	if (!clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu))
+		d->times[HS_T_CPU] = (uint64_t)cpu.tv_sec * 1000000000ull + (uint64_t)cpu.tv_nsec;
+	if (!getrusage(RUSAGE_THREAD, &ru)) {
+		d->times[HS_T_NIVCSW] = (uint64_t)ru.ru_nivcsw;
+		d->times[HS_T_NVCSW] = (uint64_t)ru.ru_nvcsw;
+	}
 	__atomic_store_n(&l->lib_state, HS_LIB_READY, __ATOMIC_RELEASE);
 	open_gate(d);
 

@@ -286,6 +286,7 @@ void unwind_after_fork(bool child);
 
 /* lib_process.c */
 void emit_maps(void);
+extern uint64_t hs_ctor_ns[2];
 void process_attach(void);
 
 /* got_hooks.c */

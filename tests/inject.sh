@@ -456,6 +456,21 @@ ALL="$ALL t_inject_children"
 
 # ---- attaching within milliseconds (issue 23, finding 3; tests/workloads/attach_shapes.c) ----
 
+# shape_fds_high NAME I: the memory's descriptor in TPID at a high number (hs_fd_high: 1000,
+# or 128 under a lower soft RLIMIT_NOFILE), moved there after the gate opened: a number past
+# the descriptor table's size grows it, and in a process with threads the kernel waits an RCU
+# grace period for that (5 to 15 ms), which the held calls waited too.
+shape_fds_high() {
+	local name=$1 i=$2 f n=-1 lim min=1000
+	contains "$TMP/$name$i.rerr" "then, nothing held, its descriptors moved to high numbers"
+	for f in /proc/$TPID/fd/*; do
+		[ "$(readlink "$f")" = "/memfd:heapsnap (deleted)" ] && n=${f##*/}
+	done
+	lim=$(awk '/^Max open files/ { print $4 }' /proc/$TPID/limits)
+	[ "$lim" != unlimited ] && [ $((lim - 128)) -lt $min ] && min=$((lim - 128))
+	[ "$n" -ge "$min" ] || { ls -l /proc/$TPID/fd; die "$name: the memory's descriptor at $n, not at $min or above (attach $i)"; }
+}
+
 # shape_attach NAME I [RECORDER OPTIONS]: attaches to the attach_shapes in TPID (--attach-hold
 # 1s), runs round I (attach_keep: 5 x 7007 bytes kept), stops the recorder. The hooks must be
 # in place well before the hold could have run out (a call that waits it out makes the
@@ -469,6 +484,7 @@ shape_attach() {
 	contains "$TMP/$name$i.rerr" "recording via inject"
 	echo keep >"$TMP/$name.fifo"
 	waitfor "$TMP/$name.out" "kept $i" || die "$name: no answer to keep, attach $i"
+	shape_fds_high "$name" "$i"
 	kill -INT $RPID
 	wait $RPID || { cat "$TMP/$name$i.rerr"; die "$name: the recorder failed (attach $i)"; }
 	ms=$(sed -n 's/.*the hooks were in place \([0-9]*\)\.[0-9]* ms after the first call.*/\1/p' "$TMP/$name$i.rerr")

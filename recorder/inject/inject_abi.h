@@ -88,7 +88,8 @@
 #define HS_T_CPU 13        /* not a time: the loader thread's CPU ns at ready */
 #define HS_T_NIVCSW 14     /* not a time: its involuntary context switches then */
 #define HS_T_NVCSW 15      /* not a time: its voluntary ones */
-#define HS_NR_T 16
+#define HS_T_FDS_HIGH 16   /* after the gate: the memory's descriptors moved to high numbers */
+#define HS_NR_T 17
 
 /* slot kinds */
 #define HS_SLOT_ALLOC 0      /* an allocator's entry: calls wait for the hooks, or are counted */

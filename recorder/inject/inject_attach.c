@@ -431,6 +431,9 @@ static void print_steps(const struct hs_inject_data *d)
 				"place; %" PRIu64 " involuntary and %" PRIu64 " voluntary context switches\n",
 			(double)d->times[HS_T_CPU] / 1e6, (double)(d->ready_ns - d->times[HS_T_LOADER]) / 1e6,
 			d->times[HS_T_NIVCSW], d->times[HS_T_NVCSW]);
+	if (d->times[HS_T_FDS_HIGH] >= d->ready_ns)
+		fprintf(stderr, "heapsnap-record: then, nothing held, its descriptors moved to high numbers in %.2f ms\n",
+			(double)(d->times[HS_T_FDS_HIGH] - d->ready_ns) / 1e6);
 }
 
 static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t insn, char *why, size_t why_len)

@@ -40,7 +40,35 @@ static int fail(struct hs_inject_lib *l, int err, const char *what)
 	return -err;
 }
 
-/* The shared memory: made at the first attach, kept for the next. */
+/* A descriptor made while the target's calls wait in the trampoline: not a standard one (a
+ * program that closed its stdout would write there), but not high yet. A number past the
+ * descriptor table's size (64 at first) grows the table, and in a process with threads (ours,
+ * the loader, is one) the kernel then waits for an RCU grace period (expand_fdtable's
+ * synchronize_rcu): 5 to 15 ms on this 2-core machine, idle or loaded, which every held call
+ * would wait too. fds_high moves them up once the gate is open. */
+static int fd_low(int fd)
+{
+	int up;
+
+	if (fd < 0 || fd >= 3)
+		return fd;
+	up = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (up < 0)
+		return fd;
+	close(fd);
+	return up;
+}
+
+/* The memory's descriptors at their high numbers (hs_fd_high), nobody waiting: before the
+ * recorder is told them. At once when they are there already (a session before moved them). */
+static void fds_high(void)
+{
+	own_shm_fd = hs_fd_high(own_shm_fd, true);
+	wake_fd = hs_fd_high(wake_fd, true);
+}
+
+/* The shared memory: made at the first attach, kept for the next. Its descriptors are at low
+ * numbers until fds_high. */
 static int shm_setup(struct hs_inject_lib *l)
 {
 	struct hs_shm_hdr *h;
@@ -54,7 +82,7 @@ static int shm_setup(struct hs_inject_lib *l)
 	    (l->ring_bytes & (l->ring_bytes - 1)))
 		return fail(l, EINVAL, "ring sizes");
 	size = hs_shm_size(l->nr_rings, l->ring_bytes);
-	fd = hs_fd_high(memfd_create("heapsnap", MFD_CLOEXEC | MFD_ALLOW_SEALING), true);
+	fd = fd_low(memfd_create("heapsnap", MFD_CLOEXEC | MFD_ALLOW_SEALING));
 	if (fd < 0)
 		return fail(l, errno, "memfd_create");
 	/* Sealed at its size: the recorder maps it, and a file that shrank would fault it. */
@@ -77,7 +105,7 @@ static int shm_setup(struct hs_inject_lib *l)
 		return fail(l, ENOMEM, "the table of sampled blocks");
 	}
 	/* The recorder's to wait on (it takes a copy): the library wakes it through the memory. */
-	wake_fd = hs_fd_high(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), true);
+	wake_fd = fd_low(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
 	if (wake_fd < 0) {
 		int e = errno;
 
@@ -293,8 +321,6 @@ static int session(struct hs_inject_data *d)
 	d->times[HS_T_PY] = now_ns();
 	pymem_request_install(); /* runs when the main thread next runs Python */
 	safe_points_back(d);
-	l->shm_fd = own_shm_fd;
-	l->wake_fd = wake_fd;
 	d->ready_ns = d->times[HS_T_READY] = now_ns();
 	if (!clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu))
 		d->times[HS_T_CPU] = (uint64_t)cpu.tv_sec * 1000000000ull + (uint64_t)cpu.tv_nsec;
@@ -302,8 +328,13 @@ static int session(struct hs_inject_data *d)
 		d->times[HS_T_NIVCSW] = (uint64_t)ru.ru_nivcsw;
 		d->times[HS_T_NVCSW] = (uint64_t)ru.ru_nvcsw;
 	}
-	__atomic_store_n(&l->lib_state, HS_LIB_READY, __ATOMIC_RELEASE);
 	open_gate(d);
+	/* The hooks are in: what remains keeps no call waiting. */
+	fds_high();
+	d->times[HS_T_FDS_HIGH] = now_ns();
+	l->shm_fd = own_shm_fd;
+	l->wake_fd = wake_fd;
+	__atomic_store_n(&l->lib_state, HS_LIB_READY, __ATOMIC_RELEASE);
 
 	wait_for_detach(l->pipe_fd);
 

@@ -459,10 +459,20 @@ ALL="$ALL t_inject_children"
 # shape_fds_high NAME I: the memory's descriptor in TPID at a high number (hs_fd_high: 1000,
 # or 128 under a lower soft RLIMIT_NOFILE), moved there after the gate opened: a number past
 # the descriptor table's size grows it, and in a process with threads the kernel waits an RCU
-# grace period for that (5 to 15 ms), which the held calls waited too.
+# grace period for that (5 to 15 ms), which the held calls waited too. The loader thread was
+# made on the first thread's CPU (left to the scheduler, it waited 2-4 ms behind what ran on
+# the other CPU of a loaded 2-core machine), and every thread has its CPU mask back.
 shape_fds_high() {
-	local name=$1 i=$2 f n=-1 lim min=1000
+	local name=$1 i=$2 f n=-1 lim min=1000 mask m
 	contains "$TMP/$name$i.rerr" "then, nothing held, its descriptors moved to high numbers"
+	grep -q "loader thread running [0-9.]* on the first thread's CPU" "$TMP/$name$i.rerr" ||
+		{ cat "$TMP/$name$i.rerr"; die "$name: the loader thread was not made on the first thread's CPU (attach $i)"; }
+	mask=$(awk '/^Cpus_allowed_list/ { print $2 }' /proc/$$/status)
+	for f in /proc/$TPID/task/*; do
+		m=$(awk '/^Cpus_allowed_list/ { print $2 }' "$f/status" 2>/dev/null)
+		[ -n "$m" ] || continue # a thread that ended meanwhile (the stacks shape makes them all along)
+		eq "$name: thread ${f##*/}'s CPUs, attach $i" "$mask" "$m"
+	done
 	for f in /proc/$TPID/fd/*; do
 		[ "$(readlink "$f")" = "/memfd:heapsnap (deleted)" ] && n=${f##*/}
 	done

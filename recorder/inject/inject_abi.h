@@ -51,7 +51,15 @@
 #define HS_INJ_OFF_LDSO_HI 688     /* never wait (it may hold the locks dlopen needs) */
 #define HS_INJ_OFF_SCRATCH 696     /* 16 bytes the recorder has a stopped thread's system calls use */
 #define HS_INJ_OFF_TIMES 712      /* u64 per HS_T_*: CLOCK_MONOTONIC ns of each step, for -v */
+/* The loader thread made on the first thread's CPU (fire): */
+#define HS_INJ_OFF_PIN 848         /* filled by the recorder: 1 if the stub may (seccomp allows it) */
+#define HS_INJ_OFF_PINNED 856      /* 1 once the first thread pinned itself, the loader inheriting it */
+#define HS_INJ_OFF_CPUS_LEN 864    /* bytes of the first thread's own mask, as read */
+#define HS_INJ_OFF_GETCPU 872      /* u32: the first thread's CPU */
 #define HS_INJ_OFF_SLOT_KIND 1024  /* u8 per slot: HS_SLOT_* */
+#define HS_INJ_OFF_CPUS 1280       /* 128 bytes: the first thread's CPU mask, put back after */
+#define HS_INJ_OFF_CPU_ONE 1408    /* 128 bytes: the mask of its CPU alone */
+#define HS_CPU_MASK_BYTES 128
 #define HS_INJ_OFF_LIB 1536        /* struct hs_inject_lib: between recorder and library */
 #define HS_INJ_OFF_THRESHOLDS 4096 /* the sampler's thresholds, HS_NR_THRESHOLDS of them */
 #define HS_INJ_OFF_SLOTS 12288     /* trampoline slots: {GOT address, original value} */
@@ -160,9 +168,11 @@ struct hs_inject_data {
 	uint64_t firing_tid, ldso_lo, ldso_hi;
 	uint8_t scratch[16];
 	uint64_t times[HS_NR_T];
-	uint8_t pad0[HS_INJ_OFF_SLOT_KIND - HS_INJ_OFF_TIMES - 8 * HS_NR_T];
+	uint64_t pin, pinned, cpus_len;
+	uint32_t getcpu, pad_getcpu;
+	uint8_t pad0[HS_INJ_OFF_SLOT_KIND - HS_INJ_OFF_GETCPU - 8];
 	uint8_t slot_kind[HS_INJ_MAX_SLOTS];
-	uint8_t pad1[HS_INJ_OFF_LIB - HS_INJ_OFF_SLOT_KIND - HS_INJ_MAX_SLOTS];
+	uint8_t cpus[HS_CPU_MASK_BYTES], cpu_one[HS_CPU_MASK_BYTES];
 	struct hs_inject_lib lib;
 	uint8_t pad2[HS_INJ_OFF_THRESHOLDS - HS_INJ_OFF_LIB - sizeof(struct hs_inject_lib)];
 	uint64_t thresholds[HS_NR_THRESHOLDS];
@@ -192,6 +202,12 @@ _Static_assert(offsetof(struct hs_inject_data, ldso_lo) == HS_INJ_OFF_LDSO_LO, "
 _Static_assert(offsetof(struct hs_inject_data, ldso_hi) == HS_INJ_OFF_LDSO_HI, "abi");
 _Static_assert(offsetof(struct hs_inject_data, scratch) == HS_INJ_OFF_SCRATCH, "abi");
 _Static_assert(offsetof(struct hs_inject_data, times) == HS_INJ_OFF_TIMES, "abi");
+_Static_assert(offsetof(struct hs_inject_data, pin) == HS_INJ_OFF_PIN, "abi");
+_Static_assert(offsetof(struct hs_inject_data, pinned) == HS_INJ_OFF_PINNED, "abi");
+_Static_assert(offsetof(struct hs_inject_data, cpus_len) == HS_INJ_OFF_CPUS_LEN, "abi");
+_Static_assert(offsetof(struct hs_inject_data, getcpu) == HS_INJ_OFF_GETCPU, "abi");
+_Static_assert(offsetof(struct hs_inject_data, cpus) == HS_INJ_OFF_CPUS, "abi");
+_Static_assert(offsetof(struct hs_inject_data, cpu_one) == HS_INJ_OFF_CPU_ONE, "abi");
 _Static_assert(offsetof(struct hs_inject_data, slot_kind) == HS_INJ_OFF_SLOT_KIND, "abi");
 _Static_assert(offsetof(struct hs_inject_data, slots) == HS_INJ_OFF_SLOTS, "abi");
 _Static_assert(offsetof(struct hs_inject_data, lib) == HS_INJ_OFF_LIB, "abi");

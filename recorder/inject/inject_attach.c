@@ -109,6 +109,21 @@ static int check_seccomp(struct remote *r, uint64_t stub, char *why, size_t why_
 	return seccomp__check(remote__tid(r), c, n, why, why_len);
 }
 
+/* Whether the stub may pin the first thread while it makes the loader (inject_stub.S, fire):
+ * only if the target's filter lets those calls run or fail (never kill or trap); the
+ * injection needs none of them. */
+static bool seccomp_lets_pin(struct remote *r)
+{
+	struct sc_call c[] = {
+		{SYS_sched_getaffinity, "sched_getaffinity", {0}, false},
+		{SYS_getcpu, "getcpu", {0}, false},
+		{SYS_sched_setaffinity, "sched_setaffinity", {0}, false},
+	};
+	char why[256];
+
+	return !seccomp__check(remote__tid(r), c, (int)(sizeof(c) / sizeof(c[0])), why, sizeof(why));
+}
+
 static int rsys(struct remote *r, long nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
 		uint64_t a5, int64_t *ret, const char *what, char *why, size_t why_len)
 {
@@ -414,8 +429,8 @@ static void print_steps(const struct hs_inject_data *d)
 
 	if (!prev || prev < first || d->ready_ns < prev)
 		return;
-	n = (size_t)snprintf(line, sizeof(line), "loader thread running %.2f (pthread_create returned at %.2f)",
-			     (double)(prev - first) / 1e6,
+	n = (size_t)snprintf(line, sizeof(line), "loader thread running %.2f%s (pthread_create returned at %.2f)",
+			     (double)(prev - first) / 1e6, d->pinned ? " on the first thread's CPU" : "",
 			     d->times[HS_T_CREATED] >= first ? (double)(d->times[HS_T_CREATED] - first) / 1e6 : -1.0);
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]) && n < sizeof(line); i++) {
 		uint64_t t = d->times[steps[i].t];
@@ -548,6 +563,7 @@ struct attach_ctx {
 	int n;
 	bool loaded;   /* libheapsnap.so is mapped already: dlopen'ed by name, not copied */
 	bool seccomp;  /* the target runs under a seccomp filter: check our system calls first */
+	bool pin;      /* the stub may pin the first thread to its CPU (seccomp_lets_pin) */
 	uint32_t allocs; /* allocator entries the trampoline takes */
 	int lib_src;   /* the library, ours to copy */
 	struct stat st;
@@ -705,6 +721,10 @@ static void attach__fill_data(struct inject *j, const struct attach_ctx *c, cons
 	d->fired = HS_FIRED_PREARM;
 	d->gate = HS_GATE_CLOSED;
 	d->hold_ns = (uint64_t)(o->hold * 1e9);
+	/* Only when the first call waits for the loader: with --attach-hold 0 it goes on, and the
+	 * loader, made on its CPU, would stop it there instead (and a lazily bound entry's binder,
+	 * run after the library hooked it, would write over the hook: t_inject_wake). */
+	d->pin = c->pin && d->hold_ns > 0;
 	/* The dynamic loader's code: its calls through the trampoline never wait (inject_stub.S). */
 	for (int k = 0; k < c->n; k++)
 		if (c->v[k].perms[2] == 'x' && !strncmp(look__base_name(c->v[k].path), "ld-linux", 8)) {
@@ -785,6 +805,7 @@ static int attach__stopped(struct inject *j, struct attach_ctx *c, const struct 
 		return err;
 	if (c->seccomp)
 		err = check_seccomp(c->r, 0, why, why_len);
+	c->pin = !c->seccomp || seccomp_lets_pin(c->r);
 	if (!err)
 		err = attach__stub_pages(j, c, why, why_len, touched);
 	if (!err && !c->loaded)

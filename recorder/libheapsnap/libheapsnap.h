@@ -294,6 +294,8 @@ struct hs_inject_slot;
 int got_init(void);
 bool got_is_hook(const void *fn);
 uint32_t got_patch_all(const struct hs_inject_slot *t, uint32_t nt, uint64_t lo, uint64_t hi, uint32_t *modules);
+uint32_t got_patch_slots(const struct hs_inject_slot *t, const uint8_t *kind, const uint64_t *hash, uint32_t nt,
+			 uint64_t lo, uint64_t hi);
 void got_patch_new(void);
 void *got_find_definition(const char *name);
 void got_restore_all(void);

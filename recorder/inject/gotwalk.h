@@ -23,6 +23,18 @@ struct gw_module {
 	uint64_t dyn;  /* the dynamic section, in memory */
 };
 
+/* An imported name's hash (FNV-1a, 64 bits): the recorder hands the library one for each
+ * allocator entry the trampoline takes (inject_abi.h, slot_hash), which it then hooks without
+ * a walk; the library's table of hooked names is looked up by it too (got_hooks.c). */
+static inline uint64_t gw_name_hash(const char *s)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return h;
+}
+
 /* The loader relocates most d_ptr values in place; a value below the bias was not. */
 static inline uint64_t gw_ptr(const struct gw_module *m, uint64_t v)
 {

@@ -50,8 +50,23 @@
 #define HS_INJ_OFF_LDSO_LO 680     /* filled by the recorder: the dynamic loader's code, whose calls */
 #define HS_INJ_OFF_LDSO_HI 688     /* never wait (it may hold the locks dlopen needs) */
 #define HS_INJ_OFF_SCRATCH 696     /* 16 bytes the recorder has a stopped thread's system calls use */
+#define HS_INJ_OFF_TIMES 712      /* u64 per HS_T_*: CLOCK_MONOTONIC ns of each step, for -v */
+/* The loader thread made on the first thread's CPU (fire): */
+#define HS_INJ_OFF_PIN 848         /* filled by the recorder: 1 if the stub may (seccomp allows it) */
+#define HS_INJ_OFF_PINNED 856      /* 1 once the first thread pinned itself, the loader inheriting it */
+#define HS_INJ_OFF_CPUS_LEN 864    /* bytes of the first thread's own mask, as read */
+#define HS_INJ_OFF_GETCPU 872      /* u32: the first thread's CPU */
+/* Written by the library, for -v: */
+#define HS_INJ_OFF_NR_FIRST 880    /* GOT entries hooked before the gate opened (got_patch_slots) */
+#define HS_INJ_OFF_REST_NS 888     /* CLOCK_MONOTONIC ns: the rest hooked, after the gate (got_patch_all) */
 #define HS_INJ_OFF_SLOT_KIND 1024  /* u8 per slot: HS_SLOT_* */
+#define HS_INJ_OFF_CPUS 1280       /* 128 bytes: the first thread's CPU mask, put back after */
+#define HS_INJ_OFF_CPU_ONE 1408    /* 128 bytes: the mask of its CPU alone */
+#define HS_CPU_MASK_BYTES 128
 #define HS_INJ_OFF_LIB 1536        /* struct hs_inject_lib: between recorder and library */
+#define HS_INJ_OFF_SLOT_HASH 2048  /* u64 per slot, filled by the recorder: gw_name_hash of an allocator
+				    * entry's imported name, by which the library hooks it in the window
+				    * (0: not given; the library then finds it by its walk) */
 #define HS_INJ_OFF_THRESHOLDS 4096 /* the sampler's thresholds, HS_NR_THRESHOLDS of them */
 #define HS_INJ_OFF_SLOTS 12288     /* trampoline slots: {GOT address, original value} */
 #define HS_INJ_MAX_SLOTS 256       /* one page of 16-byte trampoline entries */
@@ -68,6 +83,27 @@
 /* lib_state's offset in struct hs_inject_lib, for the stub */
 #define HS_INJ_LIB_OFF_STATE 64
 #define HS_LIB_STATE_DETACHED 3 /* HS_LIB_DETACHED, for the stub */
+
+/* The steps between the first call and the hooks in place, timed (times[]; 0: not reached).
+ * The stub writes the first three, the library the rest. */
+#define HS_T_CREATED 0     /* the first thread's pthread_create returned */
+#define HS_T_LOADER 1      /* the loader thread runs */
+#define HS_T_DLOPENED 2    /* dlopen returned (the constructor run) */
+#define HS_T_CTOR_IN 3     /* the library's constructor began */
+#define HS_T_CTOR_OUT 4    /* ... and ended */
+#define HS_T_SESSION 5     /* the entry has the session lock */
+#define HS_T_RESOLVED 6    /* the hook table and the real functions looked up */
+#define HS_T_SHM 7         /* the shared memory made */
+#define HS_T_SET 8         /* the session's settings in it */
+#define HS_T_PATCHED 9     /* the GOT entries whose calls wait point at the hooks */
+#define HS_T_MAPS 10       /* the mappings emitted */
+#define HS_T_PY 11         /* the interpreter looked for */
+#define HS_T_READY 12      /* ready_ns: the gate opens */
+#define HS_T_CPU 13        /* not a time: the loader thread's CPU ns at ready */
+#define HS_T_NIVCSW 14     /* not a time: its involuntary context switches then */
+#define HS_T_NVCSW 15      /* not a time: its voluntary ones */
+#define HS_T_FDS_HIGH 16   /* after the gate: the memory's descriptors moved to high numbers */
+#define HS_NR_T 17
 
 /* slot kinds */
 #define HS_SLOT_ALLOC 0      /* an allocator's entry: calls wait for the hooks, or are counted */
@@ -137,11 +173,16 @@ struct hs_inject_data {
 	uint64_t inflight, ready_ns;
 	uint64_t firing_tid, ldso_lo, ldso_hi;
 	uint8_t scratch[16];
-	uint8_t pad0[HS_INJ_OFF_SLOT_KIND - HS_INJ_OFF_SCRATCH - 16];
+	uint64_t times[HS_NR_T];
+	uint64_t pin, pinned, cpus_len;
+	uint32_t getcpu, pad_getcpu;
+	uint64_t nr_first, rest_ns;
+	uint8_t pad0[HS_INJ_OFF_SLOT_KIND - HS_INJ_OFF_REST_NS - 8];
 	uint8_t slot_kind[HS_INJ_MAX_SLOTS];
-	uint8_t pad1[HS_INJ_OFF_LIB - HS_INJ_OFF_SLOT_KIND - HS_INJ_MAX_SLOTS];
+	uint8_t cpus[HS_CPU_MASK_BYTES], cpu_one[HS_CPU_MASK_BYTES];
 	struct hs_inject_lib lib;
-	uint8_t pad2[HS_INJ_OFF_THRESHOLDS - HS_INJ_OFF_LIB - sizeof(struct hs_inject_lib)];
+	uint8_t pad2[HS_INJ_OFF_SLOT_HASH - HS_INJ_OFF_LIB - sizeof(struct hs_inject_lib)];
+	uint64_t slot_hash[HS_INJ_MAX_SLOTS];
 	uint64_t thresholds[HS_NR_THRESHOLDS];
 	struct hs_inject_slot slots[HS_INJ_MAX_SLOTS];
 };
@@ -168,10 +209,20 @@ _Static_assert(offsetof(struct hs_inject_data, firing_tid) == HS_INJ_OFF_FIRING_
 _Static_assert(offsetof(struct hs_inject_data, ldso_lo) == HS_INJ_OFF_LDSO_LO, "abi");
 _Static_assert(offsetof(struct hs_inject_data, ldso_hi) == HS_INJ_OFF_LDSO_HI, "abi");
 _Static_assert(offsetof(struct hs_inject_data, scratch) == HS_INJ_OFF_SCRATCH, "abi");
+_Static_assert(offsetof(struct hs_inject_data, times) == HS_INJ_OFF_TIMES, "abi");
+_Static_assert(offsetof(struct hs_inject_data, pin) == HS_INJ_OFF_PIN, "abi");
+_Static_assert(offsetof(struct hs_inject_data, pinned) == HS_INJ_OFF_PINNED, "abi");
+_Static_assert(offsetof(struct hs_inject_data, cpus_len) == HS_INJ_OFF_CPUS_LEN, "abi");
+_Static_assert(offsetof(struct hs_inject_data, getcpu) == HS_INJ_OFF_GETCPU, "abi");
+_Static_assert(offsetof(struct hs_inject_data, cpus) == HS_INJ_OFF_CPUS, "abi");
+_Static_assert(offsetof(struct hs_inject_data, nr_first) == HS_INJ_OFF_NR_FIRST, "abi");
+_Static_assert(offsetof(struct hs_inject_data, rest_ns) == HS_INJ_OFF_REST_NS, "abi");
+_Static_assert(offsetof(struct hs_inject_data, cpu_one) == HS_INJ_OFF_CPU_ONE, "abi");
 _Static_assert(offsetof(struct hs_inject_data, slot_kind) == HS_INJ_OFF_SLOT_KIND, "abi");
 _Static_assert(offsetof(struct hs_inject_data, slots) == HS_INJ_OFF_SLOTS, "abi");
 _Static_assert(offsetof(struct hs_inject_data, lib) == HS_INJ_OFF_LIB, "abi");
 _Static_assert(offsetof(struct hs_inject_data, thresholds) == HS_INJ_OFF_THRESHOLDS, "abi");
+_Static_assert(offsetof(struct hs_inject_data, slot_hash) == HS_INJ_OFF_SLOT_HASH, "abi");
 _Static_assert(offsetof(struct hs_inject_lib, lib_state) == HS_INJ_LIB_OFF_STATE, "abi");
 _Static_assert(HS_LIB_DETACHED == HS_LIB_STATE_DETACHED, "abi");
 _Static_assert(sizeof(struct hs_inject_data) <= HS_STUB_DATA_BYTES, "abi");

@@ -109,6 +109,21 @@ static int check_seccomp(struct remote *r, uint64_t stub, char *why, size_t why_
 	return seccomp__check(remote__tid(r), c, n, why, why_len);
 }
 
+/* Whether the stub may pin the first thread while it makes the loader (inject_stub.S, fire):
+ * only if the target's filter lets those calls run or fail (never kill or trap); the
+ * injection needs none of them. */
+static bool seccomp_lets_pin(struct remote *r)
+{
+	struct sc_call c[] = {
+		{SYS_sched_getaffinity, "sched_getaffinity", {0}, false},
+		{SYS_getcpu, "getcpu", {0}, false},
+		{SYS_sched_setaffinity, "sched_setaffinity", {0}, false},
+	};
+	char why[256];
+
+	return !seccomp__check(remote__tid(r), c, (int)(sizeof(c) / sizeof(c[0])), why, sizeof(why));
+}
+
 static int rsys(struct remote *r, long nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
 		uint64_t a5, int64_t *ret, const char *what, char *why, size_t why_len)
 {
@@ -393,6 +408,58 @@ static int idle_fire(struct inject *j, const struct inject_opts *o)
 	return err ? -EAGAIN : 0;
 }
 
+/* -v: the interval from the first call to the hooks in place, step by step (inject_abi.h's
+ * HS_T_*), each in ms since the step before; one not timed (an older library, or a library
+ * loaded before: its constructor ran long ago) is left out. */
+static void print_steps(const struct hs_inject_data *d)
+{
+	static const struct {
+		int t;
+		const char *name;
+	} steps[] = {
+		{HS_T_CTOR_IN, "dlopen to the constructor"}, {HS_T_CTOR_OUT, "constructor"},
+		{HS_T_DLOPENED, "rest of dlopen"}, {HS_T_SESSION, "dlsym and entry"},
+		{HS_T_RESOLVED, "real functions"}, {HS_T_SHM, "shared memory"}, {HS_T_SET, "session settings"},
+		{HS_T_PATCHED, "GOT entries hooked"}, {HS_T_MAPS, "maps emitted"},
+		{HS_T_PY, "interpreter looked for"}, {HS_T_READY, "gate"},
+	};
+	uint64_t first = d->deadline - d->hold_ns, prev = d->times[HS_T_LOADER];
+	char line[640];
+	size_t n = 0;
+
+	if (!prev || prev < first || d->ready_ns < prev)
+		return;
+	n = (size_t)snprintf(line, sizeof(line), "loader thread running %.2f%s (pthread_create returned at %.2f)",
+			     (double)(prev - first) / 1e6, d->pinned ? " on the first thread's CPU" : "",
+			     d->times[HS_T_CREATED] >= first ? (double)(d->times[HS_T_CREATED] - first) / 1e6 : -1.0);
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]) && n < sizeof(line); i++) {
+		uint64_t t = d->times[steps[i].t];
+
+		if (!t || t < prev)
+			continue;
+		n += (size_t)snprintf(line + n, sizeof(line) - n, ", %s %.2f", steps[i].name, (double)(t - prev) / 1e6);
+		prev = t;
+	}
+	fprintf(stderr, "heapsnap-record: steps to the hooks in place (ms): %s\n", line);
+	if (d->times[HS_T_CPU])
+		fprintf(stderr, "heapsnap-record: the loader thread ran %.2f ms of CPU in its %.2f ms to the hooks in "
+				"place; %" PRIu64 " involuntary and %" PRIu64 " voluntary context switches\n",
+			(double)d->times[HS_T_CPU] / 1e6, (double)(d->ready_ns - d->times[HS_T_LOADER]) / 1e6,
+			d->times[HS_T_NIVCSW], d->times[HS_T_NVCSW]);
+	if (d->nr_first)
+		fprintf(stderr, "heapsnap-record: %" PRIu64 " GOT entries hooked before the gate opened%s\n", d->nr_first,
+			d->rest_ns ? " (the trampoline's and glibc's)" : ", by a walk of every module's relocations");
+	if (d->rest_ns >= d->ready_ns && d->times[HS_T_FDS_HIGH] >= d->rest_ns)
+		fprintf(stderr, "heapsnap-record: then, nothing held: %" PRIu64 " more hooked by a walk of every module's "
+				"relocations in %.2f ms, the safe points put back; its descriptors moved to high "
+				"numbers in %.2f ms\n",
+			(uint64_t)d->lib.nr_patched - d->nr_first, (double)(d->rest_ns - d->ready_ns) / 1e6,
+			(double)(d->times[HS_T_FDS_HIGH] - d->rest_ns) / 1e6);
+	else if (d->times[HS_T_FDS_HIGH] >= d->ready_ns)
+		fprintf(stderr, "heapsnap-record: then, nothing held: its descriptors moved to high numbers in %.2f ms\n",
+			(double)(d->times[HS_T_FDS_HIGH] - d->ready_ns) / 1e6);
+}
+
 static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t insn, char *why, size_t why_len)
 {
 	/* A process that makes an allocator call soon starts the loader there; one idle in a wait
@@ -423,6 +490,8 @@ static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t in
 				fprintf(stderr, "heapsnap-record: the hooks were in place %.2f ms after the first call through "
 						"the trampoline (allocator calls wait there meanwhile)\n",
 					(double)(d.ready_ns - (d.deadline - d.hold_ns)) / 1e6);
+			if (o->verbose && d.deadline && d.ready_ns)
+				print_steps(&d);
 			j->patched = d.lib.nr_patched;
 			j->modules = d.lib.nr_modules;
 			j->d->lib.shm_fd = d.lib.shm_fd;
@@ -503,6 +572,7 @@ struct attach_ctx {
 	int n;
 	bool loaded;   /* libheapsnap.so is mapped already: dlopen'ed by name, not copied */
 	bool seccomp;  /* the target runs under a seccomp filter: check our system calls first */
+	bool pin;      /* the stub may pin the first thread to its CPU (seccomp_lets_pin) */
 	uint32_t allocs; /* allocator entries the trampoline takes */
 	int lib_src;   /* the library, ours to copy */
 	struct stat st;
@@ -660,6 +730,10 @@ static void attach__fill_data(struct inject *j, const struct attach_ctx *c, cons
 	d->fired = HS_FIRED_PREARM;
 	d->gate = HS_GATE_CLOSED;
 	d->hold_ns = (uint64_t)(o->hold * 1e9);
+	/* Only when the first call waits for the loader: with --attach-hold 0 it goes on, and the
+	 * loader, made on its CPU, would stop it there instead (and a lazily bound entry's binder,
+	 * run after the library hooked it, would write over the hook: t_inject_wake). */
+	d->pin = c->pin && d->hold_ns > 0;
 	/* The dynamic loader's code: its calls through the trampoline never wait (inject_stub.S). */
 	for (int k = 0; k < c->n; k++)
 		if (c->v[k].perms[2] == 'x' && !strncmp(look__base_name(c->v[k].path), "ld-linux", 8)) {
@@ -740,6 +814,7 @@ static int attach__stopped(struct inject *j, struct attach_ctx *c, const struct 
 		return err;
 	if (c->seccomp)
 		err = check_seccomp(c->r, 0, why, why_len);
+	c->pin = !c->seccomp || seccomp_lets_pin(c->r);
 	if (!err)
 		err = attach__stub_pages(j, c, why, why_len, touched);
 	if (!err && !c->loaded)

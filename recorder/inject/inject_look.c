@@ -136,6 +136,7 @@ static int pick_slot(void *ctx, uint64_t got, const char *name)
 		c->safe_points += kind == HS_SLOT_SAFE_POINT;
 		c->allocs += kind == HS_SLOT_ALLOC;
 		d->slot_kind[d->lib.nr_slots] = kind;
+		d->slot_hash[d->lib.nr_slots] = kind == HS_SLOT_ALLOC ? gw_name_hash(name) : 0;
 		d->slots[d->lib.nr_slots++] = (struct hs_inject_slot){got, cur};
 		if (c->verbose) {
 			char *path = hs_strdup_printable(c->path);

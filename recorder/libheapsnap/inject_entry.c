@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <linux/futex.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -39,7 +40,35 @@ static int fail(struct hs_inject_lib *l, int err, const char *what)
 	return -err;
 }
 
-/* The shared memory: made at the first attach, kept for the next. */
+/* A descriptor made while the target's calls wait in the trampoline: not a standard one (a
+ * program that closed its stdout would write there), but not high yet. A number past the
+ * descriptor table's size (64 at first) grows the table, and in a process with threads (ours,
+ * the loader, is one) the kernel then waits for an RCU grace period (expand_fdtable's
+ * synchronize_rcu): 5 to 15 ms on this 2-core machine, idle or loaded, which every held call
+ * would wait too. fds_high moves them up once the gate is open. */
+static int fd_low(int fd)
+{
+	int up;
+
+	if (fd < 0 || fd >= 3)
+		return fd;
+	up = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (up < 0)
+		return fd;
+	close(fd);
+	return up;
+}
+
+/* The memory's descriptors at their high numbers (hs_fd_high), nobody waiting: before the
+ * recorder is told them. At once when they are there already (a session before moved them). */
+static void fds_high(void)
+{
+	own_shm_fd = hs_fd_high(own_shm_fd, true);
+	wake_fd = hs_fd_high(wake_fd, true);
+}
+
+/* The shared memory: made at the first attach, kept for the next. Its descriptors are at low
+ * numbers until fds_high. */
 static int shm_setup(struct hs_inject_lib *l)
 {
 	struct hs_shm_hdr *h;
@@ -53,7 +82,7 @@ static int shm_setup(struct hs_inject_lib *l)
 	    (l->ring_bytes & (l->ring_bytes - 1)))
 		return fail(l, EINVAL, "ring sizes");
 	size = hs_shm_size(l->nr_rings, l->ring_bytes);
-	fd = hs_fd_high(memfd_create("heapsnap", MFD_CLOEXEC | MFD_ALLOW_SEALING), true);
+	fd = fd_low(memfd_create("heapsnap", MFD_CLOEXEC | MFD_ALLOW_SEALING));
 	if (fd < 0)
 		return fail(l, errno, "memfd_create");
 	/* Sealed at its size: the recorder maps it, and a file that shrank would fault it. */
@@ -76,7 +105,7 @@ static int shm_setup(struct hs_inject_lib *l)
 		return fail(l, ENOMEM, "the table of sampled blocks");
 	}
 	/* The recorder's to wait on (it takes a copy): the library wakes it through the memory. */
-	wake_fd = hs_fd_high(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), true);
+	wake_fd = fd_low(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
 	if (wake_fd < 0) {
 		int e = errno;
 
@@ -209,6 +238,8 @@ EXPORT int heapsnap_inject(struct hs_inject_data *d)
 	depth_in(); /* nothing this thread allocates is the target's */
 	if (d->magic != HS_INJ_MAGIC || d->version != HS_INJ_VERSION || d->size != sizeof(*d))
 		return fail(l, EPROTO, "the recorder is another version of heapsnap"); /* its fields are not ours */
+	d->times[HS_T_CTOR_IN] = hs_ctor_ns[0];
+	d->times[HS_T_CTOR_OUT] = hs_ctor_ns[1];
 	if (l->lib_fd >= 0)
 		close(l->lib_fd);
 	/* One session at a time: the one before may still be putting entries back. */
@@ -234,9 +265,12 @@ EXPORT int heapsnap_inject(struct hs_inject_data *d)
 static int session(struct hs_inject_data *d)
 {
 	struct hs_inject_lib *l = &d->lib;
-	uint32_t modules = 0;
+	uint32_t modules = 0, nr, first;
+	struct timespec cpu;
+	struct rusage ru;
 	int err;
 
+	d->times[HS_T_SESSION] = now_ns();
 	/* Preloaded, its recorder gone: the hooks still think themselves attached until their next
 	 * event, and this session takes the place of that one. Its memory is marked ended (a
 	 * recorder killed did not), so that a program exec'd from here on, which finds it in its
@@ -257,8 +291,10 @@ static int session(struct hs_inject_data *d)
 		resolve_from(RTLD_NEXT); /* preloaded before: we are the default */
 	if (!real.malloc || !real.free)
 		return fail(l, ENOENT, "no malloc or free to forward to");
+	d->times[HS_T_RESOLVED] = now_ns();
 	if ((err = shm_setup(l)))
 		return err;
+	d->times[HS_T_SHM] = now_ns();
 	sampled_clear();
 	py_codes_new_session();
 	shm_session(d);
@@ -270,22 +306,48 @@ static int session(struct hs_inject_data *d)
 	/* Before any entry is rewritten: the trampoline then leaves every entry as it finds it
 	 * (recorder/inject/inject_stub.S, the lazy binder's). */
 	__atomic_store_n(&d->patching, 1, __ATOMIC_SEQ_CST);
-	l->nr_patched = got_patch_all(d->slots, l->nr_slots < HS_INJ_MAX_SLOTS ? l->nr_slots : HS_INJ_MAX_SLOTS,
-				      l->stub_lo, l->stub_hi, &modules);
-	l->nr_modules = modules;
-	if (!l->nr_patched) {
-		go_dormant();
-		return fail(l, ENOENT, "no module imports an allocator through its GOT");
+	d->times[HS_T_SET] = now_ns();
+	/* The entries whose calls wait, or go by uncounted, first; the walk of every module's
+	 * relocations for the rest once nothing waits. A recorder that gave no hashes: the walk
+	 * now. */
+	nr = l->nr_slots < HS_INJ_MAX_SLOTS ? l->nr_slots : HS_INJ_MAX_SLOTS;
+	first = got_patch_slots(d->slots, d->slot_kind, d->slot_hash, nr, l->stub_lo, l->stub_hi);
+	if (!first) {
+		l->nr_patched = got_patch_all(d->slots, nr, l->stub_lo, l->stub_hi, &modules);
+		l->nr_modules = modules;
+		if (!l->nr_patched) {
+			go_dormant();
+			return fail(l, ENOENT, "no module imports an allocator through its GOT");
+		}
 	}
+	d->nr_first = first ? first : l->nr_patched;
+	d->times[HS_T_PATCHED] = now_ns();
 	emit_maps();
+	d->times[HS_T_MAPS] = now_ns();
 	py_attach();
+	d->times[HS_T_PY] = now_ns();
 	pymem_request_install(); /* runs when the main thread next runs Python */
+	d->ready_ns = d->times[HS_T_READY] = now_ns();
+	if (!clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu))
+		d->times[HS_T_CPU] = (uint64_t)cpu.tv_sec * 1000000000ull + (uint64_t)cpu.tv_nsec;
+	if (!getrusage(RUSAGE_THREAD, &ru)) {
+		d->times[HS_T_NIVCSW] = (uint64_t)ru.ru_nivcsw;
+		d->times[HS_T_NVCSW] = (uint64_t)ru.ru_nvcsw;
+	}
+	open_gate(d);
+	/* The hooks are in: what remains keeps no call waiting. */
+	if (first) {
+		l->nr_patched = first + got_patch_all(d->slots, nr, l->stub_lo, l->stub_hi, &modules);
+		l->nr_modules = modules;
+	}
 	safe_points_back(d);
+	if (first)
+		d->rest_ns = now_ns();
+	fds_high();
+	d->times[HS_T_FDS_HIGH] = now_ns();
 	l->shm_fd = own_shm_fd;
 	l->wake_fd = wake_fd;
-	d->ready_ns = now_ns();
 	__atomic_store_n(&l->lib_state, HS_LIB_READY, __ATOMIC_RELEASE);
-	open_gate(d);
 
 	wait_for_detach(l->pipe_fd);
 

@@ -307,6 +307,8 @@ out:
 	return true;
 }
 
+uint64_t hs_ctor_ns[2]; /* when the constructor began and ended: an injection's -v shows them */
+
 __attribute__((constructor)) static void hs_init(void)
 {
 	const char *env = getenv(HS_SHM_ENV);
@@ -316,8 +318,10 @@ __attribute__((constructor)) static void hs_init(void)
 	int fd;
 	void *m;
 
+	hs_ctor_ns[0] = now_ns();
 	resolve();
 	self_pid = (uint32_t)getpid();
+	hs_ctor_ns[1] = now_ns();
 	if (!env)
 		return; /* not started by heapsnap-record: hooks pass through */
 	if (!fd_inherited(env, &fd, &ino)) {

@@ -288,6 +288,7 @@ void unwind_after_fork(bool child);
 
 /* lib_process.c */
 void emit_maps(void);
+extern uint64_t hs_ctor_ns[2];
 void process_attach(void);
 
 /* got_hooks.c */
@@ -295,6 +296,8 @@ struct hs_inject_slot;
 int got_init(void);
 bool got_is_hook(const void *fn);
 uint32_t got_patch_all(const struct hs_inject_slot *t, uint32_t nt, uint64_t lo, uint64_t hi, uint32_t *modules);
+uint32_t got_patch_slots(const struct hs_inject_slot *t, const uint8_t *kind, const uint64_t *hash, uint32_t nt,
+			 uint64_t lo, uint64_t hi);
 void got_patch_new(void);
 void *got_find_definition(const char *name);
 void got_restore_all(void);

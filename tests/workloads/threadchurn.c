@@ -36,9 +36,8 @@ NOINLINE void churn_keep(long i)
 
 NOINLINE void churn_temp(void)
 {
-	static void *volatile t;
+	void *volatile t = malloc(64);
 
-	t = malloc(64);
 	free(t);
 }
 

@@ -134,7 +134,7 @@ TEST_CFLAGS := -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror 
 TEST_PROGS := $(OUTPUT)/tests/test_format $(OUTPUT)/tests/test_format3 $(OUTPUT)/tests/test_stacks5 $(OUTPUT)/tests/mutate $(OUTPUT)/tests/craft $(OUTPUT)/tests/alloc_c $(OUTPUT)/tests/demo \
 	$(OUTPUT)/tests/alloc_cxx $(OUTPUT)/tests/libplugin.so $(OUTPUT)/tests/garbage_ok \
 	$(OUTPUT)/tests/nofp $(OUTPUT)/tests/alloc_cxx_nofp $(OUTPUT)/tests/static_once $(OUTPUT)/tests/handoff \
-	$(OUTPUT)/tests/quick $(OUTPUT)/tests/scribble $(OUTPUT)/tests/unwdump $(OUTPUT)/tests/phases $(OUTPUT)/tests/nofp_debugframe \
+	$(OUTPUT)/tests/quick $(OUTPUT)/tests/scribble $(OUTPUT)/tests/unwdump $(OUTPUT)/tests/phases $(OUTPUT)/tests/live_phases $(OUTPUT)/tests/nofp_debugframe \
 	$(OUTPUT)/tests/recurse \
 	$(OUTPUT)/tests/growth_old $(OUTPUT)/tests/growth_new $(OUTPUT)/tests/canon_plt \
 	$(OUTPUT)/tests/libcountalloc.so $(OUTPUT)/tests/linked_alloc
@@ -275,6 +275,10 @@ $(OUTPUT)/tests/transient: tests/workloads/transient.c | $(OUTPUT)/tests
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
 $(OUTPUT)/tests/phases: tests/workloads/phases.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
+
+$(OUTPUT)/tests/live_phases: tests/workloads/live_phases.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 

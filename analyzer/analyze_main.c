@@ -37,6 +37,14 @@ static const char usage[] =
 	"              allocated, bytes and objects)\n"
 	"  timeline    the live heap (bytes, blocks) and RSS over time, in at most 1024 points each\n"
 	"              the highest of its stretch of time; snapshots and the peak beside them\n"
+	"  live        follows a recording as it is written (FILE, or '-' for standard input: the\n"
+	"              stream of heapsnap-record -o -), from its start as tail -f does, and prints\n"
+	"              every --refresh what top prints for the live heap at that moment (its\n"
+	"              header says the moment T: `top --at T` of the finished file prints the same\n"
+	"              figures), then a blank line; a last update when the recording ends (its\n"
+	"              footer, or the end of a pipe; Ctrl-C: at once). --json: top --json's\n"
+	"              object, one a line. Text only for now (--batch; a terminal is told so).\n"
+	"              An update costs the events since the last one, not the whole file\n"
 	"  html        one self-contained HTML file (-o report.html): the heap and RSS over time, a\n"
 	"              flame graph and the functions of the heap at any moment picked on the\n"
 	"              chart or of what grew in a range; top functions, leaks and temporary\n"
@@ -78,6 +86,8 @@ static const char usage[] =
 	"                           for the _objects values) or a percent of the 'from' total (5%, 2.5%);\n"
 	"                           sampled recordings fail only when the growth exceeds it with 95%\n"
 	"                           confidence\n"
+	"      --batch              live: text updates (the default, and for now the only view)\n"
+	"      --refresh DURATION   live: how often to print, 0.1s to 1h (default 1s)\n"
 	"      --lines              diff: a stack is its functions, files and lines (default: its\n"
 	"                           functions, inline ones included, so a rebuild that moves lines\n"
 	"                           changes no stack)\n"
@@ -104,7 +114,9 @@ static const char usage[] =
 	"  heapsnap-analyze diff --from 1 --to 3 app.hsnap\n"
 	"  heapsnap-analyze diff --json old.hsnap new.hsnap\n"
 	"  heapsnap-analyze diff --max-growth 5% last-good.hsnap new.hsnap || echo \"the heap grew\"\n"
-	"  heapsnap-analyze leaks --min-age 30s app.hsnap\n";
+	"  heapsnap-analyze leaks --min-age 30s app.hsnap\n"
+	"  heapsnap-analyze live --refresh 2s app.hsnap        # while heapsnap-record writes it\n"
+	"  ssh host sudo heapsnap-record -p 1234 -o - | heapsnap-analyze live -\n";
 
 enum {
 	OPT_SNAPSHOT = 256,
@@ -123,6 +135,8 @@ enum {
 	OPT_NO_SYM,
 	OPT_MAX_GROWTH,
 	OPT_LINES,
+	OPT_BATCH,
+	OPT_REFRESH,
 };
 
 static const struct option longopts[] = {
@@ -144,6 +158,8 @@ static const struct option longopts[] = {
 	{"no-symbolize", no_argument, NULL, OPT_NO_SYM},
 	{"max-growth", required_argument, NULL, OPT_MAX_GROWTH},
 	{"lines", no_argument, NULL, OPT_LINES},
+	{"batch", no_argument, NULL, OPT_BATCH},
+	{"refresh", required_argument, NULL, OPT_REFRESH},
 	{"help", no_argument, NULL, 'h'},
 	{0},
 };
@@ -215,6 +231,8 @@ static int check_opts(const struct opts *o)
 	if ((o->from || o->to || o->pprof_out || o->base_pprof_out || o->gate_set || o->lines) && !(c->accepts & A_DIFF))
 		return usage_error("--from, --to, --pprof, --base-pprof, --max-growth and --lines apply to diff, not %s",
 				   c->name);
+	if ((o->batch || o->refresh_set) && !(c->accepts & A_LIVE))
+		return usage_error("--batch and --refresh apply to live, not %s", c->name);
 	if (o->json && !(c->accepts & A_JSON))
 		return usage_error("--json does not apply to %s", c->name);
 	if (o->value_set && !(c->accepts & A_VALUE))
@@ -346,6 +364,17 @@ static int parse_opt(struct opts *o, int c)
 	case OPT_LINES:
 		o->lines = true;
 		return OPT_NEXT;
+	case OPT_BATCH:
+		o->batch = true;
+		return OPT_NEXT;
+	case OPT_REFRESH:
+		ret = duration_opt("--refresh", optarg, &o->refresh);
+		if (ret)
+			return ret;
+		if (o->refresh < 0.1 || o->refresh > 3600)
+			return usage_error2("--refresh", optarg, "expected 0.1s to 1h");
+		o->refresh_set = true;
+		return OPT_NEXT;
 	case OPT_MAX_GROWTH:
 		ret = amount_opt("--max-growth", optarg, &o->gate);
 		if (ret)
@@ -362,7 +391,7 @@ static int parse_opt(struct opts *o, int c)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {.value = V_INUSE_SPACE, .nodecount = 20};
+	struct opts o = {.value = V_INUSE_SPACE, .nodecount = 20, .refresh = 1};
 	struct sym_opts so = {0};
 	struct symbolizer *sym;
 	int c, ret;

@@ -18,6 +18,8 @@ struct opts {
 	double at, min_age;
 	bool peak, at_set, at_end, json, no_sym, value_set, nodecount_set, min_age_set, lines;
 	bool gate_set;
+	bool batch, refresh_set; /* live: --batch, --refresh */
+	double refresh;
 	struct growth_gate gate; /* --max-growth */
 	int value, nodecount;
 	const char **debug_dirs;
@@ -37,6 +39,7 @@ enum {
 	A_MIN_AGE = 1 << 4,
 	A_DIFF = 1 << 5,    /* --from, --to, --pprof, --base-pprof */
 	A_AT_END = 1 << 6,  /* --at end, where A_WHERE is not taken */
+	A_LIVE = 1 << 7,    /* --batch, --refresh */
 };
 
 struct cmd {

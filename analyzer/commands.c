@@ -4,6 +4,8 @@
  * html. Each replays, builds, and hands rows to an emitter; errors become exit codes here. */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -446,6 +448,114 @@ static int run_html(const struct opts *o, struct symbolizer *sym)
 	return ret;
 }
 
+/* ---- live ---- */
+
+static volatile sig_atomic_t live_stop;
+
+static void live_on_signal(int sig)
+{
+	(void)sig;
+	live_stop = 1;
+}
+
+/* SIGINT and SIGTERM end the view with its last update. Without SA_RESTART, so that a wait
+ * ends at once. A SIGINT ignored (heapsnap-record --live's follower) stays ignored. */
+static void live_signals(void)
+{
+	struct sigaction sa = {.sa_handler = live_on_signal}, old;
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	if (!sigaction(SIGINT, NULL, &old) && old.sa_handler != SIG_IGN)
+		sigaction(SIGINT, &sa, NULL);
+}
+
+static double live_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* One update: top of the heap at the follower's moment, then a blank line (JSON: one line). */
+static int live_update(struct replay_follow *f, struct replay *r, struct symbolizer *sym, const struct opts *o,
+		       bool final)
+{
+	struct report_opts ro = report_opts_of(o);
+	struct profile p;
+	int err;
+
+	replay__follow_moment(f, r, final);
+	if (build_profile(&p, r, sym))
+		return EXIT_FAIL;
+	err = report_top(&p, &ro, stdout);
+	if (!err && !o->json)
+		err = fputc('\n', stdout) == EOF ? -EIO : 0;
+	if (!err && fflush(stdout))
+		err = -errno;
+	profile__free(&p);
+	replay__follow_resume(f, r);
+	return emit_status(err, "stdout");
+}
+
+/* Follows the file as it is written; each update costs what was read since the last. */
+static int run_live(const struct opts *o, struct symbolizer *sym)
+{
+	struct replay_target t = {.kind = STOP_END, .pids = o->pids, .nr_pids = o->nr_pids, .comm = o->comm};
+	struct replay_follow *f;
+	struct replay r;
+	bool ended = false;
+	double next;
+	int ret;
+
+	ret = replay__follow_open(&r, o->files[0], &t, &f);
+	if (ret) {
+		fprintf(stderr, "heapsnap-analyze: %s\n", r.error);
+		replay__free(&r);
+		return ret;
+	}
+	if (isatty(1) && !o->batch)
+		fputs("heapsnap-analyze: live: the full-screen view is not built yet; printing text updates (--batch)\n",
+		      stderr);
+	live_signals();
+	next = live_now() + o->refresh;
+	while (!ret && !ended && !live_stop) {
+		double now;
+
+		ret = replay__follow_feed(f, &r, 1u << 16, &ended);
+		if (ret || ended || live_stop)
+			break;
+		now = live_now();
+		if (now >= next) {
+			if (r.have_session)
+				ret = live_update(f, &r, sym, o, false);
+			next = next + o->refresh > now ? next + o->refresh : now + o->refresh;
+		} else if (replay__follow_waiting(f)) {
+			replay__follow_wait(f, (int)((next - now) * 1000) + 1);
+		}
+	}
+	if (!ret && !r.have_session) {
+		ret = r.status == HS_READ_CORRUPT ? EXIT_CORRUPT : EXIT_NODATA;
+		fprintf(stderr, "heapsnap-analyze: no session header in %s%s%s\n", r.path, r.error[0] ? "; " : "",
+			r.error);
+	} else if (!ret) {
+		ret = report_load(&r, r.status == HS_READ_CORRUPT ? EXIT_CORRUPT : EXIT_OK);
+		if (usable(ret)) {
+			int ret2 = live_update(f, &r, sym, o, true);
+
+			ret = ret2 ? ret2 : ret;
+		}
+		if (!o->no_sym)
+			symbolizer__report(sym, stderr);
+	} else {
+		report_load(&r, ret);
+	}
+	replay__follow_free(f);
+	replay__free(&r);
+	return ret;
+}
+
 /* One table: the name, how it runs, how many files, which options apply. */
 #define PROFILE(fn) .run = run_profile, .profile_report = fn, .min_files = 1, .max_files = 1
 #define REPLAY(fn) .run = run_replay, .replay_report = fn, .min_files = 1, .max_files = 1
@@ -461,6 +571,7 @@ static const struct cmd cmds[] = {
 	{"temporary", PROFILE(report_temporary), .accepts = A_WHERE | A_JSON | A_ROWS, .temporary = true},
 	{"speedscope", PROFILE(report_speedscope), .accepts = A_WHERE, .py_final = true},
 	{"timeline", REPLAY(report_timeline), .accepts = A_JSON, .timeline = true},
+	{"live", .run = run_live, .min_files = 1, .max_files = 1, .accepts = A_JSON | A_VALUE | A_ROWS | A_LIVE},
 	{"html", .run = run_html, .min_files = 1, .max_files = 1, .accepts = A_AT_END, .temporary = true, .py_final = true},
 };
 #undef PROFILE

@@ -14,6 +14,7 @@ struct mapping {
 	uint64_t t_map, t_unmap; /* t_unmap = UINT64_MAX while mapped */
 	uint32_t prev_open; /* while reading: the mapping open before it at this start, index + 1 */
 	uint64_t reach; /* once sorted: the highest end of its process's mappings up to this one */
+	uint32_t seq;   /* its place in the file's order (replay__maps_unsort) */
 	char *path;
 	uint8_t build_id[HS_MAX_BUILD_ID];
 	uint32_t build_id_len;

@@ -525,7 +525,9 @@ static int footer_times(const struct hs_record *rec, void *ctx)
 /* SECONDS in ticks of TICK_NS, at most UINT64_MAX (converting a larger double is undefined). */
 static uint64_t seconds_to_ticks(double seconds, uint64_t tick_ns)
 {
-	double t = seconds * 1e9 / (double)tick_ns;
+	/* A relative hair more: 0.3s is 299999.99999999994 us in doubles, and a moment printed
+	 * to the tick (live's headers) must read back as that tick. */
+	double t = seconds * 1e9 / (double)tick_ns * (1 + 1e-12);
 
 	if (!(t > 0))
 		return 0;
@@ -790,4 +792,223 @@ void replay__free(struct replay *r)
 		free(r->counters[i].name);
 	free(r->counters);
 	py_codes__free(&r->py);
+}
+
+/* ---- following ---- */
+
+/* Events held back at most: past it the oldest is applied anyway (a file whose times go
+ * back further than that was not written by a recorder), and the updates are no longer
+ * exactly what --at would show, which is said. 16 MiB. */
+#define FOLLOW_HELD_MAX (1u << 18)
+
+struct replay_follow {
+	struct record_reader *rd;
+	struct replay_event *held; /* a ring, in file order: the events after the moment */
+	uint64_t *held_index;
+	size_t head, n, cap;
+	uint64_t t_max;     /* the latest event time read */
+	uint64_t applied_max; /* the latest time of an event applied */
+	uint64_t horizon;   /* the latest HORIZON: no event still to come is before it */
+	bool have_event, have_applied, inexact;
+};
+
+int replay__follow_open(struct replay *r, const char *path, const struct replay_target *target,
+			struct replay_follow **out)
+{
+	struct replay_follow *f;
+	char err[512];
+	int ret;
+
+	start_state(r, path, target);
+	*out = NULL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return fail(r, EXIT_FAIL, "%s: out of memory", path);
+	ret = record_reader__follow(path, &f->rd, err, sizeof(err));
+	if (ret) {
+		free(f);
+		return fail(r, EXIT_FAIL, "%s", err);
+	}
+	snprintf(r->stop_desc, sizeof(r->stop_desc), "live");
+	*out = f;
+	return EXIT_OK;
+}
+
+static void held_apply_head(struct replay *r, struct replay_follow *f)
+{
+	uint64_t saved = r->records;
+	const struct replay_event *ev = &f->held[f->head];
+
+	r->records = f->held_index[f->head]; /* peak_event names the record that made the peak */
+	if (!f->have_applied || ev->time > f->applied_max)
+		f->applied_max = ev->time;
+	f->have_applied = true;
+	apply_event(r, ev);
+	r->records = saved;
+	f->head = (f->head + 1) % f->cap;
+	f->n--;
+}
+
+/* Applies the events held whose time is before UPTO, up to the first one that is not. */
+static void held_apply_before(struct replay *r, struct replay_follow *f, uint64_t upto)
+{
+	while (f->n && f->held[f->head].time < upto)
+		held_apply_head(r, f);
+}
+
+static void held_push(struct replay *r, struct replay_follow *f, const struct replay_event *ev)
+{
+	if (f->n == f->cap) {
+		size_t ncap = f->cap ? f->cap * 2 : 1024;
+		struct replay_event *h;
+		uint64_t *ix;
+
+		if (f->cap >= FOLLOW_HELD_MAX) {
+			held_apply_head(r, f);
+			f->inexact = true;
+		} else {
+			h = replay_realloc(r, NULL, ncap * sizeof(*h));
+			ix = malloc(ncap * sizeof(*ix));
+			if (!ix) {
+				free(h);
+				replay_nomem(r);
+			}
+			for (size_t i = 0; i < f->n; i++) {
+				h[i] = f->held[(f->head + i) % f->cap];
+				ix[i] = f->held_index[(f->head + i) % f->cap];
+			}
+			free(f->held);
+			free(f->held_index);
+			f->held = h;
+			f->held_index = ix;
+			f->head = 0;
+			f->cap = ncap;
+		}
+	}
+	f->held[(f->head + f->n) % f->cap] = *ev;
+	f->held_index[(f->head + f->n) % f->cap] = r->records;
+	f->n++;
+}
+
+/* Up to MAX records into R; record_reader__next's last return. */
+static int follow_records(struct replay_follow *f, struct replay *r, uint64_t max)
+{
+	struct hs_record rec;
+	int ret = 1;
+
+	for (uint64_t i = 0; i < max; i++) {
+		ret = record_reader__next(f->rd, &rec);
+		if (ret != 1)
+			break;
+		r->offset = record_reader__offset(f->rd);
+		if (rec.type == HS_REC_ALLOC || rec.type == HS_REC_ALLOC_SAMPLED || rec.type == HS_REC_FREE) {
+			struct replay_event ev = {.time = rec.time, .slot = rec.alloc.slot, .size = rec.alloc.size,
+						  .stack_id = rec.alloc.stack_id, .weight = rec.alloc.weight,
+						  .type = rec.type, .pid = rec.pid, .tid = rec.tid, .kind = rec.alloc.kind};
+
+			/* A later moment: every event before this one is before it. */
+			if (!f->have_event || ev.time > f->t_max) {
+				held_apply_before(r, f, UINT64_MAX);
+				f->t_max = ev.time;
+				f->have_event = true;
+			}
+			held_push(r, f, &ev);
+		} else {
+			if (rec.type == HS_REC_HORIZON && rec.time > f->horizon) {
+				f->horizon = rec.time;
+				held_apply_before(r, f, rec.time);
+			}
+			replay_meta__apply(r, &rec, true);
+			if (rec.type != HS_REC_SESSION && rec.type != HS_REC_STACK && rec.type != HS_REC_THREAD_NAME &&
+			    rec.type != HS_REC_PROBE)
+				note_time(r, rec.time);
+		}
+		r->records++;
+	}
+	return ret;
+}
+
+int replay__follow_feed(struct replay_follow *f, struct replay *r, uint64_t max, bool *ended)
+{
+	jmp_buf oom;
+	int ret;
+
+	*ended = false;
+	if (setjmp(oom)) {
+		r->oom = NULL;
+		if (r->refused)
+			return EXIT_FAIL;
+		return fail(r, EXIT_FAIL, "%s: out of memory after %" PRIu64 " records", r->path, r->records);
+	}
+	r->oom = &oom;
+	ret = follow_records(f, r, max);
+	r->oom = NULL;
+	r->frames = record_reader__frames(f->rd);
+	r->skipped = record_reader__skipped_records(f->rd);
+	r->format_major = record_reader__major(f->rd);
+	r->format_minor = record_reader__minor(f->rd);
+	r->file_size = record_reader__file_size(f->rd);
+	if (ret == 1 || record_reader__waiting(f->rd))
+		return EXIT_OK;
+	r->status = record_reader__status(f->rd);
+	*ended = true;
+	if (ret < 0 || r->status == HS_READ_IO)
+		return fail(r, EXIT_FAIL, "%s", record_reader__error(f->rd));
+	if (r->status == HS_READ_CORRUPT || r->status == HS_READ_TRUNCATED)
+		snprintf(r->error, sizeof(r->error), "%s", record_reader__error(f->rd));
+	return EXIT_OK;
+}
+
+bool replay__follow_waiting(const struct replay_follow *f)
+{
+	return record_reader__waiting(f->rd);
+}
+
+void replay__follow_wait(struct replay_follow *f, int timeout_ms)
+{
+	record_reader__wait(f->rd, timeout_ms);
+}
+
+double replay__follow_moment(struct replay_follow *f, struct replay *r, bool final)
+{
+	uint64_t t;
+	jmp_buf oom;
+
+	if (final) {
+		r->oom = &oom;
+		if (!setjmp(oom))
+			held_apply_before(r, f, UINT64_MAX);
+		r->oom = NULL;
+	}
+	/* The moment: after every event applied, before the first one held (later than it),
+	 * and before the horizon when none is held. */
+	if (f->n)
+		t = f->held[f->head].time ? f->held[f->head].time - 1 : 0;
+	else
+		t = f->horizon ? f->horizon - 1 : 0;
+	if (final)
+		t = f->horizon > f->applied_max + 1 ? f->horizon - 1 : f->applied_max;
+	else if (f->have_applied && t < f->applied_max)
+		t = f->applied_max;
+	r->stop_time = t;
+	snprintf(r->stop_desc, sizeof(r->stop_desc), "%s at %.*fs%s", final ? "live, the end," : "live",
+		 r->tick_ns && r->tick_ns % 1000 == 0 ? 6 : 9, replay__seconds(r, t),
+		 f->inexact ? " (events went back in time further than the follower holds: approximate)" : "");
+	return replay__seconds(r, t);
+}
+
+void replay__follow_resume(struct replay_follow *f, struct replay *r)
+{
+	(void)f;
+	replay__maps_unsort(r);
+}
+
+void replay__follow_free(struct replay_follow *f)
+{
+	if (!f)
+		return;
+	record_reader__free(f->rd);
+	free(f->held);
+	free(f->held_index);
+	free(f);
 }

@@ -179,4 +179,33 @@ uint64_t replay__lost_events(const struct replay *r, char *desc, size_t len);
 uint64_t replay__stopped(const struct replay *r, char *why, size_t len);
 /* Whether the figures lack anything: events lost, or processes stopped early. */
 bool replay__lossy(const struct replay *r);
+/* The mappings back in the file's order, so that more of them can be read (the lookups sort
+ * them on first use): what a follower does after each update. */
+void replay__maps_unsort(struct replay *r);
+
+/* ---- following a recording as it is written (the live subcommand) ----
+ * One replay, fed what the input holds each time (an update costs the records since the
+ * last one), whose state is always the heap at a moment T of the file: every event before
+ * the first one later than T, as `--at T` replays (events are nearly in time order, so
+ * those from the last moment seen wait until a later one, or a HORIZON record, shows that
+ * no event of that moment is still to come). */
+struct replay_follow;
+
+/* Opens PATH ("-": standard input) to follow. An EXIT_* code; r->error explains. */
+int replay__follow_open(struct replay *r, const char *path, const struct replay_target *target,
+			struct replay_follow **out);
+/* Applies up to MAX records of what the input holds now. Returns EXIT_OK, or EXIT_FAIL
+ * (out of memory, a read error: r->error says). *ENDED once the input has ended (its footer,
+ * a pipe's EOF, damage), with r->status and r->error as replay__run leaves them; else
+ * record_reader__waiting() says whether it must wait for more. */
+int replay__follow_feed(struct replay_follow *f, struct replay *r, uint64_t max, bool *ended);
+/* Whether the input has nothing more yet: wait (up to TIMEOUT_MS) before feeding again. */
+bool replay__follow_waiting(const struct replay_follow *f);
+void replay__follow_wait(struct replay_follow *f, int timeout_ms);
+/* Makes R the heap at its moment for a report (stop_time, stop_desc "live at Ts"): with
+ * FINAL, every event read applied, the end. Returns the moment in seconds. */
+double replay__follow_moment(struct replay_follow *f, struct replay *r, bool final);
+/* After a report: R ready to be fed again. */
+void replay__follow_resume(struct replay_follow *f, struct replay *r);
+void replay__follow_free(struct replay_follow *f);
 #endif

@@ -206,7 +206,7 @@ static void apply_mapping(struct replay *r, const struct hs_record *rec)
 	*m = (struct mapping){.pid = rec->pid, .start = rec->mapping.start, .end = rec->mapping.end,
 			      .offset = rec->mapping.offset, .inode = rec->mapping.inode, .t_map = rec->time,
 			      .t_unmap = UINT64_MAX, .path = replay_strdup(r, rec->mapping.path),
-			      .prev_open = (uint32_t)open->val, .reach = UINT64_MAX};
+			      .prev_open = (uint32_t)open->val, .reach = UINT64_MAX, .seq = r->nr_maps - 1};
 	open->val = r->nr_maps;
 	copy_build_id(m->build_id, &m->build_id_len, rec->mapping.build_id);
 }
@@ -385,6 +385,22 @@ static void maps_sort(const struct replay *r)
 		m->reach = i && m[-1].pid == m->pid && m[-1].reach > m->end ? m[-1].reach : m->end;
 	}
 	((struct replay *)r)->maps_sorted = true;
+}
+
+static int map_seq_cmp(const void *a, const void *b)
+{
+	const struct mapping *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+void replay__maps_unsort(struct replay *r)
+{
+	if (!r->maps_sorted)
+		return;
+	if (r->nr_maps)
+		qsort(r->maps, r->nr_maps, sizeof(*r->maps), map_seq_cmp);
+	r->maps_sorted = false;
 }
 
 const struct mapping *replay__maps_of(const struct replay *r, uint32_t pid, size_t *nr)

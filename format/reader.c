@@ -4,11 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -63,6 +65,15 @@ struct record_reader {
 
 	/* Per-record arena: sized before decoding so pointers into it never move. */
 	struct hs_arena arena;
+
+	/* Following (record_reader__follow): the input is read once, in order, into IN, which
+	 * holds the bytes from IN_OFF on (IN_LEN of them) and drops those before the frame being
+	 * loaded; file_size is how far the input is known so far. A frame not all there yet is
+	 * not an end but a wait (HS_READ_WAIT), until the input ends: a pipe's EOF. */
+	bool follow, is_pipe, eof, have_header;
+	uint8_t *in;
+	size_t in_cap, in_len;
+	uint64_t in_off;
 };
 
 static int set_status(struct record_reader *r, enum hs_read_status st, const char *fmt, ...)
@@ -100,11 +111,127 @@ static int pread_all(int fd, void *buf, size_t len, uint64_t off, size_t *got)
 	return 0;
 }
 
+/* Follow mode: reads what the input has now (never waiting) until it holds the bytes up to
+ * WANT; a pipe's EOF sets r->eof. Returns 0 or -errno. */
+static int in_fill(struct record_reader *r, uint64_t want)
+{
+	while (!r->eof && r->in_off + r->in_len < want) {
+		size_t need = (size_t)(want - r->in_off - r->in_len), chunk = need > (256u << 10) ? need : (256u << 10);
+		struct pollfd pfd = {.fd = r->fd, .events = POLLIN};
+		ssize_t n;
+
+		if (r->in_len + chunk > r->in_cap) {
+			uint8_t *p = realloc(r->in, r->in_len + chunk);
+
+			if (!p)
+				return -ENOMEM;
+			r->in = p;
+			r->in_cap = r->in_len + chunk;
+		}
+		if (r->is_pipe && poll(&pfd, 1, 0) <= 0)
+			return 0;
+		n = read(r->fd, r->in + r->in_len, chunk);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			return -errno;
+		}
+		if (n == 0) {
+			/* A regular file may grow still; a pipe has ended. */
+			r->eof = r->is_pipe;
+			return 0;
+		}
+		r->in_len += (size_t)n;
+		r->file_size = r->in_off + r->in_len;
+	}
+	return 0;
+}
+
+/* Follow mode: forgets the bytes before OFF (frames already read). */
+static void in_drop(struct record_reader *r, uint64_t off)
+{
+	size_t n;
+
+	if (off <= r->in_off)
+		return;
+	n = off - r->in_off < r->in_len ? (size_t)(off - r->in_off) : r->in_len;
+	memmove(r->in, r->in + n, r->in_len - n);
+	r->in_len -= n;
+	r->in_off += n;
+}
+
+/* LEN bytes at OFF into BUF, *GOT of them there: from the file, or from what a follower has
+ * read of its input (reading more of it first, without waiting). */
+static int read_at(struct record_reader *r, void *buf, size_t len, uint64_t off, size_t *got)
+{
+	int e;
+
+	if (!r->follow)
+		return pread_all(r->fd, buf, len, off, got);
+	*got = 0;
+	if ((e = in_fill(r, off + len)))
+		return e;
+	if (off < r->in_off || off >= r->in_off + r->in_len)
+		return 0;
+	*got = (size_t)(r->in_off + r->in_len - off) < len ? (size_t)(r->in_off + r->in_len - off) : len;
+	memcpy(buf, r->in + (off - r->in_off), *got);
+	return 0;
+}
+
+/* A follower short of bytes: waits for them, unless its input has ended. */
+static bool wait_for_more(struct record_reader *r)
+{
+	if (!r->follow || r->eof)
+		return false;
+	r->status = HS_READ_WAIT;
+	r->err[0] = 0;
+	return true;
+}
+
+/* The file header in HDR (GOT bytes of it): what it says, into R; 0 or -errno with ERR set. */
+static int take_header(struct record_reader *r, const uint8_t *hdr, size_t got, char *err, size_t errlen)
+{
+	struct hs_file_header fh = {0};
+	const char *path = r->path;
+
+	if (got == HS_FILE_HEADER_SIZE)
+		hs_fixed_get(&hs_file_header_layout, hdr, &fh);
+	if (got < HS_FILE_HEADER_SIZE || memcmp(fh.magic, HS_FILE_MAGIC, sizeof(fh.magic))) {
+		snprintf(err, errlen, "%s: offset 0: not a heapsnap record file (bad magic%s)", path,
+			 got < HS_FILE_HEADER_SIZE ? ", file shorter than its 16-byte header" : "");
+		return -EINVAL;
+	}
+	r->major = fh.major;
+	if (r->major < HS_FORMAT_MAJOR_OLDEST || r->major > HS_FORMAT_MAJOR) {
+		snprintf(err, errlen,
+			 "%s: offset 8: format version %u.%u is not supported; this heapsnap reads %u.x to %u.x%s",
+			 path, r->major, fh.minor, HS_FORMAT_MAJOR_OLDEST, HS_FORMAT_MAJOR,
+			 r->major > HS_FORMAT_MAJOR ? " (upgrade heapsnap-analyze)" : "");
+		return -EPROTONOSUPPORT;
+	}
+	r->minor = fh.minor;
+	if (r->major >= 4) {
+		r->st3.cls = &r->classes;
+		if (hs3_classes__init(&r->classes)) {
+			snprintf(err, errlen, "%s: out of memory", path);
+			return -ENOMEM;
+		}
+	}
+	if ((r->major >= 3 && !(r->st3.pairs = calloc(HS3_PAIRS, sizeof(*r->st3.pairs)))) ||
+	    (r->major >= 5 && stack_store__new(&r->stacks))) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	r->have_header = true;
+	return 0;
+}
+
 int record_reader__open(const char *path, struct record_reader **out, char *err, size_t errlen)
 {
 	struct record_reader *r;
 	uint8_t hdr[HS_FILE_HEADER_SIZE];
-	struct hs_file_header fh = {0};
 	struct stat st;
 	size_t got;
 	int e;
@@ -138,38 +265,8 @@ int record_reader__open(const char *path, struct record_reader **out, char *err,
 		snprintf(err, errlen, "%s: read failed at offset 0: %s", path, strerror(-e));
 		goto fail;
 	}
-	if (got == sizeof(hdr))
-		hs_fixed_get(&hs_file_header_layout, hdr, &fh);
-	if (got < sizeof(hdr) || memcmp(fh.magic, HS_FILE_MAGIC, sizeof(fh.magic))) {
-		e = -EINVAL;
-		snprintf(err, errlen, "%s: offset 0: not a heapsnap record file (bad magic%s)", path,
-			 got < sizeof(hdr) ? ", file shorter than its 16-byte header" : "");
+	if ((e = take_header(r, hdr, got, err, errlen)))
 		goto fail;
-	}
-	r->major = fh.major;
-	if (r->major < HS_FORMAT_MAJOR_OLDEST || r->major > HS_FORMAT_MAJOR) {
-		e = -EPROTONOSUPPORT;
-		snprintf(err, errlen,
-			 "%s: offset 8: format version %u.%u is not supported; this heapsnap reads %u.x to %u.x%s",
-			 path, r->major, fh.minor, HS_FORMAT_MAJOR_OLDEST, HS_FORMAT_MAJOR,
-			 r->major > HS_FORMAT_MAJOR ? " (upgrade heapsnap-analyze)" : "");
-		goto fail;
-	}
-	r->minor = fh.minor;
-	if (r->major >= 4) {
-		r->st3.cls = &r->classes;
-		if (hs3_classes__init(&r->classes)) {
-			e = -ENOMEM;
-			snprintf(err, errlen, "%s: out of memory", path);
-			goto fail;
-		}
-	}
-	if ((r->major >= 3 && !(r->st3.pairs = calloc(HS3_PAIRS, sizeof(*r->st3.pairs)))) ||
-	    (r->major >= 5 && stack_store__new(&r->stacks))) {
-		e = -ENOMEM;
-		snprintf(err, errlen, "%s: out of memory", path);
-		goto fail;
-	}
 	r->data_start = HS_FILE_HEADER_SIZE;
 	r->next_off = r->data_start;
 	r->dctx = ZSTD_createDCtx();
@@ -183,6 +280,80 @@ int record_reader__open(const char *path, struct record_reader **out, char *err,
 fail:
 	record_reader__free(r);
 	return e;
+}
+
+int record_reader__follow(const char *path, struct record_reader **out, char *err, size_t errlen)
+{
+	bool in = !strcmp(path, "-");
+	const char *name = in ? "standard input" : path;
+	struct record_reader *r;
+	struct stat st;
+	int e;
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->max_frames = HS_MAX_STACK_FRAMES;
+	r->follow = true;
+	r->path = strdup(name);
+	r->fd = in ? fcntl(0, F_DUPFD_CLOEXEC, 3) : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (r->fd < 0) {
+		e = -errno;
+		snprintf(err, errlen, "%s: cannot open: %s", name, strerror(errno));
+		goto fail;
+	}
+	if (fstat(r->fd, &st)) {
+		e = -errno;
+		snprintf(err, errlen, "%s: cannot stat: %s", name, strerror(errno));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode)) {
+		e = -EINVAL;
+		snprintf(err, errlen, "%s: not a regular file or a pipe%s", name,
+			 isatty(r->fd) ? " (a terminal: pipe a recording in, e.g. heapsnap-record -o - ... | heapsnap-analyze live -)" : "");
+		goto fail;
+	}
+	r->is_pipe = !S_ISREG(st.st_mode);
+	/* A named FIFO was opened without waiting for its writer: read it blocking, as poll says. */
+	if (!in && r->is_pipe && fcntl(r->fd, F_SETFL, fcntl(r->fd, F_GETFL) & ~O_NONBLOCK)) {
+		e = -errno;
+		snprintf(err, errlen, "%s: %s", name, strerror(errno));
+		goto fail;
+	}
+	r->data_start = HS_FILE_HEADER_SIZE;
+	r->next_off = r->data_start;
+	r->dctx = ZSTD_createDCtx();
+	if (!r->dctx || !r->path) {
+		e = -ENOMEM;
+		snprintf(err, errlen, "%s: out of memory", name);
+		goto fail;
+	}
+	*out = r;
+	return 0;
+fail:
+	record_reader__free(r);
+	return e;
+}
+
+bool record_reader__waiting(const struct record_reader *r)
+{
+	return r->status == HS_READ_WAIT;
+}
+
+void record_reader__wait(struct record_reader *r, int timeout_ms)
+{
+	struct pollfd pfd = {.fd = r->fd, .events = POLLIN};
+
+	if (timeout_ms <= 0)
+		return;
+	if (r->is_pipe) {
+		poll(&pfd, 1, timeout_ms);
+		return;
+	}
+	/* A regular file says nothing when it grows: look again in a while. */
+	if (timeout_ms > 20)
+		timeout_ms = 20;
+	nanosleep(&(struct timespec){0, timeout_ms * 1000000L}, NULL);
 }
 
 static int ensure(uint8_t **buf, size_t *cap, size_t need)
@@ -209,18 +380,29 @@ static int load_frame(struct record_reader *r, uint64_t off, bool want_footer)
 	size_t got, n;
 	int e;
 
+	if (r->follow) {
+		in_drop(r, off);
+		if ((e = in_fill(r, off + sizeof(fh)))) {
+			set_status(r, HS_READ_IO, "read failed at offset %" PRIu64 ": %s", off, strerror(-e));
+			return e;
+		}
+	}
 	if (off == r->file_size) {
+		if (wait_for_more(r))
+			return 0;
 		set_status(r, HS_READ_TRUNCATED,
 			   "no footer: the file ends at offset %" PRIu64 " after %" PRIu64
 			   " complete frames (the recorder did not finish)", off, r->frames);
 		return 0;
 	}
-	e = pread_all(r->fd, fh, sizeof(fh), off, &got);
+	e = read_at(r, fh, sizeof(fh), off, &got);
 	if (e) {
 		set_status(r, HS_READ_IO, "read failed at offset %" PRIu64 ": %s", off, strerror(-e));
 		return e;
 	}
 	if (got < sizeof(fh)) {
+		if (wait_for_more(r))
+			return 0;
 		set_status(r, HS_READ_TRUNCATED,
 			   "truncated at offset %" PRIu64 ": %zu bytes of a 16-byte frame header; read %" PRIu64
 			   " complete frames", off, got, r->frames);
@@ -241,7 +423,14 @@ static int load_frame(struct record_reader *r, uint64_t off, bool want_footer)
 			   clen, rlen, HS_MAX_FRAME_RAW);
 		return 0;
 	}
+	/* Following: the frame whole, and a footer's trailer, before anything is judged. */
+	if (r->follow && (e = in_fill(r, off + sizeof(fh) + clen + (flags & HS_FRAME_FLAG_FOOTER ? HS_TRAILER_SIZE : 0)))) {
+		set_status(r, HS_READ_IO, "read failed at offset %" PRIu64 ": %s", off, strerror(-e));
+		return e;
+	}
 	if (clen > r->file_size - off - sizeof(fh)) {
+		if (wait_for_more(r))
+			return 0;
 		set_status(r, HS_READ_TRUNCATED,
 			   "truncated at offset %" PRIu64 ": frame needs %u bytes, %" PRIu64
 			   " remain; read %" PRIu64 " complete frames", off, clen, r->file_size - off - sizeof(fh),
@@ -254,7 +443,9 @@ static int load_frame(struct record_reader *r, uint64_t off, bool want_footer)
 		uint8_t tr[HS_TRAILER_SIZE];
 		struct hs_trailer t = {0};
 
-		if (r->file_size - end == HS_TRAILER_SIZE && !pread_all(r->fd, tr, sizeof(tr), end, &got) &&
+		if (r->file_size - end < HS_TRAILER_SIZE && wait_for_more(r))
+			return 0;
+		if (r->file_size - end == HS_TRAILER_SIZE && !read_at(r, tr, sizeof(tr), end, &got) &&
 		    got == sizeof(tr))
 			hs_fixed_get(&hs_trailer_layout, tr, &t);
 		if (memcmp(t.magic, HS_TRAILER_MAGIC, sizeof(t.magic)) || t.footer_offset != off) {
@@ -272,7 +463,7 @@ static int load_frame(struct record_reader *r, uint64_t off, bool want_footer)
 		set_status(r, HS_READ_IO, "out of memory for a frame at offset %" PRIu64, off);
 		return -ENOMEM;
 	}
-	e = pread_all(r->fd, r->comp, clen, off + sizeof(fh), &got);
+	e = read_at(r, r->comp, clen, off + sizeof(fh), &got);
 	if (e || got != clen) {
 		set_status(r, HS_READ_IO, "read failed at offset %" PRIu64 ": %s", off, e ? strerror(-e) : "short read");
 		return e ? e : -EIO;
@@ -596,8 +787,36 @@ bad:
 	return 2; /* frame exhausted */
 }
 
+/* Following: the file header, once its 16 bytes are there. */
+static int follow_header(struct record_reader *r)
+{
+	int e = in_fill(r, HS_FILE_HEADER_SIZE);
+
+	if (e) {
+		set_status(r, HS_READ_IO, "read failed at offset 0: %s", strerror(-e));
+		return e;
+	}
+	if (r->in_len < HS_FILE_HEADER_SIZE && wait_for_more(r))
+		return 0;
+	e = take_header(r, r->in, r->in_len < HS_FILE_HEADER_SIZE ? r->in_len : HS_FILE_HEADER_SIZE, r->err,
+			sizeof(r->err));
+	if (e) {
+		r->status = e == -ENOMEM ? HS_READ_IO : HS_READ_CORRUPT;
+		return e == -ENOMEM ? e : 0;
+	}
+	return 1;
+}
+
 int record_reader__next(struct record_reader *r, struct hs_record *rec)
 {
+	if (r->status == HS_READ_WAIT)
+		r->status = HS_READ_OK;
+	if (r->follow && !r->have_header) {
+		int e = follow_header(r);
+
+		if (e <= 0)
+			return e;
+	}
 	for (;;) {
 		int ret;
 
@@ -614,6 +833,8 @@ int record_reader__next(struct record_reader *r, struct hs_record *rec)
 
 int record_reader__rewind(struct record_reader *r)
 {
+	if (r->follow)
+		return -ESPIPE; /* a follower reads its input once */
 	r->next_off = r->data_start;
 	r->raw_len = r->pos = 0;
 	r->frames = 0;
@@ -639,7 +860,7 @@ int record_reader__footer(struct record_reader *r, int (*cb)(const struct hs_rec
 	size_t got;
 	int ret;
 
-	if (r->file_size < HS_FILE_HEADER_SIZE + HS_TRAILER_SIZE)
+	if (r->follow || r->file_size < HS_FILE_HEADER_SIZE + HS_TRAILER_SIZE)
 		return 0;
 	if (pread_all(r->fd, tr, sizeof(tr), r->file_size - sizeof(tr), &got) || got != sizeof(tr))
 		return 0;
@@ -698,6 +919,7 @@ void record_reader__free(struct record_reader *r)
 	free(r->raw);
 	free(r->arena.p);
 	free(r->path);
+	free(r->in);
 	hmap_free(&r->v1_live);
 	free(r->v1_free);
 	free(r->st3.pairs);

@@ -13,7 +13,7 @@
 #include "event_abi.h"
 
 #define HS_FORMAT_MAJOR 5
-#define HS_FORMAT_MINOR 2
+#define HS_FORMAT_MINOR 3
 /* The oldest major version the reader still reads: version 1 named blocks by address. */
 #define HS_FORMAT_MAJOR_OLDEST 1
 
@@ -69,6 +69,7 @@ enum hs_rec_type {
 	HS_REC_STACK_DWARF = 29,
 	HS_REC_PY_CODE = 30,
 	HS_REC_STACK_TAIL = 31, /* version 5: the reader returns it as the HS_REC_STACK it stands for */
+	HS_REC_HORIZON = 32,    /* 5.3: no event after it in the file has an earlier time */
 	HS_REC_EXT_MAX = 127,
 };
 
@@ -314,9 +315,22 @@ enum hs_read_status {
 	HS_READ_TRUNCATED = 2, /* the file stops after its last complete frame */
 	HS_READ_CORRUPT = 3,   /* a frame or record failed validation */
 	HS_READ_IO = 4,
+	HS_READ_WAIT = 5,      /* following: the next frame is not all there yet (record_reader__follow) */
 };
 
 int record_reader__open(const char *path, struct record_reader **out, char *err, size_t errlen);
+/* Follows PATH ("-": standard input) as it is written: a regular file another recorder is
+ * writing, or a pipe. It is read once, in order, never seeking (no rewind, no footer
+ * lookup). Where a frame (or the header, or a footer's trailer) is not all there yet,
+ * __next returns 0 with the status HS_READ_WAIT, and the next call tries again: it is not
+ * an end, whatever it holds so far. Every other check holds as for a file. The input ends
+ * with the footer and trailer, or with a pipe's EOF (judged then as the end of a file).
+ * Memory: a frame and what was read ahead of it, 256 KiB at a time. */
+int record_reader__follow(const char *path, struct record_reader **out, char *err, size_t errlen);
+/* Following, after __next returned 0 with HS_READ_WAIT: waits up to TIMEOUT_MS for more of
+ * the input (a pipe's data, or, for a file, a while before looking again). */
+void record_reader__wait(struct record_reader *r, int timeout_ms);
+bool record_reader__waiting(const struct record_reader *r);
 /* Returns 1 with *rec filled, 0 at the end of the data (see __status), or a negative errno. */
 int record_reader__next(struct record_reader *r, struct hs_record *rec);
 enum hs_read_status record_reader__status(const struct record_reader *r);

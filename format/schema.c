@@ -253,6 +253,11 @@ SCHEMA(stack_tail, R,
        U32(R, stack_tail.shared),
        ARRAY(R, stack_tail.nr, stack_tail.d, uint64_t, tail_item, HS_MAX_STACK_FRAMES, HS_FF_MAX_STACK));
 
+/* 5.3: every event after it in the file has a time of at least this one (a follower may
+ * show the heap up to it: docs/FORMAT.md). */
+SCHEMA(horizon, R,
+       U64(R, time));
+
 static const struct hs_schema *const by_type[HS_REC_EXT_MAX + 1] = {
 	[HS_REC_SESSION] = &session,
 	[HS_REC_PROCESS] = &process,
@@ -270,6 +275,7 @@ static const struct hs_schema *const by_type[HS_REC_EXT_MAX + 1] = {
 	[HS_REC_STACK_DWARF] = &stack_dwarf,
 	[HS_REC_PY_CODE] = &py_code,
 	[HS_REC_STACK_TAIL] = &stack_tail,
+	[HS_REC_HORIZON] = &horizon,
 };
 
 const struct hs_schema *hs_schema_of(uint32_t type)

@@ -40,6 +40,7 @@ const char *hs_rec_type_name(uint32_t type)
 	case HS_REC_STACK: return "stack";
 	case HS_REC_SNAPSHOT: return "snapshot";
 	case HS_REC_RSS: return "rss";
+	case HS_REC_HORIZON: return "horizon";
 	case HS_REC_COUNTERS: return "counters";
 	case HS_REC_END: return "end";
 	case HS_REC_THREAD_NAME: return "thread-name";

@@ -5,7 +5,10 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "launch.h"
@@ -54,6 +57,8 @@ char *resolve_command(const char *cmd)
 
 /* Forks the command, held until the probes are in place; ENV: with the environment the way
  * in needs (the one that preloads its library). */
+bool launch_stdout_to_stderr;
+
 pid_t start_held_child(char **argv, const char *exe, int *go_fd, int (*env)(const void *ctx), const void *ctx)
 {
 	int pfd[2];
@@ -68,6 +73,8 @@ pid_t start_held_child(char **argv, const char *exe, int *go_fd, int (*env)(cons
 		close(pfd[1]);
 		/* Held until the probes are attached; EOF means the recorder gave up. */
 		if (read(pfd[0], &c, 1) != 1)
+			_exit(127);
+		if (launch_stdout_to_stderr && dup2(2, 1) < 0)
 			_exit(127);
 		if (env && env(ctx)) {
 			fprintf(stderr, "heapsnap-record: cannot set the environment for %s: %s\n", exe, strerror(errno));
@@ -91,4 +98,62 @@ bool is_script(const char *path)
 	if (fd >= 0)
 		close(fd);
 	return yes;
+}
+
+/* heapsnap-analyze beside our own executable (an install, or .output/), else on PATH. */
+static void analyzer_path(char *buf, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	if (n > 0) {
+		self[n] = 0;
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = 0;
+			snprintf(buf, len, "%s/heapsnap-analyze", self);
+			if (!access(buf, X_OK))
+				return;
+		}
+	}
+	snprintf(buf, len, "heapsnap-analyze");
+}
+
+pid_t start_live_follower(const char *path, double refresh, bool json)
+{
+	char exe[PATH_MAX + 32], every[32];
+	pid_t parent = getpid(), pid;
+	int pfd[2];
+
+	analyzer_path(exe, sizeof(exe));
+	snprintf(every, sizeof(every), "%.6gs", refresh);
+	pid = fork_with_pipe(pfd);
+	if (pid < 0)
+		return pid;
+	if (pid == 0) {
+		char *argv[9] = {"heapsnap-analyze", "live", "--batch", "--refresh", every};
+		int n = 5;
+
+		if (json)
+			argv[n++] = "--json";
+		argv[n++] = "--";
+		argv[n++] = (char *)path;
+		argv[n] = NULL;
+		close(pfd[0]);
+		close(pfd[1]);
+		signal(SIGINT, SIG_IGN);
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(1);
+		if (strchr(exe, '/'))
+			execv(exe, argv);
+		else
+			execvp(exe, argv);
+		fprintf(stderr, "heapsnap-record: cannot run %s for --live: %s\n", exe, strerror(errno));
+		_exit(127);
+	}
+	close(pfd[0]);
+	close(pfd[1]);
+	return pid;
 }

@@ -12,5 +12,13 @@ char *resolve_command(const char *cmd);
 /* Forks the command, held until *GO_FD is written to; in the child, before exec, ENV(CTX)
  * (when given) sets what the way in needs, -errno if it cannot. */
 pid_t start_held_child(char **argv, const char *exe, int *go_fd, int (*env)(const void *ctx), const void *ctx);
+/* The command's standard output goes to standard error instead: the recorder's own is the
+ * record stream (-o -). Set before start_held_child. */
+extern bool launch_stdout_to_stderr;
+/* --live: `heapsnap-analyze live --batch` following PATH as it is written, printing on our
+ * standard output every REFRESH seconds (JSON: --json). It ignores SIGINT (the recorder's
+ * Ctrl-C ends the recording, and the follower with it, at the footer) and gets SIGTERM if
+ * the recorder dies. Returns its pid or -errno. */
+pid_t start_live_follower(const char *path, double refresh, bool json);
 bool is_script(const char *path);
 #endif

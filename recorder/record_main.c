@@ -10,6 +10,7 @@
 
 #include "record.h"
 #include "recorder.h"
+#include "launch.h"
 #include "signals.h"
 #include "units.h"
 
@@ -58,7 +59,16 @@ static const char usage[] =
 	"                           lost.inject_unhooked_calls\n"
 	"\n"
 	"Output:\n"
-	"  -o, --output FILE        record file (default: heapsnap.<pid>.hsnap)\n"
+	"  -o, --output FILE        record file (default: heapsnap.<pid>.hsnap); '-' writes the record\n"
+	"                           stream to standard output, for a pipe (never a terminal): frames\n"
+	"                           as they are written, read as they come by `heapsnap-analyze live -`;\n"
+	"                           a launched command's own standard output goes to standard error\n"
+	"      --live               while recording, print the live heap as `heapsnap-analyze top` does,\n"
+	"                           every --refresh (the text updates of `heapsnap-analyze live\n"
+	"                           --batch`, run beside the recorder on the file it writes: nothing\n"
+	"                           more runs in the target), and a last one at the end. Frames are\n"
+	"                           written every half refresh (at most 1s apart). Not with -o -\n"
+	"      --refresh DURATION   --live: how often the view updates, 0.1s to 1h (default 1s)\n"
 	"  -d, --duration DURATION  stop after this long (default: until the target exits or Ctrl-C)\n"
 	"\n"
 	"Sampling and stacks:\n"
@@ -109,6 +119,8 @@ static const char usage[] =
 	"\n"
 	"Examples:\n"
 	"  heapsnap-record -o app.hsnap -- ./app --serve       # preloaded: no root needed\n"
+	"  heapsnap-record --live -o app.hsnap -- ./app        # the heap printed every second as it runs\n"
+	"  ssh host sudo heapsnap-record -p 1234 -o - | heapsnap-analyze live -   # watched from here\n"
 	"  sudo heapsnap-record -p 1234 --duration 5m --interval 30s\n"
 	"  sudo heapsnap-record -p 1234 -s 0 --stack none      # every event, call sites only\n"
 	"  sudo heapsnap-record -p $(head -1 $PGDATA/postmaster.pid) --children   # the whole server\n"
@@ -136,6 +148,8 @@ enum {
 	OPT_ATTACH_TIMEOUT,
 	OPT_ATTACH_HOLD,
 	OPT_VERSION,
+	OPT_LIVE,
+	OPT_REFRESH,
 };
 
 static const struct option longopts[] = {
@@ -167,6 +181,8 @@ static const struct option longopts[] = {
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, OPT_VERSION},
+	{"live", no_argument, NULL, OPT_LIVE},
+	{"refresh", required_argument, NULL, OPT_REFRESH},
 	{0},
 };
 
@@ -275,6 +291,15 @@ static int parse_target_option(int c, const char *arg, struct rec_opts *o, bool 
 		return NEXT;
 	case 'o':
 		o->output = arg;
+		return NEXT;
+	case OPT_LIVE:
+		o->live = true;
+		return NEXT;
+	case OPT_REFRESH:
+		if (!secs_ok("--refresh", arg, &o->refresh))
+			return 2;
+		if (o->refresh < 0.1 || o->refresh > 3600)
+			return bad_option("--refresh", arg, "expected seconds, 0.1 to 3600 (100ms to 1h)");
 		return NEXT;
 	case 'd':
 		if (!secs_ok("--duration", arg, &o->duration))
@@ -464,6 +489,25 @@ static int check_options(struct rec_opts *o, bool rate_set, char *default_out, s
 				"command's are followed from its start, and -a records every process\n");
 		return 2;
 	}
+	if (o->refresh && !o->live) {
+		fprintf(stderr, "heapsnap-record: --refresh sets how often --live updates; give --live too\n");
+		return 2;
+	}
+	if (o->output && !strcmp(o->output, "-")) {
+		if (o->live) {
+			fprintf(stderr, "heapsnap-record: --live prints on standard output, where -o - writes the "
+					"record stream; pipe it to `heapsnap-analyze live -` instead\n");
+			return 2;
+		}
+		/* Standard output itself (common/outfile.c); the writer refuses a terminal. */
+		o->output = "/dev/stdout";
+		o->to_stdout = true;
+		launch_stdout_to_stderr = true;
+	}
+	if (!o->refresh)
+		o->refresh = 1;
+	/* A follower sees an event within one refresh: a frame at least every half of it. */
+	o->flush_interval = o->live ? o->refresh / 2 : 1;
 	if (!rate_set)
 		o->sample_rate = o->argv ? 0 : DEFAULT_RATE_PID;
 	/* A smaller kernel map makes every free's lookup cheaper (1M-live sampled: 1.15x -> 1.05x

@@ -55,6 +55,12 @@ struct rec_opts {
 	enum rec_via via;             /* --via */
 	double attach_timeout;        /* --attach-timeout: injected, the wait for an allocator call */
 	double attach_hold;           /* --attach-hold: injected, how long a call may wait for the hooks */
+	bool to_stdout;               /* -o -: the record stream on standard output */
+	bool live;                    /* --live: a follower prints the heap as it records */
+	double refresh;               /* --refresh: the follower's updates (default 1s) */
+	/* How often a frame is written at least, each with a HORIZON record: 1 s, or less with
+	 * --live (half the refresh), so that a follower sees an event within one refresh. */
+	double flush_interval;
 };
 
 /* Records until the target exits, the duration ends or a signal arrives. Returns the

@@ -243,6 +243,15 @@ static int run_attach(struct session *s, struct run *u)
 		rec_warnx("cannot create %s: %s", o->output, strerror(-err));
 		return err;
 	}
+	/* --live: the view follows the file from here, in a process of its own, never in the
+	 * target nor in this loop. */
+	if (o->live) {
+		u->live_pid = start_live_follower(o->output, o->refresh, false);
+		if (u->live_pid < 0) {
+			rec_warnx("cannot start the live view: %s", strerror(-u->live_pid));
+			u->live_pid = 0;
+		}
+	}
 	if (o->pid) {
 		/* The target, and with --children the descendants the way took at its attach: no
 		 * event has been read yet, so every process known is one of those. */
@@ -267,22 +276,34 @@ static int run_attach(struct session *s, struct run *u)
 	return 0;
 }
 
-/* Once a second: the counters, -a's new mappings, and a frame flushed. */
-static void poll_tick(struct session *s)
+/* The frame so far written, after a HORIZON: every event still to come is stamped after
+ * HORIZON (drain's), less the merge's slack for one committed late, and is written to a
+ * quantum below (format/events3.c): a follower may show the heap up to there. */
+static void flush_frame(struct session *s, uint64_t horizon)
 {
+	uint64_t q = HS_TIME_QUANTUM_NS / TICK_NS;
+	uint64_t t = ticks(&s->out, horizon > MERGE_SLACK_NS ? horizon - MERGE_SLACK_NS : 0);
+	struct hs_record r = {.type = HS_REC_HORIZON, .time = t - t % q};
 	int err;
 
+	write_rec(&s->out, &r);
+	err = record_writer__flush(s->out.w);
+	if (err && !s->out.err) {
+		s->out.err = err;
+		rec_warnx("failed to write %s: %s", s->o->output, strerror(-err));
+	}
+}
+
+/* Once a second: the counters, -a's new mappings, and a frame flushed. */
+static void poll_tick(struct session *s, uint64_t horizon)
+{
 	read_counters(s);
 	warn_losses(s);
 	write_counters(s, HS_REC_COUNTERS);
 	if (s->o->all)
 		rescan_all_maps(s, false);
 	/* One frame a second at least: a crash loses at most the last second. */
-	err = record_writer__flush(s->out.w);
-	if (err && !s->out.err) {
-		s->out.err = err;
-		rec_warnx("failed to write %s: %s", s->o->output, strerror(-err));
-	}
+	flush_frame(s, horizon);
 }
 
 /* The SIGUSR1s read so far become snapshots pending at this moment: the sender's events
@@ -355,23 +376,25 @@ static bool poll_done(struct session *s, uint64_t now, uint64_t deadline)
 static void run_poll(struct session *s, struct run *u)
 {
 	const struct rec_opts *o = s->o;
-	uint64_t next_tick, next_rss, next_interval, deadline;
+	uint64_t next_tick, next_rss, next_interval, deadline, next_flush, flush_ns;
 	bool stopping = false, held = false, pressed = false;
 	int err;
 
 	u->t_start = mono_ns();
 	next_tick = u->t_start + 1000000000ull;
+	flush_ns = o->flush_interval > 0 && o->flush_interval < 1 ? (uint64_t)(o->flush_interval * 1e9) : 1000000000ull;
+	next_flush = u->t_start + flush_ns;
 	next_rss = u->t_start + (uint64_t)(o->rss_interval * 1e9);
 	next_interval = o->interval > 0 ? u->t_start + (uint64_t)(o->interval * 1e9) : UINT64_MAX;
 	deadline = o->duration > 0 ? u->t_start + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
 	while (!stopping && !s->out.err) {
-		uint64_t now, horizon, due[] = {next_interval, next_rss, next_tick, deadline,
+		uint64_t now, horizon, due[] = {next_interval, next_rss, next_tick, deadline, next_flush,
 						u->nr_snaps ? u->snaps[0].at + MERGE_SLACK_NS : UINT64_MAX};
 		bool tick;
 
 		/* Events held for the merge go once they are old enough: soon, when they fill a ring
 		 * so far that its producer will not wake us again before it is full. */
-		err = wait_rings(s, poll_timeout_ms(mono_ns(), due, 5,
+		err = wait_rings(s, poll_timeout_ms(mono_ns(), due, 6,
 						    pressed ? (int)(MERGE_SLACK_NS / 1000000)
 						    : held  ? s->way->held_ms
 							    : s->way->poll_ms));
@@ -402,8 +425,12 @@ static void run_poll(struct session *s, struct run *u)
 			next_rss = now + (uint64_t)(o->rss_interval * 1e9);
 		}
 		if (tick) {
-			poll_tick(s);
+			poll_tick(s, horizon);
 			next_tick = now + 1000000000ull;
+			next_flush = now + flush_ns;
+		} else if (now >= next_flush) {
+			flush_frame(s, horizon);
+			next_flush = now + flush_ns;
 		}
 		stopping = poll_done(s, now, deadline);
 	}
@@ -502,10 +529,17 @@ static int run_cleanup(struct session *s, struct run *u, int err)
 	}
 	if (s->way && s->way->free)
 		s->way->free(s);
+	record_writer__free(s->out.w);
+	s->out.w = NULL;
+	/* The follower ends with the footer it reads; without one (a failure), it is told to. */
+	if (u->live_pid > 0) {
+		if (err || s->out.err)
+			kill(u->live_pid, SIGTERM);
+		waitpid(u->live_pid, NULL, 0);
+	}
 	free(s->rings);
 	free(s->merge);
 	nspid__free(s->nsx);
-	record_writer__free(s->out.w);
 	objects__free(&s->objs);
 	procs_free(s);
 	pipeline_free(s);

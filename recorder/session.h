@@ -85,6 +85,7 @@ struct session {
 /* What the run keeps between its steps. */
 struct run {
 	char *exe;           /* the command, resolved */
+	pid_t live_pid;      /* --live: the follower printing the view (heapsnap-analyze live) */
 	int go_fd;           /* releases the held command */
 	uint32_t ring_bytes;
 	uint64_t t_start;

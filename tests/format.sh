@@ -18,7 +18,7 @@ t_format_v1() {
 	"$A" top -n 0 --no-symbolize "$TMP/v1to2.hsnap" | tail -n +2 >"$TMP/v1to2.top"
 	tail -n +2 testdata/v1/alloc_c.top | diff -u - "$TMP/v1to2.top" || die "re-encoded file differs"
 	"$A" info "$TMP/v1to2.hsnap" >"$TMP/v2.info" || die "info of the re-encoded file"
-	contains "$TMP/v2.info" "Format: 5.1, complete"
+	contains "$TMP/v2.info" "Format: 5.3, complete"
 }
 
 # The schema tables (format/schema.c):
@@ -46,9 +46,9 @@ t_format_schema() {
 	done
 	sed -E 's/offset [0-9]+/offset N/g; s/followed by [0-9]+ bytes/followed by N bytes/g; s/ [0-9]+,([0-9]+,[0-9]+)/ \1/g' \
 		read.log >read.norm
-	eq "writer's bytes" 1da0d41a158e6bbad9d7cf6829f04f3c55a2eaa8cb5b834b32c32db8d7bf4c75 \
+	eq "writer's bytes" 8500f6ac0d4059be5f35a28ea61de39f12ee71ee7043d7ca96978bcbbda2b687 \
 		"$(cat w.log raw.bin | sha256sum | cut -c1-64)"
-	eq "reader's records and errors" e4953016623bfeda8ca7cf91292c17db2752456e1cb2c6c4207a9f684f978ea4 \
+	eq "reader's records and errors" 872c0281f49d840b52d5639c1641fa2c457d1e60c3ca3aa5031a1ee12de3eb87 \
 		"$(sha256sum <read.norm | cut -c1-64)"
 }
 
@@ -69,7 +69,7 @@ t_format_v2() {
 	golden v2/alloc_c.info info $f
 	"$T/mutate" $f "$TMP/v2to3.hsnap" 0 || die "re-encode"
 	"$A" info "$TMP/v2to3.hsnap" >"$TMP/v2to3.info" || die "info of the re-encoded file"
-	contains "$TMP/v2to3.info" "Format: 5.1, complete"
+	contains "$TMP/v2to3.info" "Format: 5.3, complete"
 	for n in top collapsed temporary; do
 		local more=()
 		[ $n = top ] && more=(-n 0)

@@ -745,7 +745,7 @@ t_python_finalize_default() {
 	[ "$(awk '$1 == "keep_buffers" { print $2 }' "$TMP/$n.fig")" -gt 37000000 ] || die "the script's figures"
 	"$A" info "$TMP/$n.hsnap" >"$TMP/$n.info" 2>/dev/null || die "info"
 	grep -q '^  1  python-finalize .* python-finalize live' "$TMP/$n.info" || { cat "$TMP/$n.info"; die "no python-finalize snapshot"; }
-	contains "$TMP/$n.info" "Format: 5.2"
+	contains "$TMP/$n.info" "Format: 5.3"
 	py_globals_check $n "$TMP/$n.fig"
 	# --snapshot python-finalize is the same moment; summary and html say where they are.
 	"$A" top --snapshot python-finalize -n 0 "$TMP/$n.hsnap" 2>/dev/null | grep -F "keep_buffers (py_globals.py)" >"$TMP/$n.snap"

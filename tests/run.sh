@@ -9,7 +9,7 @@
 #   tests/run.sh --list        lists every test, its old name beside it where it has one
 #
 # The tests live in files by area, each registering its own on `ALL="$ALL ..."` lines:
-# lib.sh (helpers), format.sh, analyzer.sh, security.sh, ways.sh (tests of every way in),
+# lib.sh (helpers), format.sh, analyzer.sh, live.sh, security.sh, ways.sh (tests of every way in),
 # bpf.sh, preload.sh (--via preload), inject.sh, inject_real.sh, realprog.sh, units.sh,
 # python.sh, install.sh, readme.sh (README.md's shell blocks, run as written).
 #
@@ -50,7 +50,7 @@ run() {
 	esac
 }
 
-for area in lib format analyzer security ways bpf preload inject inject_real realprog units python install readme; do
+for area in lib format analyzer live security ways bpf preload inject inject_real realprog units python install readme; do
 	. "tests/$area.sh"
 done
 

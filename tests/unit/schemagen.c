@@ -538,7 +538,7 @@ static int cmd_check(void)
 
 	for (uint32_t t = 0; t <= HS_REC_EXT_MAX + 1; t++) {
 		const struct hs_schema *s = hs_schema_of(t);
-		bool want = t >= HS_REC_SESSION && t <= HS_REC_STACK_TAIL;
+		bool want = t >= HS_REC_SESSION && t <= HS_REC_HORIZON;
 
 		if (!s != !want) {
 			printf("type %u: %s\n", t, s ? "a table for a type this version does not write" : "no table");

@@ -649,6 +649,10 @@ t_python_attach_idle() {
 	[ -n "$ch" ] || { cat "$TMP/pyi.out"; die "pyi: the target never said held"; }
 	py_need_codes pyi
 	"$A" pprof -o "$p" "$TMP/pyi.hsnap" 2>/dev/null || die "pyi: pprof"
+	# What the interpreter allocated for the library's own calls (sys._debugmallocstats and
+	# atexit looked up, its function objects) is not the program's: no stack through it.
+	eq "pyi: allocations made through libheapsnap.so's frames" 0 \
+		"$(go tool pprof -traces -sample_index=alloc_objects "$p" 2>/dev/null | grep -c 'libheapsnap')"
 	eq "pyi: keep_small inuse_space" $((20000 * s)) "$(pv "$p" inuse_space keep_small cum)"
 	eq "pyi: keep_small inuse_objects" 20000 "$(pv "$p" inuse_objects keep_small cum)"
 	eq "pyi: keep_large inuse_space" $((30 * l)) "$(pv "$p" inuse_space keep_large cum)"

@@ -384,8 +384,12 @@ static int install_pending(void *arg)
 {
 	(void)arg;
 	install();
+	/* What the interpreter allocates for our calls (the names we look up, our function
+	 * objects) is the library's, not the program's: at depth, not recorded. */
+	depth_in();
 	stats_take();
 	final_take();
+	depth_out();
 	return 0;
 }
 
@@ -396,8 +400,10 @@ static int restore(void *arg)
 
 	(void)arg;
 	unwrap(was);
+	depth_in();
 	stats_give_back();
 	final_give_back();
+	depth_out();
 	__atomic_store_n(&state, RESTORED, __ATOMIC_RELEASE);
 	return 0;
 }

@@ -228,6 +228,19 @@ static int take_header(struct record_reader *r, const uint8_t *hdr, size_t got, 
 	return 0;
 }
 
+/* Both ways of opening: the data from the end of the header on, and the decoder. */
+static int reader_begin(struct record_reader *r, const char *name, char *err, size_t errlen)
+{
+	r->data_start = HS_FILE_HEADER_SIZE;
+	r->next_off = r->data_start;
+	r->dctx = ZSTD_createDCtx();
+	if (!r->dctx || !r->path) {
+		snprintf(err, errlen, "%s: out of memory", name);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 int record_reader__open(const char *path, struct record_reader **out, char *err, size_t errlen)
 {
 	struct record_reader *r;
@@ -267,14 +280,8 @@ int record_reader__open(const char *path, struct record_reader **out, char *err,
 	}
 	if ((e = take_header(r, hdr, got, err, errlen)))
 		goto fail;
-	r->data_start = HS_FILE_HEADER_SIZE;
-	r->next_off = r->data_start;
-	r->dctx = ZSTD_createDCtx();
-	if (!r->dctx || !r->path) {
-		e = -ENOMEM;
-		snprintf(err, errlen, "%s: out of memory", path);
+	if ((e = reader_begin(r, path, err, errlen)))
 		goto fail;
-	}
 	*out = r;
 	return 0;
 fail:
@@ -320,14 +327,8 @@ int record_reader__follow(const char *path, struct record_reader **out, char *er
 		snprintf(err, errlen, "%s: %s", name, strerror(errno));
 		goto fail;
 	}
-	r->data_start = HS_FILE_HEADER_SIZE;
-	r->next_off = r->data_start;
-	r->dctx = ZSTD_createDCtx();
-	if (!r->dctx || !r->path) {
-		e = -ENOMEM;
-		snprintf(err, errlen, "%s: out of memory", name);
+	if ((e = reader_begin(r, name, err, errlen)))
 		goto fail;
-	}
 	*out = r;
 	return 0;
 fail:

@@ -46,6 +46,14 @@ need_go() { [ -n "$GO" ] && [ -x "$GO" ] || skip "go (golang-go) is not installe
 
 # What another user runs, where another user can reach it: the checkout may sit in a
 # directory only its owner can enter.
+# kill_tree PID: PID and every process below it (a shell function run in the background is a
+# subshell whose children outlive a kill of it alone: `go tool pprof`'s pprof).
+kill_tree() {
+	local c
+	for c in $(pgrep -P "$1"); do kill_tree "$c"; done
+	kill "$1" 2>/dev/null
+}
+
 unpriv_bin() {
 	mkdir -p "$TMP/ub"
 	cp "$R" "$OUT/libheapsnap.so" "$T/alloc_c" "$T/libplugin.so" "$TMP/ub/"

@@ -282,7 +282,7 @@ t_python_crafted_http() {
 	for i in $(seq 400); do curl -sf -o /dev/null "$u/" && break; sleep 0.05; done
 	curl -sf "$u/top" >"$TMP/pyw.top"; curl -sf "$u/source?f=keep_large" >"$TMP/pyw.src"
 	curl -sf "$u/flamegraph" >"$TMP/pyw.flame"
-	kill $pid
+	kill_tree $pid
 	contains "$TMP/pyw.top" '{"Name":"keep_large","InlineLabel":"","Flat":0,"Cum":800456,'
 	contains "$TMP/pyw.top" '{"Name":"worker","InlineLabel":"","Flat":0,"Cum":117740,'
 	grep -A3 -F "$(py_line 'large\[i\] = bytearray(LARGE)')" "$TMP/pyw.src" | grep -q 'bytearray(LARGE)' ||

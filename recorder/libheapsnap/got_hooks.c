@@ -314,16 +314,23 @@ static int patch_cb(struct dl_phdr_info *info, size_t sz, void *ctx)
 	return 0;
 }
 
+/* The trampoline's entries and the stub's range, under patch_lock: how many entries were
+ * patched before. */
+static uint32_t take_trampoline(const struct hs_inject_slot *t, uint32_t nt, uint64_t lo, uint64_t hi)
+{
+	tramp = t;
+	nr_tramp = nt;
+	stub_lo = lo;
+	stub_hi = hi;
+	return nr_patched;
+}
+
 uint32_t got_patch_all(const struct hs_inject_slot *t, uint32_t nt, uint64_t lo, uint64_t hi, uint32_t *modules)
 {
 	uint32_t before;
 
 	pthread_mutex_lock(&patch_lock);
-	tramp = t;
-	nr_tramp = nt;
-	stub_lo = lo;
-	stub_hi = hi;
-	before = nr_patched;
+	before = take_trampoline(t, nt, lo, hi);
 	modules_seen = 0;
 	if (patched)
 		dl_iterate_phdr(patch_cb, NULL);
@@ -396,11 +403,7 @@ uint32_t got_patch_slots(const struct hs_inject_slot *t, const uint8_t *kind, co
 	for (uint32_t k = 0; k < nt; k++)
 		given += kind[k] == HS_SLOT_ALLOC && hash[k];
 	pthread_mutex_lock(&patch_lock);
-	tramp = t;
-	nr_tramp = nt;
-	stub_lo = lo;
-	stub_hi = hi;
-	before = nr_patched;
+	before = take_trampoline(t, nt, lo, hi);
 	if (patched && given)
 		dl_iterate_phdr(slots_cb, &q);
 	pthread_mutex_unlock(&patch_lock);

@@ -41,7 +41,7 @@ ANALYZE_ASSETS := analyzer/html_page.S
 ANALYZE_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(ANALYZE_SRCS)) $(OUTPUT)/analyzer/html_page.o $(OUTPUT)/profile.pb-c.o
 
 RECORD_LIBS := -lbpf -lelf -lzstd -lz -lpthread -lm
-ANALYZE_LIBS := -pthread -ldw -lelf -lprotobuf-c -lzstd -lz -liberty -ldebuginfod -lm
+ANALYZE_LIBS := -pthread -ldw -lelf -lprotobuf-c -lzstd -lz -liberty -ldebuginfod -lncursesw -ltinfo -lm
 
 BINS := $(OUTPUT)/heapsnap-record $(OUTPUT)/heapsnap-analyze
 LIB := $(OUTPUT)/libheapsnap.so

@@ -39,12 +39,19 @@ static const char usage[] =
 	"              the highest of its stretch of time; snapshots and the peak beside them\n"
 	"  live        follows a recording as it is written (FILE, or '-' for standard input: the\n"
 	"              stream of heapsnap-record -o -), from its start as tail -f does, and prints\n"
-	"              every --refresh what top prints for the live heap at that moment (its\n"
-	"              header says the moment T: `top --at T` of the finished file prints the same\n"
-	"              figures), then a blank line; a last update when the recording ends (its\n"
-	"              footer, or the end of a pipe; Ctrl-C: at once). --json: top --json's\n"
-	"              object, one a line. Text only for now (--batch; a terminal is told so).\n"
-	"              An update costs the events since the last one, not the whole file\n"
+	"              shows its heap every --refresh. On a terminal, a full-screen view: the\n"
+	"              processes, the way in, the live heap now and at its peak, RSS, the\n"
+	"              allocation rate and any loss; a chart of the live heap and RSS with the\n"
+	"              snapshots; the functions by own live bytes, with total, blocks and rates.\n"
+	"              Keys (shown at the bottom): < > sort by another column, v native, Python or\n"
+	"              merged frames, p a process, t a thread, space pause, m mark a snapshot and\n"
+	"              q end the recording (both with --recorder), q leave. With --batch, or when\n"
+	"              stdout is not a terminal: what top prints for the live heap at each update\n"
+	"              (its header says the moment T: `top --at T` of the finished file prints\n"
+	"              the same figures), then a blank line; a last update when the recording\n"
+	"              ends (its footer, or the end of a pipe; Ctrl-C: at once). --json: top\n"
+	"              --json's object, one a line. An update costs the events since the last\n"
+	"              one, not the whole file\n"
 	"  html        one self-contained HTML file (-o report.html): the heap and RSS over time, a\n"
 	"              flame graph and the functions of the heap at any moment picked on the\n"
 	"              chart or of what grew in a range; top functions, leaks and temporary\n"
@@ -86,8 +93,11 @@ static const char usage[] =
 	"                           for the _objects values) or a percent of the 'from' total (5%, 2.5%);\n"
 	"                           sampled recordings fail only when the growth exceeds it with 95%\n"
 	"                           confidence\n"
-	"      --batch              live: text updates (the default, and for now the only view)\n"
-	"      --refresh DURATION   live: how often to print, 0.1s to 1h (default 1s)\n"
+	"      --batch              live: text updates, even on a terminal\n"
+	"      --refresh DURATION   live: how often to update, 0.1s to 1h (default 1s)\n"
+	"      --recorder PID       live: the heapsnap-record writing FILE, which the view's m\n"
+	"                           signals to mark a snapshot (SIGUSR1) and q to stop (SIGTERM);\n"
+	"                           heapsnap-record --live passes its own\n"
 	"      --lines              diff: a stack is its functions, files and lines (default: its\n"
 	"                           functions, inline ones included, so a rebuild that moves lines\n"
 	"                           changes no stack)\n"
@@ -137,6 +147,7 @@ enum {
 	OPT_LINES,
 	OPT_BATCH,
 	OPT_REFRESH,
+	OPT_RECORDER,
 };
 
 static const struct option longopts[] = {
@@ -160,6 +171,7 @@ static const struct option longopts[] = {
 	{"lines", no_argument, NULL, OPT_LINES},
 	{"batch", no_argument, NULL, OPT_BATCH},
 	{"refresh", required_argument, NULL, OPT_REFRESH},
+	{"recorder", required_argument, NULL, OPT_RECORDER},
 	{"help", no_argument, NULL, 'h'},
 	{0},
 };
@@ -231,8 +243,8 @@ static int check_opts(const struct opts *o)
 	if ((o->from || o->to || o->pprof_out || o->base_pprof_out || o->gate_set || o->lines) && !(c->accepts & A_DIFF))
 		return usage_error("--from, --to, --pprof, --base-pprof, --max-growth and --lines apply to diff, not %s",
 				   c->name);
-	if ((o->batch || o->refresh_set) && !(c->accepts & A_LIVE))
-		return usage_error("--batch and --refresh apply to live, not %s", c->name);
+	if ((o->batch || o->refresh_set || o->recorder) && !(c->accepts & A_LIVE))
+		return usage_error("--batch, --refresh and --recorder apply to live, not %s", c->name);
 	if (o->json && !(c->accepts & A_JSON))
 		return usage_error("--json does not apply to %s", c->name);
 	if (o->value_set && !(c->accepts & A_VALUE))
@@ -375,6 +387,17 @@ static int parse_opt(struct opts *o, int c)
 			return usage_error2("--refresh", optarg, "expected 0.1s to 1h");
 		o->refresh_set = true;
 		return OPT_NEXT;
+	case OPT_RECORDER: {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(optarg, &end, 10);
+		if (errno || end == optarg || *end || v < 1 || v > 4194304)
+			return usage_error2("--recorder", optarg, "expected a process id");
+		o->recorder = (int)v;
+		return OPT_NEXT;
+	}
 	case OPT_MAX_GROWTH:
 		ret = amount_opt("--max-growth", optarg, &o->gate);
 		if (ret)

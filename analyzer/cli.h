@@ -20,6 +20,7 @@ struct opts {
 	bool gate_set;
 	bool batch, refresh_set; /* live: --batch, --refresh */
 	double refresh;
+	int recorder; /* live --recorder: the heapsnap-record writing the file */
 	struct growth_gate gate; /* --max-growth */
 	int value, nodecount;
 	const char **debug_dirs;
@@ -39,7 +40,7 @@ enum {
 	A_MIN_AGE = 1 << 4,
 	A_DIFF = 1 << 5,    /* --from, --to, --pprof, --base-pprof */
 	A_AT_END = 1 << 6,  /* --at end, where A_WHERE is not taken */
-	A_LIVE = 1 << 7,    /* --batch, --refresh */
+	A_LIVE = 1 << 7,    /* --batch, --refresh, --recorder */
 };
 
 struct cmd {

@@ -4,6 +4,7 @@
  * html. Each replays, builds, and hands rows to an emitter; errors become exit codes here. */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <time.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #include "cli.h"
 #include "html.h"
+#include "live_view.h"
 #include "outfile.h"
 #include "pprof.h"
 #include "replay.h"
@@ -478,77 +480,138 @@ static double live_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* One update: top of the heap at the follower's moment, then a blank line (JSON: one line). */
+/* One update: top of the heap at the follower's moment, then a blank line (JSON: one line);
+ * or the full-screen view V redrawn. */
 static int live_update(struct replay_follow *f, struct replay *r, struct symbolizer *sym, const struct opts *o,
-		       bool final)
+		       struct live_view *v, bool final)
 {
 	struct report_opts ro = report_opts_of(o);
 	struct profile p;
+	double moment;
 	int err;
 
-	replay__follow_moment(f, r, final);
+	moment = replay__follow_moment(f, r, final);
 	if (build_profile(&p, r, sym))
 		return EXIT_FAIL;
-	err = report_top(&p, &ro, stdout);
-	if (!err && !o->json)
-		err = fputc('\n', stdout) == EOF ? -EIO : 0;
-	if (!err && fflush(stdout))
-		err = -errno;
+	if (v) {
+		err = live_view__update(v, &p, moment, final);
+	} else {
+		err = report_top(&p, &ro, stdout);
+		if (!err && !o->json)
+			err = fputc('\n', stdout) == EOF ? -EIO : 0;
+		if (!err && fflush(stdout))
+			err = -errno;
+	}
 	profile__free(&p);
 	replay__follow_resume(f, r);
-	return emit_status(err, "stdout");
+	return emit_status(err, v ? "the live view" : "stdout");
 }
 
-/* Follows the file as it is written; each update costs what was read since the last. */
+/* The last update: the end of the recording, kept on screen until q (unless the view was
+ * left already, or is leaving after its q stopped the recorder); then the terminal back. */
+static int live_end(struct replay_follow *f, struct replay *r, struct symbolizer *sym, const struct opts *o,
+		    struct live_view *v, bool quit)
+{
+	int ret = report_load(r, r->status == HS_READ_CORRUPT ? EXIT_CORRUPT : EXIT_OK);
+
+	if (usable(ret)) {
+		int ret2 = live_update(f, r, sym, o, v, true);
+
+		ret = ret2 ? ret2 : ret;
+	}
+	while (v && !quit && !live_stop && !live_view__quitting(v)) {
+		enum live_action a;
+
+		a = live_view__keys(v);
+		if (a == LIVE_QUIT)
+			break;
+		if (a == LIVE_UPDATE) {
+			int ret2 = live_update(f, r, sym, o, v, true);
+
+			ret = ret2 ? ret2 : ret;
+			continue;
+		}
+		poll(&(struct pollfd){.fd = live_view__key_fd(v), .events = POLLIN}, 1, 1000);
+	}
+	live_view__free(v);
+	return ret;
+}
+
+/* The full-screen view, on a terminal unless --batch or --json; else text updates. */
+static struct live_view *live_view_of(const struct opts *o)
+{
+	struct live_view *v = NULL;
+	int err;
+
+	if (o->batch || o->json || !isatty(1))
+		return NULL;
+	err = live_view__open(&v, &(struct live_view_opts){.label = o->files[0], .recorder = o->recorder,
+							   .refresh = o->refresh});
+	if (err)
+		fprintf(stderr, "heapsnap-analyze: live: no full-screen view on this terminal (%s); printing text updates\n",
+			err == -ENOENT ? "TERM names no terminal ncurses knows" : strerror(-err));
+	return err ? NULL : v;
+}
+
+/* Follows the file as it is written; each update costs what was read since the last. Keys
+ * are read between feeds; a finished recording stays on screen until q. */
 static int run_live(const struct opts *o, struct symbolizer *sym)
 {
 	struct replay_target t = {.kind = STOP_END, .pids = o->pids, .nr_pids = o->nr_pids, .comm = o->comm};
 	struct replay_follow *f;
+	struct live_view *v;
 	struct replay r;
-	bool ended = false;
+	bool ended = false, quit = false;
 	double next;
 	int ret;
 
+	v = live_view_of(o);
+	t.timeline = v != NULL; /* the view's chart */
 	ret = replay__follow_open(&r, o->files[0], &t, &f);
 	if (ret) {
+		live_view__free(v);
 		fprintf(stderr, "heapsnap-analyze: %s\n", r.error);
 		replay__free(&r);
 		return ret;
 	}
-	if (isatty(1) && !o->batch)
-		fputs("heapsnap-analyze: live: the full-screen view is not built yet; printing text updates (--batch)\n",
-		      stderr);
 	live_signals();
 	next = live_now() + o->refresh;
-	while (!ret && !ended && !live_stop) {
+	while (!ret && !ended && !live_stop && !quit) {
 		double now;
+		bool now_please = false;
 
 		ret = replay__follow_feed(f, &r, 1u << 16, &ended);
-		if (ret || ended || live_stop)
+		if (v && !ret) {
+			enum live_action a = live_view__keys(v);
+
+			quit = a == LIVE_QUIT;
+			now_please = a == LIVE_UPDATE;
+		}
+		if (ret || ended || live_stop || quit)
 			break;
 		now = live_now();
-		if (now >= next) {
-			if (r.have_session)
-				ret = live_update(f, &r, sym, o, false);
-			next = next + o->refresh > now ? next + o->refresh : now + o->refresh;
+		if (now >= next || now_please) {
+			if (r.have_session && !(v && live_view__paused(v) && !now_please))
+				ret = live_update(f, &r, sym, o, v, false);
+			if (now >= next)
+				next = next + o->refresh > now ? next + o->refresh : now + o->refresh;
 		} else if (replay__follow_waiting(f)) {
-			replay__follow_wait(f, (int)((next - now) * 1000) + 1);
+			replay__follow_wait(f, (int)((next - now) * 1000) + 1, v ? live_view__key_fd(v) : -1);
 		}
 	}
 	if (!ret && !r.have_session) {
 		ret = r.status == HS_READ_CORRUPT ? EXIT_CORRUPT : EXIT_NODATA;
+		live_view__free(v);
+		v = NULL;
 		fprintf(stderr, "heapsnap-analyze: no session header in %s%s%s\n", r.path, r.error[0] ? "; " : "",
 			r.error);
 	} else if (!ret) {
-		ret = report_load(&r, r.status == HS_READ_CORRUPT ? EXIT_CORRUPT : EXIT_OK);
-		if (usable(ret)) {
-			int ret2 = live_update(f, &r, sym, o, true);
-
-			ret = ret2 ? ret2 : ret;
-		}
+		ret = live_end(f, &r, sym, o, v, quit);
 		if (!o->no_sym)
 			symbolizer__report(sym, stderr);
 	} else {
+		live_view__free(v);
+		v = NULL;
 		report_load(&r, ret);
 	}
 	replay__follow_free(f);

@@ -964,9 +964,9 @@ bool replay__follow_waiting(const struct replay_follow *f)
 	return record_reader__waiting(f->rd);
 }
 
-void replay__follow_wait(struct replay_follow *f, int timeout_ms)
+bool replay__follow_wait(struct replay_follow *f, int timeout_ms, int also_fd)
 {
-	record_reader__wait(f->rd, timeout_ms);
+	return record_reader__wait(f->rd, timeout_ms, also_fd);
 }
 
 double replay__follow_moment(struct replay_follow *f, struct replay *r, bool final)

@@ -199,9 +199,10 @@ int replay__follow_open(struct replay *r, const char *path, const struct replay_
  * a pipe's EOF, damage), with r->status and r->error as replay__run leaves them; else
  * record_reader__waiting() says whether it must wait for more. */
 int replay__follow_feed(struct replay_follow *f, struct replay *r, uint64_t max, bool *ended);
-/* Whether the input has nothing more yet: wait (up to TIMEOUT_MS) before feeding again. */
+/* Whether the input has nothing more yet: wait (up to TIMEOUT_MS, or until ALSO_FD is
+ * readable, which returns true; -1 for none) before feeding again. */
 bool replay__follow_waiting(const struct replay_follow *f);
-void replay__follow_wait(struct replay_follow *f, int timeout_ms);
+bool replay__follow_wait(struct replay_follow *f, int timeout_ms, int also_fd);
 /* Makes R the heap at its moment for a report (stop_time, stop_desc "live at Ts"): with
  * FINAL, every event read applied, the end. Returns the moment in seconds. */
 double replay__follow_moment(struct replay_follow *f, struct replay *r, bool final);

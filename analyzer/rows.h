@@ -44,6 +44,33 @@ int rows__functions(const struct profile *p, int value, struct fn_rows *out);
 int rows__python_functions(const struct profile *p, int value, struct fn_rows *out);
 void fn_rows__free(struct fn_rows *t);
 
+/* The live view's table (rows_live.c): by function, its own live bytes and blocks, its total
+ * (live bytes anywhere in its stacks, once per stack) and what it allocated so far (own:
+ * the view turns them into rates), of the samples of PID and TID (0: any), over FRAMES:
+ * every frame, the native ones alone (Python frames left out), or the Python ones alone
+ * (own as top's Python table charges it: the innermost). Sorted by own, then total, then
+ * name; the totals are of the samples selected. */
+enum live_frames { LIVE_MERGED, LIVE_NATIVE, LIVE_PYTHON };
+
+struct live_filter {
+	uint32_t pid, tid;
+	enum live_frames frames;
+};
+
+struct live_row {
+	char *name;
+	double own, own_var, total, blocks, allocated, allocs;
+};
+
+struct live_rows {
+	struct live_row *rows;
+	uint32_t nr;
+	double live, blocks, allocated, allocs;
+};
+
+int rows__live(const struct profile *p, const struct live_filter *f, struct live_rows *out);
+void live_rows__free(struct live_rows *t);
+
 /* Live blocks older than MIN_AGE grouped by stack, largest first; stacks of the first
  * LIMIT rows (0: all) resolved to at most LEAK_FRAMES frames, leaf first. */
 #define LEAK_FRAMES 12

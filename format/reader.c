@@ -341,20 +341,22 @@ bool record_reader__waiting(const struct record_reader *r)
 	return r->status == HS_READ_WAIT;
 }
 
-void record_reader__wait(struct record_reader *r, int timeout_ms)
+bool record_reader__wait(struct record_reader *r, int timeout_ms, int also_fd)
 {
-	struct pollfd pfd = {.fd = r->fd, .events = POLLIN};
+	struct pollfd pfd[2] = {{.fd = also_fd, .events = POLLIN}, {.fd = r->fd, .events = POLLIN}};
 
 	if (timeout_ms <= 0)
-		return;
-	if (r->is_pipe) {
-		poll(&pfd, 1, timeout_ms);
-		return;
-	}
+		return false;
 	/* A regular file says nothing when it grows: look again in a while. */
-	if (timeout_ms > 20)
+	if (!r->is_pipe && timeout_ms > 20)
 		timeout_ms = 20;
-	nanosleep(&(struct timespec){0, timeout_ms * 1000000L}, NULL);
+	if (also_fd < 0 && !r->is_pipe) {
+		nanosleep(&(struct timespec){0, timeout_ms * 1000000L}, NULL);
+		return false;
+	}
+	if (poll(also_fd < 0 ? pfd + 1 : pfd, also_fd < 0 ? 1 : r->is_pipe ? 2 : 1, timeout_ms) <= 0)
+		return false;
+	return also_fd >= 0 && (pfd[0].revents & (POLLIN | POLLHUP | POLLERR));
 }
 
 static int ensure(uint8_t **buf, size_t *cap, size_t need)

@@ -328,8 +328,9 @@ int record_reader__open(const char *path, struct record_reader **out, char *err,
  * Memory: a frame and what was read ahead of it, 256 KiB at a time. */
 int record_reader__follow(const char *path, struct record_reader **out, char *err, size_t errlen);
 /* Following, after __next returned 0 with HS_READ_WAIT: waits up to TIMEOUT_MS for more of
- * the input (a pipe's data, or, for a file, a while before looking again). */
-void record_reader__wait(struct record_reader *r, int timeout_ms);
+ * the input (a pipe's data, or, for a file, a while before looking again), or for ALSO_FD
+ * (-1: none) to be readable, which it returns true for. */
+bool record_reader__wait(struct record_reader *r, int timeout_ms, int also_fd);
 bool record_reader__waiting(const struct record_reader *r);
 /* Returns 1 with *rec filled, 0 at the end of the data (see __status), or a negative errno. */
 int record_reader__next(struct record_reader *r, struct hs_record *rec);

@@ -122,18 +122,20 @@ static void analyzer_path(char *buf, size_t len)
 
 pid_t start_live_follower(const char *path, double refresh, bool json)
 {
-	char exe[PATH_MAX + 32], every[32];
+	char exe[PATH_MAX + 32], every[32], me[24];
 	pid_t parent = getpid(), pid;
 	int pfd[2];
 
 	analyzer_path(exe, sizeof(exe));
 	snprintf(every, sizeof(every), "%.6gs", refresh);
+	snprintf(me, sizeof(me), "%d", (int)parent);
 	pid = fork_with_pipe(pfd);
 	if (pid < 0)
 		return pid;
 	if (pid == 0) {
-		char *argv[9] = {"heapsnap-analyze", "live", "--batch", "--refresh", every};
-		int n = 5;
+		/* On a terminal, the full-screen view, whose q and m signal this recorder. */
+		char *argv[10] = {"heapsnap-analyze", "live", "--recorder", me, "--refresh", every};
+		int n = 6;
 
 		if (json)
 			argv[n++] = "--json";

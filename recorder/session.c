@@ -469,7 +469,6 @@ static int run_finish(struct session *s, struct run *u)
 	if (s->way->finish)
 		s->way->finish(s);
 	read_counters(s);
-	warn_losses(s);
 	snapshot(s, exited ? HS_SNAP_EXIT : HS_SNAP_END, exited ? "exit" : "end", ticks(&s->out, mono_ns()), 0);
 	if (o->snapshot_at_peak && s->peak_time) {
 		double live = s->live_est;
@@ -487,6 +486,13 @@ static int run_finish(struct session *s, struct run *u)
 		else
 			warn_footer(s->out.w, o->output);
 	}
+	/* The view ends with the footer (the full-screen one at its q): what follows is said on
+	 * the terminal it gave back, after its last update. */
+	if (!err && u->live_pid > 0) {
+		waitpid(u->live_pid, NULL, 0);
+		u->live_pid = 0;
+	}
+	warn_losses(s);
 	print_summary(s, (double)(mono_ns() - u->t_start) / 1e9);
 	return err;
 }

@@ -9,8 +9,9 @@
 #   tests/run.sh --list        lists every test, its old name beside it where it has one
 #
 # The tests live in files by area, each registering its own on `ALL="$ALL ..."` lines:
-# lib.sh (helpers), format.sh, analyzer.sh, live.sh, security.sh, ways.sh (tests of every way in),
-# bpf.sh, preload.sh (--via preload), inject.sh, inject_real.sh, realprog.sh, units.sh,
+# lib.sh (helpers), format.sh, analyzer.sh, live.sh, live_view.sh (the view in tmux),
+# security.sh, ways.sh (tests of every way in), bpf.sh, preload.sh (--via preload),
+# inject.sh, inject_real.sh, realprog.sh, units.sh,
 # python.sh, install.sh, readme.sh (README.md's shell blocks, run as written).
 #
 # Names: t_AREA_WHAT is one test (t_bpf_errors, t_inject_wake, t_analyzer_html...). A test
@@ -50,7 +51,7 @@ run() {
 	esac
 }
 
-for area in lib format analyzer live security ways bpf preload inject inject_real realprog units python install readme; do
+for area in lib format analyzer live live_view security ways bpf preload inject inject_real realprog units python install readme; do
 	. "tests/$area.sh"
 done
 

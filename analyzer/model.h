@@ -70,7 +70,8 @@ struct counter_val {
  * equal stretch of time (so the series' maximum is the peak), with the RSS then. The
  * stretches double when the points would pass the limit: the series stays small however
  * long the recording. While a replay runs, point i is stretch i (empty ones unused); at its
- * end the used ones are packed in order. */
+ * end the used ones are packed in order. While following a recording, a point's live
+ * total may be -1: not known yet (replay_timeline_note). */
 #define TIMELINE_MAX 1024
 struct timeline_point {
 	uint64_t bucket; /* stretch number: time - t0 over the width */

@@ -330,7 +330,7 @@ static void apply_event(struct replay *r, const struct replay_event *rec)
 		replay_get_process(r, rec->pid)->unknown_frees++;
 	}
 	if (r->tl_on)
-		replay_timeline_note(r, rec->time);
+		replay_timeline_note(r, rec->time, true);
 	if (r->temp_on)
 		replay_temporary_after(r, rec);
 }
@@ -830,6 +830,7 @@ int replay__follow_open(struct replay *r, const char *path, const struct replay_
 		return fail(r, EXIT_FAIL, "%s", err);
 	}
 	snprintf(r->stop_desc, sizeof(r->stop_desc), "live");
+	r->following = true;
 	*out = f;
 	return EXIT_OK;
 }

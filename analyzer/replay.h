@@ -85,6 +85,7 @@ struct replay {
 	struct timeline_point *tl; /* TIMELINE_MAX points, indexed by stretch until packed */
 	uint32_t nr_tl;            /* one past the last stretch used; once packed, the points */
 	bool tl_done;              /* packed at the end of the pass: no more points */
+	bool following; /* replay__follow_open's: events are held back while metadata is applied */
 	uint64_t tl_t0, tl_width;
 	uint64_t rss_sum; /* the selected processes' last RSS samples */
 	/* session */

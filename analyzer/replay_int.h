@@ -19,7 +19,7 @@ bool replay_pid_listed(const struct replay *r, uint32_t pid);
 struct process *replay_get_process(struct replay *r, uint32_t pid);
 /* The timeline's point for time T, after a change of the live heap or the RSS
  * (replay_timeline.c). */
-void replay_timeline_note(struct replay *r, uint64_t t);
+void replay_timeline_note(struct replay *r, uint64_t t, bool live_known);
 /* At the end of a pass: the points in time order, for the reports. */
 void replay_timeline_finish(struct replay *r);
 /* Temporary allocations (replay_temporary.c): EV before it is applied, and after. */

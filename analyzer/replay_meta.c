@@ -285,7 +285,7 @@ static void apply_rss(struct replay *r, const struct hs_record *rec)
 		r->rss_sum += rec->rss.rss_bytes - p->rss_last;
 		p->rss_last = rec->rss.rss_bytes;
 		if (r->tl_on)
-			replay_timeline_note(r, rec->time);
+			replay_timeline_note(r, rec->time, !r->following);
 	}
 }
 

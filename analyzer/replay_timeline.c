@@ -28,8 +28,11 @@ static void timeline_coarsen(struct replay *r)
  * TIMELINE_MAX points allocated at the first call. Events a few microseconds out of order
  * (rings of several CPUs or threads) land in the buckets of their own times, so each bucket
  * keeps the highest live total of its events whatever their order, and nothing trusts
- * time to only go forward. A time before t0 counts in the first bucket. */
-void replay_timeline_note(struct replay *r, uint64_t t)
+ * time to only go forward. A time before t0 counts in the first bucket. Without LIVE_KNOWN
+ * (an RSS sample read while following, before the events it follows in the file are
+ * applied), only the RSS is noted: a new point's live total is -1, unknown, until an event
+ * of its stretch sets it. */
+void replay_timeline_note(struct replay *r, uint64_t t, bool live_known)
 {
 	struct timeline_point *pt;
 	uint64_t b;
@@ -52,11 +55,13 @@ void replay_timeline_note(struct replay *r, uint64_t t)
 	if (!pt->used) {
 		*pt = (struct timeline_point){.bucket = b, .time = t, .live_bytes = r->live_bytes,
 					      .live_blocks = r->live_count, .rss_bytes = r->rss_sum, .used = true};
+		if (!live_known)
+			pt->live_bytes = pt->live_blocks = -1;
 		if (b >= r->nr_tl)
 			r->nr_tl = (uint32_t)b + 1;
 		return;
 	}
-	if (r->live_bytes > pt->live_bytes) {
+	if (live_known && r->live_bytes > pt->live_bytes) {
 		pt->live_bytes = r->live_bytes;
 		pt->live_blocks = r->live_count;
 		pt->time = t;

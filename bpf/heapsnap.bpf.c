@@ -19,6 +19,7 @@ const volatile __u32 stack_mode = 1; /* 0 none (callsite only), 1 fp, 2 dwarf, 3
 const volatile __u32 dwarf_bytes = 8192;
 const volatile __u64 wakeup_bytes = 1 << 20;
 const volatile __u32 self_tgid = 0; /* -a: never record the recorder itself */
+__u32 view_tgid = 0; /* -a: nor its live view, a child it forks after the load */
 /* The recorder's PID namespace (its /proc/self/ns/pid), when it is not the initial one: pids
  * go to user space as that namespace numbers them, the numbers its getpid(), fork() and /proc
  * use. A task with no pid there (outside the namespace) is not seen at all. */
@@ -291,7 +292,7 @@ static __always_inline bool is_tracked(__u32 tgid)
 	if (!tgid)
 		return false; /* outside the recorder's namespace */
 	if (!filter_pids)
-		return tgid != self_tgid;
+		return tgid != self_tgid && tgid != view_tgid;
 	return bpf_map_lookup_elem(&tracked, &tgid);
 }
 

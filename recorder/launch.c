@@ -120,7 +120,7 @@ static void analyzer_path(char *buf, size_t len)
 	snprintf(buf, len, "heapsnap-analyze");
 }
 
-pid_t start_live_follower(const char *path, double refresh, bool json)
+pid_t start_live_follower(const char *path, double refresh, bool json, int *go_fd)
 {
 	char exe[PATH_MAX + 32], every[32], me[24];
 	pid_t parent = getpid(), pid;
@@ -141,9 +141,14 @@ pid_t start_live_follower(const char *path, double refresh, bool json)
 			argv[n++] = "--json";
 		argv[n++] = "--";
 		argv[n++] = (char *)path;
+		char c;
+
 		argv[n] = NULL;
-		close(pfd[0]);
 		close(pfd[1]);
+		/* Held until the recorder has told its way in to leave this process out. */
+		if (read(pfd[0], &c, 1) < 0)
+			_exit(1);
+		close(pfd[0]);
 		signal(SIGINT, SIG_IGN);
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (getppid() != parent)
@@ -156,6 +161,6 @@ pid_t start_live_follower(const char *path, double refresh, bool json)
 		_exit(127);
 	}
 	close(pfd[0]);
-	close(pfd[1]);
+	*go_fd = pfd[1];
 	return pid;
 }

@@ -15,10 +15,11 @@ pid_t start_held_child(char **argv, const char *exe, int *go_fd, int (*env)(cons
 /* The command's standard output goes to standard error instead: the recorder's own is the
  * record stream (-o -). Set before start_held_child. */
 extern bool launch_stdout_to_stderr;
-/* --live: `heapsnap-analyze live --batch` following PATH as it is written, printing on our
- * standard output every REFRESH seconds (JSON: --json). It ignores SIGINT (the recorder's
- * Ctrl-C ends the recording, and the follower with it, at the footer) and gets SIGTERM if
- * the recorder dies. Returns its pid or -errno. */
-pid_t start_live_follower(const char *path, double refresh, bool json);
+/* --live: `heapsnap-analyze live --recorder OUR_PID` following PATH as it is written, on our
+ * standard output every REFRESH seconds (full-screen on a terminal, else text; JSON: --json).
+ * It ignores SIGINT (the recorder's Ctrl-C ends the recording, and the follower with it, at
+ * the footer) and gets SIGTERM if the recorder dies. It is held before its exec until a byte
+ * or EOF on *GO_FD, which the caller writes and closes. Returns its pid or -errno. */
+pid_t start_live_follower(const char *path, double refresh, bool json, int *go_fd);
 bool is_script(const char *path);
 #endif

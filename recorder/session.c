@@ -246,10 +246,16 @@ static int run_attach(struct session *s, struct run *u)
 	/* --live: the view follows the file from here, in a process of its own, never in the
 	 * target nor in this loop. */
 	if (o->live) {
-		u->live_pid = start_live_follower(o->output, o->refresh, false);
+		int go = -1;
+
+		u->live_pid = start_live_follower(o->output, o->refresh, false, &go);
 		if (u->live_pid < 0) {
 			rec_warnx("cannot start the live view: %s", strerror(-u->live_pid));
 			u->live_pid = 0;
+		} else {
+			if (s->way->helper_started)
+				s->way->helper_started(s, u->live_pid);
+			close(go);
 		}
 	}
 	if (o->pid) {

@@ -34,6 +34,9 @@ struct way_ops {
 	void (*mappings)(struct session *s, struct proc *p, bool attach);
 	/* Process tracking: a tracked process other than the target itself exited. */
 	void (*process_gone)(struct session *s, pid_t pid);
+	/* A process of the recorder's own (the live view), held before its exec: never to be
+	 * recorded, though -a records every process. */
+	void (*helper_started)(struct session *s, pid_t pid);
 	/* The longest the loop may sleep on the epoll set, in ms; HELD_MS, while events wait in
 	 * the rings for the merge's slack (and fill none of them a quarter: see drain). */
 	int poll_ms, held_ms;

@@ -693,6 +693,14 @@ static void bpf_free(struct session *s)
 	s->way_state = NULL;
 }
 
+/* The live view, forked after the load: -a's filter leaves it out as it leaves us out. */
+static void bpf_helper_started(struct session *s, pid_t pid)
+{
+	struct bpf_way *b = bpf_of(s);
+
+	__atomic_store_n(&b->skel->bss->view_tgid, (uint32_t)pid, __ATOMIC_RELEASE);
+}
+
 const struct way_ops bpf_way = {
 	.name = "bpf",
 	.check = bpf_way__check,
@@ -701,6 +709,7 @@ const struct way_ops bpf_way = {
 	.process_tracked = bpf_process_tracked,
 	.mappings = bpf_mappings,
 	.process_gone = bpf_process_gone,
+	.helper_started = bpf_helper_started,
 	.poll_ms = 100,
 	/* A full ring drops: events held for the merge go as soon as they are old enough. */
 	.held_ms = (int)(MERGE_SLACK_NS / 1000000),

@@ -61,6 +61,15 @@ t_live_view_attach() {
 	waitpane "TOTAL*" || view_die "> did not sort by TOTAL"
 	tx send-keys -t v v
 	waitpane "(native frames)" || view_die "v did not switch to native frames"
+	tx send-keys -t v p
+	waitpane "(native frames, process $w live_phases)" || view_die "p did not choose the process"
+	tx send-keys -t v t
+	waitpane "(native frames, thread $w)" || view_die "t did not choose the thread"
+	pane | grep -qE '^ +35,000 +35,000 +5 .* phase_second$' || view_die "phase_second's row, of its thread"
+	tx send-keys -t v t
+	waitpane "(native frames, process $w live_phases)" || view_die "t did not go back to every thread"
+	tx send-keys -t v p
+	waitpane "(native frames)" || view_die "p did not go back to every process"
 	tx send-keys -t v m
 	waitpane "snapshot marked" || view_die "m: no snapshot"
 	waitpane "^ snapshot (1)" || view_die "the snapshot not on the chart"

@@ -549,7 +549,9 @@ static struct live_view *live_view_of(const struct opts *o)
 							   .refresh = o->refresh});
 	if (err)
 		fprintf(stderr, "heapsnap-analyze: live: no full-screen view on this terminal (%s); printing text updates\n",
-			err == -ENOENT ? "TERM names no terminal ncurses knows" : strerror(-err));
+			err == -ENOENT ? "TERM names no terminal ncurses knows"
+			: err == -ENOTTY || err == -ENXIO ? "no terminal to read keys from: /dev/tty and standard input"
+							  : strerror(-err));
 	return err ? NULL : v;
 }
 

@@ -5,6 +5,7 @@
  * a signal the loop handles, and a crash (the handler restores the modes saved at the start
  * and leaves the alternate screen with the strings read then, both safe in a handler). */
 #include <errno.h>
+#include <fcntl.h>
 #include <locale.h>
 #include <ncurses.h>
 #include <signal.h>
@@ -92,12 +93,22 @@ int live_view__open(struct live_view **out, const struct live_view_opts *o)
 	v->o = *o;
 	snprintf(v->label, sizeof(v->label), "%s", o->label ? o->label : "");
 	v->o.label = v->label;
+	/* Keys from the controlling terminal, whatever standard input is (a pipe of -o -); a
+	 * session without one (su -c runs its command in a new session) has its standard input,
+	 * when that is a terminal. */
 	v->tty = fopen("/dev/tty", "re");
+	if (!v->tty && isatty(0)) {
+		int fd = fcntl(0, F_DUPFD_CLOEXEC, 3);
+
+		v->tty = fd >= 0 ? fdopen(fd, "r") : NULL;
+		if (!v->tty && fd >= 0)
+			close(fd);
+	}
 	if (!v->tty) {
 		int err = -errno;
 
 		free(v);
-		return err;
+		return err ? err : -ENOTTY;
 	}
 	setlocale(LC_CTYPE, "");
 	tty_out = 1;

@@ -466,8 +466,10 @@ pg_cleanup() {
 	return 0
 }
 
+# From / : psql, run as postgres, says it cannot enter a checkout only its owner may (a clone
+# in a mktemp -d directory, mode 0700), and its answer carries the complaint.
 pg_ask() {
-	su postgres -s /bin/sh -c "/usr/lib/postgresql/15/bin/psql -h $PG_DIR -p $1 -Atc 'select 6 * 7' postgres" 2>&1
+	(cd / && su postgres -s /bin/sh -c "/usr/lib/postgresql/15/bin/psql -h $PG_DIR -p $1 -Atc 'select 6 * 7' postgres" 2>&1)
 }
 
 t_inject_real_postgres() {

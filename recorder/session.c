@@ -492,14 +492,13 @@ static int run_finish(struct session *s, struct run *u)
 		else
 			warn_footer(s->out.w, o->output);
 	}
-	/* The view ends with the footer (the full-screen one at its q): what follows is said on
-	 * the terminal it gave back, after its last update. */
-	if (!err && u->live_pid > 0) {
-		waitpid(u->live_pid, NULL, 0);
-		u->live_pid = 0;
+	/* Said in run_cleanup, after the way has let go and the view is done. */
+	u->summary = !err;
+	u->elapsed = (double)(mono_ns() - u->t_start) / 1e9;
+	if (err) {
+		warn_losses(s);
+		print_summary(s, u->elapsed);
 	}
-	warn_losses(s);
-	print_summary(s, (double)(mono_ns() - u->t_start) / 1e9);
 	return err;
 }
 
@@ -531,6 +530,17 @@ static int run_cleanup(struct session *s, struct run *u, int err)
 		close(u->go_fd); /* a held child that never ran exits on EOF */
 	if (s->way && s->way->detach)
 		s->way->detach(s);
+	/* The view ends with the footer (the full-screen one at its q, which may be long after):
+	 * waited for once the probes are gone, so that no process keeps trapping meanwhile. What
+	 * follows is said on the terminal it gave back, after its last update. */
+	if (u->summary && u->live_pid > 0) {
+		waitpid(u->live_pid, NULL, 0);
+		u->live_pid = 0;
+	}
+	if (u->summary) {
+		warn_losses(s);
+		print_summary(s, u->elapsed);
+	}
 	if (s->epfd >= 0)
 		close(s->epfd);
 	if (s->child && !s->child_reaped) {

@@ -147,4 +147,25 @@ t_live_view_terminal() {
 	echo "NOTE: 80x24 with and without colour, a resize, SIGTERM, Ctrl-C and SIGSEGV: the terminal as it was"
 }
 
-ALL="$ALL t_live_view_attach t_live_view_terminal"
+# (i) --via bpf --live: once the recording has ended, and while the full-screen view shows its
+# end until q, the probes are gone: no process on the host traps into them meanwhile.
+t_live_view_bpf_detached() {
+	need_tmux
+	need_bpf
+	local f=$TMP/vb.hsnap rpid n
+	tx_start 120 40 "$R --via bpf -s 0 --live -o $f -- $T/quick vb 2>$TMP/vb.err; echo \$? >$TMP/vb.rc; exec sleep 600"
+	waitpane "q to leave" || { cat "$TMP/vb.err"; view_die "the end not shown"; }
+	# The recorder, not the shell tmux runs it in (whose command line holds it too).
+	rpid=$(pgrep -f -- "^$R --via bpf -s 0 --live -o $f") || view_die "no recorder waiting on its view"
+	[ -d /proc/"$rpid"/fd ] || view_die "cannot read the recorder's descriptors"
+	n=$(ls -l /proc/"$rpid"/fd 2>/dev/null | grep -cE 'bpf_link|perf_event')
+	eq "probes still attached while the view shows the end" 0 "$n"
+	pane | grep -qE '^ +3,000 .* quick_alloc$' || view_die "quick_alloc's 3,000 bytes"
+	tx send-keys -t v q
+	waitfile "$TMP/vb.rc" || view_die "q did not end the recorder"
+	eq "recorder exit" 0 "$(cat "$TMP/vb.rc")"
+	contains "$TMP/vb.err" "live at the end: 3000 bytes"
+	tx_end
+}
+
+ALL="$ALL t_live_view_attach t_live_view_terminal t_live_view_bpf_detached"

@@ -57,6 +57,8 @@ fi
 [ "${BENCH:-}" = servers ] && exec bench/attach_servers.sh
 # BENCH=python: the Python table (bench/python.sh) alone.
 [ "${BENCH:-}" = python ] && exec bench/python.sh
+# BENCH=live: the live view's cost beside the recorder's on the sqlite3 workload (bench/live.sh).
+[ "${BENCH:-}" = live ] && exec bench/live.sh
 
 # name|extra modes|command (each prints "elapsed S ops N events E cpu C" for its timed part)
 WORKLOADS=(
@@ -601,6 +603,10 @@ json+=",\"stack_cost\":\"$(echo "$stack_cost" | tr '\n' ';')\""
 # BENCH=sqlite3 looks only: the results files keep the last full run.
 [ "${BENCH:-}" = sqlite3 ] || [ "${BENCH:-}" = stacks ] && exit 0
 
+# The same sqlite3 recorded every event, watched with --live (text and full-screen): the
+# target's time, the recorder's CPU and the view's own, side by side (bench/live.sh).
+LIVE_TABLE=$TMP/live.txt bench/live.sh
+
 echo
 echo "Attached to a running process, its own throughput (median of $RUNS runs):"
 at_tables=
@@ -642,6 +648,7 @@ echo "$json" >"$RES/latest.json"
 	echo
 	echo "$sq_table"
 	printf '%s' "$at_tables"
+	cat "$TMP/live.txt"
 	cat "$TMP/python.txt"
 } >"$RES/latest.txt"
 echo

@@ -460,14 +460,16 @@ static void live_on_signal(int sig)
 	live_stop = 1;
 }
 
-/* SIGINT and SIGTERM end the view with its last update. Without SA_RESTART, so that a wait
- * ends at once. A SIGINT ignored (heapsnap-record --live's follower) stays ignored. */
+/* SIGINT, SIGTERM and SIGHUP (the terminal gone) end the view with its last update. Without
+ * SA_RESTART, so that a wait ends at once. A SIGINT ignored (heapsnap-record --live's
+ * follower) stays ignored. */
 static void live_signals(void)
 {
 	struct sigaction sa = {.sa_handler = live_on_signal}, old;
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	if (!sigaction(SIGINT, NULL, &old) && old.sa_handler != SIG_IGN)
 		sigaction(SIGINT, &sa, NULL);
 }
@@ -520,6 +522,7 @@ static int live_end(struct replay_follow *f, struct replay *r, struct symbolizer
 		ret = ret2 ? ret2 : ret;
 	}
 	while (v && !quit && !live_stop && !live_view__quitting(v)) {
+		struct pollfd pfd = {.fd = live_view__key_fd(v), .events = POLLIN};
 		enum live_action a;
 
 		a = live_view__keys(v);
@@ -531,7 +534,9 @@ static int live_end(struct replay_follow *f, struct replay *r, struct symbolizer
 			ret = ret2 ? ret2 : ret;
 			continue;
 		}
-		poll(&(struct pollfd){.fd = live_view__key_fd(v), .events = POLLIN}, 1, 1000);
+		/* A terminal hung up (its window closed, ssh gone) answers no q: leave. */
+		if (poll(&pfd, 1, 1000) > 0 && (pfd.revents & (POLLHUP | POLLERR | POLLNVAL)))
+			break;
 	}
 	live_view__free(v);
 	return ret;

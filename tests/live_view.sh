@@ -36,6 +36,7 @@ alt_screen() { tx display -p -t v '#{alternate_on}'; }
 # as it was, the target running, the file whole with the view's figures.
 t_live_view_attach() {
 	need_tmux
+	trap tx_end EXIT # a failed check leaves no server, nor what runs in it
 	need_inject
 	local w f=$TMP/va.hsnap
 	rm -f "$TMP/lp.fifo"
@@ -97,6 +98,7 @@ t_live_view_attach() {
 # by SIGTERM, by Ctrl-C and by a crash: each time the terminal as it was.
 t_live_view_terminal() {
 	need_tmux
+	trap tx_end EXIT # a failed check leaves no server, nor what runs in it
 	local f=$TMP/vt.hsnap pid k i
 	"$R" --via preload -s 0 -o "$f" -- "$T/phases" 2>/dev/null || die "record"
 	# NO_COLOR: bold and reverse only; without it, colour.
@@ -144,13 +146,23 @@ t_live_view_terminal() {
 		[ "$(alt_screen)" = 0 ] || view_die "SIG$k: left in the alternate screen"
 		tx_end
 	done
-	echo "NOTE: 80x24 with and without colour, a resize, SIGTERM, Ctrl-C and SIGSEGV: the terminal as it was"
+	# The terminal gone (its window closed, ssh dropped) while the end waits for q: the view
+	# leaves rather than wait for a key that cannot come.
+	rm -f "$TMP/vt.pid"
+	tx_start 100 30 "sh -c 'echo \$\$ >$TMP/vt.pid; exec env TERM=tmux-256color $A live $f'; exec sleep 600"
+	waitpane "q to leave" || view_die "hangup: the end not shown"
+	pid=$(cat "$TMP/vt.pid")
+	tx_end
+	for i in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+	kill -0 "$pid" 2>/dev/null && { kill "$pid"; die "the view stayed after its terminal hung up"; }
+	echo "NOTE: 80x24 with and without colour, a resize, SIGTERM, Ctrl-C, SIGSEGV: the terminal as it was; a hangup ends it"
 }
 
 # (i) --via bpf --live: once the recording has ended, and while the full-screen view shows its
 # end until q, the probes are gone: no process on the host traps into them meanwhile.
 t_live_view_bpf_detached() {
 	need_tmux
+	trap tx_end EXIT # a failed check leaves no server, nor what runs in it
 	need_bpf
 	local f=$TMP/vb.hsnap rpid n
 	tx_start 120 40 "$R --via bpf -s 0 --live -o $f -- $T/quick vb 2>$TMP/vb.err; echo \$? >$TMP/vb.rc; exec sleep 600"

@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "inject_abi.h"
+#include "abi/inject_abi.h"
 #include "libheapsnap.h"
 #include "python.h"
 

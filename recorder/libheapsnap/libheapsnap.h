@@ -15,9 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/types.h>
+
+#include "abi/event_abi.h"
+#include "abi/shm.h"
 #include "allocators.h"
-#include "record.h"
-#include "shm.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

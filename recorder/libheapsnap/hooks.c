@@ -87,7 +87,7 @@ static void *lookup(void *handle, const char *name)
 void resolve_from(void *handle)
 {
 	next_handle = handle;
-#define R(f, name) real.f = (__typeof__(real.f))lookup(handle, name)
+#define R(f, name) hs_hot.fns.f = (__typeof__(hs_hot.fns.f))lookup(handle, name)
 #define HS_ALLOC(sym, kind, args, nest, hook, ret, params) HS_ALLOC_IF_REAL(hook, R(sym, #sym);)
 #include "allocators.def"
 #undef HS_ALLOC
@@ -95,7 +95,7 @@ void resolve_from(void *handle)
 	R(setname, "pthread_setname_np");
 	R(prctl, "prctl");
 #undef R
-	hs_hot.free1 = real.free;
+	hs_hot.free1 = hs_hot.fns.free;
 	pass_publish();
 	pool_resolved(handle);
 }
@@ -155,10 +155,10 @@ static struct tstate *free_begin(void *p, uint64_t *size, uint64_t *ts)
 	*size = *ts = 0;
 	/* Sampling, a block never sampled (nearly every one) is decided by one load, before
 	 * any thread state. */
-	if (__atomic_load_n(&active, __ATOMIC_RELAXED) && shm->sample_rate && !tdepth && !sampled_maybe(p))
+	if (hs_active() && hs_hot.sl.shm->sample_rate && !hook_depth() && !sampled_maybe(p))
 		return NULL;
 	t = enter();
-	if (t && shm->sample_rate && !(*size = sampled_take(p)))
+	if (t && hs_hot.sl.shm->sample_rate && !(*size = sampled_take(p)))
 		return NULL;
 	if (t)
 		*ts = now_ns();
@@ -189,7 +189,7 @@ static void free_hook(void *p, uint8_t flags)
 	if (!p || is_boot(p))
 		return;
 	if (LIKELY(free_pass_by(p))) {
-		real.free(p);
+		hs_hot.fns.free(p);
 		return;
 	}
 	t = free_begin(p, &size, &ts);
@@ -199,7 +199,7 @@ static void free_hook(void *p, uint8_t flags)
 	 * others (ring_reader.c, drain), so this free must be in its ring by then. */
 	if (t)
 		record_free(t, p, size, flags, ts);
-	real.free(p);
+	hs_hot.fns.free(p);
 	depth_out();
 }
 
@@ -213,45 +213,45 @@ static void free_hook(void *p, uint8_t flags)
 
 __attribute__((noinline)) void *malloc_full(size_t n)
 {
-	if (UNLIKELY(!real.malloc)) {
+	if (UNLIKELY(!hs_hot.fns.malloc)) {
 		resolve();
-		if (!real.malloc)
+		if (!hs_hot.fns.malloc)
 			return boot_alloc(n);
 	}
-	ALLOC_HOOK(hs_kind_of_malloc, n, 16, false, real.malloc(n));
+	ALLOC_HOOK(hs_kind_of_malloc, n, 16, false, hs_hot.fns.malloc(n));
 }
 
 HOOK EXPORT FAST void *malloc(size_t n)
 {
 	if (LIKELY(countdown_pass(n)))
 		return __atomic_load_n(&hs_hot.pass.malloc, __ATOMIC_RELAXED)(n);
-	if (nested() && real.malloc)
-		return real.malloc(n);
+	if (nested() && hs_hot.fns.malloc)
+		return hs_hot.fns.malloc(n);
 	return malloc_full(n);
 }
 HOOK_WRITTEN(malloc);
 
 __attribute__((noinline)) void *calloc_full(size_t n, size_t m)
 {
-	if (UNLIKELY(!real.calloc)) {
+	if (UNLIKELY(!hs_hot.fns.calloc)) {
 		resolve();
-		if (!real.calloc) {
+		if (!hs_hot.fns.calloc) {
 			void *p = (m && n > SIZE_MAX / m) ? NULL : boot_alloc(n * m);
 
 			return p; /* boot memory is zero */
 		}
 	}
 	if (m && n > SIZE_MAX / m)
-		return real.calloc(n, m); /* fails, as it should */
-	ALLOC_HOOK(hs_kind_of_calloc, n * m, 16, true, real.calloc(n, m));
+		return hs_hot.fns.calloc(n, m); /* fails, as it should */
+	ALLOC_HOOK(hs_kind_of_calloc, n * m, 16, true, hs_hot.fns.calloc(n, m));
 }
 
 HOOK EXPORT FAST void *calloc(size_t n, size_t m)
 {
 	if (LIKELY(countdown_pass(n * m)))
 		return __atomic_load_n(&hs_hot.pass.calloc, __ATOMIC_RELAXED)(n, m);
-	if (nested() && real.calloc)
-		return real.calloc(n, m);
+	if (nested() && hs_hot.fns.calloc)
+		return hs_hot.fns.calloc(n, m);
 	return calloc_full(n, m);
 }
 HOOK_WRITTEN(calloc);
@@ -277,8 +277,8 @@ static __attribute__((noinline)) void free_inside(void *p)
 {
 	if (LIKELY(table_pass_by(p)))
 		return hs_hot.free1(p);
-	if (nested() && real.free && !is_boot(p) && !pool_mine(p))
-		return real.free(p);
+	if (nested() && hs_hot.fns.free && !is_boot(p) && !pool_mine(p))
+		return hs_hot.fns.free(p);
 	free_full(p);
 }
 
@@ -332,7 +332,7 @@ static void *realloc_pooled(struct tstate *t, void *old, uint64_t *ow, uint64_t 
 			record_alloc(t, p, total, kind, fp);
 		goto out;
 	}
-	if (!p && !(p = real.malloc(total))) {
+	if (!p && !(p = hs_hot.fns.malloc(total))) {
 		errno = ENOMEM;
 		goto out; /* the old block stays the caller's */
 	}
@@ -343,7 +343,7 @@ static void *realloc_pooled(struct tstate *t, void *old, uint64_t *ow, uint64_t 
 				record_free(t, old, pool_size(ow), HS_FREE_FLAG_REALLOC, ts);
 			pool_put(t, old, ow);
 		} else {
-			real.free(old);
+			hs_hot.fns.free(old);
 		}
 	}
 	if (s)
@@ -366,7 +366,7 @@ void *realloc_recorded(struct tstate *t, void *old, uint64_t total, const struct
 	/* A Python domain's realloc of a block of the pool's: its free here, its move in the
 	 * nested realloc (realloc_body). */
 	old_sampled = old && !is_boot(old) &&
-		      (!shm->sample_rate || (old_size = ow ? pool_size(ow) : sampled_take(old)));
+		      (!hs_hot.sl.shm->sample_rate || (old_size = ow ? pool_size(ow) : sampled_take(old)));
 	depth_in();
 	if (old_sampled)
 		record_free(t, old, old_size, moves ? HS_FREE_FLAG_REALLOC : 0, ts);
@@ -404,19 +404,19 @@ static void *call_realloc(void *ctx, void *old, size_t n, size_t m)
 {
 	(void)ctx, (void)m;
 	if (is_boot(old)) {
-		void *p = real.malloc(n);
+		void *p = hs_hot.fns.malloc(n);
 
 		if (p)
 			memcpy(p, old, n < 256 ? n : 256);
 		return p;
 	}
-	return real.realloc(old, n);
+	return hs_hot.fns.realloc(old, n);
 }
 
 static void *call_reallocarray(void *ctx, void *old, size_t n, size_t m)
 {
 	(void)ctx;
-	return real.reallocarray(old, n, m);
+	return hs_hot.fns.reallocarray(old, n, m);
 }
 
 static const struct realloc_call realloc_call = {call_realloc, NULL, true},
@@ -424,9 +424,9 @@ static const struct realloc_call realloc_call = {call_realloc, NULL, true},
 
 static __attribute__((noinline)) void *realloc_full(void *old, size_t n)
 {
-	if (UNLIKELY(!real.realloc)) {
+	if (UNLIKELY(!hs_hot.fns.realloc)) {
 		resolve();
-		if (!real.realloc)
+		if (!hs_hot.fns.realloc)
 			return boot_alloc(n);
 	}
 	return realloc_body(old, n, &realloc_call, 0, hs_kind_of_realloc, (uint64_t)(uintptr_t)__builtin_frame_address(0));
@@ -437,14 +437,14 @@ static __attribute__((noinline)) void *realloc_full(void *old, size_t n)
 HOOK EXPORT FAST void *realloc(void *old, size_t n)
 {
 	if (LIKELY(free_pass_by(old) && pass_by(n)))
-		return real.realloc(old, n);
+		return hs_hot.fns.realloc(old, n);
 	return realloc_full(old, n);
 }
 HOOK_WRITTEN(realloc);
 
 HOOK EXPORT void *reallocarray(void *old, size_t n, size_t m)
 {
-	if (UNLIKELY(!real.reallocarray))
+	if (UNLIKELY(!hs_hot.fns.reallocarray))
 		resolve();
 	if (m && n > SIZE_MAX / m) {
 		errno = ENOMEM;
@@ -460,7 +460,7 @@ HOOK EXPORT int posix_memalign(void **out, size_t a, size_t n)
 	struct tstate *t;
 	int ret;
 
-	if (UNLIKELY(!real.posix_memalign))
+	if (UNLIKELY(!hs_hot.fns.posix_memalign))
 		resolve();
 	t = enter();
 	depth_in();
@@ -474,14 +474,14 @@ HOOK EXPORT int posix_memalign(void **out, size_t a, size_t n)
 			*out = p;
 			ret = 0;
 		} else {
-			ret = real.posix_memalign(out, a, n);
+			ret = hs_hot.fns.posix_memalign(out, a, n);
 		}
 		if (s && !ret)
 			record_alloc(t, *out, n, hs_kind_of_posix_memalign, (uint64_t)(uintptr_t)__builtin_frame_address(0));
 		depth_out();
 		return ret;
 	}
-	ret = real.posix_memalign(out, a, n);
+	ret = hs_hot.fns.posix_memalign(out, a, n);
 	if (t && !ret && sample(n))
 		record_alloc(t, *out, n, hs_kind_of_posix_memalign, (uint64_t)(uintptr_t)__builtin_frame_address(0));
 	depth_out();
@@ -507,10 +507,10 @@ static inline size_t align_up_pow2(size_t a)
 #define HS_HOOK_ALLOC(sym, kind, args, ret, params)                                              \
 	HOOK EXPORT ret sym HS_PARAMS params                                                      \
 	{                                                                                         \
-		if (UNLIKELY(!real.sym))                                                          \
+		if (UNLIKELY(!hs_hot.fns.sym))                                                          \
 			resolve();                                                                \
 		ALLOC_HOOK(HS_KIND_##kind, HS_SIZE_OF_##args, HS_ALIGN_OF_##args(kind), false,      \
-			   real.sym HS_ARGS params);                                              \
+			   hs_hot.fns.sym HS_ARGS params);                                              \
 	}
 
 /* A free of another name: the block is gone as free's is. */
@@ -520,9 +520,9 @@ static inline size_t align_up_pow2(size_t a)
 		void *p = HS_PTR_OF_##args;                                                       \
 		struct tstate *t;                                                                 \
 		uint64_t ts, size, *w;                                                            \
-		if (UNLIKELY(!real.sym)) {                                                        \
+		if (UNLIKELY(!hs_hot.fns.sym)) {                                                        \
 			resolve();                                                                \
-			if (!real.sym)                                                            \
+			if (!hs_hot.fns.sym)                                                            \
 				return;                                                           \
 		}                                                                                 \
 		if (!p || is_boot(p))                                                             \
@@ -535,7 +535,7 @@ static inline size_t align_up_pow2(size_t a)
 		depth_in();                                                                       \
 		if (t) /* before the block is given back, as free_hook's */                       \
 			record_free(t, p, size, 0, ts);                                           \
-		real.sym HS_ARGS params;                                                          \
+		hs_hot.fns.sym HS_ARGS params;                                                          \
 		depth_out();                                                                      \
 	}
 
@@ -583,7 +583,7 @@ static void *next_sym(struct cxx_next *c, const char *name)
 		depth_in();
 		f = lookup(next_handle, name);
 		if (f)
-			c->direct = cxx_plain(name) && real.malloc && real.free && cxx_runtime(f);
+			c->direct = cxx_plain(name) && hs_hot.fns.malloc && hs_hot.fns.free && cxx_runtime(f);
 		depth_out();
 		if (!f)
 			abort(); /* a program that calls operator new has a C++ runtime */
@@ -601,7 +601,7 @@ typedef void *(*new_fn)(size_t);
  * own malloc then gets, after its new handler, its hook counts. */
 static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 {
-	void *p = real.malloc(n ? n : 1);
+	void *p = hs_hot.fns.malloc(n ? n : 1);
 
 	if (LIKELY(p != NULL))
 		return p;
@@ -619,7 +619,7 @@ static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 		if (rec) /* else, or if the pool cannot place it, the table's */                  \
 			p = pool_alloc(t, (size) ? (size) : 1, 16, false, &kept);                 \
 		if (!p)                                                                           \
-			p = real.malloc((size) ? (size) : 1);                                     \
+			p = hs_hot.fns.malloc((size) ? (size) : 1);                                     \
 		depth_out();                                                                      \
 		if (UNLIKELY(p == NULL))                                                          \
 			return (f)(size);                                                         \

@@ -46,9 +46,11 @@ ANALYZE_LIBS := -pthread -ldw -lelf -lprotobuf-c -lzstd -lz -liberty -ldebuginfo
 BINS := $(OUTPUT)/heapsnap-record $(OUTPUT)/heapsnap-analyze
 LIB := $(OUTPUT)/libheapsnap.so
 # The in-process recorder runs inside the target: frame pointers for its own stack walk,
-# nothing exported but the hooks, and no dependency beyond libc.
+# nothing exported but the hooks, and no dependency beyond libc. It sees its own folder and
+# common/: the ABI it shares with the recorder (common/abi/), the allocator table and the one
+# source of common/ compiled into it (unwtab.c); nothing of format/, the recorder or the analyzer.
 LIB_CFLAGS := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer -fvisibility=hidden -ftls-model=initial-exec \
-	-Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -I. -Ibpf -Icommon -Iformat -Irecorder -Irecorder/preload -Irecorder/inject
+	-Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -Icommon
 
 .PHONY: all clean check demo bench deps install test-programs fuzz fuzz-programs realworld
 .DELETE_ON_ERROR:
@@ -56,8 +58,7 @@ LIB_CFLAGS := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer -fvisibility=hidde
 all: $(BINS) $(LIB)
 
 LIB_SRCS := $(wildcard recorder/libheapsnap/*.c) common/unwtab.c
-LIB_DEPS := $(LIB_SRCS) recorder/libheapsnap/*.h recorder/preload/shm.h recorder/inject/inject_abi.h recorder/inject/gotwalk.h \
-	common/*.h common/*.def format/record.h
+LIB_DEPS := $(LIB_SRCS) recorder/libheapsnap/*.h common/abi/*.h common/*.h common/*.def
 # The library into $@, with more flags $(1).
 lib_link = $(CC) $(LIB_CFLAGS) $(1) -Irecorder/libheapsnap -shared -Wl,-soname,libheapsnap.so -Wl,-z,now -Wl,-z,nodelete \
 	$(LIB_SRCS) -ldl -lpthread -o $@
@@ -79,7 +80,7 @@ $(OUTPUT)/vmlinux.h: | $(OUTPUT)
 	$(call msg,GEN,$@)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
-$(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/heapsnap.h common/event_abi.h common/unw_rows.h $(wildcard bpf/*.bpf.h) $(OUTPUT)/vmlinux.h | $(OUTPUT)
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/heapsnap.h common/abi/event_abi.h common/unw_rows.h $(wildcard bpf/*.bpf.h) $(OUTPUT)/vmlinux.h | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
@@ -99,21 +100,21 @@ $(OUTPUT)/format/%.o: format/%.c format/*.h | $(OUTPUT)/format
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-$(OUTPUT)/common/%.o: common/%.c common/*.h | $(OUTPUT)/common
+$(OUTPUT)/common/%.o: common/%.c common/*.h common/abi/*.h | $(OUTPUT)/common
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-RECORD_HDRS := $(foreach d,$(RECORD_DIRS),$(wildcard $(d)/*.h)) format/*.h common/*.h common/*.def bpf/heapsnap.h
+RECORD_HDRS := $(foreach d,$(RECORD_DIRS),$(wildcard $(d)/*.h)) format/*.h common/*.h common/abi/*.h common/*.def bpf/heapsnap.h
 $(OUTPUT)/recorder/%.o: recorder/%.c $(RECORD_HDRS) $(OUTPUT)/heapsnap.skel.h | $(addprefix $(OUTPUT)/,$(RECORD_DIRS))
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(RECORD_INC) -c $< -o $@
 
 # The injection stub: machine code copied into the target, never run in the recorder.
-$(OUTPUT)/recorder/inject/inject_stub.o: recorder/inject/inject_stub.S recorder/inject/inject_abi.h | $(OUTPUT)/recorder/inject
+$(OUTPUT)/recorder/inject/inject_stub.o: recorder/inject/inject_stub.S common/abi/inject_abi.h common/abi/event_abi.h | $(OUTPUT)/recorder/inject
 	$(call msg,AS,$@)
-	$(Q)$(CC) -Irecorder/inject -Icommon -c $< -o $@
+	$(Q)$(CC) -Icommon -c $< -o $@
 
-$(OUTPUT)/analyzer/%.o: analyzer/%.c analyzer/*.h format/*.h common/*.h $(OUTPUT)/profile.pb-c.h | $(OUTPUT)/analyzer
+$(OUTPUT)/analyzer/%.o: analyzer/%.c analyzer/*.h format/*.h common/*.h common/abi/*.h $(OUTPUT)/profile.pb-c.h | $(OUTPUT)/analyzer
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -Ianalyzer -c $< -o $@
 
@@ -148,9 +149,9 @@ TEST_PROGS += $(OUTPUT)/tests/schemagen
 TEST_PROGS += $(OUTPUT)/tests/test_pyline $(OUTPUT)/tests/craft_py
 
 # A recording of a Python program with real line tables (t_python_crafted_*).
-$(OUTPUT)/tests/craft_py: tests/unit/craft_py.c $(FORMAT_SRCS) format/*.h common/event_abi.h | $(OUTPUT)/tests
+$(OUTPUT)/tests/craft_py: tests/unit/craft_py.c $(FORMAT_SRCS) format/*.h common/abi/event_abi.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iformat -Ibpf -Icommon \
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iformat -Ibpf -Icommon -Icommon/abi \
 		$< $(FORMAT_SRCS) common/outfile.c -lzstd -lelf -o $@
 
 # The Python line-table decoder against CPython's own tables (t_python_linetables).
@@ -161,9 +162,9 @@ $(OUTPUT)/tests/test_pyline: tests/unit/test_pyline.c tests/unit/check.h common/
 TEST_PROGS += $(OUTPUT)/tests/libc_alloc
 TEST_PROGS += $(OUTPUT)/tests/pydump $(OUTPUT)/tests/transient
 
-$(OUTPUT)/tests/pydump: tests/unit/pydump.c $(FORMAT_SRCS) format/*.h common/event_abi.h | $(OUTPUT)/tests
+$(OUTPUT)/tests/pydump: tests/unit/pydump.c $(FORMAT_SRCS) format/*.h common/abi/event_abi.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iformat -Ibpf -Icommon \
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iformat -Ibpf -Icommon -Icommon/abi \
 		$< $(FORMAT_SRCS) common/outfile.c -lzstd -lelf -o $@
 
 $(OUTPUT)/tests/test_format: tests/unit/test_format.c tests/unit/check.h $(FORMAT_SRCS) format/*.h | $(OUTPUT)/tests
@@ -218,9 +219,9 @@ $(OUTPUT)/tests/alloc_c: tests/workloads/alloc_c.c | $(OUTPUT)/tests
 	$(Q)$(CC) $(TEST_CFLAGS) $< -ldl -lpthread -o $@
 
 # Reads libheapsnap.so's filter of sampled blocks as its free hook does (tests/workloads/filter_reader.c).
-$(OUTPUT)/tests/filter_reader: tests/workloads/filter_reader.c recorder/libheapsnap/libheapsnap.h | $(OUTPUT)/tests
+$(OUTPUT)/tests/filter_reader: tests/workloads/filter_reader.c recorder/libheapsnap/libheapsnap.h common/abi/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(TEST_CFLAGS) -I. -Ibpf -Icommon -Iformat -Irecorder -Irecorder/preload -Irecorder/inject -Irecorder/libheapsnap \
+	$(Q)$(CC) $(TEST_CFLAGS) -Icommon -Irecorder/libheapsnap \
 		$< -lpthread -o $@
 
 # Non-PIE, with canonical PLT entries for the allocator (tests/workloads/canon_plt.c).
@@ -363,9 +364,9 @@ $(OUTPUT)/tests/libwake_plugin.so: tests/workloads/wake_plugin.c | $(OUTPUT)/tes
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
 
-$(OUTPUT)/tests/scribble: tests/workloads/scribble.c recorder/preload/shm.h common/event_abi.h bpf/heapsnap.h | $(OUTPUT)/tests
+$(OUTPUT)/tests/scribble: tests/workloads/scribble.c common/abi/shm.h common/abi/event_abi.h bpf/heapsnap.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(TEST_CFLAGS) -Irecorder/preload -Ibpf -Icommon $< -o $@
+	$(Q)$(CC) $(TEST_CFLAGS) -Icommon/abi -Ibpf -Icommon $< -o $@
 
 $(OUTPUT)/tests/threadchurn: tests/workloads/threadchurn.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Python code objects of a recording (PY_CODE records) and the Python frames of its stacks
- * (HS_PYFRAME entries, common/event_abi.h): what a frame names, resolved offline. */
+ * (HS_PYFRAME entries, common/abi/event_abi.h): what a frame names, resolved offline. */
 #ifndef HEAPSNAP_PYCODE_H
 #define HEAPSNAP_PYCODE_H
 #include <stdbool.h>
 #include <stdint.h>
 #include <linux/types.h>
 
-#include "event_abi.h"
+#include "abi/event_abi.h"
 #include "hmap.h"
 #include "pyline.h"
 #include "record.h"

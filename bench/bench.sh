@@ -151,7 +151,9 @@ MICRO_QUICK=" native floor countdown filter checks passby sampled dense "
 # A sampled allocation and its free, counted by cachegrind: the command recorded at 512 KiB
 # and at 1 GiB (passing by), the address space unrandomized so that the two lay out alike;
 # the difference in the library's own functions and clock_gettime (not the allocator's, nor
-# the loop's, whose counts move with where blocks land), over the difference in samples.
+# the loop's, whose counts move with where blocks land), over the difference in samples. The
+# library's lines include common/allocators.def's: code a hook generated from the table has its
+# lines there.
 # Prints "INSTRUCTIONS instructions, READ read, WRITE written a sample", or nothing without
 # valgrind.
 counted_sample() {
@@ -165,7 +167,7 @@ counted_sample() {
 		# Each function's line: counts (a "." for none), each with its share in parentheses,
 		# then file:function.
 		read -r ir rd wr < <(cg_annotate --auto=no --threshold=0 --show=Ir,D1mr,D1mw "$TMP/cg.$s" |
-			awk '/\/recorder\/libheapsnap\/|clock_gettime/ && $1 ~ /^[0-9,.]+$/ {
+			awk '/\/recorder\/libheapsnap\/|\/common\/allocators\.def:|clock_gettime/ && $1 ~ /^[0-9,.]+$/ {
 				l = $0; gsub(/\([^)]*\)/, "", l); gsub(",", "", l); split(l, a, " ")
 				ir += a[1]; rd += a[2]; wr += a[3] } END { print ir + 0, rd + 0, wr + 0 }')
 		sums+=("$ir $rd $wr $n")

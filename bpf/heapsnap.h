@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* The BPF unit's shared header: what bpf/heapsnap.bpf.c and its loader
  * (recorder/bpf/bpf_way.c, bpf_probes.c, bpf_unwind_tables.c) read, beside the events every way in shares
- * (common/event_abi.h) and the unwind rows (common/unw_rows.h). Fixed-width fields only. */
+ * (common/abi/event_abi.h) and the unwind rows (common/unw_rows.h). Fixed-width fields only. */
 #ifndef HEAPSNAP_BPF_SHARED_H
 #define HEAPSNAP_BPF_SHARED_H
 
-#include "event_abi.h"
+#include "abi/event_abi.h"
 #include "unw_rows.h"
 
 /* BPF's cache entry: valid when ra reads the same before and after the rest (a program

@@ -10,7 +10,7 @@
 
 #include <linux/types.h>
 
-#include "event_abi.h"
+#include "abi/event_abi.h"
 
 #define HS_FORMAT_MAJOR 5
 #define HS_FORMAT_MINOR 3
@@ -26,7 +26,7 @@
 
 /* Bounds the reader enforces whatever the file claims. */
 #define HS_MAX_FRAME_RAW (16u << 20)
-/* The recorder's own limits (common/event_abi.h): a file that claims more was not written by it,
+/* The recorder's own limits (common/abi/event_abi.h): a file that claims more was not written by it,
  * and would only make the analyzer spend memory no recording needs. */
 #define HS_MAX_STACK_FRAMES HS_MAX_STACK
 #define HS_MAX_PROBES 4096
@@ -83,21 +83,8 @@ enum hs_rec_type {
 #define HS_PACKED_SAME_SITE 0x10u
 #define HS_PACKED_TIME_ESC 15u
 
-enum hs_alloc_kind {
-	HS_KIND_MALLOC = 0,
-	HS_KIND_CALLOC,
-	HS_KIND_REALLOC,
-	HS_KIND_MEMALIGN, /* memalign, aligned_alloc, posix_memalign, valloc, pvalloc */
-	HS_KIND_NEW,
-	HS_KIND_NEW_ARRAY,
-	HS_KIND_RUST,
-	HS_KIND_CUSTOM,
-	HS_KIND__COUNT,
-};
-
-/* HS_STACK_AUTO: return addresses walked with unwind tables from .eh_frame (the stacks are
- * lists of addresses, as with HS_STACK_FP). */
-enum hs_stack_mode { HS_STACK_NONE = 0, HS_STACK_FP = 1, HS_STACK_DWARF = 2, HS_STACK_AUTO = 3 };
+/* enum hs_alloc_kind and enum hs_stack_mode are the event ABI's (common/abi/event_abi.h):
+ * a record carries the values its events did. */
 
 /* EXIT.flags: the process ended, its status is not known (the in-process recorder's library
  * sees a process end, not how). */
@@ -228,7 +215,7 @@ struct hs_record {
 			struct hs_bytes window; /* the stack from sp upwards */
 		} dwarf;
 		/* A Python code object of process `pid`, named in its stacks by HS_PYFRAME(id, offset)
-		 * (common/event_abi.h): once per code object and process. */
+		 * (common/abi/event_abi.h): once per code object and process. */
 		struct {
 			uint64_t id;
 			const char *qualname, *filename;

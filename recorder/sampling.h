@@ -7,7 +7,7 @@
 #define HEAPSNAP_SAMPLING_H
 #include <stdint.h>
 
-#include "event_abi.h"
+#include "abi/event_abi.h"
 
 /* HS_NR_THRESHOLDS quantiles of the exponential distribution of mean RATE into OUT, scaled so
  * that their mean is RATE; each at least 1 and at most INT64_MAX (the samplers' countdowns are

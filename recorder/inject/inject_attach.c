@@ -34,15 +34,15 @@
 #include <unistd.h>
 
 #include "elfsyms.h"
-#include "gotwalk.h"
+#include "abi/gotwalk.h"
 #include "inject.h"
-#include "inject_abi.h"
+#include "abi/inject_abi.h"
 #include "inject_look.h"
 #include "procfs.h"
 #include "record.h"
 #include "remote.h"
 #include "seccomp.h"
-#include "shm.h"
+#include "abi/shm.h"
 
 #ifndef F_GET_SEALS
 #define F_GET_SEALS 1034
@@ -717,7 +717,7 @@ static int attach__copy_lib(struct inject *j, struct attach_ctx *c, const struct
 	return err;
 }
 
-/* The stub's data page as the library's entry reads it (recorder/inject/inject_abi.h). */
+/* The stub's data page as the library's entry reads it (common/abi/inject_abi.h). */
 static void attach__fill_data(struct inject *j, const struct attach_ctx *c, const struct inject_opts *o)
 {
 	struct hs_inject_data *d = j->d;

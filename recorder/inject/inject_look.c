@@ -15,12 +15,12 @@
 
 #include "allocators.h"
 #include "elfsyms.h"
-#include "gotwalk.h"
-#include "inject_abi.h"
+#include "abi/gotwalk.h"
+#include "abi/inject_abi.h"
 #include "inject_look.h"
 #include "record.h"
 #include "remote.h"
-#include "shm.h"
+#include "abi/shm.h"
 
 /* What the target wrote (its messages, its file and thread names) is escaped as every string
  * from a file is (hs_strdup_printable) before it reaches a terminal, in place, cut to SIZE. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The injection stub: position-independent code the recorder copies into the target, with the
- * data page it reads (recorder/inject/inject_abi.h). Nothing here runs in a thread the recorder
+ * data page it reads (common/abi/inject_abi.h). Nothing here runs in a thread the recorder
  * stopped but hs_stub_idle, in a thread it stopped in an idle wait. A GOT entry of one of the target's allocator calls is pointed at a trampoline
  * entry; the first thread of the target that calls through one is at a known safe point (in
  * its own code, about to call the allocator, holding no allocator or loader lock), and there
@@ -16,7 +16,7 @@
  * target's: the library is not loaded there). A call that goes on to the allocator
  * unrecorded while the injection is under way is counted in `passed` (the data is mapped
  * shared, so that a fork child's count is seen too), which the recorder reports. */
-#include "inject_abi.h"
+#include "abi/inject_abi.h"
 
 #define SYS_getpid 39
 #define SYS_gettid 186

@@ -10,8 +10,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "gotwalk.h"
-#include "inject_abi.h"
+#include "abi/gotwalk.h"
+#include "abi/inject_abi.h"
 #include "libheapsnap.h"
 
 /* What we hook, by the name a module imports: every allocator the table (common/allocators.def)

@@ -87,7 +87,7 @@ static void *lookup(void *handle, const char *name)
 void resolve_from(void *handle)
 {
 	next_handle = handle;
-#define R(f, name) real.f = (__typeof__(real.f))lookup(handle, name)
+#define R(f, name) hs_hot.fns.f = (__typeof__(hs_hot.fns.f))lookup(handle, name)
 #define HS_ALLOC(sym, kind, args, nest, hook, ret, params) HS_ALLOC_IF_REAL(hook, R(sym, #sym);)
 #include "allocators.def"
 #undef HS_ALLOC
@@ -95,55 +95,83 @@ void resolve_from(void *handle)
 	R(setname, "pthread_setname_np");
 	R(prctl, "prctl");
 #undef R
-	hs_hot.free1 = real.free;
+	hs_hot.free1 = hs_hot.fns.free;
 	pass_publish();
 	pool_resolved(handle);
 }
 
-/* An allocation hook's body: the real call, then the event, at depth so that what the
- * real allocator calls is not counted again. While the pool takes sampled blocks, a sampled
- * one comes from there, aligned to ALIGN (ZERO: zeroed), instead of the real call; one the
- * pool cannot place stops it (pool_stop) and is the real call's, in the table. ALIGN 0, an
- * operator of another module than the C++ runtime (or the runtime's nothrow new), whose
- * memory may be any allocator's, keeps its samples in the table: its own delete looks there
- * (HS_HOOK_DELETE), but the runtime's plain delete or free, which may free it as well
- * (std::get_temporary_buffer pairs nothrow new with plain delete), passes by on the pool's
- * range alone, so such a sample stops the pool for the session. */
-#define ALLOC_HOOK(kind, size_expr, align, zero, call)                                           \
-	do {                                                                                      \
-		struct tstate *t = enter();                                                       \
-		void *p;                                                                          \
-		if ((align) && t && pool_placing()) {                                             \
-			depth_in();                                                               \
-			if (!sample((size_expr))) {                                               \
-				p = call;                                                         \
-			} else {                                                                  \
-				bool kept;                                                        \
-				if ((p = pool_alloc(t, (size_expr), (align), (zero), &kept)) && kept) \
-					record_alloc_event(t, p, (size_expr), (kind), (uint64_t)(uintptr_t)__builtin_frame_address(0)); \
-				else if (p || (p = call))                                         \
-					record_alloc(t, p, (size_expr), (kind), (uint64_t)(uintptr_t)__builtin_frame_address(0)); \
-			}                                                                         \
-			depth_out();                                                              \
-			return p;                                                                 \
-		}                                                                                 \
-		if (!t) {                                                                         \
-			countdown_stop();                                                         \
-			depth_in();                                                               \
-			p = call;                                                                 \
-			depth_out();                                                              \
-			return p;                                                                 \
-		}                                                                                 \
-		depth_in();                                                                       \
-		p = call;                                                                         \
-		if (p && sample((size_expr))) {                                                   \
-			if (!(align) && pool_placing())                                           \
-				pool_stop();                                                      \
-			record_alloc(t, p, (size_expr), (kind), (uint64_t)(uintptr_t)__builtin_frame_address(0)); \
-		}                                                                                 \
-		depth_out();                                                                      \
-		return p;                                                                         \
-	} while (0)
+/* The hook's frame: where a recorded allocation's stack walk starts. In an always_inline
+ * helper, the frame of the hook it is inlined into (the builtin is expanded after inlining),
+ * read where the event is made: passed in as an argument instead, it was read at the hook's
+ * start and kept across the real call (a spill and a reload a sample). */
+#define HOOK_FP() ((uint64_t)(uintptr_t)__builtin_frame_address(0))
+
+/* An allocation hook is alloc_before, the real call (unless alloc_before placed the block),
+ * then alloc_after, all at depth so that what the real allocator calls is not counted again:
+ *
+ *	struct alloc_call c;
+ *	void *p = alloc_before(&c, n, 16, false);
+ *
+ *	if (!p)
+ *		p = hs_hot.fns.malloc(n);
+ *	return alloc_after(&c, p, HS_KIND_MALLOC, n, 16);
+ *
+ * While the pool takes sampled blocks, a sampled one comes from there, aligned to ALIGN
+ * (ZERO: zeroed), instead of the real call; one the pool cannot place stops it (pool_stop)
+ * and is the real call's, in the table. ALIGN 0, an operator of another module than the C++
+ * runtime (or the runtime's nothrow new), whose memory may be any allocator's, keeps its
+ * samples in the table: its own delete looks there (delete_before), but the runtime's plain
+ * delete or free, which may free it as well (std::get_temporary_buffer pairs nothrow new
+ * with plain delete), passes by on the pool's range alone, so such a sample stops the pool
+ * for the session. */
+struct alloc_call {
+	struct tstate *t; /* the recording thread's, or NULL: nested or detached */
+	bool pooled;      /* the pool's path: drawn before the call, as the pool must know */
+	bool sampled;     /* (pooled) drawn */
+	bool kept;        /* (pooled) the pool placed the block and keeps it */
+};
+
+/* Before the real call: the draw and the pool's block, if the pool takes this sample, else
+ * NULL for the real call to make. At depth from here to alloc_after. */
+static inline __attribute__((always_inline)) void *alloc_before(struct alloc_call *c, size_t size, size_t align,
+								bool zero)
+{
+	void *p = NULL;
+
+	c->t = enter();
+	c->pooled = align && c->t && pool_placing();
+	c->sampled = c->kept = false;
+	if (!c->t)
+		countdown_stop();
+	depth_in();
+	if (c->pooled && (c->sampled = sample(size))) {
+		bool kept;
+
+		p = pool_alloc(c->t, size, align, zero, &kept);
+		c->kept = kept; /* a copy, so that c stays in registers */
+	}
+	return p;
+}
+
+/* After it, P the block (NULL: the call failed): its event if it was sampled, the depth
+ * back, and P returned. Outside the pool's path the draw comes after the call, which counts
+ * down only the bytes it got. */
+static inline __attribute__((always_inline)) void *alloc_after(struct alloc_call *c, void *p, uint32_t kind,
+							       size_t size, size_t align)
+{
+	if (c->kept) { /* the pool placed it and keeps it: the event alone */
+		record_alloc_event(c->t, p, size, kind, HOOK_FP());
+		depth_out();
+		return p;
+	}
+	if (c->pooled ? c->sampled && p : c->t && p && sample(size)) {
+		if (!align && pool_placing())
+			pool_stop();
+		record_alloc(c->t, p, size, kind, HOOK_FP());
+	}
+	depth_out();
+	return p;
+}
 
 /* Whether freeing P is recorded: the thread's state, or NULL to free it and say nothing;
  * *SIZE, the block's if it was sampled; *TS, stamped before the block is given back, since
@@ -155,10 +183,10 @@ static struct tstate *free_begin(void *p, uint64_t *size, uint64_t *ts)
 	*size = *ts = 0;
 	/* Sampling, a block never sampled (nearly every one) is decided by one load, before
 	 * any thread state. */
-	if (__atomic_load_n(&active, __ATOMIC_RELAXED) && shm->sample_rate && !tdepth && !sampled_maybe(p))
+	if (hs_active() && hs_hot.sl.shm->sample_rate && !hook_depth() && !sampled_maybe(p))
 		return NULL;
 	t = enter();
-	if (t && shm->sample_rate && !(*size = sampled_take(p)))
+	if (t && hs_hot.sl.shm->sample_rate && !(*size = sampled_take(p)))
 		return NULL;
 	if (t)
 		*ts = now_ns();
@@ -181,26 +209,49 @@ static void pool_free(void *p, uint64_t *w)
 	pool_put(t, p, w);
 }
 
+/* A free of P not passed by, before the real call: the event if P was sampled and its thread
+ * records, then at depth (what the real allocator calls is not counted again) until the
+ * caller's depth_out after the call. Committed before the block is given back: another thread
+ * may be handed its address at once, and the recorder takes a lone busy ring's events without
+ * waiting for the others (ring_reader.c, drain), so this free must be in its ring by then. */
+static inline __attribute__((always_inline)) void free_before(void *p, uint8_t flags)
+{
+	uint64_t size, ts;
+	struct tstate *t = free_begin(p, &size, &ts);
+
+	depth_in();
+	if (t)
+		record_free(t, p, size, flags, ts);
+}
+
 static void free_hook(void *p, uint8_t flags)
 {
-	struct tstate *t;
-	uint64_t size, ts;
-
 	if (!p || is_boot(p))
 		return;
 	if (LIKELY(free_pass_by(p))) {
-		real.free(p);
+		hs_hot.fns.free(p);
 		return;
 	}
-	t = free_begin(p, &size, &ts);
-	depth_in(); /* what the real allocator calls is not counted again */
-	/* Committed before the block is given back: another thread may be handed its address
-	 * at once, and the recorder takes a lone busy ring's events without waiting for the
-	 * others (ring_reader.c, drain), so this free must be in its ring by then. */
-	if (t)
-		record_free(t, p, size, flags, ts);
-	real.free(p);
+	free_before(p, flags);
+	hs_hot.fns.free(p);
 	depth_out();
+}
+
+/* A free of another name than free (__libc_free), of P: whether its real function is to be
+ * called, at depth (then depth_out), as free_hook calls free's; not for NULL, boot memory,
+ * or a block of the pool's, given back to the pool here. */
+static inline __attribute__((always_inline)) bool free_named_before(void *p)
+{
+	uint64_t *w;
+
+	if (!p || is_boot(p))
+		return false;
+	if ((w = pool_mine(p))) {
+		pool_free(p, w);
+		return false;
+	}
+	free_before(p, 0);
+	return true;
 }
 
 /* The fast paths are functions of their own, without a frame: a call the sampler passes by
@@ -213,45 +264,52 @@ static void free_hook(void *p, uint8_t flags)
 
 __attribute__((noinline)) void *malloc_full(size_t n)
 {
-	if (UNLIKELY(!real.malloc)) {
+	struct alloc_call c;
+	void *p;
+
+	if (UNLIKELY(!hs_hot.fns.malloc)) {
 		resolve();
-		if (!real.malloc)
+		if (!hs_hot.fns.malloc)
 			return boot_alloc(n);
 	}
-	ALLOC_HOOK(hs_kind_of_malloc, n, 16, false, real.malloc(n));
+	if (!(p = alloc_before(&c, n, 16, false)))
+		p = hs_hot.fns.malloc(n);
+	return alloc_after(&c, p, hs_kind_of_malloc, n, 16);
 }
 
 HOOK EXPORT FAST void *malloc(size_t n)
 {
 	if (LIKELY(countdown_pass(n)))
 		return __atomic_load_n(&hs_hot.pass.malloc, __ATOMIC_RELAXED)(n);
-	if (nested() && real.malloc)
-		return real.malloc(n);
+	if (nested() && hs_hot.fns.malloc)
+		return hs_hot.fns.malloc(n);
 	return malloc_full(n);
 }
 HOOK_WRITTEN(malloc);
 
 __attribute__((noinline)) void *calloc_full(size_t n, size_t m)
 {
-	if (UNLIKELY(!real.calloc)) {
-		resolve();
-		if (!real.calloc) {
-			void *p = (m && n > SIZE_MAX / m) ? NULL : boot_alloc(n * m);
+	struct alloc_call c;
+	void *p;
 
-			return p; /* boot memory is zero */
-		}
+	if (UNLIKELY(!hs_hot.fns.calloc)) {
+		resolve();
+		if (!hs_hot.fns.calloc)
+			return (m && n > SIZE_MAX / m) ? NULL : boot_alloc(n * m); /* boot memory is zero */
 	}
 	if (m && n > SIZE_MAX / m)
-		return real.calloc(n, m); /* fails, as it should */
-	ALLOC_HOOK(hs_kind_of_calloc, n * m, 16, true, real.calloc(n, m));
+		return hs_hot.fns.calloc(n, m); /* fails, as it should */
+	if (!(p = alloc_before(&c, n * m, 16, true)))
+		p = hs_hot.fns.calloc(n, m);
+	return alloc_after(&c, p, hs_kind_of_calloc, n * m, 16);
 }
 
 HOOK EXPORT FAST void *calloc(size_t n, size_t m)
 {
 	if (LIKELY(countdown_pass(n * m)))
 		return __atomic_load_n(&hs_hot.pass.calloc, __ATOMIC_RELAXED)(n, m);
-	if (nested() && real.calloc)
-		return real.calloc(n, m);
+	if (nested() && hs_hot.fns.calloc)
+		return hs_hot.fns.calloc(n, m);
 	return calloc_full(n, m);
 }
 HOOK_WRITTEN(calloc);
@@ -277,8 +335,8 @@ static __attribute__((noinline)) void free_inside(void *p)
 {
 	if (LIKELY(table_pass_by(p)))
 		return hs_hot.free1(p);
-	if (nested() && real.free && !is_boot(p) && !pool_mine(p))
-		return real.free(p);
+	if (nested() && hs_hot.fns.free && !is_boot(p) && !pool_mine(p))
+		return hs_hot.fns.free(p);
 	free_full(p);
 }
 
@@ -332,7 +390,7 @@ static void *realloc_pooled(struct tstate *t, void *old, uint64_t *ow, uint64_t 
 			record_alloc(t, p, total, kind, fp);
 		goto out;
 	}
-	if (!p && !(p = real.malloc(total))) {
+	if (!p && !(p = hs_hot.fns.malloc(total))) {
 		errno = ENOMEM;
 		goto out; /* the old block stays the caller's */
 	}
@@ -343,7 +401,7 @@ static void *realloc_pooled(struct tstate *t, void *old, uint64_t *ow, uint64_t 
 				record_free(t, old, pool_size(ow), HS_FREE_FLAG_REALLOC, ts);
 			pool_put(t, old, ow);
 		} else {
-			real.free(old);
+			hs_hot.fns.free(old);
 		}
 	}
 	if (s)
@@ -366,7 +424,7 @@ void *realloc_recorded(struct tstate *t, void *old, uint64_t total, const struct
 	/* A Python domain's realloc of a block of the pool's: its free here, its move in the
 	 * nested realloc (realloc_body). */
 	old_sampled = old && !is_boot(old) &&
-		      (!shm->sample_rate || (old_size = ow ? pool_size(ow) : sampled_take(old)));
+		      (!hs_hot.sl.shm->sample_rate || (old_size = ow ? pool_size(ow) : sampled_take(old)));
 	depth_in();
 	if (old_sampled)
 		record_free(t, old, old_size, moves ? HS_FREE_FLAG_REALLOC : 0, ts);
@@ -404,19 +462,19 @@ static void *call_realloc(void *ctx, void *old, size_t n, size_t m)
 {
 	(void)ctx, (void)m;
 	if (is_boot(old)) {
-		void *p = real.malloc(n);
+		void *p = hs_hot.fns.malloc(n);
 
 		if (p)
 			memcpy(p, old, n < 256 ? n : 256);
 		return p;
 	}
-	return real.realloc(old, n);
+	return hs_hot.fns.realloc(old, n);
 }
 
 static void *call_reallocarray(void *ctx, void *old, size_t n, size_t m)
 {
 	(void)ctx;
-	return real.reallocarray(old, n, m);
+	return hs_hot.fns.reallocarray(old, n, m);
 }
 
 static const struct realloc_call realloc_call = {call_realloc, NULL, true},
@@ -424,12 +482,12 @@ static const struct realloc_call realloc_call = {call_realloc, NULL, true},
 
 static __attribute__((noinline)) void *realloc_full(void *old, size_t n)
 {
-	if (UNLIKELY(!real.realloc)) {
+	if (UNLIKELY(!hs_hot.fns.realloc)) {
 		resolve();
-		if (!real.realloc)
+		if (!hs_hot.fns.realloc)
 			return boot_alloc(n);
 	}
-	return realloc_body(old, n, &realloc_call, 0, hs_kind_of_realloc, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+	return realloc_body(old, n, &realloc_call, 0, hs_kind_of_realloc, HOOK_FP());
 }
 
 /* Passed by: the old block never sampled (so never boot memory, see free_pass_by) and the
@@ -437,21 +495,21 @@ static __attribute__((noinline)) void *realloc_full(void *old, size_t n)
 HOOK EXPORT FAST void *realloc(void *old, size_t n)
 {
 	if (LIKELY(free_pass_by(old) && pass_by(n)))
-		return real.realloc(old, n);
+		return hs_hot.fns.realloc(old, n);
 	return realloc_full(old, n);
 }
 HOOK_WRITTEN(realloc);
 
 HOOK EXPORT void *reallocarray(void *old, size_t n, size_t m)
 {
-	if (UNLIKELY(!real.reallocarray))
+	if (UNLIKELY(!hs_hot.fns.reallocarray))
 		resolve();
 	if (m && n > SIZE_MAX / m) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	return realloc_body(old, n, &reallocarray_call, m, hs_kind_of_reallocarray,
-			    (uint64_t)(uintptr_t)__builtin_frame_address(0));
+			    HOOK_FP());
 }
 HOOK_WRITTEN(reallocarray);
 
@@ -460,7 +518,7 @@ HOOK EXPORT int posix_memalign(void **out, size_t a, size_t n)
 	struct tstate *t;
 	int ret;
 
-	if (UNLIKELY(!real.posix_memalign))
+	if (UNLIKELY(!hs_hot.fns.posix_memalign))
 		resolve();
 	t = enter();
 	depth_in();
@@ -474,16 +532,16 @@ HOOK EXPORT int posix_memalign(void **out, size_t a, size_t n)
 			*out = p;
 			ret = 0;
 		} else {
-			ret = real.posix_memalign(out, a, n);
+			ret = hs_hot.fns.posix_memalign(out, a, n);
 		}
 		if (s && !ret)
-			record_alloc(t, *out, n, hs_kind_of_posix_memalign, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+			record_alloc(t, *out, n, hs_kind_of_posix_memalign, HOOK_FP());
 		depth_out();
 		return ret;
 	}
-	ret = real.posix_memalign(out, a, n);
+	ret = hs_hot.fns.posix_memalign(out, a, n);
 	if (t && !ret && sample(n))
-		record_alloc(t, *out, n, hs_kind_of_posix_memalign, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+		record_alloc(t, *out, n, hs_kind_of_posix_memalign, HOOK_FP());
 	depth_out();
 	return ret;
 }
@@ -504,39 +562,26 @@ static inline size_t align_up_pow2(size_t a)
 #define HS_ALIGN_OF_SIZE1(kind) (HS_KIND_##kind == HS_KIND_MEMALIGN ? 4096 : 16)
 
 /* An allocator that takes a size and returns the block (aligned_alloc, memalign, valloc...). */
-#define HS_HOOK_ALLOC(sym, kind, args, ret, params)                                              \
-	HOOK EXPORT ret sym HS_PARAMS params                                                      \
-	{                                                                                         \
-		if (UNLIKELY(!real.sym))                                                          \
-			resolve();                                                                \
-		ALLOC_HOOK(HS_KIND_##kind, HS_SIZE_OF_##args, HS_ALIGN_OF_##args(kind), false,      \
-			   real.sym HS_ARGS params);                                              \
+#define HS_HOOK_ALLOC(sym, kind, args, ret, params)                                                    \
+	HOOK EXPORT ret sym HS_PARAMS params                                                            \
+	{                                                                                               \
+		struct alloc_call c;                                                                    \
+		void *p = alloc_before(&c, HS_SIZE_OF_##args, HS_ALIGN_OF_##args(kind), false);         \
+		if (!p) /* the real functions are resolved: alloc_before's enter() saw to it */         \
+			p = hs_hot.fns.sym HS_ARGS params;                                              \
+		return alloc_after(&c, p, HS_KIND_##kind, HS_SIZE_OF_##args, HS_ALIGN_OF_##args(kind));  \
 	}
 
 /* A free of another name: the block is gone as free's is. */
-#define HS_HOOK_FREE(sym, kind, args, ret, params)                                               \
-	HOOK EXPORT ret sym HS_PARAMS params                                                      \
-	{                                                                                         \
-		void *p = HS_PTR_OF_##args;                                                       \
-		struct tstate *t;                                                                 \
-		uint64_t ts, size, *w;                                                            \
-		if (UNLIKELY(!real.sym)) {                                                        \
-			resolve();                                                                \
-			if (!real.sym)                                                            \
-				return;                                                           \
-		}                                                                                 \
-		if (!p || is_boot(p))                                                             \
-			return;                                                                   \
-		if ((w = pool_mine(p))) {                                                         \
-			pool_free(p, w);                                                          \
-			return;                                                                   \
-		}                                                                                 \
-		t = free_begin(p, &size, &ts);                                                    \
-		depth_in();                                                                       \
-		if (t) /* before the block is given back, as free_hook's */                       \
-			record_free(t, p, size, 0, ts);                                           \
-		real.sym HS_ARGS params;                                                          \
-		depth_out();                                                                      \
+#define HS_HOOK_FREE(sym, kind, args, ret, params)                                                     \
+	HOOK EXPORT ret sym HS_PARAMS params                                                            \
+	{                                                                                               \
+		if (UNLIKELY(!hs_hot.fns.sym))                                                          \
+			resolve();                                                                      \
+		if (hs_hot.fns.sym && free_named_before(HS_PTR_OF_##args)) {                            \
+			hs_hot.fns.sym HS_ARGS params;                                                  \
+			depth_out();                                                                    \
+		}                                                                                       \
 	}
 
 /* C++: every operator new and delete, counted once with the malloc inside. The next definition
@@ -583,7 +628,7 @@ static void *next_sym(struct cxx_next *c, const char *name)
 		depth_in();
 		f = lookup(next_handle, name);
 		if (f)
-			c->direct = cxx_plain(name) && real.malloc && real.free && cxx_runtime(f);
+			c->direct = cxx_plain(name) && hs_hot.fns.malloc && hs_hot.fns.free && cxx_runtime(f);
 		depth_out();
 		if (!f)
 			abort(); /* a program that calls operator new has a C++ runtime */
@@ -601,113 +646,142 @@ typedef void *(*new_fn)(size_t);
  * own malloc then gets, after its new handler, its hook counts. */
 static __attribute__((noinline)) FAST void *new_direct(size_t n, new_fn f)
 {
-	void *p = real.malloc(n ? n : 1);
+	void *p = hs_hot.fns.malloc(n ? n : 1);
 
 	if (LIKELY(p != NULL))
 		return p;
 	return f(n);
 }
 
-/* The full path of a plain new, the runtime's own operator next: the real malloc recorded
- * as the new; failing, the operator as new_direct calls it. */
-#define NEW_DIRECT_FULL(kind, size, f)                                                           \
-	do {                                                                                      \
-		struct tstate *t = enter();                                                       \
-		void *p = NULL;                                                                   \
-		bool placing = t && pool_placing(), rec = placing && sample((size)), kept = false; \
-		depth_in();                                                                       \
-		if (rec) /* else, or if the pool cannot place it, the table's */                  \
-			p = pool_alloc(t, (size) ? (size) : 1, 16, false, &kept);                 \
-		if (!p)                                                                           \
-			p = real.malloc((size) ? (size) : 1);                                     \
-		depth_out();                                                                      \
-		if (UNLIKELY(p == NULL))                                                          \
-			return (f)(size);                                                         \
-		if (rec || (!placing && t && sample((size)))) {                                   \
-			uint64_t fp_ = (uint64_t)(uintptr_t)__builtin_frame_address(0);           \
-			depth_in();                                                               \
-			if (kept)                                                                 \
-				record_alloc_event(t, p, (size), (kind), fp_);                    \
-			else                                                                      \
-				record_alloc(t, p, (size), (kind), fp_);                          \
-			depth_out();                                                              \
-		}                                                                                 \
-		return p;                                                                         \
-	} while (0)
+/* The full path of a plain new of SIZE, the runtime's own operator F next: the real malloc
+ * recorded as the new (KIND), the stack walked from the hook's frame; failing, the operator as new_direct
+ * calls it. Drawn before the depth is raised, as the countdown is the new's. */
+static inline __attribute__((always_inline)) void *new_direct_full(uint32_t kind, size_t size, new_fn f)
+{
+	struct tstate *t = enter();
+	void *p = NULL;
+	bool placing = t && pool_placing(), rec = placing && sample(size), kept = false;
 
-/* Passed by, the countdown is the new's and the real operator runs nested: the malloc it
- * calls finds the countdown parked, and its full path sees the depth and forwards; or,
- * DIRECT, new_direct. The full path is a tail call, its frame the stack walk's first, as for
- * malloc. */
-#define HS_HOOK_NEW(sym, kind, args, ret, params)                                                \
-	static struct cxx_next next_##sym;                                                        \
-	static __attribute__((noinline)) ret sym##_full HS_PARAMS params                          \
-	{                                                                                         \
-		ret(*f) params = (ret(*) params)next_sym(&next_##sym, #sym);                      \
-		if (next_##sym.direct)                                                            \
-			NEW_DIRECT_FULL(HS_KIND_##kind, HS_SIZE_OF_##args, (new_fn)(void *)f);     \
-		ALLOC_HOOK(HS_KIND_##kind, HS_SIZE_OF_##args, 0, false, f HS_ARGS params);        \
-	}                                                                                         \
-	/* Passed by, another module's operator: a call, not on the fast path's text. */          \
-	static __attribute__((noinline)) ret sym##_passed HS_PARAMS params                        \
-	{                                                                                         \
-		ret(*f) params = (ret(*) params)__atomic_load_n(&next_##sym.fn, __ATOMIC_ACQUIRE); \
-		void *p;                                                                          \
-		depth_in(); /* the countdown parked: its malloc is not another */                 \
-		p = f HS_ARGS params;                                                             \
-		depth_out();                                                                      \
-		return p;                                                                         \
-	}                                                                                         \
-	HOOK EXPORT FAST ret sym HS_PARAMS params                                                 \
-	{                                                                                         \
-		ret(*f) params = (ret(*) params)__atomic_load_n(&next_##sym.fn, __ATOMIC_ACQUIRE); \
-		if (LIKELY(f && pass_by(HS_SIZE_OF_##args))) {                                    \
-			if (LIKELY(next_##sym.direct))                                            \
-				return new_direct(HS_SIZE_OF_##args, (new_fn)(void *)f);           \
-			return sym##_passed HS_ARGS params;                                       \
-		}                                                                                 \
-		if (f && nested()) /* operator new[] calls operator new */                       \
-			return f HS_ARGS params;                                                  \
-		return sym##_full HS_ARGS params;                                                 \
+	depth_in();
+	if (rec) /* else, or if the pool cannot place it, the table's */
+		p = pool_alloc(t, size ? size : 1, 16, false, &kept);
+	if (!p)
+		p = hs_hot.fns.malloc(size ? size : 1);
+	depth_out();
+	if (UNLIKELY(p == NULL))
+		return f(size);
+	if (rec || (!placing && t && sample(size))) {
+		depth_in();
+		if (kept)
+			record_alloc_event(t, p, size, kind, HOOK_FP());
+		else
+			record_alloc(t, p, size, kind, HOOK_FP());
+		depth_out();
+	}
+	return p;
+}
+
+/* A delete's full path, before the real operator: what its hook does next. */
+enum delete_how {
+	DELETE_DONE,     /* nothing: P is NULL, or the pool's block, given back to the pool */
+	DELETE_FORWARD,  /* call the operator as it is: another module's, freeing a block of the
+			  * pool's, which its free gives back (to our free's hook) */
+	DELETE_RECORDED, /* call the operator at depth, then depth_out: its free was recorded if
+			  * the block was sampled, before the block is given back (free_before) */
+};
+
+/* The full path of a delete of P whose next operator is C's. */
+static inline __attribute__((always_inline)) enum delete_how delete_before(void *p, const struct cxx_next *c)
+{
+	uint64_t *w;
+
+	if (!p)
+		return DELETE_DONE;
+	if ((w = pool_mine(p))) {
+		if (!c->direct)
+			return DELETE_FORWARD;
+		pool_free(p, w); /* the runtime's plain delete only frees, as the pool does */
+		return DELETE_DONE;
+	}
+	free_before(p, 0);
+	return DELETE_RECORDED;
+}
+
+/* Each operator new's hook is three functions: SYM, the fast path, over SYM_full and
+ * SYM_passed, each with its own next operator (next_SYM). Passed by, the countdown is the
+ * new's and the real operator runs nested (SYM_passed): the malloc it calls finds the
+ * countdown parked, and its full path sees the depth and forwards; or, DIRECT, new_direct.
+ * The full path is a tail call, its frame the stack walk's first, as for malloc. */
+#define HS_HOOK_NEW(sym, kind, args, ret, params)                                                      \
+	static struct cxx_next next_##sym;                                                              \
+	HS_NEW_FULL(sym, kind, args, ret, params)                                                       \
+	HS_NEW_PASSED(sym, args, ret, params)                                                           \
+	HS_NEW_FAST(sym, args, ret, params)
+
+/* ALIGN 0 in alloc_before: an operator new of another module keeps its samples in the table. */
+#define HS_NEW_FULL(sym, kind, args, ret, params)                                                      \
+	static __attribute__((noinline)) ret sym##_full HS_PARAMS params                                \
+	{                                                                                               \
+		ret(*f) params = (ret(*) params)next_sym(&next_##sym, #sym);                            \
+		struct alloc_call c;                                                                    \
+		if (LIKELY(next_##sym.direct))                                                          \
+			return new_direct_full(HS_KIND_##kind, HS_SIZE_OF_##args, (new_fn)(void *)f);    \
+		void *p = alloc_before(&c, HS_SIZE_OF_##args, 0, false);                                \
+		return alloc_after(&c, p ? p : f HS_ARGS params, HS_KIND_##kind, HS_SIZE_OF_##args, 0); \
 	}
 
-/* Every delete frees its block as free does, then lets the real operator run nested. A
- * block never sampled is passed by as free passes it: to the real operator, whose free is
- * passed by the same way, or, DIRECT, to the real free, which is all that operator would do. */
-#define HS_HOOK_DELETE(sym, kind, args, ret, params)                                             \
-	static struct cxx_next next_##sym;                                                        \
-	static __attribute__((noinline)) ret sym##_full HS_PARAMS params                          \
-	{                                                                                         \
-		ret(*f) params = (ret(*) params)next_sym(&next_##sym, #sym);                      \
-		void *p = HS_PTR_OF_##args;                                                       \
-		struct tstate *t;                                                                 \
-		uint64_t ts, size, *w;                                                            \
-		if (!p)                                                                           \
-			return;                                                                   \
-		if ((w = pool_mine(p))) { /* the runtime's plain delete only frees, as the pool does */ \
-			if (next_##sym.direct)                                                    \
-				pool_free(p, w);                                                  \
-			else                                                                      \
-				f HS_ARGS params; /* its free comes to us */                      \
-			return;                                                                   \
-		}                                                                                 \
-		t = free_begin(p, &size, &ts);                                                    \
-		depth_in();                                                                       \
-		if (t) /* before the block is given back, as free_hook's */                       \
-			record_free(t, p, size, 0, ts);                                           \
-		f HS_ARGS params;                                                                 \
-		depth_out();                                                                      \
-	}                                                                                         \
-	HOOK EXPORT FAST ret sym HS_PARAMS params                                                 \
-	{                                                                                         \
-		ret(*f) params = (ret(*) params)__atomic_load_n(&next_##sym.fn, __ATOMIC_ACQUIRE); \
-		if (LIKELY(f && next_##sym.direct)) {                                             \
-			if (LIKELY(free_pass_by(HS_PTR_OF_##args)))                               \
-				return hs_hot.free1(HS_PTR_OF_##args);                             \
-		} else if (f && table_pass_by(HS_PTR_OF_##args)) {                                \
-			return f HS_ARGS params; /* its new's samples are in the table */          \
-		}                                                                                 \
-		sym##_full HS_ARGS params;                                                        \
+/* Passed by, another module's operator: a call, not on the fast path's text. */
+#define HS_NEW_PASSED(sym, args, ret, params)                                                          \
+	static __attribute__((noinline)) ret sym##_passed HS_PARAMS params                              \
+	{                                                                                               \
+		ret(*f) params = (ret(*) params)__atomic_load_n(&next_##sym.fn, __ATOMIC_ACQUIRE);      \
+		void *p;                                                                                \
+		depth_in(); /* the countdown parked: its malloc is not another */                       \
+		p = f HS_ARGS params;                                                                   \
+		depth_out();                                                                            \
+		return p;                                                                               \
+	}
+
+#define HS_NEW_FAST(sym, args, ret, params)                                                            \
+	HOOK EXPORT FAST ret sym HS_PARAMS params                                                       \
+	{                                                                                               \
+		ret(*f) params = (ret(*) params)__atomic_load_n(&next_##sym.fn, __ATOMIC_ACQUIRE);      \
+		if (LIKELY(f && pass_by(HS_SIZE_OF_##args)))                                            \
+			return LIKELY(next_##sym.direct) ? new_direct(HS_SIZE_OF_##args, (new_fn)(void *)f) : sym##_passed HS_ARGS params; \
+		if (f && nested()) /* operator new[] calls operator new */                              \
+			return f HS_ARGS params;                                                        \
+		return sym##_full HS_ARGS params;                                                       \
+	}
+
+/* Every delete frees its block as free does, then lets the real operator run nested: two
+ * functions, SYM over SYM_full. A block never sampled is passed by as free passes it: to the
+ * real operator, whose free is passed by the same way, or, DIRECT, to the real free, which is
+ * all that operator would do. */
+#define HS_HOOK_DELETE(sym, kind, args, ret, params)                                                   \
+	static struct cxx_next next_##sym;                                                              \
+	HS_DELETE_FULL(sym, args, ret, params)                                                          \
+	HS_DELETE_FAST(sym, args, ret, params)
+
+#define HS_DELETE_FULL(sym, args, ret, params)                                                         \
+	static __attribute__((noinline)) ret sym##_full HS_PARAMS params                                \
+	{                                                                                               \
+		ret(*f) params = (ret(*) params)next_sym(&next_##sym, #sym);                            \
+		enum delete_how how = delete_before(HS_PTR_OF_##args, &next_##sym);                     \
+		if (how != DELETE_DONE)                                                                 \
+			f HS_ARGS params;                                                               \
+		if (how == DELETE_RECORDED)                                                             \
+			depth_out();                                                                    \
+	}
+
+#define HS_DELETE_FAST(sym, args, ret, params)                                                         \
+	HOOK EXPORT FAST ret sym HS_PARAMS params                                                       \
+	{                                                                                               \
+		ret(*f) params = (ret(*) params)__atomic_load_n(&next_##sym.fn, __ATOMIC_ACQUIRE);      \
+		if (LIKELY(f && next_##sym.direct && free_pass_by(HS_PTR_OF_##args)))                   \
+			return hs_hot.free1(HS_PTR_OF_##args);                                          \
+		if (f && !next_##sym.direct && table_pass_by(HS_PTR_OF_##args))                         \
+			return f HS_ARGS params; /* its new's samples are in the table */               \
+		sym##_full HS_ARGS params;                                                              \
 	}
 
 #define HS_HOOK_OWN(sym, kind, args, ret, params)

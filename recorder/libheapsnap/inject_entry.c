@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "inject_abi.h"
+#include "abi/inject_abi.h"
 #include "libheapsnap.h"
 #include "python.h"
 
@@ -119,7 +119,7 @@ static int shm_setup(struct hs_inject_lib *l)
 	h->data_offset = hs_shm_data_offset(l->nr_rings);
 	/* Whole before any hook can see it: one still running from a session taken over reads it
 	 * (claim_ring, reserve_full). */
-	__atomic_store_n(&shm, h, __ATOMIC_RELEASE);
+	__atomic_store_n(&hs_hot.sl.shm, h, __ATOMIC_RELEASE);
 	own_shm_fd = fd;
 	return 0;
 }
@@ -131,24 +131,24 @@ static void shm_session(const struct hs_inject_data *d)
 	const struct hs_inject_lib *l = &d->lib;
 	struct timespec t;
 
-	for (uint32_t i = 0; i < shm->nr_rings; i++) {
-		struct hs_shm_ring *r = &shm->rings[i];
+	for (uint32_t i = 0; i < hs_hot.sl.shm->nr_rings; i++) {
+		struct hs_shm_ring *r = &hs_hot.sl.shm->rings[i];
 
 		__atomic_store_n(&r->cons, __atomic_load_n(&r->prod, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
 		__atomic_store_n(&r->owner, 0, __ATOMIC_RELEASE);
 	}
-	memset(shm->counters, 0, sizeof(shm->counters));
-	shm->sample_rate = l->sample_rate;
-	shm->stack_mode = l->stack_mode;
-	shm->max_stack = l->max_stack;
-	shm->dwarf_bytes = l->dwarf_bytes;
-	shm->recorder_pid = l->recorder_pid;
-	memcpy(shm->thresholds, d->thresholds, sizeof(shm->thresholds));
+	memset(hs_hot.sl.shm->counters, 0, sizeof(hs_hot.sl.shm->counters));
+	hs_hot.sl.shm->sample_rate = l->sample_rate;
+	hs_hot.sl.shm->stack_mode = l->stack_mode;
+	hs_hot.sl.shm->max_stack = l->max_stack;
+	hs_hot.sl.shm->dwarf_bytes = l->dwarf_bytes;
+	hs_hot.sl.shm->recorder_pid = l->recorder_pid;
+	memcpy(hs_hot.sl.shm->thresholds, d->thresholds, sizeof(hs_hot.sl.shm->thresholds));
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	shm->heartbeat_ns = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-	shm->version = HS_SHM_VERSION;
-	shm->magic = HS_SHM_MAGIC;
-	__atomic_store_n(&shm->dormant, 0, __ATOMIC_RELEASE);
+	hs_hot.sl.shm->heartbeat_ns = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+	hs_hot.sl.shm->version = HS_SHM_VERSION;
+	hs_hot.sl.shm->magic = HS_SHM_MAGIC;
+	__atomic_store_n(&hs_hot.sl.shm->dormant, 0, __ATOMIC_RELEASE);
 }
 
 static void wait_for_detach(int pipe_fd)
@@ -158,7 +158,7 @@ static void wait_for_detach(int pipe_fd)
 		int n = poll(&p, 1, 100);
 		char c;
 
-		if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE))
+		if (!__atomic_load_n(&hs_hot.sl.active, __ATOMIC_ACQUIRE))
 			return; /* a hook found the recorder gone quiet */
 		if (n < 0 && errno != EINTR)
 			return;
@@ -275,21 +275,21 @@ static int session(struct hs_inject_data *d)
 	 * event, and this session takes the place of that one. Its memory is marked ended (a
 	 * recorder killed did not), so that a program exec'd from here on, which finds it in its
 	 * environment, runs unrecorded rather than fill rings nobody reads. */
-	if (__atomic_load_n(&active, __ATOMIC_ACQUIRE)) {
+	if (__atomic_load_n(&hs_hot.sl.active, __ATOMIC_ACQUIRE)) {
 		if (!recorder_ended())
 			return fail(l, EBUSY, "already recording (heapsnap-record started this process)");
-		__atomic_store_n(&shm->dormant, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&hs_hot.sl.shm->dormant, 1, __ATOMIC_RELEASE);
 		go_dormant();
 		/* Before the new memory is published (shm_setup): see ring_memory. */
-		__atomic_add_fetch(&session_gen, 1, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&hs_hot.sl.session_gen, 1, __ATOMIC_RELEASE);
 	}
 	if (got_init())
 		return fail(l, ENOMEM, "the table of rewritten GOT entries");
 	/* The real functions before any entry points at a hook that calls them. */
 	resolve_from(RTLD_DEFAULT);
-	if (got_is_hook((void *)real.malloc))
+	if (got_is_hook((void *)hs_hot.fns.malloc))
 		resolve_from(RTLD_NEXT); /* preloaded before: we are the default */
-	if (!real.malloc || !real.free)
+	if (!hs_hot.fns.malloc || !hs_hot.fns.free)
 		return fail(l, ENOENT, "no malloc or free to forward to");
 	d->times[HS_T_RESOLVED] = now_ns();
 	if ((err = shm_setup(l)))
@@ -298,11 +298,11 @@ static int session(struct hs_inject_data *d)
 	sampled_clear();
 	py_codes_new_session();
 	shm_session(d);
-	__atomic_add_fetch(&session_gen, 1, __ATOMIC_RELEASE);
-	injected = 1;
+	__atomic_add_fetch(&hs_hot.sl.session_gen, 1, __ATOMIC_RELEASE);
+	hs_hot.sl.injected = 1;
 	process_attach();
-	fast_path(shm->sample_rate != 0); /* before any block is sampled, as in lib_process.c */
-	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
+	fast_path(hs_hot.sl.shm->sample_rate != 0); /* before any block is sampled, as in lib_process.c */
+	__atomic_store_n(&hs_hot.sl.active, 1, __ATOMIC_RELEASE);
 	/* Before any entry is rewritten: the trampoline then leaves every entry as it finds it
 	 * (recorder/inject/inject_stub.S, the lazy binder's). */
 	__atomic_store_n(&d->patching, 1, __ATOMIC_SEQ_CST);
@@ -352,7 +352,7 @@ static int session(struct hs_inject_data *d)
 	wait_for_detach(l->pipe_fd);
 
 	go_dormant();
-	__atomic_store_n(&shm->dormant, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&hs_hot.sl.shm->dormant, 1, __ATOMIC_RELEASE);
 	pymem_detach();
 	got_restore_all();
 	__atomic_store_n(&l->lib_state, HS_LIB_DETACHED, __ATOMIC_RELEASE);

@@ -39,7 +39,7 @@ static void emit_proc(uint8_t type, uint32_t ppid)
 	uint32_t need;
 	int fd;
 
-	if (!t || !shm)
+	if (!t || !hs_hot.sl.shm)
 		return;
 	depth_in();
 	e = reserve(t, sizeof(*e), &need);
@@ -48,10 +48,10 @@ static void emit_proc(uint8_t type, uint32_t ppid)
 		ssize_t n;
 
 		memset(e, 0, sizeof(*e));
-		fill_hdr(&e->h, type, type == HS_EV_EXIT ? HS_EXIT_FLAG_NO_STATUS : 0, self_pid, now_ns());
-		e->h.tid = self_pid;
+		fill_hdr(&e->h, type, type == HS_EV_EXIT ? HS_EXIT_FLAG_NO_STATUS : 0, hs_hot.sl.self_pid, now_ns());
+		e->h.tid = hs_hot.sl.self_pid;
 		e->ppid = ppid;
-		real.prctl(PR_GET_NAME, (unsigned long)e->comm, 0, 0, 0);
+		hs_hot.fns.prctl(PR_GET_NAME, (unsigned long)e->comm, 0, 0, 0);
 		n = readlink("/proc/self/exe", e->path, sizeof(e->path) - 1);
 		if (n < 0)
 			e->path[0] = 0;
@@ -123,7 +123,7 @@ void emit_maps(void)
 {
 	struct tstate *t = thread_state();
 
-	if (!t || !shm)
+	if (!t || !hs_hot.sl.shm)
 		return;
 	depth_in();
 	dl_iterate_phdr(map_cb, t);
@@ -134,12 +134,12 @@ HOOK EXPORT void *dlopen(const char *file, int mode)
 {
 	void *h;
 
-	if (UNLIKELY(!real.dlopen))
+	if (UNLIKELY(!hs_hot.fns.dlopen))
 		resolve();
-	h = real.dlopen(file, mode);
-	if (h && __atomic_load_n(&active, __ATOMIC_RELAXED) && !tdepth) {
+	h = hs_hot.fns.dlopen(file, mode);
+	if (h && hs_active() && !hook_depth()) {
 		emit_maps(); /* the recorder keeps each mapping once */
-		if (injected)
+		if (hs_hot.sl.injected)
 			got_patch_new();
 		py_attach(); /* an interpreter embedded now */
 	}
@@ -150,12 +150,12 @@ HOOK EXPORT int pthread_setname_np(pthread_t th, const char *name)
 {
 	int ret;
 
-	if (UNLIKELY(!real.setname))
+	if (UNLIKELY(!hs_hot.fns.setname))
 		resolve();
-	ret = real.setname(th, name);
-	if (!ret && pthread_equal(th, pthread_self()) && __atomic_load_n(&active, __ATOMIC_RELAXED) && tsp &&
-	    tsp->ring >= 0)
-		emit_comm(tsp);
+	ret = hs_hot.fns.setname(th, name);
+	if (!ret && pthread_equal(th, pthread_self()) && hs_active() && hs_tls.t &&
+	    hs_tls.t->ring >= 0)
+		emit_comm(hs_tls.t);
 	return ret;
 }
 
@@ -169,11 +169,11 @@ HOOK EXPORT int prctl(int op, ...)
 	for (int i = 0; i < 4; i++)
 		a[i] = va_arg(ap, unsigned long);
 	va_end(ap);
-	if (UNLIKELY(!real.prctl))
+	if (UNLIKELY(!hs_hot.fns.prctl))
 		resolve();
-	ret = real.prctl(op, a[0], a[1], a[2], a[3]);
-	if (!ret && op == PR_SET_NAME && __atomic_load_n(&active, __ATOMIC_RELAXED) && tsp && tsp->ring >= 0)
-		emit_comm(tsp);
+	ret = hs_hot.fns.prctl(op, a[0], a[1], a[2], a[3]);
+	if (!ret && op == PR_SET_NAME && hs_active() && hs_tls.t && hs_tls.t->ring >= 0)
+		emit_comm(hs_tls.t);
 	return ret;
 }
 
@@ -182,7 +182,7 @@ static uint32_t fork_parent;
 /* No lock may be held across fork: the child would wait on it forever. */
 static void before_fork(void)
 {
-	fork_parent = self_pid;
+	fork_parent = hs_hot.sl.self_pid;
 	unwind_before_fork();
 	sampled_lock_all();
 	pool_lock();
@@ -201,32 +201,32 @@ static void after_fork_child(void)
 	pool_unlock();
 	sampled_unlock_all();
 	unwind_after_fork(true);
-	self_pid = (uint32_t)getpid();
+	hs_hot.sl.self_pid = (uint32_t)getpid();
 	py_after_fork_child();
-	if (tsp) {
-		tsp->tid = gettid_raw();
-		rng_seed(tsp);
-		tsp->ring = -1;
-		memset(tsp->sent, 0, sizeof(tsp->sent));
+	if (hs_tls.t) {
+		hs_tls.t->tid = gettid_raw();
+		rng_seed(hs_tls.t);
+		hs_tls.t->ring = -1;
+		memset(hs_tls.t->sent, 0, sizeof(hs_tls.t->sent));
 	}
-	if (__atomic_load_n(&active, __ATOMIC_RELAXED))
+	if (hs_active())
 		emit_proc(HS_EV_FORK, fork_parent);
 }
 
 /* Ring I goes back to the pool once the recorder has read it (take_ring, reclaim_rings). */
 static void ring_closing(int i)
 {
-	__atomic_fetch_or(&shm->rings[i].owner, HS_SHM_CLOSING, __ATOMIC_RELEASE);
+	__atomic_fetch_or(&hs_hot.sl.shm->rings[i].owner, HS_SHM_CLOSING, __ATOMIC_RELEASE);
 }
 
 __attribute__((destructor)) static void hs_fini(void)
 {
-	if (__atomic_load_n(&active, __ATOMIC_RELAXED) && tsp && tsp->ring >= 0 && tsp->gen == session_gen) {
+	if (hs_active() && hs_tls.t && hs_tls.t->ring >= 0 && hs_tls.t->gen == hs_hot.sl.session_gen) {
 		emit_proc(HS_EV_EXIT, 0); /* marked: no status known here */
 		/* The process is ending: its ring is free to the next process once read, rather
 		 * than after the recorder finds the pid gone. Anything later claims anew. */
-		ring_closing(tsp->ring);
-		tsp->ring = -1;
+		ring_closing(hs_tls.t->ring);
+		hs_tls.t->ring = -1;
 	}
 }
 
@@ -234,10 +234,10 @@ __attribute__((destructor)) static void hs_fini(void)
  * it, and nothing of this image has claimed one yet): closing, as its threads are gone. */
 static void close_previous_image(void)
 {
-	for (uint32_t i = 0; i < shm->nr_rings; i++) {
-		uint64_t owner = __atomic_load_n(&shm->rings[i].owner, __ATOMIC_ACQUIRE);
+	for (uint32_t i = 0; i < hs_hot.sl.shm->nr_rings; i++) {
+		uint64_t owner = __atomic_load_n(&hs_hot.sl.shm->rings[i].owner, __ATOMIC_ACQUIRE);
 
-		if (owner && owner >> 32 == self_pid && !(owner & HS_SHM_CLOSING))
+		if (owner && owner >> 32 == hs_hot.sl.self_pid && !(owner & HS_SHM_CLOSING))
 			ring_closing((int)i);
 	}
 }
@@ -320,7 +320,7 @@ __attribute__((constructor)) static void hs_init(void)
 
 	hs_ctor_ns[0] = now_ns();
 	resolve();
-	self_pid = (uint32_t)getpid();
+	hs_hot.sl.self_pid = (uint32_t)getpid();
 	hs_ctor_ns[1] = now_ns();
 	if (!env)
 		return; /* not started by heapsnap-record: hooks pass through */
@@ -344,19 +344,21 @@ __attribute__((constructor)) static void hs_init(void)
 		close(fd);
 	if (m == MAP_FAILED || events_init())
 		return;
-	shm = m;
-	if (shm->magic != HS_SHM_MAGIC || shm->version != HS_SHM_VERSION ||
-	    hs_shm_size(shm->nr_rings, shm->ring_bytes) > (uint64_t)st.st_size ||
-	    (shm->ring_bytes & (shm->ring_bytes - 1)) || __atomic_load_n(&shm->dormant, __ATOMIC_ACQUIRE)) {
-		shm = NULL;
+	hs_hot.sl.shm = m;
+	struct hs_shm_hdr *h = m;
+
+	if (h->magic != HS_SHM_MAGIC || h->version != HS_SHM_VERSION ||
+	    hs_shm_size(h->nr_rings, h->ring_bytes) > (uint64_t)st.st_size || (h->ring_bytes & (h->ring_bytes - 1)) ||
+	    __atomic_load_n(&h->dormant, __ATOMIC_ACQUIRE)) {
+		hs_hot.sl.shm = NULL;
 		return;
 	}
 	close_previous_image();
 	process_attach();
 	/* Whether sampled blocks go to the pool is settled before any is sampled: a block put in
 	 * the table before the pool's range is published would pass by at its free. */
-	fast_path(shm->sample_rate != 0);
-	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
+	fast_path(hs_hot.sl.shm->sample_rate != 0);
+	__atomic_store_n(&hs_hot.sl.active, 1, __ATOMIC_RELEASE);
 	emit_proc(HS_EV_EXEC, (uint32_t)getppid());
 	emit_maps();
 	py_attach();
@@ -367,7 +369,7 @@ void process_attach(void)
 {
 	static int done;
 
-	self_pid = (uint32_t)getpid();
+	hs_hot.sl.self_pid = (uint32_t)getpid();
 	if (!__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
 		pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }

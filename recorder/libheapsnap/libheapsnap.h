@@ -15,9 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/types.h>
+
+#include "abi/event_abi.h"
+#include "abi/shm.h"
 #include "allocators.h"
-#include "record.h"
-#include "shm.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -105,20 +107,20 @@ struct hs_pass {
 	void *(*calloc)(size_t, size_t);
 };
 /* What every hook reads, from a page boundary: the shards' filter words on one cache line,
- * then what a pass-by reads besides: where malloc's and calloc's jump, real.free's copy, the
+ * then what a pass-by reads besides: where malloc's and calloc's jump, fns.free's copy, the
  * pool's range, whether the other hooks pass by, and the first two real functions (malloc,
  * calloc; realloc is on the next line). Then each shard's least filter. Written only when a
  * session starts or ends, or a filter resizes. */
 struct hs_hot {
 	uint64_t fw[SAMPLED_SHARDS]; /* filter words; 0 while frees cannot pass by */
 	struct hs_pass pass;
-	void (*free1)(void *); /* real.free, set with it (resolve_from) */
+	void (*free1)(void *); /* fns.free, set with it (resolve_from) */
 	/* Sampled blocks' pages (pool.c) while they are kept there: a free whose block lies
 	 * outside passes by. Otherwise 0 and ~0, and the filter decides. */
 	uint64_t pool_lo, pool_len;
 	/* The gate of every other hook's pass-by (pass_by): sampling, as hs_pass says. */
 	uint64_t passing;
-	struct real_fns fns;  /* real */
+	struct real_fns fns;  /* the real functions the hooks forward to */
 	struct hs_sample_line sl;
 	uint64_t filter_min[SAMPLED_SHARDS][(1u << FILTER_MIN_BITS) / 64] __attribute__((aligned(64)));
 };
@@ -126,14 +128,12 @@ struct hs_hot {
  * instruction pointer itself, with no GOT entry's load (which the linker turns into a lea,
  * holding a register on every pass-by). */
 extern struct hs_hot hs_hot __attribute__((visibility("hidden")));
-#define real (hs_hot.fns)
-#define shm (hs_hot.sl.shm)
-#define active (hs_hot.sl.active)
-#define session_gen (hs_hot.sl.session_gen)
-#define self_pid (hs_hot.sl.self_pid)
-#define injected (hs_hot.sl.injected)
-#define py_ready (hs_hot.sl.py_ready)
-#define filter_word_of(p) (hs_hot.fw[shard_of(p)])
+
+/* The filter word of P's shard (hs_hot.fw). */
+static inline __attribute__((always_inline)) uint64_t *filter_word_ptr(const void *p)
+{
+	return &hs_hot.fw[shard_of(p)];
+}
 
 /* A thread's last table walk (stack_walk.c), frame by frame: where each frame's return address
  * and rbp were read from and what they held, so that the next walk from the same place can
@@ -158,7 +158,7 @@ struct walk_memo {
 struct tstate {
 	/* What each sample reads, on the state's first line (its pages are its own, mmapped):
 	 * cold at each sample, as hs_sample_line's are. */
-	uint32_t gen;   /* the session it was made for (session_gen) */
+	uint32_t gen;   /* the session it was made for (hs_hot.sl.session_gen) */
 	int ring;       /* claimed ring, -1 none yet, -2 none to be had */
 	uint32_t tid;
 	/* Why the stack of the allocation being recorded is short (a counter, HS_CNT_*), or -1:
@@ -203,9 +203,19 @@ struct hs_tls {
 	uint64_t parked; /* the countdown while nested */
 } __attribute__((aligned(64))); /* within one cache line */
 extern __thread struct hs_tls hs_tls __attribute__((tls_model("initial-exec")));
-#define tsp (hs_tls.t)
-/* Read only: the depth changes through depth_in and depth_out, which park the countdown. */
-#define tdepth (hs_tls.depth + 0)
+
+/* Whether the process is attached to a recorder, and its hooks record (hs_hot.sl.active). */
+static inline __attribute__((always_inline)) bool hs_active(void)
+{
+	return __atomic_load_n(&hs_hot.sl.active, __ATOMIC_RELAXED);
+}
+
+/* How deep the thread is inside our hooks. Read only: the depth changes through depth_in and
+ * depth_out, which park the countdown. */
+static inline __attribute__((always_inline)) int hook_depth(void)
+{
+	return hs_tls.depth;
+}
 
 static inline __attribute__((always_inline)) void depth_in(void)
 {
@@ -348,7 +358,7 @@ static inline __attribute__((always_inline)) bool filter_maybe(uint64_t w, const
 /* Whether P may be a sampled block (true whenever not sampling). */
 static inline __attribute__((always_inline)) bool sampled_maybe(const void *p)
 {
-	uint64_t w = __atomic_load_n(&filter_word_of(p), __ATOMIC_ACQUIRE);
+	uint64_t w = __atomic_load_n(filter_word_ptr(p), __ATOMIC_ACQUIRE);
 
 	return !w || filter_maybe(w, p);
 }
@@ -381,7 +391,7 @@ static inline __attribute__((always_inline)) bool countdown_pass(size_t size)
  * then every call takes the full path, as it did before any session. */
 static inline __attribute__((always_inline)) void countdown_stop(void)
 {
-	if (!hs_tls.depth && !__atomic_load_n(&active, __ATOMIC_RELAXED))
+	if (!hs_tls.depth && !hs_active())
 		hs_tls.left = 0;
 }
 
@@ -404,7 +414,7 @@ static inline __attribute__((always_inline)) bool nested(void)
  * no boot_alloc memory was ever handed out, which must never reach the real free. */
 static inline __attribute__((always_inline)) bool filter_pass_by(const void *p)
 {
-	uint64_t w = __atomic_load_n(&filter_word_of(p), __ATOMIC_ACQUIRE);
+	uint64_t w = __atomic_load_n(filter_word_ptr(p), __ATOMIC_ACQUIRE);
 
 	return w && !filter_maybe(w, p);
 }
@@ -550,8 +560,9 @@ static inline __attribute__((always_inline)) bool is_boot(const void *p)
 /* The calling thread's state, made on its first event. */
 static inline __attribute__((always_inline)) struct tstate *thread_state(void)
 {
-	return LIKELY(tsp != NULL && tsp->gen == __atomic_load_n(&session_gen, __ATOMIC_RELAXED)) ? tsp
-												 : thread_state_new();
+	return LIKELY(hs_tls.t != NULL && hs_tls.t->gen == __atomic_load_n(&hs_hot.sl.session_gen, __ATOMIC_RELAXED))
+		       ? hs_tls.t
+		       : thread_state_new();
 }
 
 /* Whether this allocation is recorded: always every event; sampled, when the thread's byte
@@ -561,7 +572,7 @@ static inline __attribute__((always_inline)) bool sample(size_t size)
 	uint64_t *c = countdown();
 	int64_t left;
 
-	if (!shm->sample_rate)
+	if (!hs_hot.sl.shm->sample_rate)
 		return true;
 	left = (int64_t)(*c - size);
 	if (LIKELY(left > 0)) {
@@ -580,11 +591,11 @@ static inline __attribute__((always_inline)) bool sample(size_t size)
 /* The thread's state if this call is to be recorded: attached, not nested in another hook. */
 static inline __attribute__((always_inline)) struct tstate *enter(void)
 {
-	if (UNLIKELY(!hs_hot.free1)) /* on the pass-by's line; real.free is on the next */
+	if (UNLIKELY(!hs_hot.free1)) /* on the pass-by's line; fns.free is on the next */
 		resolve();
 	/* Whether the recorder has detached is asked only of events about to be written
 	 * (reserve): a call the sampler passes by writes nothing either way. */
-	if (!__atomic_load_n(&active, __ATOMIC_RELAXED) || tdepth)
+	if (!hs_active() || hook_depth())
 		return NULL;
 	return thread_state();
 }

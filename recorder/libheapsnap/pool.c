@@ -84,7 +84,7 @@ int pool_init(void)
 	return 0;
 }
 
-/* Whether the next allocators are glibc's: only glibc's free takes our blocks for its own. */
+/* Whether the next allocator F is glibc's: only glibc's free takes our blocks for its own. */
 static bool from_glibc(const void *f)
 {
 	Dl_info di;
@@ -100,11 +100,13 @@ static bool from_glibc(const void *f)
 void pool_resolved(void *handle)
 {
 	(void)handle;
-	allowed = from_glibc((void *)real.malloc) && from_glibc((void *)real.free) &&
-		  from_glibc((void *)real.calloc) && from_glibc((void *)real.realloc) &&
-		  from_glibc((void *)real.posix_memalign) && from_glibc((void *)real.memalign) &&
-		  from_glibc((void *)real.aligned_alloc) && from_glibc((void *)real.valloc) &&
-		  from_glibc((void *)real.pvalloc);
+	/* Every real function the hooks forward to (struct real_fns: the table's lines with hook
+	 * OWN, ALLOC or FREE, common/allocators.def) is glibc's, or the pool stays unused. */
+	allowed = true;
+#define HS_ALLOC(sym, kind, args, nest, hook, ret, params) \
+	HS_ALLOC_IF_REAL(hook, allowed = allowed && from_glibc((void *)hs_hot.fns.sym);)
+#include "allocators.def"
+#undef HS_ALLOC
 	if (allowed) {
 		usable_size = (size_t(*)(void *))dlsym(RTLD_DEFAULT, "malloc_usable_size");
 		allowed = from_glibc((void *)usable_size);
@@ -173,7 +175,7 @@ void pool_stop(void)
  * them, as if their allocations had never been seen (they were not, this session). */
 void pool_switch(bool sampling)
 {
-	bool on = sampling && base && allowed && shm && shm->sample_rate >= POOL_MIN_RATE;
+	bool on = sampling && base && allowed && hs_hot.sl.shm && hs_hot.sl.shm->sample_rate >= POOL_MIN_RATE;
 	uint64_t c = (now_ns() ^ (uint64_t)(uintptr_t)&on) * 0x9e3779b97f4a7c15ull;
 
 	spin_lock(&lock);

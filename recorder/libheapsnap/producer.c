@@ -54,8 +54,8 @@ uint64_t now_ns(void)
 
 void count(int which)
 {
-	if (shm)
-		__atomic_fetch_add(&shm->counters[which], 1, __ATOMIC_RELAXED);
+	if (hs_hot.sl.shm)
+		__atomic_fetch_add(&hs_hot.sl.shm->counters[which], 1, __ATOMIC_RELAXED);
 }
 
 uint32_t gettid_raw(void)
@@ -73,9 +73,9 @@ uint32_t gettid_raw(void)
  * generation: the new memory seen, its generation is seen too. */
 static inline struct hs_shm_hdr *ring_memory(const struct tstate *t)
 {
-	struct hs_shm_hdr *m = __atomic_load_n(&shm, __ATOMIC_ACQUIRE);
+	struct hs_shm_hdr *m = __atomic_load_n(&hs_hot.sl.shm, __ATOMIC_ACQUIRE);
 
-	return t->gen == __atomic_load_n(&session_gen, __ATOMIC_RELAXED) ? m : NULL;
+	return t->gen == __atomic_load_n(&hs_hot.sl.session_gen, __ATOMIC_RELAXED) ? m : NULL;
 }
 
 static void thread_exit(void *arg)
@@ -90,7 +90,7 @@ static void thread_exit(void *arg)
 		pool_thread_exit(t);
 		munmap(t, sizeof(*t));
 	}
-	tsp = NULL;
+	hs_tls.t = NULL;
 }
 
 /* splitmix64's finalizer: every output bit depends on every input bit. */
@@ -105,7 +105,7 @@ static uint64_t mix64(uint64_t z)
  * threads, or a parent and its forked child, do not draw the same sequence. */
 void rng_seed(struct tstate *t)
 {
-	t->rng = mix64((uint64_t)(uintptr_t)t ^ (uint64_t)t->tid << 32 ^ self_pid ^ mix64(now_ns()));
+	t->rng = mix64((uint64_t)(uintptr_t)t ^ (uint64_t)t->tid << 32 ^ hs_hot.sl.self_pid ^ mix64(now_ns()));
 }
 
 /* The bytes to the next sample: one of the exponential quantiles, by an index from the
@@ -115,19 +115,19 @@ void rng_seed(struct tstate *t)
 #define RNG_STEP 0x9e3779b97f4a7c15ull
 int64_t draw(void)
 {
-	uint64_t x = mix64(tsp->rng += RNG_STEP);
-	int64_t v = (int64_t)shm->thresholds[x >> (64 - HS_NR_THRESHOLDS_BITS)];
+	uint64_t x = mix64(hs_tls.t->rng += RNG_STEP);
+	int64_t v = (int64_t)hs_hot.sl.shm->thresholds[x >> (64 - HS_NR_THRESHOLDS_BITS)];
 
 	/* The next draw's quantile fetched now: a random one of 128 lines, cold by the time a
 	 * sparse sampler draws again, was most of a draw's time (perf, churn at 512 KiB). */
-	__builtin_prefetch(&shm->thresholds[mix64(tsp->rng + RNG_STEP) >> (64 - HS_NR_THRESHOLDS_BITS)]);
+	__builtin_prefetch(&hs_hot.sl.shm->thresholds[mix64(hs_tls.t->rng + RNG_STEP) >> (64 - HS_NR_THRESHOLDS_BITS)]);
 	return v;
 }
 
 /* A new countdown at the session's rate (parked, when the state is made inside a hook). */
 static void countdown_draw(struct tstate *t)
 {
-	t->rate = shm ? shm->sample_rate : 0;
+	t->rate = hs_hot.sl.shm ? hs_hot.sl.shm->sample_rate : 0;
 	*countdown() = t->rate ? (uint64_t)draw() : 0;
 }
 
@@ -137,17 +137,17 @@ struct tstate *thread_state_new(void)
 	struct tstate *t;
 	int saved_errno = errno; /* a free may be the thread's first event: free keeps errno */
 
-	if (tsp) {
+	if (hs_tls.t) {
 		/* Made for an earlier session: a ring and stacks of this one are to be had anew. */
-		t = tsp;
+		t = hs_tls.t;
 		t->ring = -1;
 		memset(t->sent, 0, sizeof(t->sent));
 		/* The countdown left from the last session that sampled at this rate runs on: the
 		 * calls it passed by since this one began were passed by fairly, the rest of a
 		 * draw being a draw (Poisson). Drawn at another rate, it is drawn anew. */
-		if (!shm || shm->sample_rate != t->rate || !*countdown())
+		if (!hs_hot.sl.shm || hs_hot.sl.shm->sample_rate != t->rate || !*countdown())
 			countdown_draw(t);
-		t->gen = __atomic_load_n(&session_gen, __ATOMIC_RELAXED);
+		t->gen = __atomic_load_n(&hs_hot.sl.session_gen, __ATOMIC_RELAXED);
 		return t;
 	}
 	t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -155,11 +155,11 @@ struct tstate *thread_state_new(void)
 		errno = saved_errno;
 		return NULL;
 	}
-	t->gen = __atomic_load_n(&session_gen, __ATOMIC_RELAXED);
+	t->gen = __atomic_load_n(&hs_hot.sl.session_gen, __ATOMIC_RELAXED);
 	t->ring = -1;
 	t->tid = gettid_raw();
 	rng_seed(t);
-	tsp = t;
+	hs_tls.t = t;
 	countdown_draw(t);
 	/* The stack's bounds: the walk reads nothing outside them, so junk frame pointers in
 	 * code built without them cannot fault. */
@@ -240,7 +240,7 @@ static bool take_ring(struct tstate *t, struct hs_shm_hdr *m, uint32_t i, uint64
 static bool claim_ring(struct tstate *t, struct hs_shm_hdr *m)
 {
 	uint32_t n = m->nr_rings;
-	uint64_t me = (uint64_t)self_pid << 32 | t->tid, since = now_ns();
+	uint64_t me = (uint64_t)hs_hot.sl.self_pid << 32 | t->tid, since = now_ns();
 	bool asked = false;
 
 	for (unsigned spins = 0;; spins++) {
@@ -254,8 +254,8 @@ static bool claim_ring(struct tstate *t, struct hs_shm_hdr *m)
 		}
 		/* Detached (the recording ended): no recorder will read or give back a ring. Taken
 		 * over by another session meanwhile: its rings are claimed at the next event. */
-		if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE) || __atomic_load_n(&m->dormant, __ATOMIC_ACQUIRE) ||
-		    m != __atomic_load_n(&shm, __ATOMIC_ACQUIRE))
+		if (!__atomic_load_n(&hs_hot.sl.active, __ATOMIC_ACQUIRE) || __atomic_load_n(&m->dormant, __ATOMIC_ACQUIRE) ||
+		    m != __atomic_load_n(&hs_hot.sl.shm, __ATOMIC_ACQUIRE))
 			break;
 		if (!closing) {
 			if (!asked)
@@ -289,7 +289,7 @@ static bool claim_ring(struct tstate *t, struct hs_shm_hdr *m)
  * anyway. */
 static void wake_recorder(void)
 {
-	struct hs_shm_hdr *m = __atomic_load_n(&shm, __ATOMIC_ACQUIRE);
+	struct hs_shm_hdr *m = __atomic_load_n(&hs_hot.sl.shm, __ATOMIC_ACQUIRE);
 
 	if (!m)
 		return;
@@ -311,7 +311,7 @@ static bool heartbeat_quiet(uint64_t hb, uint64_t now)
 
 static bool recorder_gone(uint64_t since)
 {
-	uint64_t hb = __atomic_load_n(&shm->heartbeat_ns, __ATOMIC_ACQUIRE), now = now_ns();
+	uint64_t hb = __atomic_load_n(&hs_hot.sl.shm->heartbeat_ns, __ATOMIC_ACQUIRE), now = now_ns();
 
 	return heartbeat_quiet(hb, now) && now - since > RECORDER_QUIET_NS;
 }
@@ -323,16 +323,16 @@ bool recorder_ended(void)
 {
 	uint64_t hb;
 
-	if (!shm)
+	if (!hs_hot.sl.shm)
 		return false;
-	hb = __atomic_load_n(&shm->heartbeat_ns, __ATOMIC_ACQUIRE);
-	return __atomic_load_n(&shm->dormant, __ATOMIC_ACQUIRE) || heartbeat_quiet(hb, now_ns());
+	hb = __atomic_load_n(&hs_hot.sl.shm->heartbeat_ns, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&hs_hot.sl.shm->dormant, __ATOMIC_ACQUIRE) || heartbeat_quiet(hb, now_ns());
 }
 
 void go_dormant(void)
 {
 	fast_path(false);
-	__atomic_store_n(&active, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&hs_hot.sl.active, 0, __ATOMIC_RELEASE);
 }
 
 /* A thread that must wait for the recorder to write on (its ring full, or no ring free), and
@@ -343,7 +343,7 @@ void go_dormant(void)
 static void give_up(void)
 {
 	fast_path(false);
-	if (__atomic_exchange_n(&active, 0, __ATOMIC_ACQ_REL))
+	if (__atomic_exchange_n(&hs_hot.sl.active, 0, __ATOMIC_ACQ_REL))
 		count(HS_CNT_RECORDER_STALLED);
 }
 
@@ -357,7 +357,7 @@ static inline uint8_t *ring_data(const struct tstate *t, const struct hs_shm_hdr
  * one taken over (inject_entry.c) ended another session, not this one. */
 static void dormant_seen(const struct hs_shm_hdr *m)
 {
-	if (m == __atomic_load_n(&shm, __ATOMIC_ACQUIRE))
+	if (m == __atomic_load_n(&hs_hot.sl.shm, __ATOMIC_ACQUIRE))
 		go_dormant();
 }
 
@@ -391,7 +391,8 @@ static __attribute__((noinline)) void *reserve_full(struct tstate *t, uint32_t l
 		t->cons = __atomic_load_n(&r->cons, __ATOMIC_ACQUIRE);
 		for (unsigned spins = 0; t->prod + pad + need - t->cons > size; spins++) {
 			/* Detached, or taken over: no recorder reads this ring any more. */
-			if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE) || m != __atomic_load_n(&shm, __ATOMIC_ACQUIRE)) {
+			if (!__atomic_load_n(&hs_hot.sl.active, __ATOMIC_ACQUIRE) ||
+			    m != __atomic_load_n(&hs_hot.sl.shm, __ATOMIC_ACQUIRE)) {
 				count(HS_CNT_RINGBUF_FULL);
 				return NULL;
 			}
@@ -493,7 +494,7 @@ void fill_hdr(struct hs_event_hdr *h, uint8_t type, uint8_t kind, uint32_t tid, 
 	h->type = type;
 	h->kind = kind;
 	h->nr = 0;
-	h->pid = self_pid;
+	h->pid = hs_hot.sl.self_pid;
 	h->tid = tid;
 	h->stop = 0;
 	h->ts = ts;
@@ -509,8 +510,8 @@ void emit_comm(struct tstate *t)
 		return;
 	fill_hdr(&e->h, HS_EV_COMM, 0, t->tid, now_ns());
 	memset(e->comm, 0, sizeof(e->comm));
-	if (real.prctl)
-		real.prctl(PR_GET_NAME, (unsigned long)e->comm, 0, 0, 0);
+	if (hs_hot.fns.prctl)
+		hs_hot.fns.prctl(PR_GET_NAME, (unsigned long)e->comm, 0, 0, 0);
 	commit(t, need);
 }
 
@@ -601,19 +602,19 @@ static uint64_t hash_ips(const uint64_t *ips, uint32_t n)
 static uint64_t capture(struct tstate *t, uint64_t fp, uint64_t ts)
 {
 	uint64_t ips[HS_MAX_STACK], h;
-	uint32_t n, need, max = shm->max_stack < HS_MAX_STACK ? shm->max_stack : HS_MAX_STACK;
+	uint32_t n, need, max = hs_hot.sl.shm->max_stack < HS_MAX_STACK ? hs_hot.sl.shm->max_stack : HS_MAX_STACK;
 	struct hs_stack_event *e;
 
-	if (shm->stack_mode == HS_STACK_NONE) {
+	if (hs_hot.sl.shm->stack_mode == HS_STACK_NONE) {
 		ips[0] = ((uint64_t *)fp)[1];
 		n = 1;
-	} else if (shm->stack_mode == HS_STACK_AUTO) {
+	} else if (hs_hot.sl.shm->stack_mode == HS_STACK_AUTO) {
 		n = unwind_walk(t, fp, ips, max);
 	} else {
 		n = walk(t, fp, ips, max);
 	}
 	/* Where the stack passes through Python's eval loop, the Python frames it ran. */
-	if (__atomic_load_n(&py_ready, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&hs_hot.sl.py_ready, __ATOMIC_RELAXED))
 		n = py_splice(t, ips, n, max);
 	if (!n)
 		return 0;
@@ -672,7 +673,7 @@ static uint64_t capture_dwarf(struct tstate *t, uint64_t fp, uint64_t ts)
 
 	if (sp < t->stack_lo || !used)
 		return 0;
-	len = used < shm->dwarf_bytes ? used : shm->dwarf_bytes;
+	len = used < hs_hot.sl.shm->dwarf_bytes ? used : hs_hot.sl.shm->dwarf_bytes;
 	if (len > HS_MAX_DWARF_BYTES)
 		len = HS_MAX_DWARF_BYTES;
 	if (used > len)
@@ -697,7 +698,7 @@ static uint64_t capture_dwarf(struct tstate *t, uint64_t fp, uint64_t ts)
 
 void record_alloc(struct tstate *t, void *p, size_t size, uint8_t kind, uint64_t fp)
 {
-	if (shm->sample_rate && !pool_mine(p) && !sampled_add(p, size))
+	if (hs_hot.sl.shm->sample_rate && !pool_mine(p) && !sampled_add(p, size))
 		return;
 	record_alloc_event(t, p, size, kind, fp);
 }
@@ -709,7 +710,7 @@ void record_alloc_event(struct tstate *t, void *p, size_t size, uint8_t kind, ui
 	uint32_t need;
 
 	t->walk_stop = -1;
-	h = shm->stack_mode == HS_STACK_DWARF ? capture_dwarf(t, fp, ts) : capture(t, fp, ts);
+	h = hs_hot.sl.shm->stack_mode == HS_STACK_DWARF ? capture_dwarf(t, fp, ts) : capture(t, fp, ts);
 	e = reserve(t, sizeof(*e), &need);
 	if (!e) {
 		if (t->walk_stop >= 0) /* no event to say it: counted here, as it was done */
@@ -724,7 +725,7 @@ void record_alloc_event(struct tstate *t, void *p, size_t size, uint8_t kind, ui
 	commit(t, need);
 	/* The interpreter may have started since (python.c): asked only then, since the
 	 * wrappers' state is a line of its own, cold at each sample of a program without one. */
-	if (__atomic_load_n(&py_ready, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&hs_hot.sl.py_ready, __ATOMIC_RELAXED))
 		pymem_on_recorded();
 }
 
@@ -736,7 +737,7 @@ void record_restore(struct tstate *t, void *p, uint64_t size)
 	struct hs_alloc_event *e;
 	uint32_t need;
 
-	if (shm->sample_rate && !pool_mine(p) && !sampled_add(p, size))
+	if (hs_hot.sl.shm->sample_rate && !pool_mine(p) && !sampled_add(p, size))
 		return;
 	e = reserve(t, sizeof(*e), &need);
 	if (!e)

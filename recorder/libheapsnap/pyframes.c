@@ -212,7 +212,7 @@ static void send_code(struct tstate *t, const struct code_ent *c)
 {
 	struct pystr name, file;
 	const uint8_t *table = NULL;
-	uint32_t nl, fl, tl, need, cap = shm->ring_bytes / 4;
+	uint32_t nl, fl, tl, need, cap = hs_hot.sl.shm->ring_bytes / 4;
 	struct hs_pycode_event *e;
 
 	pystr_get(c->name, &name);

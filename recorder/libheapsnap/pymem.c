@@ -122,15 +122,15 @@ static __attribute__((noinline)) void w_free_full(void *ctx, void *p)
 
 	uint64_t *w = pool_mine(p);
 
-	if (!(__atomic_load_n(&active, __ATOMIC_RELAXED) && shm->sample_rate && !tdepth && !sampled_maybe(p) && !w)) {
+	if (!(hs_active() && hs_hot.sl.shm->sample_rate && !hook_depth() && !sampled_maybe(p) && !w)) {
 		t = enter();
 		/* A block of the pool's (the domain's free frees it, nested, in free's hook). */
-		if (t && shm->sample_rate && !(size = w ? pool_size(w) : sampled_take(p)))
+		if (t && hs_hot.sl.shm->sample_rate && !(size = w ? pool_size(w) : sampled_take(p)))
 			t = NULL;
 		if (t)
 			ts = now_ns();
 	}
-	if (!__atomic_load_n(&shm->sample_rate, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&hs_hot.sl.shm->sample_rate, __ATOMIC_RELAXED))
 		py_code_freed(p); /* before its address can be taken again */
 	depth_in();
 	if (t) /* before the block is given back, as free_hook's (hooks.c) */
@@ -143,8 +143,8 @@ static __attribute__((noinline)) void w_free_full(void *ctx, void *p)
  * is seen. Sampling, frees pass by unseen. */
 bool pymem_sees_frees(void)
 {
-	return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == INSTALLED && !shm->sample_rate &&
-	       __atomic_load_n(&active, __ATOMIC_RELAXED);
+	return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == INSTALLED && !hs_hot.sl.shm->sample_rate &&
+	       hs_active();
 }
 
 static __attribute__((noinline, optimize("omit-frame-pointer"))) void w_free(void *ctx, void *p)
@@ -412,7 +412,7 @@ void pymem_request_install(void)
 {
 	int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
 
-	if (!__atomic_load_n(&py_ready, __ATOMIC_ACQUIRE) || !py.add_pending_call || !py.get_allocator ||
+	if (!__atomic_load_n(&hs_hot.sl.py_ready, __ATOMIC_ACQUIRE) || !py.add_pending_call || !py.get_allocator ||
 	    !py.set_allocator || !py.is_initialized || s == ASKED || s == INSTALLED)
 		return;
 	if (!py.is_initialized())
@@ -457,7 +457,7 @@ void pymem_on_recorded(void)
 
 	if (LIKELY(s == INSTALLED))
 		return;
-	if ((s == NOT_ASKED || s == RESTORED) && !injected) {
+	if ((s == NOT_ASKED || s == RESTORED) && !hs_hot.sl.injected) {
 		pymem_request_install();
 		s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
 	}
@@ -466,7 +466,7 @@ void pymem_on_recorded(void)
 		install();
 		/* sys._debugmallocstats waits for a clean point of the eval loop: on the main
 		 * thread, the pending call asked again sets its breaker, as the loader's did not. */
-		if (gettid_raw() == self_pid)
+		if (gettid_raw() == hs_hot.sl.self_pid)
 			py.add_pending_call(install_pending, NULL);
 		depth_out();
 	}

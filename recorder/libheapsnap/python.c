@@ -205,17 +205,17 @@ bool py_readable_slow(struct py_rcache *c, uint64_t a, uint64_t len)
 /* Said once per process, by the recorder (the shared memory's note), and counted in the file. */
 void py_say_once(int *said, const char *why)
 {
-	struct hs_shm_hdr *h = shm;
+	struct hs_shm_hdr *h = hs_hot.sl.shm;
 	uint32_t free_slot = 0;
 	int n;
 
 	if (__atomic_exchange_n(said, 1, __ATOMIC_ACQ_REL))
 		return;
 	count(HS_CNT_PY_UNSUPPORTED);
-	if (!h || !__atomic_compare_exchange_n(&h->note_pid, &free_slot, self_pid, false, __ATOMIC_ACQUIRE,
+	if (!h || !__atomic_compare_exchange_n(&h->note_pid, &free_slot, hs_hot.sl.self_pid, false, __ATOMIC_ACQUIRE,
 					       __ATOMIC_RELAXED))
 		return; /* the counter says it */
-	n = snprintf(h->note, sizeof(h->note), "Python frames not read in process %u: %s", self_pid, why);
+	n = snprintf(h->note, sizeof(h->note), "Python frames not read in process %u: %s", hs_hot.sl.self_pid, why);
 	if (n < 0)
 		n = 0;
 	__atomic_store_n(&h->note_len, (uint32_t)n < sizeof(h->note) ? (uint32_t)n : (uint32_t)sizeof(h->note) - 1,
@@ -299,7 +299,7 @@ void py_attach(void)
 	const struct py_layout *l;
 	uint16_t v;
 
-	if (__atomic_load_n(&py_ready, __ATOMIC_ACQUIRE) || py_refused)
+	if (__atomic_load_n(&hs_hot.sl.py_ready, __ATOMIC_ACQUIRE) || py_refused)
 		return;
 	depth_in(); /* what dlsym allocates is ours */
 	if (!find_symbols())
@@ -338,7 +338,7 @@ void py_attach(void)
 	}
 	if (py_codes_init())
 		goto out;
-	__atomic_store_n(&py_ready, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&hs_hot.sl.py_ready, 1, __ATOMIC_RELEASE);
 out:
 	depth_out();
 }

@@ -69,9 +69,9 @@ void pass_publish(void)
 	bool pass;
 
 	spin_lock(&pass_lock);
-	pass = pass_wanted && real.malloc && real.calloc;
-	__atomic_store_n(&hs_hot.pass.malloc, pass ? real.malloc : malloc_full, __ATOMIC_RELEASE);
-	__atomic_store_n(&hs_hot.pass.calloc, pass ? real.calloc : calloc_full, __ATOMIC_RELEASE);
+	pass = pass_wanted && hs_hot.fns.malloc && hs_hot.fns.calloc;
+	__atomic_store_n(&hs_hot.pass.malloc, pass ? hs_hot.fns.malloc : malloc_full, __ATOMIC_RELEASE);
+	__atomic_store_n(&hs_hot.pass.calloc, pass ? hs_hot.fns.calloc : calloc_full, __ATOMIC_RELEASE);
 	__atomic_store_n(&hs_hot.passing, pass, __ATOMIC_RELEASE);
 	spin_unlock(&pass_lock);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The in-process way in: shared memory for libheapsnap.so in a command the recorder starts
- * (recorder/preload/shm.h has the layout), and the recorder's wake-up eventfd, written by a
+ * (common/abi/shm.h has the layout), and the recorder's wake-up eventfd, written by a
  * thread of its own when a target bumps the memory's futex word. */
 #ifndef HEAPSNAP_PRELOAD_SHM_H
 #define HEAPSNAP_PRELOAD_SHM_H
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "shm.h"
+#include "abi/shm.h"
 
 struct preload;
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* The event ABI: what every source of events writes and heapsnap-record reads. The BPF
  * program (bpf/heapsnap.bpf.c) writes these into its rings, libheapsnap.so into the rings of
- * the memory it shares with the recorder (recorder/preload/shm.h), both framed the same way;
+ * the memory it shares with the recorder (common/abi/shm.h), both framed the same way;
  * recorder/ring_reader.c reads either. Fixed-width fields only: it compiles for BPF too
  * (__u64 and friends come from vmlinux.h there, from <linux/types.h> here). */
 #ifndef HEAPSNAP_EVENT_ABI_H
@@ -13,6 +13,26 @@
 #define HS_DWARF_NREGS 8 /* ip, sp, bp, bx, r12, r13, r14, r15 */
 #define HS_NR_THRESHOLDS_BITS 10
 #define HS_NR_THRESHOLDS (1u << HS_NR_THRESHOLDS_BITS)
+
+/* What made a block: an allocation event's kind (low 7 bits), an allocator probe's cookie
+ * (HS_COOKIE_KIND_MASK), common/allocators.def's kind column, and the record file's ALLOC
+ * kind (format/record.h takes these values, it does not define them). */
+enum hs_alloc_kind {
+	HS_KIND_MALLOC = 0,
+	HS_KIND_CALLOC,
+	HS_KIND_REALLOC,
+	HS_KIND_MEMALIGN, /* memalign, aligned_alloc, posix_memalign, valloc, pvalloc */
+	HS_KIND_NEW,
+	HS_KIND_NEW_ARRAY,
+	HS_KIND_RUST,
+	HS_KIND_CUSTOM,
+	HS_KIND__COUNT,
+};
+
+/* How stacks are taken (the session's --stack, the record file's header). HS_STACK_AUTO:
+ * return addresses walked with unwind tables from .eh_frame (the stacks are lists of
+ * addresses, as with HS_STACK_FP). */
+enum hs_stack_mode { HS_STACK_NONE = 0, HS_STACK_FP = 1, HS_STACK_DWARF = 2, HS_STACK_AUTO = 3 };
 
 enum hs_ev_type {
 	HS_EV_ALLOC = 1,
@@ -29,7 +49,7 @@ enum hs_ev_type {
 };
 
 /* The attach cookie of every allocator probe: what the function is, and how to treat it. */
-#define HS_COOKIE_KIND_MASK 0xffu  /* enum hs_alloc_kind of format/record.h */
+#define HS_COOKIE_KIND_MASK 0xffu  /* enum hs_alloc_kind, above */
 #define HS_COOKIE_WRAPPER 0x100u   /* a free that calls another probed free (delete, __rust_dealloc) */
 /* The probe is a session probe (Linux 6.13): its entry program decides whether the return
  * half runs, so a call that needs no return (nested, not sampled) saves that trap. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The shared memory between heapsnap-record and libheapsnap.so, the in-process recorder: a
  * header page, then a pool of rings that threads of the target claim, one each. A ring holds
- * the same events as the BPF rings (common/event_abi.h), framed as a BPF ring buffer frames
+ * the same events as the BPF rings (common/abi/event_abi.h), framed as a BPF ring buffer frames
  * them (an 8-byte header whose length has a discard bit), so the recorder reads both kinds
  * of ring with the same code. Fixed-width fields only: the target may be another build. */
 #ifndef HEAPSNAP_SHM_H

@@ -57,10 +57,10 @@ LIB_CFLAGS := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer -fvisibility=hidde
 
 all: $(BINS) $(LIB)
 
-LIB_SRCS := $(wildcard recorder/libheapsnap/*.c) common/unwtab.c
-LIB_DEPS := $(LIB_SRCS) recorder/libheapsnap/*.h common/abi/*.h common/*.h common/*.def
+LIB_SRCS := $(wildcard libheapsnap/*.c) common/unwtab.c
+LIB_DEPS := $(LIB_SRCS) libheapsnap/*.h common/abi/*.h common/*.h common/*.def
 # The library into $@, with more flags $(1).
-lib_link = $(CC) $(LIB_CFLAGS) $(1) -Irecorder/libheapsnap -shared -Wl,-soname,libheapsnap.so -Wl,-z,now -Wl,-z,nodelete \
+lib_link = $(CC) $(LIB_CFLAGS) $(1) -Ilibheapsnap -shared -Wl,-soname,libheapsnap.so -Wl,-z,now -Wl,-z,nodelete \
 	$(LIB_SRCS) -ldl -lpthread -o $@
 
 $(LIB): $(LIB_DEPS) | $(OUTPUT)
@@ -219,9 +219,9 @@ $(OUTPUT)/tests/alloc_c: tests/workloads/alloc_c.c | $(OUTPUT)/tests
 	$(Q)$(CC) $(TEST_CFLAGS) $< -ldl -lpthread -o $@
 
 # Reads libheapsnap.so's filter of sampled blocks as its free hook does (tests/workloads/filter_reader.c).
-$(OUTPUT)/tests/filter_reader: tests/workloads/filter_reader.c recorder/libheapsnap/libheapsnap.h common/abi/*.h | $(OUTPUT)/tests
+$(OUTPUT)/tests/filter_reader: tests/workloads/filter_reader.c libheapsnap/libheapsnap.h common/abi/*.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(TEST_CFLAGS) -Icommon -Irecorder/libheapsnap \
+	$(Q)$(CC) $(TEST_CFLAGS) -Icommon -Ilibheapsnap \
 		$< -lpthread -o $@
 
 # Non-PIE, with canonical PLT entries for the allocator (tests/workloads/canon_plt.c).

@@ -167,7 +167,7 @@ counted_sample() {
 		# Each function's line: counts (a "." for none), each with its share in parentheses,
 		# then file:function.
 		read -r ir rd wr < <(cg_annotate --auto=no --threshold=0 --show=Ir,D1mr,D1mw "$TMP/cg.$s" |
-			awk '/\/recorder\/libheapsnap\/|\/common\/allocators\.def:|clock_gettime/ && $1 ~ /^[0-9,.]+$/ {
+			awk '/\/libheapsnap\/|\/common\/allocators\.def:|clock_gettime/ && $1 ~ /^[0-9,.]+$/ {
 				l = $0; gsub(/\([^)]*\)/, "", l); gsub(",", "", l); split(l, a, " ")
 				ir += a[1]; rd += a[2]; wr += a[3] } END { print ir + 0, rd + 0, wr + 0 }')
 		sums+=("$ir $rd $wr $n")

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* A Python code object named by libheapsnap.so (recorder/libheapsnap/pyframes.c), written
+/* A Python code object named by libheapsnap.so (libheapsnap/pyframes.c), written
  * as a PY_CODE record of its process: its id is the one the process's stacks carry in
  * HS_PYFRAME entries. The event comes from memory the target can write: every length is
  * checked against its limit and against the event's own length before anything is read. */

@@ -326,7 +326,7 @@ t_inject_memcached_idle() {
 }
 
 # Sampled at 256 KiB, blocks are placed on the library's own pages, laid out as glibc's mmapped
-# chunks (recorder/libheapsnap/pool.c): once the library has detached, glibc must realloc
+# chunks (libheapsnap/pool.c): once the library has detached, glibc must realloc
 # (remapping them, a shrink in place) and free them itself, and so in a later session, which
 # takes them for glibc's: one at 64 KiB, which keeps its samples in the table and must record
 # no free of them, then one at 256 KiB again, whose pool must be whole

@@ -292,18 +292,18 @@ t_preload_process_churn() {
 	eq "quick_alloc inuse_space (2,000 processes)" 6000000 "$(pv "$TMP/pc.pb.gz" inuse_space quick_alloc)"
 }
 
-# The allocator table's compile-time check (recorder/libheapsnap/hooks.c): a line marked OWN whose hook is
+# The allocator table's compile-time check (libheapsnap/hooks.c): a line marked OWN whose hook is
 # not written fails to compile, and so does a written hook the table has no OWN line for.
 t_alloctab_compile_check() {
 	command -v "${CC:-gcc}" >/dev/null || skip "no C compiler"
 	local f="-std=gnu11 -fsyntax-only -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -I. -Ibpf -Icommon -Iformat"
-	f="$f -Irecorder -Irecorder/preload -Irecorder/inject -Irecorder/libheapsnap"
-	${CC:-gcc} $f recorder/libheapsnap/hooks.c 2>"$TMP/atc0.err" || { cat "$TMP/atc0.err"; die "hooks.c as it is does not compile"; }
-	grep -q '^HOOK_WRITTEN(realloc);$' recorder/libheapsnap/hooks.c || die "hooks.c marks no realloc hook"
-	sed 's/^HOOK_WRITTEN(realloc);$//' recorder/libheapsnap/hooks.c >"$TMP/atc1.c"
+	f="$f -Irecorder -Irecorder/preload -Irecorder/inject -Ilibheapsnap"
+	${CC:-gcc} $f libheapsnap/hooks.c 2>"$TMP/atc0.err" || { cat "$TMP/atc0.err"; die "hooks.c as it is does not compile"; }
+	grep -q '^HOOK_WRITTEN(realloc);$' libheapsnap/hooks.c || die "hooks.c marks no realloc hook"
+	sed 's/^HOOK_WRITTEN(realloc);$//' libheapsnap/hooks.c >"$TMP/atc1.c"
 	${CC:-gcc} $f "$TMP/atc1.c" 2>"$TMP/atc1.err" && die "a listed hook left unwritten compiled"
 	contains "$TMP/atc1.err" "hs_written_realloc"
-	sed 's/^HOOK_WRITTEN(realloc);$/HOOK_WRITTEN(realloc); HOOK_WRITTEN(strdup);/' recorder/libheapsnap/hooks.c >"$TMP/atc2.c"
+	sed 's/^HOOK_WRITTEN(realloc);$/HOOK_WRITTEN(realloc); HOOK_WRITTEN(strdup);/' libheapsnap/hooks.c >"$TMP/atc2.c"
 	${CC:-gcc} $f "$TMP/atc2.c" 2>"$TMP/atc2.err" && die "a hook the table does not list compiled"
 	contains "$TMP/atc2.err" "hs_kind_of_strdup"
 	return 0
@@ -348,7 +348,7 @@ t_preload_sampled_cxx_realloc() {
 }
 
 # Sampling at 256 KiB, sampled blocks are placed on pages of libheapsnap.so's own, laid out as
-# glibc's mmapped chunks (recorder/libheapsnap/pool.c), so a free is told by its address; at
+# glibc's mmapped chunks (libheapsnap/pool.c), so a free is told by its address; at
 # 128 KiB they stay glibc's. tests/workloads/pool_paths.c takes a block there and back by every
 # allocator, realloc, a thread and a fork, checking the bytes, zeros, alignments and usable
 # sizes itself; its blocks of 4 MiB are sampled with a probability of 1 - e^-16, so their

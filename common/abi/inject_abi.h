@@ -2,7 +2,7 @@
 /* The injection stub's memory, shared by three programs: the recorder writes it into the
  * target (recorder/inject/inject_attach.c), the stub's machine code reads and writes it in the target
  * (recorder/inject/inject_stub.S), and libheapsnap.so's entry takes it as its argument
- * (recorder/libheapsnap/inject_entry.c). The offsets are macros so that the assembler sees them; the C
+ * (libheapsnap/inject_entry.c). The offsets are macros so that the assembler sees them; the C
  * struct below is checked against them. Fixed-width fields only: the recorder and the
  * library may be different builds, which the version tells apart. */
 #ifndef HEAPSNAP_INJECT_ABI_H

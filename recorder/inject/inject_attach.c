@@ -10,7 +10,7 @@
  *    at the stub's trampoline. Let the thread go: it was stopped for about a millisecond.
  * 3. The first thread of the target that calls its allocator through one of those entries
  *    is at a safe point; there the trampoline starts a thread of ours, which dlopens the
- *    library and calls its entry (recorder/libheapsnap/inject_entry.c). That rewrites the GOTs of
+ *    library and calls its entry (libheapsnap/inject_entry.c). That rewrites the GOTs of
  *    every module to the hooks, and answers in the stub's data page. A process that makes no
  *    such call soon, asleep in a wait (select, poll, read...), is made to start the thread
  *    from that wait, stopped there (idle_fire).

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Sampled blocks that outlive an injected session (t_inject_pool_detach): libheapsnap.so
- * places them on pages of its own laid out as glibc's mmapped chunks (recorder/libheapsnap/
+ * places them on pages of its own laid out as glibc's mmapped chunks (libheapsnap/
  * pool.c), and once the library has detached glibc itself must realloc and free them.
  *
  * Rounds, one per "keep" line on the FIFO (fifo_rounds.h):

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Every way a sampled block comes to libheapsnap.so's pool and leaves it (sampling at 256 KiB
- * or more, recorder/libheapsnap/pool.c), each checked here for what the C library promises:
+ * or more, libheapsnap/pool.c), each checked here for what the C library promises:
  * bytes kept across realloc, calloc's zeros, alignments, malloc_usable_size, frees from
  * another thread and from a forked child. Exits 1, naming the check, on any failure.
  *

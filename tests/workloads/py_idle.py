@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """A Python program attached to while idle, blocked in sys.stdin.read(1), then woken: what it
-makes after waking is known in advance, for heapsnap's pymalloc wrap (recorder/libheapsnap/pymem.c).
+makes after waking is known in advance, for heapsnap's pymalloc wrap (libheapsnap/pymem.c).
 
   py_idle.py FIFO   stdin becomes FIFO (opened read and write: no end of file before the test
                     writes); says "ready PID", blocks in sys.stdin.read(1), then makes

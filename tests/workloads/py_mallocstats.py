@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""sys._debugmallocstats() while pymalloc's domains are wrapped (recorder/libheapsnap/pymem.c):
+"""sys._debugmallocstats() while pymalloc's domains are wrapped (libheapsnap/pymem.c):
 CPython prints its pymalloc section ("Small block threshold", the arenas) only if the object
 domain's malloc is pymalloc's own, and the recording must go on afterwards.
 

@@ -493,12 +493,8 @@ static int run_finish(struct session *s, struct run *u)
 			warn_footer(s->out.w, o->output);
 	}
 	/* Said in run_cleanup, after the way has let go and the view is done. */
-	u->summary = !err;
+	u->summary = true;
 	u->elapsed = (double)(mono_ns() - u->t_start) / 1e9;
-	if (err) {
-		warn_losses(s);
-		print_summary(s, u->elapsed);
-	}
 	return err;
 }
 
@@ -530,10 +526,13 @@ static int run_cleanup(struct session *s, struct run *u, int err)
 		close(u->go_fd); /* a held child that never ran exits on EOF */
 	if (s->way && s->way->detach)
 		s->way->detach(s);
-	/* The view ends with the footer (the full-screen one at its q, which may be long after):
-	 * waited for once the probes are gone, so that no process keeps trapping meanwhile. What
-	 * follows is said on the terminal it gave back, after its last update. */
-	if (u->summary && u->live_pid > 0) {
+	/* The view ends with the footer it reads (the full-screen one at its q, which may be long
+	 * after); without one (a failure), it is told to. Waited for once the probes are gone, so
+	 * that no process keeps trapping meanwhile; what follows is said on the terminal it gave
+	 * back, after its last update. */
+	if (u->live_pid > 0) {
+		if (err || s->out.err)
+			kill(u->live_pid, SIGTERM);
 		waitpid(u->live_pid, NULL, 0);
 		u->live_pid = 0;
 	}
@@ -553,12 +552,6 @@ static int run_cleanup(struct session *s, struct run *u, int err)
 		s->way->free(s);
 	record_writer__free(s->out.w);
 	s->out.w = NULL;
-	/* The follower ends with the footer it reads; without one (a failure), it is told to. */
-	if (u->live_pid > 0) {
-		if (err || s->out.err)
-			kill(u->live_pid, SIGTERM);
-		waitpid(u->live_pid, NULL, 0);
-	}
 	free(s->rings);
 	free(s->merge);
 	nspid__free(s->nsx);

@@ -86,7 +86,7 @@ struct session {
 struct run {
 	char *exe;           /* the command, resolved */
 	pid_t live_pid;      /* --live: the follower printing the view (heapsnap-analyze live) */
-	bool summary;        /* the recording finished: its summary is said once the view is done */
+	bool summary;        /* run_finish ran: its summary is said once the view is done */
 	double elapsed;      /* seconds recorded, for the summary */
 	int go_fd;           /* releases the held command */
 	uint32_t ring_bytes;

@@ -8,7 +8,12 @@ need_tmux() { command -v tmux >/dev/null || skip "tmux is not installed (scripts
 # A tmux server of the test's own, and a session on it running a shell line.
 tx() { tmux -L "hs$$" "$@"; }
 tx_start() { tx new-session -d -s v -x "$1" -y "$2" "$3" || die "tmux new-session"; }
-tx_end() { tx kill-server 2>/dev/null; }
+# Until the server has gone: a new session started while it exits may reach it and fail.
+tx_end() {
+	local i
+	tx kill-server 2>/dev/null
+	for i in $(seq 100); do tx ls >/dev/null 2>&1 || return 0; sleep 0.05; done
+}
 pane() { tx capture-pane -p -t v "$@"; }
 # waitpane STRING: until the pane shows STRING (20 s).
 waitpane() {

@@ -550,8 +550,7 @@ static struct live_view *live_view_of(const struct opts *o)
 
 	if (o->batch || o->json || !isatty(1))
 		return NULL;
-	err = live_view__open(&v, &(struct live_view_opts){.label = o->files[0], .recorder = o->recorder,
-							   .refresh = o->refresh});
+	err = live_view__open(&v, &(struct live_view_opts){.label = o->files[0], .recorder = o->recorder});
 	if (err)
 		fprintf(stderr, "heapsnap-analyze: live: no full-screen view on this terminal (%s); printing text updates\n",
 			err == -ENOENT ? "TERM names no terminal ncurses knows"

@@ -14,7 +14,6 @@ struct live_view;
 struct live_view_opts {
 	const char *label;  /* the file, as the header names it */
 	pid_t recorder;     /* the recorder writing it (--recorder): q ends it, m marks a snapshot; 0: none */
-	double refresh;
 };
 
 /* What a key asked of the loop. */

@@ -52,6 +52,14 @@ static const char usage[] =
 	"              ends (its footer, or the end of a pipe; Ctrl-C: at once). --json: top\n"
 	"              --json's object, one a line. An update costs the events since the last\n"
 	"              one, not the whole file\n"
+	"  export      follows a recording as live does (FILE, or '-') and every --interval of its\n"
+	"              time sends one heap profile per process to --to: the blocks live at the\n"
+	"              interval's end (inuse_space, inuse_objects) and what was allocated during it\n"
+	"              (alloc_space, alloc_objects), symbolized here unless --no-symbolize (then\n"
+	"              addresses, mappings and build-ids, for the backend to symbolize). The last\n"
+	"              interval ends with the recording. A destination that is down or slow holds\n"
+	"              nothing up: requests wait in a --queue and are retried with backoff; what\n"
+	"              does not fit is dropped, counted (lost.export_profiles) and said on stderr\n"
 	"  html        one self-contained HTML file (-o report.html): the heap and RSS over time, a\n"
 	"              flame graph and the functions of the heap at any moment picked on the\n"
 	"              chart or of what grew in a range; top functions, leaks and temporary\n"
@@ -103,6 +111,31 @@ static const char usage[] =
 	"                           changes no stack)\n"
 	"      --base-pprof FILE    diff: also write the 'from' side as pprof\n"
 	"\n"
+	"Export (export; heapsnap-record --export takes the same):\n"
+	"      --to URL             where profiles go:\n"
+	"                             otlp+http://HOST:PORT[/PATH]  OTLP/HTTP profiles (v1development, as\n"
+	"                               the OpenTelemetry Collector v0.161 takes them; default path\n"
+	"                               /v1development/profiles): per process a resource with\n"
+	"                               service.name, host.name, process.pid, process.executable.*,\n"
+	"                               four profiles, mappings with their build-ids\n"
+	"                             pyroscope+http://HOST:PORT    Pyroscope's /ingest, pprof, one\n"
+	"                               request per process, named SERVICE{hostname=H,pid=P}\n"
+	"                             dir:PATH                      one gzip'd pprof per process and\n"
+	"                               interval, heapsnap-TIME-SEQ-SERVICE-PID.pb.gz, 0600\n"
+	"                           https:// in place of http:// for TLS\n"
+	"      --interval DURATION  length of an interval, 1s to 1d (default 60s)\n"
+	"      --service-name NAME  service.name (Pyroscope: the application) for every process\n"
+	"                           (default: each process's command)\n"
+	"      --export-header-file FILE\n"
+	"                           \"Name: value\" lines sent with every request (an Authorization,\n"
+	"                           X-Scope-OrgID): from a file, since ps shows argv to anyone\n"
+	"      --export-cacert FILE PEM certificates an https destination is checked against\n"
+	"      --keep N             dir: keep the newest N profiles in the folder (default: all)\n"
+	"      --queue N            HTTP: requests waiting at most while the destination is slow or\n"
+	"                           down, 1 to 4096 (default 64); past it the newest are dropped\n"
+	"      --status-fd N        heapsnap-record --export's: a line on descriptor N after each\n"
+	"                           interval with what was sent and lost\n"
+	"\n"
 	"Symbolization:\n"
 	"      --debug-dir DIR      look for binaries and debug files here first (repeatable; a\n"
 	"                           .build-id/xx/rest layout or a plain tree); then PPROF_BINARY_PATH,\n"
@@ -126,7 +159,9 @@ static const char usage[] =
 	"  heapsnap-analyze diff --max-growth 5% last-good.hsnap new.hsnap || echo \"the heap grew\"\n"
 	"  heapsnap-analyze leaks --min-age 30s app.hsnap\n"
 	"  heapsnap-analyze live --refresh 2s app.hsnap        # while heapsnap-record writes it\n"
-	"  ssh host sudo heapsnap-record -p 1234 -o - | heapsnap-analyze live -\n";
+	"  ssh host sudo heapsnap-record -p 1234 -o - | heapsnap-analyze live -\n"
+	"  heapsnap-analyze export --to otlp+http://collector:4318 app.hsnap\n"
+	"  heapsnap-analyze export --to dir:/var/lib/heapsnap --keep 100 --interval 5m app.hsnap\n";
 
 enum {
 	OPT_SNAPSHOT = 256,
@@ -148,6 +183,13 @@ enum {
 	OPT_BATCH,
 	OPT_REFRESH,
 	OPT_RECORDER,
+	OPT_INTERVAL,
+	OPT_SERVICE_NAME,
+	OPT_HEADER_FILE,
+	OPT_CACERT,
+	OPT_KEEP,
+	OPT_STATUS_FD,
+	OPT_QUEUE,
 };
 
 static const struct option longopts[] = {
@@ -172,6 +214,13 @@ static const struct option longopts[] = {
 	{"batch", no_argument, NULL, OPT_BATCH},
 	{"refresh", required_argument, NULL, OPT_REFRESH},
 	{"recorder", required_argument, NULL, OPT_RECORDER},
+	{"interval", required_argument, NULL, OPT_INTERVAL},
+	{"service-name", required_argument, NULL, OPT_SERVICE_NAME},
+	{"export-header-file", required_argument, NULL, OPT_HEADER_FILE},
+	{"export-cacert", required_argument, NULL, OPT_CACERT},
+	{"keep", required_argument, NULL, OPT_KEEP},
+	{"status-fd", required_argument, NULL, OPT_STATUS_FD},
+	{"queue", required_argument, NULL, OPT_QUEUE},
 	{"help", no_argument, NULL, 'h'},
 	{0},
 };
@@ -240,7 +289,20 @@ static int check_opts(const struct opts *o)
 				   c->name);
 	if (nwhere > 1)
 		return usage_error("%s", "choose one of --snapshot, --at and --peak");
-	if ((o->from || o->to || o->pprof_out || o->base_pprof_out || o->gate_set || o->lines) && !(c->accepts & A_DIFF))
+	if (c->accepts & A_EXPORT) {
+		if (!o->to)
+			return usage_error("%s needs --to URL: otlp+http://HOST:PORT, pyroscope+http://HOST:PORT or dir:PATH",
+					   c->name);
+		if (o->keep && strncmp(o->to, "dir:", 4))
+			return usage_error("--keep bounds a dir: folder, not %s", o->to);
+		if (o->from)
+			return usage_error("--from does not apply to %s", c->name);
+	} else if (o->interval_set || o->service_name || o->header_file || o->cacert || o->keep || o->queue ||
+		   o->status_fd >= 0) {
+		return usage_error("--interval, --service-name, --export-header-file, --export-cacert, --keep and --queue "
+				   "apply to export, not %s", c->name);
+	} else if ((o->from || o->to || o->pprof_out || o->base_pprof_out || o->gate_set || o->lines) &&
+		   !(c->accepts & A_DIFF))
 		return usage_error("--from, --to, --pprof, --base-pprof, --max-growth and --lines apply to diff, not %s",
 				   c->name);
 	if ((o->batch || o->refresh_set || o->recorder) && !(c->accepts & A_LIVE))
@@ -398,6 +460,52 @@ static int parse_opt(struct opts *o, int c)
 		o->recorder = (int)v;
 		return OPT_NEXT;
 	}
+	case OPT_INTERVAL:
+		ret = duration_opt("--interval", optarg, &o->interval);
+		if (ret)
+			return ret;
+		if (o->interval < 1 || o->interval > 86400)
+			return usage_error2("--interval", optarg, "expected 1s to 1d");
+		o->interval_set = true;
+		return OPT_NEXT;
+	case OPT_SERVICE_NAME:
+		if (!*optarg || strlen(optarg) > 255)
+			return usage_error2("--service-name", optarg, "expected 1 to 255 characters");
+		o->service_name = optarg;
+		return OPT_NEXT;
+	case OPT_HEADER_FILE:
+		o->header_file = optarg;
+		return OPT_NEXT;
+	case OPT_CACERT:
+		o->cacert = optarg;
+		return OPT_NEXT;
+	case OPT_QUEUE: {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(optarg, &end, 10);
+		if (errno || end == optarg || *end || v < 1 || v > 4096)
+			return usage_error2("--queue", optarg, "expected 1 to 4096 requests");
+		o->queue = (uint32_t)v;
+		return OPT_NEXT;
+	}
+	case OPT_KEEP:
+	case OPT_STATUS_FD: {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(optarg, &end, 10);
+		if (errno || end == optarg || *end || v > (c == OPT_KEEP ? 1000000 : 1023) || (c == OPT_KEEP && !v))
+			return usage_error2(c == OPT_KEEP ? "--keep" : "--status-fd", optarg,
+					    c == OPT_KEEP ? "expected 1 to 1000000 profiles" : "expected a descriptor");
+		if (c == OPT_KEEP)
+			o->keep = (uint32_t)v;
+		else
+			o->status_fd = (int)v;
+		return OPT_NEXT;
+	}
 	case OPT_MAX_GROWTH:
 		ret = amount_opt("--max-growth", optarg, &o->gate);
 		if (ret)
@@ -414,7 +522,7 @@ static int parse_opt(struct opts *o, int c)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {.value = V_INUSE_SPACE, .nodecount = 20, .refresh = 1};
+	struct opts o = {.value = V_INUSE_SPACE, .nodecount = 20, .refresh = 1, .interval = 60, .status_fd = -1};
 	struct sym_opts so = {0};
 	struct symbolizer *sym;
 	int c, ret;

@@ -2,6 +2,7 @@
 /* heapsnap-analyze's command line, parsed (analyze_main.c), and its subcommands (commands.c). */
 #ifndef HEAPSNAP_CLI_H
 #define HEAPSNAP_CLI_H
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +21,13 @@ struct opts {
 	bool gate_set;
 	bool batch, refresh_set; /* live: --batch, --refresh */
 	double refresh;
+	/* export: --to is the URL; --interval, --service-name, --export-header-file,
+	 * --export-cacert, --keep, --queue, --status-fd */
+	double interval;
+	bool interval_set;
+	const char *service_name, *header_file, *cacert;
+	uint32_t keep, queue;
+	int status_fd;
 	int recorder; /* live --recorder: the heapsnap-record writing the file */
 	struct growth_gate gate; /* --max-growth */
 	int value, nodecount;
@@ -41,6 +49,7 @@ enum {
 	A_DIFF = 1 << 5,    /* --from, --to, --pprof, --base-pprof */
 	A_AT_END = 1 << 6,  /* --at end, where A_WHERE is not taken */
 	A_LIVE = 1 << 7,    /* --batch, --refresh, --recorder */
+	A_EXPORT = 1 << 8,  /* --to URL, --interval, --service-name, ... */
 };
 
 struct cmd {
@@ -62,4 +71,15 @@ struct cmd {
 
 /* The subcommand named NAME, or NULL. */
 const struct cmd *cmd__find(const char *name);
+
+/* Says what replay__run (or a follower's end) found wrong, if anything; returns RET. */
+int cmd__report_load(const struct replay *r, int ret);
+/* SIGINT, SIGTERM and SIGHUP (the terminal gone) set cmd__follow_stop, so that a follower
+ * ends with its last update. Without SA_RESTART, so that a wait ends at once. A SIGINT
+ * ignored (heapsnap-record's follower) stays ignored. */
+void cmd__follow_signals(void);
+extern volatile sig_atomic_t cmd__follow_stop;
+
+/* export (export.c) */
+int run_export(const struct opts *o, struct symbolizer *sym);
 #endif

@@ -92,8 +92,7 @@ static int out_close(struct out *o, int status)
 	return ret;
 }
 
-/* Says what replay__run found wrong, if anything; returns RET. */
-static int report_load(const struct replay *r, int ret)
+int cmd__report_load(const struct replay *r, int ret)
 {
 	if (ret == EXIT_CORRUPT)
 		fprintf(stderr, "heapsnap-analyze: error: %s; results cover the data before it\n", r->error);
@@ -116,7 +115,7 @@ static int report_load(const struct replay *r, int ret)
 
 static int load(struct replay *r, const char *path, const struct replay_target *t)
 {
-	return report_load(r, replay__run(r, path, t));
+	return cmd__report_load(r, replay__run(r, path, t));
 }
 
 static struct report_opts report_opts_of(const struct opts *o)
@@ -292,7 +291,7 @@ static int match_processes(const struct replay *a, const char *path, uint32_t **
 	if (ret == EXIT_NODATA && b.have_session)
 		ret = EXIT_OK;
 	if (!usable(ret)) {
-		ret = report_load(&b, ret);
+		ret = cmd__report_load(&b, ret);
 		replay__free(&b);
 		return ret;
 	}
@@ -354,7 +353,7 @@ static int run_diff(const struct opts *o, struct symbolizer *sym)
 		replay__free(&ra);
 		return EXIT_NODATA;
 	}
-	ret = report_load(&ra, ret);
+	ret = cmd__report_load(&ra, ret);
 	if (!usable(ret)) {
 		replay__free(&ra);
 		return ret;
@@ -426,7 +425,7 @@ static int run_html(const struct opts *o, struct symbolizer *sym)
 	t.temporary = false;
 	ret = replay__run(&r, o->files[0], &t);
 	if (!usable(ret)) {
-		ret = report_load(&r, ret);
+		ret = cmd__report_load(&r, ret);
 		replay__free(&r);
 		return ret;
 	}
@@ -452,20 +451,17 @@ static int run_html(const struct opts *o, struct symbolizer *sym)
 
 /* ---- live ---- */
 
-static volatile sig_atomic_t live_stop;
+volatile sig_atomic_t cmd__follow_stop;
 
-static void live_on_signal(int sig)
+static void follow_on_signal(int sig)
 {
 	(void)sig;
-	live_stop = 1;
+	cmd__follow_stop = 1;
 }
 
-/* SIGINT, SIGTERM and SIGHUP (the terminal gone) end the view with its last update. Without
- * SA_RESTART, so that a wait ends at once. A SIGINT ignored (heapsnap-record --live's
- * follower) stays ignored. */
-static void live_signals(void)
+void cmd__follow_signals(void)
 {
-	struct sigaction sa = {.sa_handler = live_on_signal}, old;
+	struct sigaction sa = {.sa_handler = follow_on_signal}, old;
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
@@ -514,14 +510,14 @@ static int live_update(struct replay_follow *f, struct replay *r, struct symboli
 static int live_end(struct replay_follow *f, struct replay *r, struct symbolizer *sym, const struct opts *o,
 		    struct live_view *v, bool quit)
 {
-	int ret = report_load(r, r->status == HS_READ_CORRUPT ? EXIT_CORRUPT : EXIT_OK);
+	int ret = cmd__report_load(r, r->status == HS_READ_CORRUPT ? EXIT_CORRUPT : EXIT_OK);
 
 	if (usable(ret)) {
 		int ret2 = live_update(f, r, sym, o, v, true);
 
 		ret = ret2 ? ret2 : ret;
 	}
-	while (v && !quit && !live_stop && !live_view__quitting(v)) {
+	while (v && !quit && !cmd__follow_stop && !live_view__quitting(v)) {
 		struct pollfd pfd = {.fd = live_view__key_fd(v), .events = POLLIN};
 		enum live_action a;
 
@@ -580,9 +576,9 @@ static int run_live(const struct opts *o, struct symbolizer *sym)
 		replay__free(&r);
 		return ret;
 	}
-	live_signals();
+	cmd__follow_signals();
 	next = live_now() + o->refresh;
-	while (!ret && !ended && !live_stop && !quit) {
+	while (!ret && !ended && !cmd__follow_stop && !quit) {
 		double now;
 		bool now_please = false;
 
@@ -593,7 +589,7 @@ static int run_live(const struct opts *o, struct symbolizer *sym)
 			quit = a == LIVE_QUIT;
 			now_please = a == LIVE_UPDATE;
 		}
-		if (ret || ended || live_stop || quit)
+		if (ret || ended || cmd__follow_stop || quit)
 			break;
 		now = live_now();
 		if (now >= next || now_please) {
@@ -618,7 +614,7 @@ static int run_live(const struct opts *o, struct symbolizer *sym)
 	} else {
 		live_view__free(v);
 		v = NULL;
-		report_load(&r, ret);
+		cmd__report_load(&r, ret);
 	}
 	replay__follow_free(f);
 	replay__free(&r);
@@ -641,6 +637,7 @@ static const struct cmd cmds[] = {
 	{"speedscope", PROFILE(report_speedscope), .accepts = A_WHERE, .py_final = true},
 	{"timeline", REPLAY(report_timeline), .accepts = A_JSON, .timeline = true},
 	{"live", .run = run_live, .min_files = 1, .max_files = 1, .accepts = A_JSON | A_VALUE | A_ROWS | A_LIVE},
+	{"export", .run = run_export, .min_files = 1, .max_files = 1, .accepts = A_EXPORT},
 	{"html", .run = run_html, .min_files = 1, .max_files = 1, .accepts = A_AT_END, .temporary = true, .py_final = true},
 };
 #undef PROFILE

@@ -414,10 +414,13 @@ static void add_locations(struct pprof_state *st, const struct profile *p, const
 
 	for (uint32_t i = 0; i < p->nr_locs; i++) {
 		const struct prof_loc *l = &p->locs[i];
-		uint64_t mid = mapping_id(st, p, l, o);
+		uint64_t mid;
 		/* A Python frame is named whatever the options: nothing after could name it. */
 		int n = o->no_symbolize && !l->python ? 0 : (int)l->nr_lines;
 
+		if (o->pid && l->pid != o->pid)
+			continue;
+		mid = mapping_id(st, p, l, o);
 		/* Room for the lines, or for the one name given to an address in no mapping. */
 		st->fids = room(b, st->fids, &cap_fids, (size_t)n + 1, sizeof(*st->fids));
 		st->lines = room(b, st->lines, &cap_lines, (size_t)n + 1, sizeof(*st->lines));
@@ -446,7 +449,7 @@ static void add_locations(struct pprof_state *st, const struct profile *p, const
 	}
 }
 
-static void add_samples(struct pprof_state *st, const struct profile *p)
+static void add_samples(struct pprof_state *st, const struct profile *p, const struct pprof_opts *o)
 {
 	struct pprof_builder *b = &st->b;
 	size_t cap_stack = 0;
@@ -460,6 +463,8 @@ static void add_samples(struct pprof_state *st, const struct profile *p)
 		int nl = 0;
 		bool any = false;
 
+		if (o->pid && s->pid != o->pid)
+			continue;
 		for (int k = 0; k < V__COUNT; k++) {
 			v[k] = llround(s->v[k]);
 			any |= v[k] != 0;
@@ -489,11 +494,14 @@ static int build_and_write(struct pprof_state *st, const struct profile *p, cons
 	st->loc_ids = xcalloc(b, p->nr_locs, sizeof(uint64_t));
 
 	pprof_builder__set_default_type(b, "inuse_space");
-	pprof_builder__set_time(b, (int64_t)(r->realtime_start_ns + r->stop_time * r->tick_ns),
-				(int64_t)((r->last_time - r->first_time) * r->tick_ns));
+	if (o->time_ns)
+		pprof_builder__set_time(b, o->time_ns, o->duration_ns);
+	else
+		pprof_builder__set_time(b, (int64_t)(r->realtime_start_ns + r->stop_time * r->tick_ns),
+					(int64_t)((r->last_time - r->first_time) * r->tick_ns));
 	add_comments(b, p, o);
 	add_locations(st, p, o);
-	add_samples(st, p);
+	add_samples(st, p, o);
 	return pprof_builder__write(b, out);
 }
 

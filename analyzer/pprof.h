@@ -12,6 +12,10 @@
 struct pprof_opts {
 	bool no_symbolize;
 	const char *snapshot_desc;
+	uint32_t pid; /* one process's profile (its samples, locations and mappings); 0: all */
+	/* The profile's time and duration, when not the replay's stop and span: an export's
+	 * interval. */
+	int64_t time_ns, duration_ns;
 };
 
 /* P as a gzip'd perftools.profiles.Profile; 0 or -errno (-ENOMEM, -EIO). */

@@ -60,7 +60,7 @@ static int profile__python_loc(struct profile *p, uint32_t pid, uint64_t ip, str
 
 	if (py_codes__frame(&p->r->py, pid, ip, &f))
 		return -ENOMEM;
-	*l = (struct prof_loc){.addr = ip, .module = -1, .first_line = p->nr_lines, .nr_lines = 1, .python = true};
+	*l = (struct prof_loc){.addr = ip, .pid = pid, .module = -1, .first_line = p->nr_lines, .nr_lines = 1, .python = true};
 	*ln = (struct prof_line){.function = f.function, .system_name = f.display, .file = f.file,
 				 .line = f.known ? f.line : 0, .start_line = f.first_line};
 	return 0;
@@ -141,7 +141,7 @@ int profile__build(struct profile *p, struct replay *r, struct symbolizer *sym)
 					slot->val = p->nr_locs++;
 					goto ref;
 				}
-				*l = (struct prof_loc){.addr = addr, .map = map};
+				*l = (struct prof_loc){.addr = addr, .map = map, .pid = a->pid};
 				symbolizer__lookup(sym, map, addr, &res);
 				l->module = res.module;
 				l->first_line = p->nr_lines;

@@ -20,6 +20,7 @@ struct prof_line {
 struct prof_loc {
 	uint64_t addr; /* the looked-up address: return address - 1; a Python frame's tagged entry as is */
 	const struct mapping *map; /* NULL for a Python frame */
+	uint32_t pid; /* of the process it is in: a location is one process's */
 	int module;
 	uint32_t first_line, nr_lines;
 	/* A Python frame (HS_IS_PYFRAME): one line, the Python function's, whose system_name is

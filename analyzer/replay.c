@@ -809,6 +809,7 @@ struct replay_follow {
 	uint64_t t_max;     /* the latest event time read */
 	uint64_t applied_max; /* the latest time of an event applied */
 	uint64_t horizon;   /* the latest HORIZON: no event still to come is before it */
+	uint64_t hold_from; /* events at or after it stay held (replay__follow_hold_from) */
 	bool have_event, have_applied, inexact;
 };
 
@@ -831,6 +832,7 @@ int replay__follow_open(struct replay *r, const char *path, const struct replay_
 	}
 	snprintf(r->stop_desc, sizeof(r->stop_desc), "live");
 	r->following = true;
+	f->hold_from = UINT64_MAX;
 	*out = f;
 	return EXIT_OK;
 }
@@ -850,9 +852,12 @@ static void held_apply_head(struct replay *r, struct replay_follow *f)
 	f->n--;
 }
 
-/* Applies the events held whose time is before UPTO, up to the first one that is not. */
+/* Applies the events held whose time is before UPTO (and before hold_from), up to the
+ * first one that is not. */
 static void held_apply_before(struct replay *r, struct replay_follow *f, uint64_t upto)
 {
+	if (upto > f->hold_from)
+		upto = f->hold_from;
 	while (f->n && f->held[f->head].time < upto)
 		held_apply_head(r, f);
 }
@@ -996,6 +1001,29 @@ double replay__follow_moment(struct replay_follow *f, struct replay *r, bool fin
 		 r->tick_ns && r->tick_ns % 1000 == 0 ? 6 : 9, replay__seconds(r, t),
 		 f->inexact ? " (events went back in time further than the follower holds: approximate)" : "");
 	return replay__seconds(r, t);
+}
+
+void replay__follow_hold_from(struct replay_follow *f, uint64_t t)
+{
+	f->hold_from = t;
+}
+
+bool replay__follow_reached(const struct replay_follow *f, uint64_t t)
+{
+	return (f->have_event && f->t_max >= t) || f->horizon >= t;
+}
+
+double replay__follow_cut(struct replay_follow *f, struct replay *r, uint64_t t, const char *desc)
+{
+	jmp_buf oom;
+
+	r->oom = &oom;
+	if (!setjmp(oom))
+		held_apply_before(r, f, t);
+	r->oom = NULL;
+	r->stop_time = t ? t - 1 : 0;
+	snprintf(r->stop_desc, sizeof(r->stop_desc), "%s", desc);
+	return replay__seconds(r, r->stop_time);
 }
 
 void replay__follow_resume(struct replay_follow *f, struct replay *r)

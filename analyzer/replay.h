@@ -209,5 +209,13 @@ bool replay__follow_wait(struct replay_follow *f, int timeout_ms, int also_fd);
 double replay__follow_moment(struct replay_follow *f, struct replay *r, bool final);
 /* After a report: R ready to be fed again. */
 void replay__follow_resume(struct replay_follow *f, struct replay *r);
+/* Events at or after time T are held, whatever later ones show, until this is called again
+ * (UINT64_MAX: none held for this): what lets an export cut at an interval's end. */
+void replay__follow_hold_from(struct replay_follow *f, uint64_t t);
+/* Whether every event before time T has been read: a later one was, or a HORIZON past it. */
+bool replay__follow_reached(const struct replay_follow *f, uint64_t t);
+/* Makes R the heap just before T (every event before T applied, none after: what --at
+ * shows), described as DESC. Returns the moment in seconds. */
+double replay__follow_cut(struct replay_follow *f, struct replay *r, uint64_t t, const char *desc);
 void replay__follow_free(struct replay_follow *f);
 #endif

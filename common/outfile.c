@@ -121,21 +121,35 @@ static int open_in_place(struct outfile *f, const struct stat *seen, const char 
 
 /* /dev/stdout and its aliases are links to whatever the shell opened as our fd 1 (a pipe, a
  * file it created, a terminal): that descriptor is written, a duplicate of it, and no link
- * is followed. Any other link is still refused. */
-static bool names_stdout(const char *path)
+ * is followed. So is /dev/fd/N or /proc/self/fd/N for another N, a descriptor this process
+ * holds (heapsnap-record --export's pipe). Any other link is still refused. Returns the
+ * descriptor, or -1. */
+static int names_fd(const char *path)
 {
-	return !strcmp(path, "/dev/stdout") || !strcmp(path, "/dev/fd/1") || !strcmp(path, "/proc/self/fd/1");
+	const char *num = !strncmp(path, "/dev/fd/", 8) ? path + 8 : !strncmp(path, "/proc/self/fd/", 14) ? path + 14 : NULL;
+	char *end;
+	long v;
+
+	if (!strcmp(path, "/dev/stdout"))
+		return 1;
+	if (!num || !*num || *num == '-' || *num == '+')
+		return -1;
+	v = strtol(num, &end, 10);
+	return *end || v < 0 || v > 1 << 20 ? -1 : (int)v;
 }
 
-static int open_stdout(struct outfile *f, const char **why)
+static int open_fd(struct outfile *f, int fd, const char **why)
 {
-	int fl = fcntl(1, F_GETFL);
+	int fl = fcntl(fd, F_GETFL);
 
 	if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY) {
-		*why = fl < 0 ? "standard output is closed" : "standard output is not open for writing";
+		if (fd == 1)
+			*why = fl < 0 ? "standard output is closed" : "standard output is not open for writing";
+		else
+			*why = fl < 0 ? "that descriptor is not open" : "that descriptor is not open for writing";
 		return -EBADF;
 	}
-	f->fd = fcntl(1, F_DUPFD_CLOEXEC, 3);
+	f->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (f->fd < 0)
 		return -errno;
 	f->in_place = f->published = true;
@@ -155,8 +169,8 @@ int outfile__open(const char *path, struct outfile **out, const char **why)
 	if (!f)
 		return -ENOMEM;
 	f->fd = f->dirfd = -1;
-	if (names_stdout(path)) {
-		err = open_stdout(f, why);
+	if (names_fd(path) >= 0) {
+		err = open_fd(f, names_fd(path), why);
 		if (err) {
 			outfile__free(f);
 			return err;

@@ -13,7 +13,7 @@ struct outfile;
  * later step, and renamed into place by outfile__publish(). A device or FIFO is written in
  * place. Refused: a symlink (-ELOOP), a directory (-EISDIR), a regular file or FIFO owned by
  * another user (-EPERM), a FIFO nobody opens for reading within 10 s (-ENXIO). /dev/stdout,
- * /dev/fd/1 and /proc/self/fd/1 write standard output itself, in place (refused if closed or
+ * /dev/fd/N and /proc/self/fd/N write standard output or descriptor N itself, in place (refused if closed or
  * read-only). Returns
  * -errno; a sentence saying why goes to WHY when it is not errno's own. */
 int outfile__open(const char *path, struct outfile **out, const char **why);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "launch.h"
+#include "recorder.h"
 #include "signals.h"
 
 /* fork() with a close-on-exec pipe between parent and child. Returns the pid (0 in the
@@ -162,5 +163,68 @@ pid_t start_live_follower(const char *path, double refresh, bool json, int *go_f
 	}
 	close(pfd[0]);
 	*go_fd = pfd[1];
+	return pid;
+}
+
+pid_t start_export_follower(const struct rec_opts *o, int in_fd, int *go_fd, int *status_fd)
+{
+	char exe[PATH_MAX + 32], every[32], keep[16], queue[16];
+	pid_t parent = getpid(), pid;
+	int pfd[2], sfd[2];
+
+	analyzer_path(exe, sizeof(exe));
+	snprintf(every, sizeof(every), "%.6gs", o->export_interval);
+	snprintf(keep, sizeof(keep), "%u", o->export_keep);
+	snprintf(queue, sizeof(queue), "%u", o->export_queue);
+	if (pipe2(sfd, O_CLOEXEC))
+		return -errno;
+	pid = fork_with_pipe(pfd);
+	if (pid < 0) {
+		close(sfd[0]);
+		close(sfd[1]);
+		return pid;
+	}
+	if (pid == 0) {
+		char *argv[24] = {"heapsnap-analyze", "export", "--to", (char *)o->export_url, "--interval", every,
+				  "--status-fd", "3"};
+		const char *pass[][2] = {{"--service-name", o->service_name},
+					 {"--export-header-file", o->export_header_file},
+					 {"--export-cacert", o->export_cacert},
+					 {"--keep", o->export_keep ? keep : NULL},
+					 {"--queue", o->export_queue ? queue : NULL}};
+		int n = 8;
+		char c;
+
+		for (size_t i = 0; i < sizeof(pass) / sizeof(pass[0]); i++) {
+			if (!pass[i][1])
+				continue;
+			argv[n++] = (char *)pass[i][0];
+			argv[n++] = (char *)pass[i][1];
+		}
+		argv[n++] = "--";
+		argv[n++] = in_fd >= 0 ? "-" : (char *)o->output;
+		argv[n] = NULL;
+		close(pfd[1]);
+		close(sfd[0]);
+		/* Held until the recorder has told its way in to leave this process out. */
+		if (read(pfd[0], &c, 1) < 0)
+			_exit(1);
+		if (dup2(sfd[1], 3) < 0 || (in_fd >= 0 && dup2(in_fd, 0) < 0))
+			_exit(1);
+		signal(SIGINT, SIG_IGN);
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(1);
+		if (strchr(exe, '/'))
+			execv(exe, argv);
+		else
+			execvp(exe, argv);
+		fprintf(stderr, "heapsnap-record: cannot run %s for --export: %s\n", exe, strerror(errno));
+		_exit(127);
+	}
+	close(pfd[0]);
+	close(sfd[1]);
+	*go_fd = pfd[1];
+	*status_fd = sfd[0];
 	return pid;
 }

@@ -21,5 +21,10 @@ extern bool launch_stdout_to_stderr;
  * the footer) and gets SIGTERM if the recorder dies. It is held before its exec until a byte
  * or EOF on *GO_FD, which the caller writes and closes. Returns its pid or -errno. */
 pid_t start_live_follower(const char *path, double refresh, bool json, int *go_fd);
+/* --export: `heapsnap-analyze export --to URL --status-fd 3` following the file (IN_FD -1)
+ * or reading the record stream from IN_FD (no -o), held as the live follower is. Its lines
+ * on *STATUS_FD say it is ready, then what it sent and lost. Returns its pid or -errno. */
+struct rec_opts;
+pid_t start_export_follower(const struct rec_opts *o, int in_fd, int *go_fd, int *status_fd);
 bool is_script(const char *path);
 #endif

@@ -428,7 +428,7 @@ void read_counters(struct session *s)
 }
 
 /* The counters beside the BPF/shared ones: their number, so that the array is sized by it. */
-#define EXTRA_COUNTERS 9
+#define EXTRA_COUNTERS 13
 
 void counter_set__add(struct counter_set *c, const char *name, uint64_t v)
 {
@@ -452,6 +452,13 @@ void write_counters(struct session *s, uint32_t type)
 	counter_set__add(&c, "events.free", s->n_free);
 	counter_set__add(&c, "stacks.written", s->stacks_written);
 	counter_set__add(&c, "map.live_max", s->o->max_live);
+	if (s->o->export_url) {
+		/* As the exporter last said: an interval still being sent at the end is not in. */
+		counter_set__add(&c, "export.intervals", s->exp.intervals);
+		counter_set__add(&c, "export.profiles_sent", s->exp.sent);
+		counter_set__add(&c, "lost.export_profiles", s->exp.lost);
+		counter_set__add(&c, "lost.export_rejected", s->exp.rejected);
+	}
 	/* probes.attached and probes.failed, and the way's own. */
 	if (s->way->add_counters)
 		s->way->add_counters(s, &c);

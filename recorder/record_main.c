@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* heapsnap-record: command line. Options, defaults and examples live here, in one place. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -71,6 +72,20 @@ static const char usage[] =
 	"                           nothing more runs in the target. Frames are written every half\n"
 	"                           refresh (at most 1s apart). Not with -o -\n"
 	"      --refresh DURATION   --live: how often the view updates, 0.1s to 1h (default 1s)\n"
+	"      --export URL         while recording, send a heap profile per process every\n"
+	"                           --export-interval to URL: `heapsnap-analyze export --to URL` (see\n"
+	"                           its --help: otlp+http://HOST:PORT, pyroscope+http://HOST:PORT,\n"
+	"                           dir:PATH) runs beside the recorder, following the file, or without\n"
+	"                           -o the record stream through a pipe, so that no file is kept. A\n"
+	"                           URL that cannot be parsed or reached stops the recording before it\n"
+	"                           starts; a destination down later loses profiles, never events:\n"
+	"                           counted in lost.export_profiles and said on stderr\n"
+	"      --export-interval DURATION  --export: length of an interval, 1s to 1d (default 60s)\n"
+	"      --service-name NAME  --export: service.name (default: each process's command)\n"
+	"      --export-header-file FILE  --export: \"Name: value\" lines sent with each request\n"
+	"      --export-cacert FILE --export: PEM certificates an https destination is checked against\n"
+	"      --export-keep N      --export dir:PATH: keep the newest N profiles there\n"
+	"      --export-queue N     --export to HTTP: requests waiting at most (default 64)\n"
 	"  -d, --duration DURATION  stop after this long (default: until the target exits or Ctrl-C)\n"
 	"\n"
 	"Sampling and stacks:\n"
@@ -122,6 +137,7 @@ static const char usage[] =
 	"Examples:\n"
 	"  heapsnap-record -o app.hsnap -- ./app --serve       # preloaded: no root needed\n"
 	"  heapsnap-record --live -o app.hsnap -- ./app        # the heap printed every second as it runs\n"
+	"  heapsnap-record -p 1234 --export otlp+http://localhost:4318   # profiles to a Collector, no file\n"
 	"  ssh host sudo heapsnap-record -p 1234 -o - | heapsnap-analyze live -   # watched from here\n"
 	"  sudo heapsnap-record -p 1234 --duration 5m --interval 30s\n"
 	"  sudo heapsnap-record -p 1234 -s 0 --stack none      # every event, call sites only\n"
@@ -152,6 +168,13 @@ enum {
 	OPT_VERSION,
 	OPT_LIVE,
 	OPT_REFRESH,
+	OPT_EXPORT,
+	OPT_EXPORT_INTERVAL,
+	OPT_SERVICE_NAME,
+	OPT_EXPORT_HEADER_FILE,
+	OPT_EXPORT_CACERT,
+	OPT_EXPORT_KEEP,
+	OPT_EXPORT_QUEUE,
 };
 
 static const struct option longopts[] = {
@@ -185,6 +208,13 @@ static const struct option longopts[] = {
 	{"version", no_argument, NULL, OPT_VERSION},
 	{"live", no_argument, NULL, OPT_LIVE},
 	{"refresh", required_argument, NULL, OPT_REFRESH},
+	{"export", required_argument, NULL, OPT_EXPORT},
+	{"export-interval", required_argument, NULL, OPT_EXPORT_INTERVAL},
+	{"service-name", required_argument, NULL, OPT_SERVICE_NAME},
+	{"export-header-file", required_argument, NULL, OPT_EXPORT_HEADER_FILE},
+	{"export-cacert", required_argument, NULL, OPT_EXPORT_CACERT},
+	{"export-keep", required_argument, NULL, OPT_EXPORT_KEEP},
+	{"export-queue", required_argument, NULL, OPT_EXPORT_QUEUE},
 	{0},
 };
 
@@ -297,6 +327,38 @@ static int parse_target_option(int c, const char *arg, struct rec_opts *o, bool 
 	case OPT_LIVE:
 		o->live = true;
 		return NEXT;
+	case OPT_EXPORT:
+		o->export_url = arg;
+		return NEXT;
+	case OPT_EXPORT_INTERVAL:
+		if (!secs_ok("--export-interval", arg, &o->export_interval))
+			return 2;
+		if (o->export_interval < 1 || o->export_interval > 86400)
+			return bad_option("--export-interval", arg, "expected 1s to 1d");
+		return NEXT;
+	case OPT_SERVICE_NAME:
+		o->service_name = arg;
+		return NEXT;
+	case OPT_EXPORT_HEADER_FILE:
+		o->export_header_file = arg;
+		return NEXT;
+	case OPT_EXPORT_CACERT:
+		o->export_cacert = arg;
+		return NEXT;
+	case OPT_EXPORT_KEEP:
+	case OPT_EXPORT_QUEUE: {
+		uint64_t v;
+		bool keep = c == OPT_EXPORT_KEEP;
+
+		if (parse_count(arg, &v) || !v || v > (keep ? 1000000 : 4096))
+			return bad_option(keep ? "--export-keep" : "--export-queue", arg,
+					  keep ? "expected 1 to 1000000 profiles" : "expected 1 to 4096 requests");
+		if (keep)
+			o->export_keep = (uint32_t)v;
+		else
+			o->export_queue = (uint32_t)v;
+		return NEXT;
+	}
 	case OPT_REFRESH:
 		if (!secs_ok("--refresh", arg, &o->refresh))
 			return 2;
@@ -491,6 +553,19 @@ static int check_options(struct rec_opts *o, bool rate_set, char *default_out, s
 				"command's are followed from its start, and -a records every process\n");
 		return 2;
 	}
+	if ((o->export_interval || o->service_name || o->export_header_file || o->export_cacert || o->export_keep ||
+	     o->export_queue) &&
+	    !o->export_url) {
+		fprintf(stderr, "heapsnap-record: --export-interval, --service-name, --export-header-file, --export-cacert "
+				"--export-keep and --export-queue go with --export URL\n");
+		return 2;
+	}
+	if (o->export_url && ((o->output && !strcmp(o->output, "-")) || (o->live && !o->output))) {
+		fprintf(stderr, "heapsnap-record: %s\n",
+			o->live ? "--export without -o keeps no file, which --live follows: give -o FILE too"
+				: "--export follows the file; with -o - pipe the stream to `heapsnap-analyze export --to URL -`");
+		return 2;
+	}
 	if (o->refresh && !o->live) {
 		fprintf(stderr, "heapsnap-record: --refresh sets how often --live updates; give --live too\n");
 		return 2;
@@ -521,6 +596,21 @@ static int check_options(struct rec_opts *o, bool rate_set, char *default_out, s
 	}
 	if (o->verbose)
 		print_opts(o);
+	if (!o->export_interval)
+		o->export_interval = 60;
+	if (o->export_url && !o->output) {
+		/* No file: the stream goes through a pipe to the exporter (common/outfile.c writes
+		 * a /dev/fd/N in place). */
+		int p[2];
+
+		if (pipe2(p, O_CLOEXEC)) {
+			fprintf(stderr, "heapsnap-record: cannot make a pipe for --export: %s\n", strerror(errno));
+			return 1;
+		}
+		o->export_in = p[0];
+		snprintf(default_out, out_len, "/dev/fd/%d", p[1]);
+		o->output = default_out;
+	}
 	if (!o->output) {
 		snprintf(default_out, out_len, "heapsnap.%d.hsnap", o->pid ? o->pid : getpid());
 		o->output = default_out;
@@ -543,6 +633,7 @@ int main(int argc, char **argv)
 		.dwarf_bytes = 8192,
 		.attach_timeout = 10,
 		.attach_hold = 0.5,
+		.export_in = -1,
 	};
 	bool rate_set = false;
 	char default_out[64];

@@ -58,6 +58,14 @@ struct rec_opts {
 	bool to_stdout;               /* -o -: the record stream on standard output */
 	bool live;                    /* --live: a follower prints the heap as it records */
 	double refresh;               /* --refresh: the follower's updates (default 1s) */
+	/* --export URL: heapsnap-analyze export follows the recording in a process of its own,
+	 * with --export-interval, --service-name, --export-header-file, --export-cacert,
+	 * --export-keep, --export-queue passed on. Without -o it reads the stream from export_in, a pipe whose
+	 * other end is the output. */
+	const char *export_url, *service_name, *export_header_file, *export_cacert;
+	double export_interval;
+	uint32_t export_keep, export_queue;
+	int export_in;
 	/* How often a frame is written at least, each with a HORIZON record: 1 s, or less with
 	 * --live (half the refresh), so that a follower sees an event within one refresh. */
 	double flush_interval;

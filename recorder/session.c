@@ -3,6 +3,7 @@
  * cleanup path. The way in is called through its way_ops only. */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,7 +116,8 @@ static void print_summary(struct session *s, double secs)
 	else
 		rec_warnx("wrote %s: %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64 " stacks in %.1fs; %" PRIu64
 			  " bytes (%.3g bytes/event)",
-			  s->o->output, c.allocs, c.frees, c.stacks, secs, bytes, ev ? (double)bytes / (double)ev : 0.0);
+			  s->o->export_in >= 0 ? "the record stream to --export" : s->o->output, c.allocs, c.frees, c.stacks,
+			  secs, bytes, ev ? (double)bytes / (double)ev : 0.0);
 	rec_warnx("live at the end: %.0f bytes%s; peak %.0f bytes", s->live_est > 0 ? s->live_est : 0,
 	      s->o->sample_rate ? " (estimated from samples)" : "", s->peak_est);
 	if (s->o->pid)
@@ -213,6 +215,8 @@ static void warn_children_left(struct session *s)
 }
 
 /* The held command, the way's attach (BPF: probes), the header; then the command runs. */
+static int start_export(struct session *s, struct run *u);
+
 static int run_attach(struct session *s, struct run *u)
 {
 	const struct rec_opts *o = s->o;
@@ -258,6 +262,8 @@ static int run_attach(struct session *s, struct run *u)
 			close(go);
 		}
 	}
+	if (o->export_url && (err = start_export(s, u)))
+		return err;
 	if (o->pid) {
 		/* The target, and with --children the descendants the way took at its attach: no
 		 * event has been read yet, so every process known is one of those. */
@@ -279,6 +285,72 @@ static int run_attach(struct session *s, struct run *u)
 		close(u->go_fd);
 		u->go_fd = -1;
 	}
+	return 0;
+}
+
+void export_report__read(struct export_report *e, int timeout_ms)
+{
+	struct pollfd pfd = {.fd = e->fd, .events = POLLIN};
+	char *nl;
+	ssize_t n;
+
+	while (e->fd >= 0 && poll(&pfd, 1, timeout_ms) > 0) {
+		n = read(e->fd, e->buf + e->len, sizeof(e->buf) - 1 - e->len);
+		if (n <= 0) {
+			close(e->fd);
+			e->fd = -1;
+			e->ended = true;
+			break;
+		}
+		e->len += (size_t)n;
+		e->buf[e->len] = 0;
+		while ((nl = strchr(e->buf, '\n'))) {
+			*nl = 0;
+			if (!strncmp(e->buf, "ready", 5))
+				e->ready = true;
+			sscanf(strchr(e->buf, ' ') ? strchr(e->buf, ' ') : "",
+			       " intervals=%" SCNu64 " sent=%" SCNu64 " lost=%" SCNu64 " rejected=%" SCNu64, &e->intervals,
+			       &e->sent, &e->lost, &e->rejected);
+			e->len -= (size_t)(nl + 1 - e->buf);
+			memmove(e->buf, nl + 1, e->len + 1);
+			timeout_ms = 0; /* a line read: the rest only if already there */
+		}
+		if (e->len == sizeof(e->buf) - 1)
+			e->len = 0; /* no line that long is ever written */
+	}
+}
+
+/* --export: the exporter started, and its word that it reached the destination waited for
+ * (a URL that cannot be parsed or reached ends the recording here, as it says why). */
+static int start_export(struct session *s, struct run *u)
+{
+	const struct rec_opts *o = s->o;
+	int go = -1;
+
+	u->export_pid = start_export_follower(o, o->export_in, &go, &s->exp.fd);
+	if (o->export_in >= 0)
+		close(o->export_in);
+	if (u->export_pid < 0) {
+		rec_warnx("cannot start the exporter: %s", strerror(-u->export_pid));
+		u->export_pid = 0;
+		return -EIO;
+	}
+	if (s->way->helper_started)
+		s->way->helper_started(s, u->export_pid);
+	close(go);
+	for (int i = 0; i < 300 && !s->exp.ready && !s->exp.ended; i++)
+		export_report__read(&s->exp, 100);
+	if (!s->exp.ready) {
+		rec_warnx("--export %s: the exporter did not start%s", o->export_url,
+			  s->exp.ended ? " (its message is above)" : " within 30 s");
+		kill(u->export_pid, SIGTERM);
+		waitpid(u->export_pid, NULL, 0);
+		u->export_pid = 0;
+		return -EIO;
+	}
+	if (o->verbose)
+		rec_warnx("exporting to %s every %.6gs (heapsnap-analyze export, pid %d)", o->export_url,
+			  o->export_interval, (int)u->export_pid);
 	return 0;
 }
 
@@ -304,6 +376,7 @@ static void flush_frame(struct session *s, uint64_t horizon)
 static void poll_tick(struct session *s, uint64_t horizon)
 {
 	read_counters(s);
+	export_report__read(&s->exp, 0);
 	warn_losses(s);
 	write_counters(s, HS_REC_COUNTERS);
 	if (s->o->all)
@@ -536,9 +609,22 @@ static int run_cleanup(struct session *s, struct run *u, int err)
 		waitpid(u->live_pid, NULL, 0);
 		u->live_pid = 0;
 	}
+	/* The exporter sends its last interval and drains its queue (its own timeout). */
+	if (u->export_pid > 0) {
+		if (err || s->out.err)
+			kill(u->export_pid, SIGTERM);
+		while (!s->exp.ended)
+			export_report__read(&s->exp, 1000);
+		waitpid(u->export_pid, NULL, 0);
+		u->export_pid = 0;
+	}
 	if (u->summary) {
 		warn_losses(s);
 		print_summary(s, u->elapsed);
+		if (s->o->export_url)
+			rec_warnx("exported %" PRIu64 " profiles of %" PRIu64 " intervals to %s; lost.export_profiles %" PRIu64
+				  ", lost.export_rejected %" PRIu64,
+				  s->exp.sent, s->exp.intervals, s->o->export_url, s->exp.lost, s->exp.rejected);
 	}
 	if (s->epfd >= 0)
 		close(s->epfd);
@@ -586,7 +672,7 @@ static int run_start(struct session *s, struct run *u)
 
 int recorder_run(const struct rec_opts *o)
 {
-	struct session sess = {.o = o, .pool_free = UINT32_MAX, .epfd = -1}, *s = &sess;
+	struct session sess = {.o = o, .pool_free = UINT32_MAX, .epfd = -1, .exp.fd = -1}, *s = &sess;
 	struct run u = {.go_fd = -1};
 	int err;
 

@@ -80,12 +80,24 @@ struct session {
 	int child_status;
 	bool child_reaped;
 	struct rec_signals sig; /* what signals asked for, read from the signalfd */
+	/* --export: the exporter's status lines, read from fd, as counters in the file. */
+	struct export_report {
+		int fd; /* -1 when not exporting, or once it has ended */
+		bool ready, ended;
+		uint64_t intervals, sent, lost, rejected;
+		char buf[512];
+		size_t len;
+	} exp;
 };
+
+/* Reads what the exporter said since the last call, waiting up to TIMEOUT_MS for a line. */
+void export_report__read(struct export_report *e, int timeout_ms);
 
 /* What the run keeps between its steps. */
 struct run {
 	char *exe;           /* the command, resolved */
 	pid_t live_pid;      /* --live: the follower printing the view (heapsnap-analyze live) */
+	pid_t export_pid;    /* --export: heapsnap-analyze export */
 	bool summary;        /* run_finish ran: its summary is said once the view is done */
 	double elapsed;      /* seconds recorded, for the summary */
 	int go_fd;           /* releases the held command */

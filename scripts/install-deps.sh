@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PKGS=(make gcc g++ clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-dev libdebuginfod-dev
-      libprotobuf-c-dev protobuf-c-compiler libzstd-dev zlib1g-dev libiberty-dev libncurses-dev golang-go time util-linux python3 sqlite3
+      libprotobuf-c-dev protobuf-c-compiler libzstd-dev zlib1g-dev libiberty-dev libncurses-dev libcurl4-openssl-dev golang-go time util-linux python3 sqlite3
       libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libc6-dbg libclang-rt-dev heaptrack valgrind binutils
       graphviz man-db chromium fonts-dejavu-core
       redis-server redis-tools nginx-light memcached libpython3.11-testsuite nodejs apache2-utils

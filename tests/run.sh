@@ -10,6 +10,7 @@
 #
 # The tests live in files by area, each registering its own on `ALL="$ALL ..."` lines:
 # lib.sh (helpers), format.sh, analyzer.sh, live.sh, live_view.sh (the view in tmux),
+# export.sh (to a Collector, Pyroscope's /ingest, a folder),
 # security.sh, ways.sh (tests of every way in), bpf.sh, preload.sh (--via preload),
 # inject.sh, inject_real.sh, realprog.sh, units.sh,
 # python.sh, install.sh, readme.sh (README.md's shell blocks, run as written).
@@ -51,7 +52,7 @@ run() {
 	esac
 }
 
-for area in lib format analyzer live live_view security ways bpf preload inject inject_real realprog units python install readme; do
+for area in lib format analyzer live live_view export security ways bpf preload inject inject_real realprog units python install readme; do
 	. "tests/$area.sh"
 done
 

@@ -59,6 +59,8 @@ fi
 [ "${BENCH:-}" = python ] && exec bench/python.sh
 # BENCH=live: the live view's cost beside the recorder's on the sqlite3 workload (bench/live.sh).
 [ "${BENCH:-}" = live ] && exec bench/live.sh
+# BENCH=export: what --export costs beside recording alone (bench/export.sh).
+[ "${BENCH:-}" = export ] && exec bench/export.sh
 
 # name|extra modes|command (each prints "elapsed S ops N events E cpu C" for its timed part)
 WORKLOADS=(

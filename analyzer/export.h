@@ -17,6 +17,8 @@ struct export_interval {
 	const struct profile *p;
 	uint64_t start_ns, end_ns; /* wall clock, ns since the epoch */
 	const uint32_t *pids;      /* the processes with a profile in it, ascending */
+	/* p's samples are by process: pids[i]'s are first[i] up to first[i + 1]. */
+	const uint32_t *first;
 	uint32_t nr_pids;
 	const char *service_name; /* --service-name, or NULL: each process's command */
 	bool no_symbolize;
@@ -25,6 +27,8 @@ struct export_interval {
 
 /* The service a process's profile is named for: --service-name, else its command. */
 const char *export__service(const struct export_interval *iv, const struct process *pr);
+/* IV's profile of process I (of pids) alone: its samples, and their totals. */
+void export__process_view(const struct export_interval *iv, uint32_t i, struct profile *out);
 
 /* IV as an OTLP ExportProfilesServiceRequest (profiles v1development): per process one
  * ResourceProfiles with four Profiles (inuse_space, inuse_objects, alloc_space,

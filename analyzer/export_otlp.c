@@ -346,11 +346,12 @@ static void add_resource(struct otlp_state *st, const struct export_interval *iv
 	rp->resource->n_attributes = n;
 }
 
-/* Process PID's four profiles, each a sample for every stack with a value of its type. */
-static void add_process(struct otlp_state *st, const struct export_interval *iv, uint32_t pid, OtResource *rp)
+/* Process I's four profiles, each a sample for every stack with a value of its type. */
+static void add_process(struct otlp_state *st, const struct export_interval *iv, uint32_t i_pid, OtResource *rp)
 {
 	static const int order[4] = {V_INUSE_SPACE, V_INUSE_OBJECTS, V_ALLOC_SPACE, V_ALLOC_OBJECTS};
 	const struct profile *p = iv->p;
+	uint32_t lo = iv->first[i_pid], hi = iv->first[i_pid + 1];
 	OtScope *sc = arena_alloc(st, sizeof(*sc));
 
 	heapsnap__otlp__scope_profiles__init(sc);
@@ -373,14 +374,14 @@ static void add_process(struct otlp_state *st, const struct export_interval *iv,
 		op->duration_nano = iv->end_ns - iv->start_ns;
 		op->period_type = value_type(st, "space", "bytes");
 		op->period = p->r->sample_rate ? (int64_t)p->r->sample_rate : 1;
-		for (uint32_t i = 0; i < p->nr_samples; i++)
-			n += p->samples[i].pid == pid && llround(p->samples[i].v[k]) != 0;
+		for (uint32_t i = lo; i < hi; i++)
+			n += llround(p->samples[i].v[k]) != 0;
 		op->samples = arena_alloc(st, sizeof(OtSample *) * n);
-		for (uint32_t i = 0; i < p->nr_samples; i++) {
+		for (uint32_t i = lo; i < hi; i++) {
 			const struct prof_sample *s = &p->samples[i];
 			OtSample *os;
 
-			if (s->pid != pid || llround(s->v[k]) == 0)
+			if (llround(s->v[k]) == 0)
 				continue;
 			os = arena_alloc(st, sizeof(*os));
 			heapsnap__otlp__sample__init(os);
@@ -452,7 +453,7 @@ static void encode(struct otlp_state *st, const struct export_interval *iv, uint
 		rp = arena_alloc(st, sizeof(*rp));
 		heapsnap__otlp__resource_profiles__init(rp);
 		add_resource(st, iv, pr, rp);
-		add_process(st, iv, pr->pid, rp);
+		add_process(st, iv, i, rp);
 		req->resource_profiles[req->n_resource_profiles++] = rp;
 	}
 	*len = heapsnap__otlp__export_profiles_service_request__get_packed_size(req);

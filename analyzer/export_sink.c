@@ -77,6 +77,20 @@ const char *export__service(const struct export_interval *iv, const struct proce
 	return "unknown_service";
 }
 
+void export__process_view(const struct export_interval *iv, uint32_t i, struct profile *out)
+{
+	*out = *iv->p;
+	out->samples = iv->p->samples + iv->first[i];
+	out->nr_samples = iv->first[i + 1] - iv->first[i];
+	memset(out->total, 0, sizeof(out->total));
+	memset(out->total_var, 0, sizeof(out->total_var));
+	for (uint32_t k = 0; k < out->nr_samples; k++)
+		for (int v = 0; v < V__COUNT; v++) {
+			out->total[v] += out->samples[k].v[v];
+			out->total_var[v] += out->samples[k].var[v];
+		}
+}
+
 const char *export_sink__url(const struct export_sink *s)
 {
 	return s->url;
@@ -451,9 +465,11 @@ static int gzip_buf(const uint8_t *in, size_t len, uint8_t **out, size_t *out_le
 	return 0;
 }
 
-/* Process PID's profile of the interval as pprof (gzip'd, as pprof writes it). */
-static int pprof_of(const struct export_interval *iv, uint32_t pid, uint8_t **out, size_t *len)
+/* Process I's profile of the interval as pprof (gzip'd, as pprof writes it). */
+static int pprof_of(const struct export_interval *iv, uint32_t i, uint8_t **out, size_t *len)
 {
+	uint32_t pid = iv->pids[i];
+	struct profile view;
 	char desc[96];
 	struct pprof_opts po = {.no_symbolize = iv->no_symbolize, .pid = pid, .snapshot_desc = desc,
 				.time_ns = (int64_t)iv->start_ns, .duration_ns = (int64_t)(iv->end_ns - iv->start_ns)};
@@ -466,7 +482,8 @@ static int pprof_of(const struct export_interval *iv, uint32_t pid, uint8_t **ou
 		return -ENOMEM;
 	snprintf(desc, sizeof(desc), "export interval %u: in use at its end, allocated during it (%.3f s)", iv->seq,
 		 (double)(iv->end_ns - iv->start_ns) / 1e9);
-	err = pprof_write_profile(iv->p, &po, f);
+	export__process_view(iv, i, &view);
+	err = pprof_write_profile(&view, &po, f);
 	if (fclose(f) && !err)
 		err = -ENOMEM;
 	if (err) {
@@ -552,7 +569,7 @@ static int dir_put(struct export_sink *s, const struct export_interval *iv)
 		tame(svc, sizeof(svc), export__service(iv, pr));
 		snprintf(path, sizeof(path), "%s/" DIR_PREFIX "%s-%06u-%s-%u" DIR_SUFFIX, s->dir, stamp, iv->seq, svc,
 			 pr->pid);
-		err = pprof_of(iv, pr->pid, &buf, &len);
+		err = pprof_of(iv, i, &buf, &len);
 		if (err)
 			return err;
 		err = outfile__open(path, &f, &why);
@@ -613,7 +630,7 @@ static int pyroscope_put(struct export_sink *s, const struct export_interval *iv
 		esc = curl_easy_escape(NULL, name, 0);
 		if (!esc)
 			return -ENOMEM;
-		err = pprof_of(iv, pr->pid, &m.body, &m.len);
+		err = pprof_of(iv, i, &m.body, &m.len);
 		if (!err && asprintf(&m.url, "%s/ingest?name=%s&from=%" PRIu64 "&until=%" PRIu64 "&format=pprof&spyName=heapsnap",
 				     s->base, esc, iv->start_ns / 1000000000, (iv->end_ns + 999999999) / 1000000000) < 0)
 			err = -ENOMEM;

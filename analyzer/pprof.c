@@ -323,6 +323,8 @@ struct pprof_state {
 	uint64_t *loc_ids, *stack, *fids;
 	int64_t *lines;
 	struct hmap map_ids; /* mapping pointer -> pprof id */
+	struct hmap loc_lazy; /* one process's profile: location index -> pprof id */
+	size_t cap_fids, cap_lines;
 };
 
 /* Room for N in *ARR of *CAP elements of SIZE. */
@@ -407,46 +409,66 @@ static uint64_t mapping_id(struct pprof_state *st, const struct profile *p, cons
 	return slot->val;
 }
 
-static void add_locations(struct pprof_state *st, const struct profile *p, const struct pprof_opts *o)
+/* Profile location I as a pprof location: its id. */
+static uint64_t add_location(struct pprof_state *st, const struct profile *p, uint32_t i, const struct pprof_opts *o)
 {
 	struct pprof_builder *b = &st->b;
-	size_t cap_fids = 0, cap_lines = 0;
+	const struct prof_loc *l = &p->locs[i];
+	uint64_t mid = mapping_id(st, p, l, o);
+	/* A Python frame is named whatever the options: nothing after could name it. */
+	int n = o->no_symbolize && !l->python ? 0 : (int)l->nr_lines;
 
-	for (uint32_t i = 0; i < p->nr_locs; i++) {
-		const struct prof_loc *l = &p->locs[i];
-		uint64_t mid;
-		/* A Python frame is named whatever the options: nothing after could name it. */
-		int n = o->no_symbolize && !l->python ? 0 : (int)l->nr_lines;
+	/* Room for the lines, or for the one name given to an address in no mapping. */
+	st->fids = room(b, st->fids, &st->cap_fids, (size_t)n + 1, sizeof(*st->fids));
+	st->lines = room(b, st->lines, &st->cap_lines, (size_t)n + 1, sizeof(*st->lines));
+	for (int k = 0; k < n; k++) {
+		const struct prof_line *ln = &p->lines[l->first_line + (uint32_t)k];
+		char nb[128];
 
-		if (o->pid && l->pid != o->pid)
-			continue;
-		mid = mapping_id(st, p, l, o);
-		/* Room for the lines, or for the one name given to an address in no mapping. */
-		st->fids = room(b, st->fids, &cap_fids, (size_t)n + 1, sizeof(*st->fids));
-		st->lines = room(b, st->lines, &cap_lines, (size_t)n + 1, sizeof(*st->lines));
-		for (int k = 0; k < n; k++) {
-			const struct prof_line *ln = &p->lines[l->first_line + (uint32_t)k];
-			char nb[128];
-
-			st->fids[k] = pprof_builder__function(b, l->python ? ln->function : profile__line_name(p, l, ln, nb, sizeof(nb)),
-							  ln->system_name, ln->file);
-			st->lines[k] = ln->line;
-			if (ln->start_line)
-				b->p.function[st->fids[k] - 1]->start_line = ln->start_line;
-		}
-		/* Unsymbolized frames in a symbolized profile still get a name pprof can show,
-		 * module+0xOFFSET as the text reports give it: a location without a function is
-		 * dropped by some viewers, its bytes charged to its caller (speedscope does). */
-		if (!n && !o->no_symbolize) {
-			char nb[128];
-
-			st->fids[0] = pprof_builder__function(b, profile__line_name(p, l, NULL, nb, sizeof(nb)), NULL, NULL);
-			st->lines[0] = 0;
-			n = 1;
-		}
-		/* A Python frame has no address: its location is its line. */
-		st->loc_ids[i] = pprof_builder__add_location(b, mid, l->python ? 0 : l->addr, st->fids, st->lines, n);
+		st->fids[k] = pprof_builder__function(b, l->python ? ln->function : profile__line_name(p, l, ln, nb, sizeof(nb)),
+						  ln->system_name, ln->file);
+		st->lines[k] = ln->line;
+		if (ln->start_line)
+			b->p.function[st->fids[k] - 1]->start_line = ln->start_line;
 	}
+	/* Unsymbolized frames in a symbolized profile still get a name pprof can show,
+	 * module+0xOFFSET as the text reports give it: a location without a function is
+	 * dropped by some viewers, its bytes charged to its caller (speedscope does). */
+	if (!n && !o->no_symbolize) {
+		char nb[128];
+
+		st->fids[0] = pprof_builder__function(b, profile__line_name(p, l, NULL, nb, sizeof(nb)), NULL, NULL);
+		st->lines[0] = 0;
+		n = 1;
+	}
+	/* A Python frame has no address: its location is its line. */
+	return pprof_builder__add_location(b, mid, l->python ? 0 : l->addr, st->fids, st->lines, n);
+}
+
+/* Every location, in order; for one process's profile, none yet: its samples make theirs
+ * (the work is then its own samples', whatever the other processes hold). */
+static void add_locations(struct pprof_state *st, const struct profile *p, const struct pprof_opts *o)
+{
+	if (o->pid)
+		return;
+	st->loc_ids = xcalloc(&st->b, p->nr_locs, sizeof(uint64_t));
+	for (uint32_t i = 0; i < p->nr_locs; i++)
+		st->loc_ids[i] = add_location(st, p, i, o);
+}
+
+static uint64_t location_id(struct pprof_state *st, const struct profile *p, uint32_t i, const struct pprof_opts *o)
+{
+	struct hmap_slot *slot;
+	bool created;
+
+	if (!o->pid)
+		return st->loc_ids[i];
+	slot = hmap_put(&st->loc_lazy, i, 0, &created);
+	if (!slot)
+		nomem(&st->b);
+	if (created)
+		slot->val = add_location(st, p, i, o);
+	return slot->val;
 }
 
 static void add_samples(struct pprof_state *st, const struct profile *p, const struct pprof_opts *o)
@@ -473,7 +495,7 @@ static void add_samples(struct pprof_state *st, const struct profile *p, const s
 			continue;
 		st->stack = room(b, st->stack, &cap_stack, s->nr_locs, sizeof(*st->stack));
 		for (uint32_t k = 0; k < s->nr_locs; k++)
-			st->stack[k] = st->loc_ids[p->loc_refs[s->first_loc + k]];
+			st->stack[k] = location_id(st, p, p->loc_refs[s->first_loc + k], o);
 		snprintf(pid, sizeof(pid), "%u", s->pid);
 		labels[nl++] = (struct pprof_label){.key = "bytes", .num = (int64_t)s->size, .num_unit = "bytes"};
 		labels[nl++] = (struct pprof_label){.key = "pid", .str = pid};
@@ -491,7 +513,6 @@ static int build_and_write(struct pprof_state *st, const struct profile *p, cons
 	struct pprof_builder *b = &st->b;
 
 	pprof_builder__init(b, types, units, V__COUNT, "space", "bytes", (int64_t)r->sample_rate);
-	st->loc_ids = xcalloc(b, p->nr_locs, sizeof(uint64_t));
 
 	pprof_builder__set_default_type(b, "inuse_space");
 	if (o->time_ns)
@@ -524,6 +545,7 @@ int pprof_write_profile(const struct profile *p, const struct pprof_opts *o, FIL
 	free(st->fids);
 	free(st->lines);
 	hmap_free(&st->map_ids);
+	hmap_free(&st->loc_lazy);
 	free(st);
 	return ret;
 }

@@ -12,7 +12,10 @@
 struct pprof_opts {
 	bool no_symbolize;
 	const char *snapshot_desc;
-	uint32_t pid; /* one process's profile (its samples, locations and mappings); 0: all */
+	/* One process's profile (its samples, and the locations and mappings they use); 0:
+	 * all. Its cost is its samples': a caller with many processes passes a profile whose
+	 * samples are this one's alone. */
+	uint32_t pid;
 	/* The profile's time and duration, when not the replay's stop and span: an export's
 	 * interval. */
 	int64_t time_ns, duration_ns;

@@ -1008,6 +1008,13 @@ void replay__follow_hold_from(struct replay_follow *f, uint64_t t)
 	f->hold_from = t;
 }
 
+uint64_t replay__follow_latest(const struct replay_follow *f)
+{
+	uint64_t t = f->have_event ? f->t_max : 0;
+
+	return f->horizon > t ? f->horizon : t;
+}
+
 bool replay__follow_reached(const struct replay_follow *f, uint64_t t)
 {
 	return (f->have_event && f->t_max >= t) || f->horizon >= t;

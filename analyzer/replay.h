@@ -212,6 +212,8 @@ void replay__follow_resume(struct replay_follow *f, struct replay *r);
 /* Events at or after time T are held, whatever later ones show, until this is called again
  * (UINT64_MAX: none held for this): what lets an export cut at an interval's end. */
 void replay__follow_hold_from(struct replay_follow *f, uint64_t t);
+/* The latest time the input has shown: of an event read, or a HORIZON. */
+uint64_t replay__follow_latest(const struct replay_follow *f);
 /* Whether every event before time T has been read: a later one was, or a HORIZON past it. */
 bool replay__follow_reached(const struct replay_follow *f, uint64_t t);
 /* Makes R the heap just before T (every event before T applied, none after: what --at

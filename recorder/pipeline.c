@@ -453,7 +453,7 @@ void write_counters(struct session *s, uint32_t type)
 	counter_set__add(&c, "stacks.written", s->stacks_written);
 	counter_set__add(&c, "map.live_max", s->o->max_live);
 	if (s->o->export_url) {
-		/* As the exporter last said: an interval still being sent at the end is not in. */
+		/* As the exporter last said: at the end, after its last interval was sent. */
 		counter_set__add(&c, "export.intervals", s->exp.intervals);
 		counter_set__add(&c, "export.profiles_sent", s->exp.sent);
 		counter_set__add(&c, "lost.export_profiles", s->exp.lost);

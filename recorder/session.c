@@ -308,6 +308,8 @@ void export_report__read(struct export_report *e, int timeout_ms)
 			*nl = 0;
 			if (!strncmp(e->buf, "ready", 5))
 				e->ready = true;
+			if (!strncmp(e->buf, "last", 4))
+				e->last = true;
 			sscanf(strchr(e->buf, ' ') ? strchr(e->buf, ' ') : "",
 			       " intervals=%" SCNu64 " sent=%" SCNu64 " lost=%" SCNu64 " rejected=%" SCNu64, &e->intervals,
 			       &e->sent, &e->lost, &e->rejected);
@@ -555,6 +557,14 @@ static int run_finish(struct session *s, struct run *u)
 		s->live_est = s->peak_est;
 		snapshot(s, HS_SNAP_PEAK, "peak", s->peak_time, 0);
 		s->live_est = live;
+	}
+	/* The exporter sends its last interval, and says what became of it, before the
+	 * counters that keep it are written. */
+	if (u->export_pid > 0 && !s->out.err) {
+		flush_frame(s, mono_ns());
+		kill(u->export_pid, SIGUSR2);
+		for (int i = 0; i < 30 && !s->exp.last && !s->exp.ended; i++)
+			export_report__read(&s->exp, 1000);
 	}
 	write_counters(s, HS_REC_END);
 	err = s->out.err;

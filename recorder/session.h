@@ -83,7 +83,7 @@ struct session {
 	/* --export: the exporter's status lines, read from fd, as counters in the file. */
 	struct export_report {
 		int fd; /* -1 when not exporting, or once it has ended */
-		bool ready, ended;
+		bool ready, last, ended;
 		uint64_t intervals, sent, lost, rejected;
 		char buf[512];
 		size_t len;

@@ -15,6 +15,15 @@ otelcol_need() {
 	fi
 }
 
+# What an export test started (recorders, workloads, servers), ended however it ends: a test
+# that fails in a check leaves nothing running.
+export_cleanup() {
+	local p
+	p="$LIVE_PIDS $(pgrep -f -- "$TMP/lp.fifo" | tr '\n' ' ')"
+	[ -n "${p// /}" ] && kill $p 2>/dev/null
+	return 0
+}
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # otelcol_start NAME PORT: a Collector on PORT writing $TMP/NAME.json; sets OC_PID.
@@ -62,6 +71,7 @@ sum_of() { awk -v t="$2" -v f="$3" '$4 == t { for (i = 7; i <= NF; i++) { split(
 # the recording go on and what the queue cannot keep is dropped, counted and said; export
 # resumes when it is back.
 t_export_otlp() {
+	trap export_cleanup EXIT
 	otelcol_need
 	local port pid wpid bid
 	port=$(free_port)
@@ -106,6 +116,11 @@ t_export_otlp() {
 		{ tail -3 "$TMP/eo.err"; live_die "the recorder's summary of the export"; }
 	"$A" stats "$TMP/eo.hsnap" >"$TMP/eo.stats" 2>&1 || live_die "stats"
 	grep -qE "lost.export_profiles +[1-9]" "$TMP/eo.stats" || { cat "$TMP/eo.stats"; live_die "lost.export_profiles in stats"; }
+	# The file's counters are the recorder's last word, the last interval included.
+	eq "stats and the recorder agree" "$(grep -o 'lost.export_profiles [0-9]*' "$TMP/eo.err" | tail -1 | awk '{ print $2 }')" \
+		"$(awk '$1 == "lost.export_profiles" { print $2 }' "$TMP/eo.stats")"
+	eq "every interval in the file's count" "$(grep -oE 'of [0-9]+ intervals' "$TMP/eo.err" | awk '{ print $2 }')" \
+		"$(awk '$1 == "export.intervals" { print $2 }' "$TMP/eo.stats")"
 	"$A" top "$TMP/eo.hsnap" | grep -qE '^ +35000 .* phase_second$' || live_die "the file, whole"
 	otelcol_stop
 	echo "NOTE: $(grep -c ' inuse_space ' "$TMP/c1.lines") + $(grep -c ' inuse_space ' "$TMP/c2.lines") intervals received, $(grep -o 'lost.export_profiles [0-9]*' "$TMP/eo.err" | tail -1) while down"
@@ -114,6 +129,7 @@ t_export_otlp() {
 # (b) export FILE|- to dir:, followed as it is written: go tool pprof reads each profile with
 # the interval's figures; --keep bounds the folder; the stream from -o - without a file.
 t_export_dir() {
+	trap export_cleanup EXIT
 	need_go
 	local pid epid n last keep
 	live_fifo
@@ -148,10 +164,13 @@ t_export_dir() {
 	last=$TMP/ed/$(echo "$files" | tail -1)
 	eq "the last interval: phase_second live" 35000 "$(pv0 "$last" inuse_space phase_second)"
 	eq "the last interval: phase_keep freed" 0 "$(pv0 "$last" inuse_space phase_keep)"
-	# The finished file again, keeping 3: the same names as the last 3 above.
-	"$A" export --to "dir:$TMP/ek" --keep 3 --interval 1s "$TMP/ed.hsnap" 2>"$TMP/ek.err" || live_die "export --keep"
-	keep=$(ls "$TMP/ek" | sed 's/^heapsnap-[^-]*-//')
-	eq "--keep 3" "$(echo "$files" | tail -3 | sed 's/^heapsnap-[^-]*-//')" "$keep"
+	# The finished file again, whole and keeping 2: the same newest 2 (a finished file sends a run
+	# of intervals without events with the next one that has some: 3 intervals here).
+	"$A" export --to "dir:$TMP/ea" --interval 1s "$TMP/ed.hsnap" 2>"$TMP/ea.err" || live_die "export of the file"
+	"$A" export --to "dir:$TMP/ek" --keep 2 --interval 1s "$TMP/ed.hsnap" 2>"$TMP/ek.err" || live_die "export --keep"
+	[ "$(ls "$TMP/ea" | wc -l)" -gt 2 ] || live_die "too few intervals in the file to test --keep"
+	eq "--keep 2" "$(ls "$TMP/ea" | tail -2)" "$(ls "$TMP/ek")"
+	eq "the file: phase_keep allocated once" 1000000 "$(for f in "$TMP"/ea/*; do pv0 "$f" alloc_space phase_keep; done | awk '{ s += $1 } END { print s }')"
 	# -o - into export -: no file, the same last interval.
 	"$R" --via preload -o - -- "$T/phases" 2>/dev/null | "$A" export --to "dir:$TMP/es" --interval 1h - 2>"$TMP/es.err" ||
 		{ cat "$TMP/es.err"; live_die "export -"; }
@@ -162,6 +181,7 @@ t_export_dir() {
 # (c) pyroscope+http:// sends /ingest's documented form: name with labels, from/until, the
 # pprof in its profile part, sample_type_config; headers from --export-header-file only.
 t_export_pyroscope() {
+	trap export_cleanup EXIT
 	need_go
 	local spid i q
 	mkdir -p "$TMP/py"
@@ -194,7 +214,50 @@ t_export_pyroscope() {
 	return 0
 }
 
-# (d) Bad destinations are said at the start, before the command runs.
+# (d) https:// checks the server against --export-cacert: refused at the start without it.
+t_export_https() {
+	trap export_cleanup EXIT
+	need_go
+	command -v openssl >/dev/null || skip "no openssl to make a certificate"
+	local spid i url
+	mkdir -p "$TMP/tls"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+		-keyout "$TMP/tls.key" -out "$TMP/tls.pem" 2>"$TMP/tls.err" || { cat "$TMP/tls.err"; die "openssl"; }
+	python3 tests/ingest_server.py "$TMP/tls" "$TMP/tls.pem" "$TMP/tls.key" 2>"$TMP/tls.srv" &
+	spid=$!
+	LIVE_PIDS=$spid
+	for i in $(seq 200); do [ -s "$TMP/tls/port" ] && break; sleep 0.05; done
+	url="pyroscope+https://127.0.0.1:$(cat "$TMP/tls/port")"
+	"$R" --via preload --export "$url" -- "$T/phases" 2>"$TMP/tls.no" && live_die "a certificate nobody vouches for"
+	contains "$TMP/tls.no" "cannot reach it"
+	"$R" --via preload --export "$url" --export-cacert "$TMP/tls.pem" -- "$T/phases" 2>"$TMP/tls.rec" ||
+		{ cat "$TMP/tls.rec" "$TMP/tls.srv"; live_die "recorder exit over https"; }
+	kill $spid
+	eq "phase_two over https" 1000000 "$(pv0 "$TMP/tls/1.profile" inuse_space phase_two)"
+}
+
+# (e) A sampled recording exports its estimates, within the standard errors it states, of the
+# workload's exact figures (phases.c: 4,000,000 B allocated, 1,000,000 B live at the end).
+t_export_sampled() {
+	need_go
+	local f line
+	"$R" --via preload -s 64k -o "$TMP/xs.hsnap" -- "$T/phases" 2>"$TMP/xs.err" || { cat "$TMP/xs.err"; die "record"; }
+	"$A" export --to "dir:$TMP/xs" --interval 1h "$TMP/xs.hsnap" 2>"$TMP/xs.exp" || { cat "$TMP/xs.exp"; die "export"; }
+	f=$TMP/xs/$(ls "$TMP/xs")
+	line=$(go tool pprof -top "$f" 2>/dev/null | grep -m1 "standard errors")
+	[ -n "$line" ] || die "no standard errors stated"
+	python3 - "$line" <<-'EOF' || die "outside 4 standard errors: $line"
+	import re, sys
+	m = dict((k, (float(v), float(e))) for k, v, e in re.findall(r"(\w+) ([0-9.]+) \+- ([0-9.]+)", sys.argv[1]))
+	# phases.c's figures, and what the C runtime allocates beside them (under 2 KiB).
+	for k, truth in (("inuse_space", 1000000), ("alloc_space", 4000000)):
+	    v, e = m[k]
+	    assert abs(v - truth) <= 4 * e + 2048, (k, v, e)
+	EOF
+	echo "NOTE: $line"
+}
+
+# (f) Bad destinations are said at the start, before the command runs.
 t_export_errors() {
 	local port
 	"$A" export --to http://x "$TMP/none" 2>"$TMP/xe1" && die "a URL without a kind"
@@ -215,4 +278,4 @@ t_export_errors() {
 	return 0
 }
 
-ALL="$ALL t_export_otlp t_export_dir t_export_pyroscope t_export_errors"
+ALL="$ALL t_export_otlp t_export_dir t_export_pyroscope t_export_https t_export_sampled t_export_errors"

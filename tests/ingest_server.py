@@ -4,11 +4,13 @@ export tests: parses each request's query and multipart form with Python's own p
 keeps what came in DIR: N.query (the query string), N.headers, N.profile (the form's
 `profile` part), N.config (its `sample_type_config` part). Answers 200, or 400 naming what
 is missing. Writes its port to DIR/port once listening.
-Usage: python3 ingest_server.py DIR"""
+With CERT and KEY (PEM files), it serves HTTPS.
+Usage: python3 ingest_server.py DIR [CERT KEY]"""
 import email.parser
 import email.policy
 import http.server
 import os
+import ssl
 import sys
 import urllib.parse
 
@@ -63,6 +65,10 @@ class Ingest(http.server.BaseHTTPRequestHandler):
 
 
 srv = http.server.HTTPServer(("127.0.0.1", 0), Ingest)
+if len(sys.argv) == 4:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
 with open(os.path.join(OUT, "port.tmp"), "w") as f:
     f.write("%d\n" % srv.server_address[1])
 os.rename(os.path.join(OUT, "port.tmp"), os.path.join(OUT, "port"))

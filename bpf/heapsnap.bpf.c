@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* heapsnap: uprobes on allocator entry points. Outermost calls only are recorded, so
- * operator new -> malloc or __rust_alloc -> malloc count once, at the outer function. */
+ * operator new -> malloc or __rust_alloc -> malloc count once, at the outer function.
+ * A throwing operator new has no return probe (HS_COOKIE_NORET): the return of the allocator
+ * it calls ends it. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
@@ -36,6 +38,7 @@ const volatile bool noop = false;
 struct thread_state {
 	__u64 outer_sp; /* sp at the outermost allocator entry */
 	__u64 outer_ret; /* [sp] there: the caller's return address */
+	__u64 outer_ip;  /* the probe's address there (a noret new's, after its tail call) */
 	__u64 size;
 	__u64 aux;      /* posix_memalign: memptr */
 	__u64 stack;
@@ -52,7 +55,13 @@ struct thread_state {
 	__u8 old_valid;
 	__u8 free_depth;
 	__u8 is_realloc;
+	__u8 noret; /* the outer call has no return probe (HS_COOKIE_NORET): depth 2 back to 1 ends it */
 };
+
+/* How far past a noret operator new's probe its call of the allocator returns to: 0x10 bytes in
+ * libstdc++ 12's _Znwm, 0x42 in the aligned one. A call from anywhere else is not its call: the
+ * new left without making one (it threw first), and this call starts afresh. */
+#define NORET_CALL_SPAN 256
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -461,34 +470,60 @@ static __always_inline bool release(__u64 id, __u64 ptr, struct hs_live_val *out
 static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 size, __u64 aux, bool realloc, __u64 old)
 {
 	__u64 id = cur_id();
-	__u64 sp = PT_REGS_SP(ctx), ret = 0, cookie = bpf_get_attach_cookie(ctx);
+	__u64 sp = PT_REGS_SP(ctx), ip = PT_REGS_IP(ctx), ret = 0, cookie = bpf_get_attach_cookie(ctx);
+	__u32 kind = (__u32)(cookie & HS_COOKIE_KIND_MASK);
+	bool noret = cookie & HS_COOKIE_NORET, nested;
+	/* What a session probe's entry answers when this call is recorded: no return for noret. */
+	int run = noret ? SKIP_RETURN : RUN_RETURN;
 	struct thread_state *st;
 
 	if (noop)
-		return RUN_RETURN; /* the floor pays for the return probe, as a recording does */
+		return run; /* the floor pays for the return probes a recording has */
 	if (!tracked_state(id, &st) || !st)
 		return SKIP_RETURN;
 	bpf_probe_read_user(&ret, sizeof(ret), (void *)sp);
 	if (st->depth) {
-		/* Deeper, or a tail call (operator new[] -> operator new, __rust_alloc -> malloc):
+		/* Deeper, or a tail call (__rust_alloc -> malloc, a program's own new[] -> new):
 		 * same sp, but [sp] is already the uretprobe trampoline, not the caller. */
-		if (sp < st->outer_sp || (sp == st->outer_sp && ret != st->outer_ret)) {
+		nested = sp < st->outer_sp || (sp == st->outer_sp && ret != st->outer_ret);
+		/* Under a noret operator new, [sp] is still the caller's at its tail call (new[] ->
+		 * new: noret too, of another kind), and the allocator it calls returns into it. Any
+		 * other call is a fresh one: the new threw before calling (an alignment not a power
+		 * of two), or its allocator's return was missed. */
+		if (st->noret && st->depth == 1)
+			nested = noret ? sp == st->outer_sp && ret == st->outer_ret && kind != st->kind
+				       : sp < st->outer_sp && ret - st->outer_ip <= NORET_CALL_SPAN;
+		if (nested) {
 			count(HS_CNT_NESTED);
+			if (noret) {
+				st->outer_ip = ip; /* the tail call's: its allocator returns into it */
+				return SKIP_RETURN; /* no return probe: the depth stays */
+			}
+			if (st->noret && st->depth == 1) {
+				/* The call that returns for the operator new, even as a session probe. */
+				st->aux = aux; /* posix_memalign's memptr */
+				st->depth++;
+				return RUN_RETURN;
+			}
 			if (cookie & HS_COOKIE_SESSION)
 				return SKIP_RETURN; /* no return half to count down */
 			st->depth++;
 			return RUN_RETURN;
 		}
-		/* The stack is back at or above the outer call: its return probe never fired. */
-		count(HS_CNT_MISSED_URETPROBE);
+		/* The stack is back at or above the outer call: its return probe never fired. A noret
+		 * new has none: it threw (nothing was allocated, nothing is lost). */
+		if (!st->noret)
+			count(HS_CNT_MISSED_URETPROBE);
 	}
 	count(HS_CNT_ALLOC_CALLS);
 	st->depth = 1;
+	st->noret = noret;
 	st->outer_sp = sp;
 	st->outer_ret = ret;
+	st->outer_ip = ip;
 	st->size = size;
 	st->aux = aux;
-	st->kind = (__u32)(cookie & HS_COOKIE_KIND_MASK);
+	st->kind = kind;
 	st->old_valid = 0;
 	st->is_realloc = realloc && old;
 	/* The old block is released at entry, before the allocator can hand it to another thread. */
@@ -497,12 +532,13 @@ static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 size, __u64 au
 	if (sample_rate) {
 		st->countdown -= (__s64)size;
 		if (st->countdown > 0) {
+			/* Never noret (the loader gives it no LEAF): its allocator must be seen nested. */
 			if ((cookie & (HS_COOKIE_SESSION | HS_COOKIE_LEAF)) == (HS_COOKIE_SESSION | HS_COOKIE_LEAF)) {
 				st->depth = 0;
 				return SKIP_RETURN;
 			}
 			st->sampled = 0;
-			return RUN_RETURN;
+			return run;
 		}
 		st->countdown = draw_threshold();
 		count(HS_CNT_SAMPLED);
@@ -511,7 +547,7 @@ static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 size, __u64 au
 	st->stack = stack_mode == 2 ? capture_dwarf(ctx, id, st)
 		    : stack_mode == 3 ? capture_table(ctx, id, st, ret)
 				      : capture_stack(ctx, id, st, ret);
-	return RUN_RETURN;
+	return run;
 }
 
 static __always_inline int alloc_return(struct pt_regs *ctx, __u64 ptr)
@@ -523,8 +559,13 @@ static __always_inline int alloc_return(struct pt_regs *ctx, __u64 ptr)
 
 	if (noop || !st || !st->depth)
 		return 0;
-	if (--st->depth)
-		return 0;
+	if (--st->depth) {
+		if (st->depth != 1 || !st->noret)
+			return 0;
+		/* The allocator a noret operator new called: its return is the new's. A NULL one
+		 * ends the new too (it throws, or its new_handler's retry is an outer call). */
+		st->depth = 0;
+	}
 	if (!ptr) {
 		if (st->size) {
 			count(HS_CNT_FAILED_ALLOC);

@@ -45,6 +45,85 @@ t_bpf_probe_links() {
 	done
 }
 
+# A C++ program that catches std::bad_alloc from operator new runs on as it does natively:
+# libstdc++'s throwing operator new gets no return probe, whose trampoline in its return
+# address the unwinder could not pass (alloc_cxx throw ended in std::terminate, exit 134,
+# launched under BPF or run beside -a). The malloc it calls returns for it: the figures after
+# the throws stay exact, in every kind of link, the new_handler's own new and retry included,
+# and an aligned new that throws before it allocates leaves nothing behind (no return missed).
+t_bpf_cxx_throw() {
+	need_bpf; need_go
+	local btf mode rc rrc p rpid
+	"$T/alloc_cxx" throw align >/dev/null 2>&1 || die "alloc_cxx throw align fails natively"
+	btf=$(bpftool btf dump file /sys/kernel/btf/vmlinux 2>/dev/null)
+	for mode in auto multi perf; do
+		[ $mode = multi ] && ! grep -q "'BPF_TRACE_UPROBE_MULTI'" <<<"$btf" && continue
+		"$R" --via bpf --probe-links $mode -v -s 0 -o "$TMP/th.hsnap" -- "$T/alloc_cxx" throw align >/dev/null 2>"$TMP/th.err"; rc=$?
+		grep -q "terminate called" "$TMP/th.err" && { grep -A1 "terminate called" "$TMP/th.err"; die "$mode: std::terminate"; }
+		eq "$mode: alloc_cxx throw align's exit status, launched" 0 $rc
+		grep -q "libstdc++.so.6:_Znwm (size1) at file offset 0x[0-9a-f]*\( (multi)\| (session, entry only)\|\)\$" "$TMP/th.err" ||
+			{ grep "_Znwm " "$TMP/th.err"; die "$mode: operator new must be probed at entry only"; }
+		grep -q "libstdc++.so.6:_ZnwmRKSt9nothrow_t (size1) at file offset 0x[0-9a-f]*\( + return (multi)\| (session)\| + return\)\$" "$TMP/th.err" ||
+			{ grep "_ZnwmRKSt9nothrow_t " "$TMP/th.err"; die "$mode: nothrow operator new (which never throws) keeps its return"; }
+		"$A" pprof -o "$TMP/th.pb.gz" "$TMP/th.hsnap" 2>/dev/null || die "$mode: pprof of the recording"
+		p=$TMP/th.pb.gz
+		eq "$mode: cxx_after_throw inuse_space (7 x new char[1111])" 7777 "$(pv $p inuse_space 'cxx_after_throw()')"
+		eq "$mode: cxx_after_throw inuse_objects" 7 "$(pv $p inuse_objects 'cxx_after_throw()')"
+		eq "$mode: cxx_new_handler inuse_space (new char[222])" 222 "$(pv $p inuse_space 'cxx_new_handler()')"
+		# Nothing main calls itself allocates: the aligned new's state, left as it threw, is
+		# given to no later call (the exception's malloc would be main's 64 bytes).
+		eq "$mode: main's own alloc_space" 0 "$(pv $p alloc_space main)"
+		"$A" stats "$TMP/th.hsnap" >"$TMP/th.stats" 2>&1 || die "$mode: stats"
+		grep -q "^ *lost.missed_uretprobe *0$" "$TMP/th.stats" || { cat "$TMP/th.stats"; die "$mode: returns missed"; }
+		# The nothrow new[] (NULL), the malloc under the throwing new[], its retry after the handler.
+		grep -q "^ *calls.failed_alloc *3$" "$TMP/th.stats" || { cat "$TMP/th.stats"; die "$mode: calls.failed_alloc"; }
+		# Calls inside an outer one: new and malloc under each throwing new[] (the huge one, the
+		# handler's, cxx_after_throw's 7: 18); new[], new, malloc and the malloc of the exception
+		# it catches under the nothrow new[] (4).
+		grep -q "^ *calls.nested *22$" "$TMP/th.stats" || { cat "$TMP/th.stats"; die "$mode: calls.nested"; }
+	done
+	# Beside a recorder of the whole host (sampled, as -a is by default), which probes
+	# libstdc++ before it says it records.
+	"$R" --via bpf -a --duration 60 -o "$TMP/tha.hsnap" >/dev/null 2>"$TMP/tha.err" &
+	rpid=$!
+	trap 'kill -INT $rpid 2>/dev/null; wait $rpid 2>/dev/null' EXIT
+	waitfor "$TMP/tha.err" "recording every process" || { cat "$TMP/tha.err"; die "-a never said it records"; }
+	"$T/alloc_cxx" throw >/dev/null 2>"$TMP/tha.out"; rc=$?
+	kill -INT $rpid; wait $rpid; rrc=$?
+	trap - EXIT
+	grep -q "terminate called" "$TMP/tha.out" && { cat "$TMP/tha.out"; die "beside -a: std::terminate"; }
+	eq "beside -a: alloc_cxx throw's exit status" 0 $rc
+	[ $rrc = 0 ] || { cat "$TMP/tha.err"; die "recorder -a failed"; }
+	"$A" info "$TMP/tha.hsnap" >/dev/null 2>&1 || die "the -a recording is unreadable"
+}
+
+# Sampled and every event, C++ through session probes and classic ones: a noret operator new
+# passed by the draw still has its malloc seen nested (its bytes counted once, not again in
+# malloc), and every event the figures are exact, each new[] -> new -> malloc counting two
+# nested calls and each new -> malloc one (20000 x 2 + 200000 = 240000).
+t_bpf_cxx_sampled() {
+	need_bpf; need_go
+	local btf mode p
+	btf=$(bpftool btf dump file /sys/kernel/btf/vmlinux 2>/dev/null)
+	for mode in auto multi; do
+		[ $mode = multi ] && ! grep -q "'BPF_TRACE_UPROBE_MULTI'" <<<"$btf" && continue
+		record --probe-links $mode -s 16k -o "$TMP/cs.hsnap" -- "$T/alloc_cxx" bulk || die "$mode: sampled recording"
+		"$A" pprof -o "$TMP/cs.pb.gz" "$TMP/cs.hsnap" 2>/dev/null || die "$mode: pprof"
+		p=$TMP/cs.pb.gz
+		within "$mode: new char[4096] x20000 inuse_space estimate" 81920000 "$(pv $p inuse_space 'cxx_bulk_keep()' cum)" 10
+		within "$mode: new Widget x200000 alloc_space estimate" 9600000 "$(pv $p alloc_space 'cxx_bulk_churn()' cum)" 20
+		eq "$mode: deleted Widgets inuse" absent "$(pv $p inuse_space 'cxx_bulk_churn()' cum)"
+		record --probe-links $mode -s 0 -o "$TMP/ce.hsnap" -- "$T/alloc_cxx" bulk || die "$mode: recording"
+		"$A" pprof -o "$TMP/ce.pb.gz" "$TMP/ce.hsnap" 2>/dev/null || die "$mode: pprof"
+		p=$TMP/ce.pb.gz
+		eq "$mode: new char[4096] x20000 inuse_space" 81920000 "$(pv $p inuse_space 'cxx_bulk_keep()' cum)"
+		eq "$mode: new Widget x200000 alloc_objects" 200000 "$(pv $p alloc_objects 'cxx_bulk_churn()' cum)"
+		"$A" stats "$TMP/ce.hsnap" >"$TMP/ce.stats" 2>&1 || die "$mode: stats"
+		grep -q "^ *calls.nested *240000$" "$TMP/ce.stats" || { cat "$TMP/ce.stats"; die "$mode: calls.nested"; }
+		grep -q "^ *lost.missed_uretprobe *0$" "$TMP/ce.stats" || { cat "$TMP/ce.stats"; die "$mode: returns missed"; }
+	done
+}
+
 t_bpf_attach_pid() {
 	need_bpf; need_go
 	local fifo=$TMP/go.fifo rpid tpid i
@@ -454,7 +533,7 @@ t_bpf_full_disk() {
 ALL="$ALL t_bpf_attach_pid t_bpf_errors t_bpf_all_processes t_bpf_probe_links t_bpf_ring_wrap t_bpf_static"
 ALL="$ALL t_bpf_not_root t_bpf_symbolize_moved t_bpf_attach_busy t_bpf_signals_startup t_bpf_all_short_lived"
 ALL="$ALL t_unwind_tables t_bpf_auto_attached t_bpf_pidns_launched t_bpf_pidns_attach t_bpf_pidns_all"
-ALL="$ALL t_bpf_full_disk"
+ALL="$ALL t_bpf_full_disk t_bpf_cxx_throw t_bpf_cxx_sampled"
 
 # ---- a process tree attached to: -p --children, fork children from their fork ----
 

@@ -57,6 +57,12 @@ enum hs_ev_type {
 /* An allocator that calls no other probed allocator (glibc's malloc, calloc, memalign):
  * when a sampling draw passes it by, nothing needs its return. */
 #define HS_COOKIE_LEAF 0x400u
+/* An operator new that may throw (libstdc++'s _Znwm, _Znam and their aligned forms): probed
+ * at entry only, since a uretprobe's trampoline in place of its return address is a frame
+ * the C++ unwinder cannot pass (std::bad_alloc ended the program in std::terminate). The
+ * allocator it calls (malloc, aligned_alloc) returns for it: that return ends the call and
+ * carries the pointer. Never with HS_COOKIE_LEAF. */
+#define HS_COOKIE_NORET 0x800u
 /* In an alloc event's kind: the block of a failed realloc, live again (undoes its free). */
 #define HS_KIND_FLAG_RESTORED 0x80u
 /* In an exit event's kind: the sender does not know the status (the in-process recorder

@@ -208,6 +208,30 @@ void bpf_set_link_types(struct bpf_way *b)
 	}
 }
 
+/* Whether F of O is an operator new that may throw, probed at entry only (HS_COOKIE_NORET):
+ * the uretprobe's trampoline in its return address is a frame the C++ unwinder cannot read, so
+ * std::bad_alloc thrown through it ended the program in std::terminate. libstdc++'s only: each
+ * of these calls malloc or aligned_alloc, whose return ends it (or tail-calls another that
+ * does: new[] -> new); a program's own operator new may call no probed allocator, and keeps
+ * its return probe. The nothrow forms never throw, and keep theirs. */
+static bool noret_func(const struct bpf_obj *o, const struct alloc_func *f)
+{
+	static const char *const names[] = {"_Znwm", "_Znam", "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t"};
+
+	if (!o->libstdcxx || f->prog != PROG_SIZE1)
+		return false;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(f->name, names[i]))
+			return true;
+	return false;
+}
+
+/* Whether F gets a return probe: an allocator (but a noret one), or a free that wraps another. */
+static bool need_return(const struct bpf_obj *o, const struct alloc_func *f)
+{
+	return f->prog == PROG_FREE ? f->wrapper : !noret_func(o, f);
+}
+
 /* One uprobe_multi link (Linux 6.6) for every function of O that kind P covers, in
  * OPEN_PATH, for PID (-1: every process): a session probe, or with the classic programs an
  * entry probe, or with RET a return probe on those that need one. One link for them all
@@ -228,12 +252,14 @@ static int attach_group(struct bpf_way *b, pid_t pid, const char *open_path, con
 	}
 	for (int i = 0; i < o->funcs.nr; i++) {
 		const struct alloc_func *f = &o->funcs.v[i];
+		bool noret = noret_func(o, f);
 
-		if (f->prog != p || (ret && f->prog == PROG_FREE && !f->wrapper))
+		if (f->prog != p || (ret && !need_return(o, f)))
 			continue;
 		offs[n] = f->probe_offset;
-		cookies[n++] = f->kind | (session ? HS_COOKIE_SESSION : 0) | (f->leaf ? HS_COOKIE_LEAF : 0) |
-			       (f->wrapper ? HS_COOKIE_WRAPPER : 0);
+		/* A noret new is no leaf: its malloc must be seen nested, sampled or not. */
+		cookies[n++] = f->kind | (session ? HS_COOKIE_SESSION : 0) | (f->leaf && !noret ? HS_COOKIE_LEAF : 0) |
+			       (f->wrapper ? HS_COOKIE_WRAPPER : 0) | (noret ? HS_COOKIE_NORET : 0);
 	}
 	if (n) {
 		struct uprobe_multi_attr a = {
@@ -263,8 +289,9 @@ out:
 	return err;
 }
 
-/* A classic uprobe (RET false) or uretprobe on F. */
-static int attach_one(struct bpf_way *b, pid_t pid, const char *path, const struct alloc_func *f, bool ret)
+/* A classic uprobe (RET false) or uretprobe on F of O. */
+static int attach_one(struct bpf_way *b, pid_t pid, const char *path, const struct bpf_obj *o,
+		      const struct alloc_func *f, bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo);
 	struct bpf_program *prog;
@@ -274,7 +301,7 @@ static int attach_one(struct bpf_way *b, pid_t pid, const char *path, const stru
 	uint64_t off = f->probe_offset;
 
 	uo.retprobe = ret;
-	uo.bpf_cookie = f->kind | (f->wrapper ? HS_COOKIE_WRAPPER : 0);
+	uo.bpf_cookie = f->kind | (f->wrapper ? HS_COOKIE_WRAPPER : 0) | (noret_func(o, f) ? HS_COOKIE_NORET : 0);
 	prog = ret ? ret_prog(b, f->prog) : alloc_prog(b, f->prog, false);
 	l = bpf_program__attach_uprobe_opts(prog, pid, path, (size_t)off, &uo);
 	if (!l) {
@@ -311,11 +338,13 @@ static void note_probe(struct session *s, struct object *o, const struct alloc_f
 /* O's allocator functions, found once, and those --probe names in it. */
 static void scan_object(struct session *s, struct object *obj, struct bpf_obj *o, const char *open_path)
 {
+	const char *base = strrchr(obj->path, '/');
 	int ret;
 
 	if (o->scanned)
 		return;
 	o->scanned = true;
+	o->libstdcxx = !strncmp(base ? base + 1 : obj->path, "libstdc++.so", 12);
 	open_path = object__identify(obj, open_path);
 	ret = alloc_funcs__scan(open_path, obj->is_libc, !s->o->probe_entry, &o->funcs);
 	if (ret < 0 && ret != -ENOEXEC && s->o->verbose)
@@ -346,14 +375,14 @@ static void probe_attached(struct session *s, pid_t pid, struct object *obj, con
 			   const struct alloc_func *f, int grouped)
 {
 	struct bpf_way *b = bpf_of(s);
-	bool need_ret = f->prog != PROG_FREE || f->wrapper;
+	bool need_ret = need_return(o, f);
 
 	if ((pid == s->o->pid || pid == s->child || pid == -1) && !o->listed)
 		note_probe(s, obj, f);
 	if (s->o->verbose)
 		rec_warnx("probe %s:%s (%s) at file offset 0x%" PRIx64 "%s", obj->path, f->name, prog_name(f->prog),
 			  f->probe_offset,
-			  grouped > 0 ? (b->links_mode == LINKS_SESSION ? " (session)"
+			  grouped > 0 ? (b->links_mode == LINKS_SESSION ? (noret_func(o, f) ? " (session, entry only)" : " (session)")
 					 : need_ret ? " + return (multi)" : " (multi)")
 			  : need_ret ? " + return" : "");
 }
@@ -384,15 +413,15 @@ void attach_object(struct session *s, pid_t pid, struct object *obj, const char 
 	}
 	for (int i = 0; i < o->funcs.nr; i++) {
 		const struct alloc_func *f = &o->funcs.v[i];
-		bool need_ret = f->prog != PROG_FREE || f->wrapper;
+		bool need_ret = need_return(o, f);
 
 		if (grouped[f->prog] < 0 && b->links_mode == LINKS_MULTI) {
 			b->nr_probe_fail++; /* programs made for multi links attach no other way */
 			continue;
 		}
-		if (grouped[f->prog] <= 0 && attach_one(b, pid, open_path, f, false))
+		if (grouped[f->prog] <= 0 && attach_one(b, pid, open_path, o, f, false))
 			continue;
-		if (grouped[f->prog] <= 0 && need_ret && attach_one(b, pid, open_path, f, true))
+		if (grouped[f->prog] <= 0 && need_ret && attach_one(b, pid, open_path, o, f, true))
 			continue;
 		ok++;
 		probe_attached(s, pid, obj, o, f, grouped[f->prog]);

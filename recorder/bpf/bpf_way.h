@@ -39,6 +39,7 @@ struct bpf_obj {
 	struct alloc_func_list funcs;
 	bool scanned;
 	bool listed; /* its probes are in the file and were announced */
+	bool libstdcxx; /* libstdc++: its throwing operator new gets no return probe (noret_func) */
 };
 
 /* An attached probe: a libbpf link, or the fd of a link made with bpf() directly. */

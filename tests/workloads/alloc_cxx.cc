@@ -11,7 +11,11 @@
  * cxx_bulk_churn makes and deletes 200000 Widgets (9600000 allocated, none live).
  *
  * "throw": a new too large for any allocator throws std::bad_alloc, caught in main; then
- * cxx_after_throw keeps 7 x new char[1111] = 7777.
+ * cxx_after_throw keeps 7 x new char[1111] = 7777. Before it: the nothrow new[] of that size
+ * returns NULL (its operator new[] throws inside it), and the throwing new[] first calls
+ * cxx_new_handler, which keeps one new char[222] and uninstalls itself, so that the retry
+ * fails and throws. "throw align": first an aligned new of alignment 3, which throws before
+ * it allocates, caught too.
  *
  * "inject FIFO": a thread churns new/delete in cxx_idle_churn, "ready PID" is printed, and
  * the above runs once a line is read from FIFO (an injected recorder is in by then).
@@ -83,6 +87,13 @@ NOINLINE void cxx_bulk_churn()
 }
 
 static volatile size_t too_large = (size_t)1 << 60;
+static volatile size_t bad_align = 3;
+
+NOINLINE void cxx_new_handler()
+{
+	keep[nkeep++] = new char[222];
+	std::set_new_handler(nullptr);
+}
 
 NOINLINE void cxx_after_throw()
 {
@@ -111,7 +122,17 @@ int main(int argc, char **argv)
 	pthread_t churn;
 	bool wait = argc == 3 && argv[1][0] == 'i';
 
-	if (argc == 2 && argv[1][0] == 't') {
+	if ((argc == 2 || (argc == 3 && argv[2][0] == 'a')) && argv[1][0] == 't') {
+		if (new (std::nothrow) char[too_large])
+			return 5;
+		if (argc == 3) {
+			try {
+				keep[nkeep++] = ::operator new(64, std::align_val_t(bad_align));
+				return 6;
+			} catch (const std::bad_alloc &) {
+			}
+		}
+		std::set_new_handler(cxx_new_handler);
 		try {
 			keep[nkeep++] = new char[too_large];
 			return 3;

@@ -1,60 +1,109 @@
 #!/usr/bin/env bash
-# make bench's Python table (also alone: BENCH=python make bench), kept in
-# bench/results/python.txt: bench/py_alloc.py under Debian's python3, natively, recorded
-# in-process sampled at 512 KiB and every event (Python frames in every stack, pymalloc's
-# objects through its wrapped domains), under tracemalloc with one frame (`-X tracemalloc=1`,
-# what every Python user has) and under heaptrack. The workload's own CPU time (its loop,
-# without start-up), median of RUNS runs, interleaved; and each recording's bytes per event
-# it holds (heaptrack's: its file over the allocations and frees in it, `malloc`'s alone,
-# since pymalloc's objects never reach it).
+# make bench's Python tables (also alone: BENCH=python make bench), kept in
+# bench/results/python.txt: two workloads under Debian's python3, bench/py_alloc.py (a loop of
+# allocations) and bench/py_render.py (a template engine rendering HTML pages from real-looking
+# data), each natively, recorded in-process sampled at 512 KiB and every event (Python frames in
+# every stack, pymalloc's objects through its wrapped domains), under tracemalloc with one frame
+# (`-X tracemalloc=1`, what every Python user has), under heaptrack, and under memray (pinned,
+# from PyPI, in the venv of scripts/py-venv.sh, whose python is this same /usr/bin/python3) in
+# its three modes: `memray run` (malloc's calls with Python stacks, no pymalloc object),
+# `--native` (and native stacks) and `--native --trace-python-allocators` (pymalloc's objects
+# too: what heapsnap every event sees). The workload's own CPU time (its loop, without start-up
+# nor the profilers' work at exit), median of RUNS runs, interleaved; and each recording's bytes
+# per event it holds (heaptrack's: its file over the allocations and frees in it, `malloc`'s
+# alone, since pymalloc's objects never reach it; memray's: its file as `memray run` leaves it,
+# lz4-compressed at exit, over the allocations and frees in its header, from the first run).
+# Without the venv (scripts/py-venv.sh failed) the memray rows are left out, and said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUTPUT:-.output}
 R=$OUT/heapsnap-record
 RUNS=${RUNS:-5}
 N=${PY_ITERATIONS:-1000000}
+PAGES=${PY_PAGES:-6000}
 PY=/usr/bin/python3
-W=bench/py_alloc.py
 [ -x $PY ] || { echo "bench/python.sh: no Debian $PY" >&2; exit 0; }
 TMP=$(mktemp -d /tmp/heapsnap-pybench.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 
-modes=(native sampled every tracemalloc heaptrack)
-command -v heaptrack >/dev/null || modes=(native sampled every tracemalloc)
-for _ in $(seq "$RUNS"); do
-	for m in "${modes[@]}"; do
-		case $m in
-		native) $PY $W $N >"$TMP/out" ;;
-		sampled) "$R" -s 512k -o "$TMP/s.hsnap" -- $PY $W $N >"$TMP/out" 2>"$TMP/err" ;;
-		every) "$R" -s 0 -o "$TMP/e.hsnap" -- $PY $W $N >"$TMP/out" 2>"$TMP/err"
-			grep -o 'wrote [^:]*: [0-9]* allocations, [0-9]* frees' "$TMP/err" | awk '{ print $3 + $5 }' >"$TMP/events" ;;
-		tracemalloc) $PY -X tracemalloc=1 $W $N >"$TMP/out" ;;
-		heaptrack) heaptrack -o "$TMP/ht" $PY $W $N >"$TMP/out" 2>/dev/null
-			awk -v b="$(stat -c %s "$TMP"/ht.*)" -v e="$(zstd -dc "$TMP"/ht.* | grep -c '^[+-] ')" \
-				'BEGIN { print (e > 0 ? b / e : 0) }' >>"$TMP/heaptrack.bpe"
-			rm -f "$TMP"/ht* ;;
-		esac
-		# The recording's bytes over the events it holds, from the recorder's last line.
-		case $m in sampled | every)
-			awk '/: wrote .* bytes \(/ { for (i = 2; i < NF; i++) if ($i == "allocations,") a = $(i - 1); else if ($i == "frees,") f = $(i - 1); else if ($i == "bytes" && $(i + 1) ~ /^\(/) b = $(i - 1) } END { print (a + f > 0 ? b / (a + f) : 0) }' \
-				"$TMP/err" >>"$TMP/$m.bpe" ;;
-		esac
-		awk '/^cpu/ { print $2 }' "$TMP/out" >>"$TMP/$m"
+modes=(native sampled every tracemalloc)
+command -v heaptrack >/dev/null && modes+=(heaptrack)
+MEMRAY_NOTE=
+if VENV=$(scripts/py-venv.sh 2>"$TMP/venv.err"); then
+	MPY=$VENV/bin/python
+	modes+=(memray memray-nat memray-natpy)
+else
+	MEMRAY_NOTE="  (no memray rows: $(tail -1 "$TMP/venv.err"))"
+fi
+
+# The workloads: NAME (a file under bench/) and its arguments.
+workloads=("py_alloc.py $N" "py_render.py $PAGES")
+
+# bpe MODE FILE EVENTS: FILE's bytes over EVENTS, appended to MODE's figures.
+bpe() { awk -v b="$(stat -c %s "$2")" -v e="$3" 'BEGIN { print (e > 0 ? b / e : 0) }' >>"$TMP/$W.$1.bpe"; }
+
+for wl in "${workloads[@]}"; do
+	W=${wl%% *}
+	args=${wl#* }
+	for run in $(seq "$RUNS"); do
+		for m in "${modes[@]}"; do
+			case $m in
+			native) $PY bench/$W $args >"$TMP/out" ;;
+			sampled) "$R" -s 512k -o "$TMP/s.hsnap" -- $PY bench/$W $args >"$TMP/out" 2>"$TMP/err" ;;
+			every) "$R" -s 0 -o "$TMP/e.hsnap" -- $PY bench/$W $args >"$TMP/out" 2>"$TMP/err"
+				grep -o 'wrote [^:]*: [0-9]* allocations, [0-9]* frees' "$TMP/err" | awk '{ print $3 + $5 }' >"$TMP/$W.events" ;;
+			tracemalloc) $PY -X tracemalloc=1 bench/$W $args >"$TMP/out" ;;
+			heaptrack) heaptrack -o "$TMP/ht" $PY bench/$W $args >"$TMP/out" 2>/dev/null
+				bpe heaptrack "$(ls "$TMP"/ht.*)" "$(zstd -dc "$TMP"/ht.* | grep -c '^[+-] ')"
+				rm -f "$TMP"/ht* ;;
+			memray*)
+				flags=
+				case $m in memray-nat) flags=--native ;; memray-natpy) flags="--native --trace-python-allocators" ;; esac
+				rm -f "$TMP/m.bin"
+				# Its own warnings ("Correcting symbol for malloc") to stderr, left out.
+				"$MPY" -m memray run -q $flags -o "$TMP/m.bin" bench/$W $args >"$TMP/out" 2>"$TMP/err" ||
+					{ cat "$TMP/err" >&2; exit 1; }
+				# Reading the header decompresses the whole file: the first run's alone.
+				[ "$run" = 1 ] && bpe $m "$TMP/m.bin" "$("$MPY" -c 'import memray, sys
+print(memray.FileReader(sys.argv[1]).metadata.total_allocations)' "$TMP/m.bin")"
+				;;
+			esac
+			# The recording's bytes over the events it holds, from the recorder's last line.
+			case $m in sampled | every)
+				awk '/: wrote .* bytes \(/ { for (i = 2; i < NF; i++) if ($i == "allocations,") a = $(i - 1); else if ($i == "frees,") f = $(i - 1); else if ($i == "bytes" && $(i + 1) ~ /^\(/) b = $(i - 1) } END { print (a + f > 0 ? b / (a + f) : 0) }' \
+					"$TMP/err" >>"$TMP/$W.$m.bpe" ;;
+			esac
+			awk '/^cpu/ { print $2 }' "$TMP/out" >>"$TMP/$W.$m"
+		done
 	done
 done
 median() { sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-nat=$(median "$TMP/native")
-events=$(cat "$TMP/events")
 {
-	echo
-	echo "Python (bench/py_alloc.py, $N iterations, $PY $($PY -c 'import platform; print(platform.python_version())')), CPU seconds of the loop, median of $RUNS runs:"
-	for m in "${modes[@]}"; do
-		t=$(median "$TMP/$m")
-		extra=
-		[ $m = every ] && extra=$(awk -v t="$t" -v n="$nat" -v e="$events" 'BEGIN { printf "  (%d events, %.0f ns each)", e, (t - n) / e * 1e9 }')
-		[ -s "$TMP/$m.bpe" ] && extra+=$(printf '  %.4f bytes/event' "$(median "$TMP/$m.bpe")")
-		printf '  %-12s %7.3f s  %5.2fx native%s\n' "$m" "$t" "$(awk -v a="$t" -v b="$nat" 'BEGIN { print a / b }')" "$extra"
+	for wl in "${workloads[@]}"; do
+		W=${wl%% *}
+		nat=$(median "$TMP/$W.native")
+		events=$(cat "$TMP/$W.events")
+		echo
+		case $W in
+		py_alloc.py) what="$N iterations" ;;
+		*) what="$PAGES pages" ;;
+		esac
+		echo "Python (bench/$W, $what, $PY $($PY -c 'import platform; print(platform.python_version())')), CPU seconds of the loop, median of $RUNS runs:"
+		for m in "${modes[@]}"; do
+			t=$(median "$TMP/$W.$m")
+			extra=
+			[ $m = every ] && extra=$(awk -v t="$t" -v n="$nat" -v e="$events" 'BEGIN { printf "  (%d events, %.0f ns each)", e, (t - n) / e * 1e9 }')
+			[ -s "$TMP/$W.$m.bpe" ] && extra+=$(printf '  %.4f bytes/event' "$(median "$TMP/$W.$m.bpe")")
+			printf '  %-12s %7.3f s  %5.2fx native%s\n' "$m" "$t" "$(awk -v a="$t" -v b="$nat" 'BEGIN { print a / b }')" "$extra"
+		done
 	done
+	echo
+	if [ -n "$MEMRAY_NOTE" ]; then
+		echo "$MEMRAY_NOTE"
+	else
+		echo "  memray $("$MPY" -c 'import memray; print(memray.__version__)' 2>/dev/null): memray = \`memray run\`, memray-nat = --native,"
+		echo "  memray-natpy = --native --trace-python-allocators (pymalloc's objects too, as every event)"
+	fi
 } >"$TMP/table"
 cat "$TMP/table"
 # The last run's table, kept with the others (the README quotes it).

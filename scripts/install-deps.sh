@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PKGS=(make gcc g++ clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-dev libdebuginfod-dev
-      libprotobuf-c-dev protobuf-c-compiler libzstd-dev zlib1g-dev libiberty-dev libncurses-dev libcurl4-openssl-dev golang-go time util-linux python3 sqlite3
+      libprotobuf-c-dev protobuf-c-compiler libzstd-dev zlib1g-dev libiberty-dev libncurses-dev libcurl4-openssl-dev golang-go time util-linux python3 python3-venv sqlite3
       libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libc6-dbg libclang-rt-dev heaptrack valgrind binutils
       graphviz man-db chromium fonts-dejavu-core
       redis-server redis-tools nginx-light memcached libpython3.11-testsuite nodejs apache2-utils
@@ -44,3 +44,9 @@ if [ ! -f "$SPEEDSCOPE_PREFIX/node_modules/speedscope/dist/release/index.html" ]
 	mkdir -p "$SPEEDSCOPE_PREFIX"
 	npm install --prefix "$SPEEDSCOPE_PREFIX" --no-audit --no-fund --loglevel=error speedscope@1.25.0 >/dev/null
 fi
+
+# memray from PyPI, pinned, in a virtual environment of Debian's python3 (scripts/py-venv.sh):
+# beside heapsnap in bench/python.sh, the second oracle of tests/python_memray.sh. Without it
+# the bench leaves memray's rows out and the test skips, saying why.
+scripts_dir=$(dirname "$0")
+"$scripts_dir/py-venv.sh" >/dev/null || echo "install-deps: no memray venv (scripts/py-venv.sh failed): its bench rows and test are left out" >&2

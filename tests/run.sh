@@ -13,7 +13,8 @@
 # export.sh (to a Collector, Pyroscope's /ingest, a folder),
 # security.sh, ways.sh (tests of every way in), bpf.sh, preload.sh (--via preload),
 # inject.sh, inject_real.sh, realprog.sh, units.sh,
-# python.sh, install.sh, readme.sh (README.md's shell blocks, run as written).
+# python.sh, python_memray.sh (memray as a second oracle), install.sh, readme.sh (README.md's
+# shell blocks, run as written).
 #
 # Names: t_AREA_WHAT is one test (t_bpf_errors, t_inject_wake, t_analyzer_html...). A test
 # written once for every way in is one function, t_WHAT, registered once per way as
@@ -52,7 +53,7 @@ run() {
 	esac
 }
 
-for area in lib format analyzer live live_view export security ways bpf preload inject inject_real realprog units python install readme; do
+for area in lib format analyzer live live_view export security ways bpf preload inject inject_real realprog units python python_memray install readme; do
 	. "tests/$area.sh"
 done
 

@@ -358,6 +358,23 @@ static int pid_opt(struct opts *o, const char *arg)
 	return OPT_NEXT;
 }
 
+/* A count from LO to HI into *OUT: OPT_NEXT, or the usage error saying the range (of WHAT). */
+static int count_opt(const char *opt, const char *arg, unsigned long lo, unsigned long hi, const char *what,
+		     uint32_t *out)
+{
+	char *end, why[64];
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || *arg == '-' || v < lo || v > hi) {
+		snprintf(why, sizeof(why), "expected %lu to %lu %s", lo, hi, what);
+		return usage_error2(opt, arg, why);
+	}
+	*out = (uint32_t)v;
+	return OPT_NEXT;
+}
+
 static int debug_dir_opt(struct opts *o, const char *arg)
 {
 	const char **d = realloc(o->debug_dirs, sizeof(*o->debug_dirs) * (size_t)(o->nr_debug_dirs + 1));
@@ -479,32 +496,16 @@ static int parse_opt(struct opts *o, int c)
 	case OPT_CACERT:
 		o->cacert = optarg;
 		return OPT_NEXT;
-	case OPT_QUEUE: {
-		char *end;
-		unsigned long v;
-
-		errno = 0;
-		v = strtoul(optarg, &end, 10);
-		if (errno || end == optarg || *end || v < 1 || v > 4096)
-			return usage_error2("--queue", optarg, "expected 1 to 4096 requests");
-		o->queue = (uint32_t)v;
-		return OPT_NEXT;
-	}
+	case OPT_QUEUE:
+		return count_opt("--queue", optarg, 1, 4096, "requests", &o->queue);
 	case OPT_KEEP:
+		return count_opt("--keep", optarg, 1, 1000000, "profiles", &o->keep);
 	case OPT_STATUS_FD: {
-		char *end;
-		unsigned long v;
+		uint32_t fd;
 
-		errno = 0;
-		v = strtoul(optarg, &end, 10);
-		if (errno || end == optarg || *end || v > (c == OPT_KEEP ? 1000000 : 1023) || (c == OPT_KEEP && !v))
-			return usage_error2(c == OPT_KEEP ? "--keep" : "--status-fd", optarg,
-					    c == OPT_KEEP ? "expected 1 to 1000000 profiles" : "expected a descriptor");
-		if (c == OPT_KEEP)
-			o->keep = (uint32_t)v;
-		else
-			o->status_fd = (int)v;
-		return OPT_NEXT;
+		ret = count_opt("--status-fd", optarg, 0, 1023, "as a descriptor", &fd);
+		o->status_fd = (int)fd;
+		return ret;
 	}
 	case OPT_MAX_GROWTH:
 		ret = amount_opt("--max-growth", optarg, &o->gate);

@@ -121,6 +121,22 @@ static void analyzer_path(char *buf, size_t len)
 	snprintf(buf, len, "heapsnap-analyze");
 }
 
+/* In a follower's child, released: it ignores SIGINT (the recorder's Ctrl-C ends the
+ * recording, and the follower at its end), dies with the recorder, and runs EXE. */
+static _Noreturn void exec_follower(const char *exe, char **argv, pid_t parent, const char *what)
+{
+	signal(SIGINT, SIG_IGN);
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != parent)
+		_exit(1);
+	if (strchr(exe, '/'))
+		execv(exe, argv);
+	else
+		execvp(exe, argv);
+	fprintf(stderr, "heapsnap-record: cannot run %s for %s: %s\n", exe, what, strerror(errno));
+	_exit(127);
+}
+
 pid_t start_live_follower(const char *path, double refresh, bool json, int *go_fd)
 {
 	char exe[PATH_MAX + 32], every[32], me[24];
@@ -150,16 +166,7 @@ pid_t start_live_follower(const char *path, double refresh, bool json, int *go_f
 		if (read(pfd[0], &c, 1) < 0)
 			_exit(1);
 		close(pfd[0]);
-		signal(SIGINT, SIG_IGN);
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (getppid() != parent)
-			_exit(1);
-		if (strchr(exe, '/'))
-			execv(exe, argv);
-		else
-			execvp(exe, argv);
-		fprintf(stderr, "heapsnap-record: cannot run %s for --live: %s\n", exe, strerror(errno));
-		_exit(127);
+		exec_follower(exe, argv, parent, "--live");
 	}
 	close(pfd[0]);
 	*go_fd = pfd[1];
@@ -211,16 +218,7 @@ pid_t start_export_follower(const struct rec_opts *o, int in_fd, int *go_fd, int
 			_exit(1);
 		if (dup2(sfd[1], 3) < 0 || (in_fd >= 0 && dup2(in_fd, 0) < 0))
 			_exit(1);
-		signal(SIGINT, SIG_IGN);
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (getppid() != parent)
-			_exit(1);
-		if (strchr(exe, '/'))
-			execv(exe, argv);
-		else
-			execvp(exe, argv);
-		fprintf(stderr, "heapsnap-record: cannot run %s for --export: %s\n", exe, strerror(errno));
-		_exit(127);
+		exec_follower(exe, argv, parent, "--export");
 	}
 	close(pfd[0]);
 	close(sfd[1]);

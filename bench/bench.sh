@@ -610,6 +610,9 @@ json+=",\"stack_cost\":\"$(echo "$stack_cost" | tr '\n' ';')\""
 # The same sqlite3 recorded every event, watched with --live (text and full-screen): the
 # target's time, the recorder's CPU and the view's own, side by side (bench/live.sh).
 LIVE_TABLE=$TMP/live.txt bench/live.sh
+# ... and exported every second (--export to a folder and to the Collector): the exporter's
+# CPU and memory beside the recorder's, the target's time beside recording alone.
+EXPORT_TABLE=$TMP/export.txt bench/export.sh
 
 echo
 echo "Attached to a running process, its own throughput (median of $RUNS runs):"
@@ -653,6 +656,7 @@ echo "$json" >"$RES/latest.json"
 	echo "$sq_table"
 	printf '%s' "$at_tables"
 	cat "$TMP/live.txt"
+	cat "$TMP/export.txt"
 	cat "$TMP/python.txt"
 } >"$RES/latest.txt"
 echo

@@ -102,10 +102,10 @@ const char *export_sink__url(const struct export_sink *s)
  * as request headers: read from a file, since argv is there for anyone's ps to see. */
 static int read_headers(struct export_sink *s, const char *path, char *err, size_t len)
 {
-	char buf[HEADER_FILE_MAX + 1], *line, *save;
+	char buf[HEADER_FILE_MAX + 1], *line, *next;
 	struct stat st;
 	ssize_t n;
-	int fd, count = 0;
+	int fd, count = 0, lineno = 0;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0 || fstat(fd, &st)) {
@@ -127,11 +127,17 @@ static int read_headers(struct export_sink *s, const char *path, char *err, size
 		return -EIO;
 	}
 	buf[n] = 0;
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		size_t l = strlen(line);
-		char *colon = strchr(line, ':');
+	for (line = buf; line; line = next) {
+		size_t l;
+		char *colon;
 		struct curl_slist *h;
 
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		lineno++;
+		l = strlen(line);
+		colon = strchr(line, ':');
 		if (l && line[l - 1] == '\r')
 			line[--l] = 0;
 		if (!l || line[0] == '#')
@@ -143,7 +149,7 @@ static int read_headers(struct export_sink *s, const char *path, char *err, size
 			if (iscntrl((unsigned char)*c) && *c != '\t')
 				colon = NULL;
 		if (!colon || colon == line || ++count > HEADERS_MAX) {
-			snprintf(err, len, "--export-header-file %s: line %d: %s", path, count + 1,
+			snprintf(err, len, "--export-header-file %s: line %d: %s", path, lineno,
 				 count > HEADERS_MAX ? "more than 32 headers" : "expected \"Name: value\"");
 			return -EINVAL;
 		}

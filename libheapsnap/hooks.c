@@ -277,6 +277,19 @@ __attribute__((noinline)) void *malloc_full(size_t n)
 	return alloc_after(&c, p, hs_kind_of_malloc, n, 16);
 }
 
+/* Passed by, while Python's domains wait (pymem_waiting): counted down already. */
+__attribute__((noinline)) void *malloc_wait(size_t n)
+{
+	pymem_wait_step();
+	return hs_hot.fns.malloc(n);
+}
+
+__attribute__((noinline)) void *calloc_wait(size_t n, size_t m)
+{
+	pymem_wait_step();
+	return hs_hot.fns.calloc(n, m);
+}
+
 HOOK EXPORT FAST void *malloc(size_t n)
 {
 	if (LIKELY(countdown_pass(n)))

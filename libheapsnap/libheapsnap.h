@@ -244,6 +244,14 @@ void resolve_from(void *handle);
  * sample (hs_pass). */
 void *malloc_full(size_t n);
 void *calloc_full(size_t n, size_t m);
+/* Where they go instead of the real functions while Python's domains wait to be wrapped
+ * (pymem_waiting): the real call, after a look at whether the interpreter is ready for it. */
+void *malloc_wait(size_t n);
+void *calloc_wait(size_t n, size_t m);
+/* pymem.c: launched and sampling, calls passed by until the domains are wrapped, or until the
+ * interpreter, never initialized, is given up on; 0 when not waiting. */
+extern uint32_t pymem_waiting;
+void pymem_wait_step(void);
 void *boot_alloc(size_t n);
 bool boot_in_use(void);
 /* A real realloc to call, and whether it frees a block asked for no bytes (realloc_recorded). */

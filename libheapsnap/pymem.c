@@ -32,6 +32,7 @@ static struct pymem_allocator orig[3]; /* by domain: what our wrappers forward t
 /* 0 not asked, 1 asked (a pending call on its way), 2 installed, 3 restored */
 static int state;
 enum { NOT_ASKED, ASKED, INSTALLED, RESTORED };
+static void wait_end(void);
 
 /* What records, tail-called by the fast path: its frame is the walk's first, as a hook's is. */
 static __attribute__((noinline)) void *w_malloc_full(void *ctx, size_t n)
@@ -193,6 +194,7 @@ static void install(void)
 	__atomic_add_fetch(&py_code_epoch, 1, __ATOMIC_ACQ_REL);
 	__atomic_store_n(&state, INSTALLED, __ATOMIC_RELEASE);
 	count(HS_CNT_PY_PYMEM);
+	wait_end();
 }
 
 /* With the GIL held: the originals back where our wrappers still are; which, in *WAS. */
@@ -406,6 +408,44 @@ static int restore(void *arg)
 	depth_out();
 	__atomic_store_n(&state, RESTORED, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/* Launched, sampling, the domains are wrapped at a recorded event once the interpreter is
+ * initialized, and a program of small objects may make none: pymalloc's calls are not counted
+ * down until they are wrapped, and the samples of malloc's few calls come rarely (py_alloc.py,
+ * at 512 KiB: none in some runs of 300,000 rounds, whose objects all went unseen). So from the
+ * interpreter's finding (py_attach) until then, the pass-bys of malloc and calloc look at
+ * the interpreter first (pymem_wait_step); given up after WAIT_CALLS of them, for a program
+ * that has libpython but never starts it, which then goes as it did. */
+#define WAIT_CALLS (1u << 20)
+uint32_t pymem_waiting;
+
+static void wait_end(void)
+{
+	if (__atomic_exchange_n(&pymem_waiting, 0, __ATOMIC_ACQ_REL))
+		pass_publish();
+}
+
+void pymem_wait_begin(void)
+{
+	if (hs_hot.sl.injected || __atomic_load_n(&state, __ATOMIC_ACQUIRE) == INSTALLED)
+		return;
+	__atomic_store_n(&pymem_waiting, WAIT_CALLS, __ATOMIC_RELEASE);
+	pass_publish();
+}
+
+void pymem_wait_step(void)
+{
+	if (__atomic_sub_fetch(&pymem_waiting, 1, __ATOMIC_RELAXED) + 1 <= 1 ||
+	    __atomic_load_n(&state, __ATOMIC_ACQUIRE) == INSTALLED) {
+		wait_end();
+		return;
+	}
+	if (hook_depth() || !hs_active() || !py.is_initialized || !py.is_initialized())
+		return;
+	depth_in();
+	pymem_on_recorded();
+	depth_out();
 }
 
 void pymem_request_install(void)

@@ -339,6 +339,7 @@ void py_attach(void)
 	if (py_codes_init())
 		goto out;
 	__atomic_store_n(&hs_hot.sl.py_ready, 1, __ATOMIC_RELEASE);
+	pymem_wait_begin();
 out:
 	depth_out();
 }

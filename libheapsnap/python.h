@@ -125,6 +125,7 @@ void py_codes_new_session(void);
 /* pymem.c */
 void pymem_on_recorded(void); /* launched: wraps the domains once the interpreter runs */
 void pymem_request_install(void);
+void pymem_wait_begin(void);  /* launched: malloc's pass-bys look for the interpreter's start */
 void pymem_detach(void);      /* injected: the originals back, with the GIL held */
 bool pymem_sees_frees(void);  /* every free of the domains reaches py_code_freed */
 #endif

@@ -63,15 +63,19 @@ static int pass_lock;
  * resolve() found another thread resolving, and returned, asks to sample before the real
  * functions are there: their pass-bys then jump to the full paths, which would count the
  * countdown down a second time, until the other thread's resolve_from publishes them. Under
- * a lock, so that whichever of the two publishes last reads both. */
+ * a lock, so that whichever of the two publishes last reads both. While Python's domains
+ * wait to be wrapped, malloc_wait and calloc_wait instead of the real functions. */
 void pass_publish(void)
 {
-	bool pass;
+	bool pass, wait;
 
 	spin_lock(&pass_lock);
+	wait = __atomic_load_n(&pymem_waiting, __ATOMIC_ACQUIRE) != 0;
 	pass = pass_wanted && hs_hot.fns.malloc && hs_hot.fns.calloc;
-	__atomic_store_n(&hs_hot.pass.malloc, pass ? hs_hot.fns.malloc : malloc_full, __ATOMIC_RELEASE);
-	__atomic_store_n(&hs_hot.pass.calloc, pass ? hs_hot.fns.calloc : calloc_full, __ATOMIC_RELEASE);
+	__atomic_store_n(&hs_hot.pass.malloc, pass ? wait ? malloc_wait : hs_hot.fns.malloc : malloc_full,
+			 __ATOMIC_RELEASE);
+	__atomic_store_n(&hs_hot.pass.calloc, pass ? wait ? calloc_wait : hs_hot.fns.calloc : calloc_full,
+			 __ATOMIC_RELEASE);
 	__atomic_store_n(&hs_hot.passing, pass, __ATOMIC_RELEASE);
 	spin_unlock(&pass_lock);
 }

@@ -496,6 +496,17 @@ t_python_exact_sampled() {
 	PY
 }
 
+# Launched and sampling, Python's domains are wrapped once the interpreter has started, even
+# in a program whose every object is pymalloc's, where no sample of malloc's comes after the
+# start to wrap them at (at 1 GiB, none at all): malloc's pass-bys look for the start
+# (pymem_wait_step). The counter says the domains were wrapped.
+t_python_sampled_wrapped() {
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
+	"$R" --via preload -s 1g --stats -o "$TMP/psw.hsnap" -- /usr/bin/python3 -c 'x = [bytes(10) for _ in range(1000)]' \
+		>"$TMP/psw.out" 2>"$TMP/psw.err" || { cat "$TMP/psw.err"; die "recording"; }
+	eq "domains wrapped (python.pymem_wrapped)" 1 "$(awk '$1 == "python.pymem_wrapped" { print $2 }' "$TMP/psw.err")"
+}
+
 # Blocks of the pool's (libc's malloc, sampled at 256 KiB) given back through Python's memory
 # domain, PYTHONMALLOC=malloc putting free behind the wrapper (pymem.c): each recorded freed
 # once, by the wrapper, and kept by the pool, not handed to glibc, which would unmap the
@@ -614,7 +625,7 @@ t_python_crafted_html() {
 }
 
 ALL="$ALL t_python_linetables t_python_crafted_pprof t_python_crafted_http t_python_crafted_reports t_python_recursion t_python_crafted_html t_python_hostile"
-ALL="$ALL t_python_exact_preload t_python_exact_shared t_python_exact_sampled t_python_exact_attach t_python_exact_html t_python_pool_domain_free"
+ALL="$ALL t_python_exact_preload t_python_exact_shared t_python_exact_sampled t_python_exact_attach t_python_exact_html t_python_pool_domain_free t_python_sampled_wrapped"
 
 # Attached to Debian's python3 while it is idle, blocked in sys.stdin.read(1) (its stdin a
 # FIFO), every event, then woken (tests/workloads/py_idle.py): the library loads at the

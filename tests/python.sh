@@ -507,10 +507,45 @@ t_python_sampled_wrapped() {
 	eq "domains wrapped (python.pymem_wrapped)" 1 "$(awk '$1 == "python.pymem_wrapped" { print $2 }' "$TMP/psw.err")"
 }
 
+# Sampling, Python's domains keep pymalloc's own free (pymem.c), and each sampled block is
+# placed outside pymalloc's arenas so that its free reaches free's hook: of the objects
+# py_sampled_frees.py makes and frees in churn, grow (pymalloc's realloc) and big (buffers over
+# 512 bytes, malloc's), none is live at the end, each sampled block's free seen; churn's bytes
+# allocated (53,200,000: the workload's header) and keep's live (2,660,000) within 4 standard
+# errors of the estimate.
+t_python_sampled_frees() {
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
+	local h=$TMP/psf.hsnap v
+	"$R" --via preload -s 64k -o "$h" -- /usr/bin/python3 "$PWD/tests/workloads/py_sampled_frees.py" >"$TMP/psf.out" 2>"$TMP/psf.err" ||
+		{ cat "$TMP/psf.err"; die "recording py_sampled_frees.py"; }
+	contains "$TMP/psf.out" done
+	for v in inuse_space alloc_space; do
+		"$A" top --json -n 0 --value $v "$h" >"$TMP/psf.$v.json" 2>/dev/null || die "top --value $v"
+	done
+	python3 - "$TMP/psf.inuse_space.json" "$TMP/psf.alloc_space.json" <<-'PY' || die "sampled Python frees"
+	import json, sys
+	def rows(path):
+	    return {f["name"].split(" ")[0]: f for f in json.load(open(path))["python_functions"]
+	            if f["name"].endswith("(py_sampled_frees.py)")}
+	inuse, alloc = rows(sys.argv[1]), rows(sys.argv[2])
+	for fn in ("churn", "grow", "big"):
+	    assert fn in alloc, (fn, "never sampled")
+	    assert fn not in inuse, (fn, "live at the end: a sampled block's free unseen", inuse[fn]["cum"])
+	def near(row, truth, what):
+	    print(what, truth, row["cum"], "+-", row["cum_se"])
+	    assert abs(row["cum"] - truth) <= 4 * row["cum_se"], (what, truth, row["cum"], row["cum_se"])
+	near(alloc["churn"], 400000 * 133, "churn alloc_space")
+	near(inuse["keep"], 20000 * 133, "keep inuse_space")
+	PY
+	"$A" stats "$h" >"$TMP/psf.stats" 2>/dev/null || die "stats"
+	contains "$TMP/psf.stats" "0 frees of no live block"
+	eq "frees of unknown blocks" 0 "$(awk '$1 == "frees.unknown" { print $2 }' "$TMP/psf.stats")"
+}
+
 # Blocks of the pool's (libc's malloc, sampled at 256 KiB) given back through Python's memory
-# domain, PYTHONMALLOC=malloc putting free behind the wrapper (pymem.c): each recorded freed
-# once, by the wrapper, and kept by the pool, not handed to glibc, which would unmap the
-# pool's pages. take_blocks: 16 blocks of 4 MiB, sampled surely (p = 1 - e^-16).
+# domain, PYTHONMALLOC=malloc making its free plain free, which the wrapped domain keeps while
+# sampling (pymem.c): each recorded freed once, by free's hook, and kept by the pool, not
+# handed to glibc, which would unmap the pool's pages. take_blocks: 16 blocks of 4 MiB, sampled surely (p = 1 - e^-16).
 t_python_pool_domain_free() {
 	need_go
 	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
@@ -625,7 +660,7 @@ t_python_crafted_html() {
 }
 
 ALL="$ALL t_python_linetables t_python_crafted_pprof t_python_crafted_http t_python_crafted_reports t_python_recursion t_python_crafted_html t_python_hostile"
-ALL="$ALL t_python_exact_preload t_python_exact_shared t_python_exact_sampled t_python_exact_attach t_python_exact_html t_python_pool_domain_free t_python_sampled_wrapped"
+ALL="$ALL t_python_exact_preload t_python_exact_shared t_python_exact_sampled t_python_exact_attach t_python_exact_html t_python_pool_domain_free t_python_sampled_frees t_python_sampled_wrapped"
 
 # Attached to Debian's python3 while it is idle, blocked in sys.stdin.read(1) (its stdin a
 # FIFO), every event, then woken (tests/workloads/py_idle.py): the library loads at the

@@ -1,6 +1,6 @@
 # Blocks of the pool's given back through Python's memory domain (t_python_pool_domain_free):
-# run with PYTHONMALLOC=malloc, so that PyMem_Free is free behind the recorder's wrapper of
-# the domain. take_blocks mallocs 16 blocks of 4 MiB with libc's malloc (sampled surely at
+# run with PYTHONMALLOC=malloc, so that PyMem_Free is plain free: sampling, the recorder wraps
+# the domain's malloc and keeps its own free (libheapsnap/pymem.c). take_blocks mallocs 16 blocks of 4 MiB with libc's malloc (sampled surely at
 # 256 KiB, so placed by the pool), which are then freed by PyMem_Free. Prints glibc's mmapped
 # bytes those blocks added (mallinfo2), 0 when the pool placed them all, and those their frees
 # took away, 0 when they went back to the pool.
@@ -25,14 +25,14 @@ class Allocator(ctypes.Structure):  # PyMemAllocatorEx
 
 
 def domain_wrapped():
-    """Whether PYMEM_DOMAIN_MEM's free is libheapsnap.so's, by the maps."""
+    """Whether PYMEM_DOMAIN_MEM's malloc is libheapsnap.so's, by the maps."""
     a = Allocator()
     ctypes.pythonapi.PyMem_GetAllocator(1, ctypes.byref(a))
     with open("/proc/self/maps") as maps:
         for line in maps:
             f = line.split()
             lo, hi = (int(x, 16) for x in f[0].split("-"))
-            if len(f) > 5 and f[5].endswith("/libheapsnap.so") and lo <= (a.free or 0) < hi:
+            if len(f) > 5 and f[5].endswith("/libheapsnap.so") and lo <= (a.malloc or 0) < hi:
                 return True
     return False
 

@@ -122,6 +122,19 @@ extern uint32_t py_code_epoch;
 void py_codes_after_fork_child(void);
 void py_codes_new_session(void);
 
+/* Python's functions of ours: PyMethodDef, the same from 3.0 on. */
+struct py_method_def {
+	const char *name;
+	void *(*meth)(void *self, void *unused);
+	int flags;
+	const char *doc;
+};
+#define PY_METH_NOARGS 0x0004
+
+/* pyfinal.c, at pending calls: the snapshot at finalization asked for (atexit), and given back. */
+void pyfinal_take(void);
+void pyfinal_give_back(void);
+
 /* pymem.c */
 void pymem_on_recorded(void); /* launched: wraps the domains once the interpreter runs */
 void pymem_request_install(void);

@@ -51,7 +51,8 @@ LIB := $(OUTPUT)/libheapsnap.so
 # nothing exported but the hooks, and no dependency beyond libc. It sees its own folder and
 # common/: the ABI it shares with the recorder (common/abi/), the allocator table and the one
 # source of common/ compiled into it (unwtab.c); nothing of format/, the recorder or the analyzer.
-LIB_CFLAGS := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer -fvisibility=hidden -ftls-model=initial-exec \
+# -fexceptions: a C++ exception thrown through an operator new's hook runs its cleanup (hooks.c).
+LIB_CFLAGS := -std=gnu11 -O2 -g -fPIC -fexceptions -fno-omit-frame-pointer -fvisibility=hidden -ftls-model=initial-exec \
 	-Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -Icommon
 
 .PHONY: all clean check demo bench deps install test-programs fuzz fuzz-programs realworld
@@ -62,7 +63,7 @@ all: $(BINS) $(LIB)
 LIB_SRCS := $(wildcard libheapsnap/*.c) common/unwtab.c
 LIB_DEPS := $(LIB_SRCS) libheapsnap/*.h common/abi/*.h common/*.h common/*.def
 # The library into $@, with more flags $(1).
-lib_link = $(CC) $(LIB_CFLAGS) $(1) -Ilibheapsnap -shared -Wl,-soname,libheapsnap.so -Wl,-z,now -Wl,-z,nodelete \
+lib_link = $(CC) $(LIB_CFLAGS) $(1) -Ilibheapsnap -shared -static-libgcc -Wl,-soname,libheapsnap.so -Wl,-z,now -Wl,-z,nodelete \
 	$(LIB_SRCS) -ldl -lpthread -o $@
 
 $(LIB): $(LIB_DEPS) | $(OUTPUT)

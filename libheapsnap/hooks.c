@@ -731,6 +731,21 @@ static inline __attribute__((always_inline)) enum delete_how delete_before(void 
 	HS_NEW_PASSED(sym, args, ret, params)                                                           \
 	HS_NEW_FAST(sym, args, ret, params)
 
+/* An operator new of another module than the C++ runtime's plain ones (an aligned new, an
+ * allocator's) may throw through the hook, which called it at depth: bad_alloc for an
+ * alignment it refuses, or for no memory. The depth is given back as the exception passes, by
+ * a cleanup that -fexceptions puts in the unwind tables; left raised, every later call of the
+ * thread was taken for a nested one and went unrecorded. The personality routine that runs
+ * it, and _Unwind_Resume after it, are libgcc_s's, referred to weakly so that the library
+ * needs nothing beyond libc: where libgcc_s is not loaded with the library (a C program that
+ * dlopens C++ later), the hook has no personality, and an exception passes it as before. */
+__asm__(".weak __gcc_personality_v0\n\t.weak _Unwind_Resume");
+static void depth_unwound(const int *thrown)
+{
+	if (*thrown)
+		depth_out();
+}
+
 /* ALIGN 0 in alloc_before: an operator new of another module keeps its samples in the table. */
 #define HS_NEW_FULL(sym, kind, args, ret, params)                                                      \
 	static __attribute__((noinline)) ret sym##_full HS_PARAMS params                                \
@@ -740,7 +755,11 @@ static inline __attribute__((always_inline)) enum delete_how delete_before(void 
 		if (LIKELY(next_##sym.direct))                                                          \
 			return new_direct_full(HS_KIND_##kind, HS_SIZE_OF_##args, (new_fn)(void *)f);    \
 		void *p = alloc_before(&c, HS_SIZE_OF_##args, 0, false);                                \
-		return alloc_after(&c, p ? p : f HS_ARGS params, HS_KIND_##kind, HS_SIZE_OF_##args, 0); \
+		int thrown __attribute__((cleanup(depth_unwound))) = 1;                                 \
+		if (!p)                                                                                 \
+			p = f HS_ARGS params;                                                           \
+		thrown = 0;                                                                             \
+		return alloc_after(&c, p, HS_KIND_##kind, HS_SIZE_OF_##args, 0);                        \
 	}
 
 /* Passed by, another module's operator: a call, not on the fast path's text. */
@@ -750,7 +769,9 @@ static inline __attribute__((always_inline)) enum delete_how delete_before(void 
 		ret(*f) params = (ret(*) params)__atomic_load_n(&next_##sym.fn, __ATOMIC_ACQUIRE);      \
 		void *p;                                                                                \
 		depth_in(); /* the countdown parked: its malloc is not another */                       \
+		int thrown __attribute__((cleanup(depth_unwound))) = 1;                                 \
 		p = f HS_ARGS params;                                                                   \
+		thrown = 0;                                                                             \
 		depth_out();                                                                            \
 		return p;                                                                               \
 	}

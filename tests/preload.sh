@@ -435,8 +435,10 @@ t_preload_nothrow_pair() {
 
 # A new that throws (std::bad_alloc, caught by the program) through the hooks leaves the
 # thread recorded as before: the depth that keeps an allocator's own calls from being counted
-# again is not held across the runtime's operator new, whose exception would skip its undoing
-# (the thread then recorded nothing more: 0 of alloc_cxx throw's 7777 bytes).
+# again is not held across the runtime's plain operator new, whose exception would skip its
+# undoing (the thread then recorded nothing more: 0 of alloc_cxx throw's 7777 bytes); across
+# an aligned new, which is called at depth, a cleanup gives it back as the exception passes
+# (alloc_cxx throw align: an alignment of 3 refused).
 t_preload_cxx_after_bad_alloc() {
 	need_go
 	local VIA=preload p
@@ -448,6 +450,9 @@ t_preload_cxx_after_bad_alloc() {
 	record -s 16 -o "$TMP/cbs.hsnap" -- "$T/alloc_cxx" throw || die "recording alloc_cxx throw, sampled"
 	"$A" pprof -o "$TMP/cbs.pb.gz" "$TMP/cbs.hsnap" 2>/dev/null || die "pprof, sampled"
 	within "sampled at 16 bytes: cxx_after_throw inuse_space" 7777 "$(pv "$TMP/cbs.pb.gz" inuse_space 'cxx_after_throw()')" 2
+	record -s 0 -o "$TMP/cbal.hsnap" -- "$T/alloc_cxx" throw align || die "recording alloc_cxx throw align"
+	"$A" pprof -o "$TMP/cbal.pb.gz" "$TMP/cbal.hsnap" 2>/dev/null || die "pprof, throw align"
+	eq "after an aligned new's throw: cxx_after_throw inuse_space" 7777 "$(pv "$TMP/cbal.pb.gz" inuse_space 'cxx_after_throw()')"
 }
 
 ALL="$ALL t_preload_sampled_dense t_preload_sampled_waves t_preload_sampled_siblings t_preload_filter_rebuild t_preload_counts_threads t_preload_scribbled_ring t_preload_unprivileged t_preload_dwarf_debug_dir"

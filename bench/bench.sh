@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# heapsnap benchmark (`make bench`). Runs each workload natively, under the bare trap floor
-# (the same probes with no-op BPF programs), and under heapsnap in three modes, RUNS times
-# each, in one run of this script. Prints medians as ratios to native and to the floor, then
-# writes bench/results/latest.txt and bench/results/latest.json. The floor and sampling also
-# run with classic probes (a uprobe and a uretprobe per function, in multi links): a session
+# heapsnap benchmark (`make bench`). Runs each workload natively, under the BPF trap floor
+# (the same probes with no-op BPF programs), under the bare trap floor (perf probes on the
+# same points, no BPF program at all), and under heapsnap in three modes, RUNS times each, in
+# one run of this script. Prints medians as ratios to native and to the floor, then writes
+# bench/results/latest.txt and bench/results/latest.json. The floor and sampling also run
+# with classic probes (a uprobe and a uretprobe per function, in multi links): a session
 # probe lets sampling skip the return trap of the calls it passes by, which is most of why it
 # beats the floor, and the classic figures show that part.
 set -euo pipefail
@@ -14,7 +15,10 @@ A=$OUT/heapsnap-analyze
 B=$OUT/bench
 RUNS=${RUNS:-5}
 TMP=$(mktemp -d /tmp/heapsnap-bench.XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
+# The perf probes of the bare trap floor, in a group of their own, removed on the way out.
+TRAP_GROUP=heapsnap_bench
+TRAP_ADDED=
+trap '[ -z "$TRAP_ADDED" ] || perf probe -q -d "$TRAP_GROUP:*" >/dev/null 2>&1 || true; rm -rf "$TMP"' EXIT
 RES=bench/results
 mkdir -p "$RES"
 
@@ -75,6 +79,7 @@ MODES=(
 	"native|"
 	"floor|--via bpf --noop-probes"
 	"floor-classic|--via bpf --noop-probes --probe-links multi"
+	"trap|trap"
 	"fp|--via bpf -s 0 --stack fp"
 	"auto|--via bpf -s 0 --stack auto"
 	"sampled512k|--via bpf -s 512k --stack fp"
@@ -100,6 +105,9 @@ run_once() { # mode_opts command... -> writes $TMP/run.out, $TMP/run.err
 	elif [[ "$opts" == floor* ]]; then
 		# The floor, or one built with a byte sampler's checks (bench/floor.c).
 		LD_PRELOAD=$B/lib$opts.so "$@" >"$TMP/run.out" 2>"$TMP/run.err"
+	elif [ "$opts" = trap ]; then
+		# The bare trap floor: perf counting its probes, no BPF program (trap_setup).
+		perf stat -e "$TRAP_GROUP:*" -x, -o "$TMP/trap.stat" -- "$@" >"$TMP/run.out" 2>"$TMP/run.err"
 	elif [ "$opts" = heaptrack ]; then
 		# heaptrack 1.4 records every event in process (LD_PRELOAD, libunwind): the tool to beat.
 		rm -f "$TMP"/ht.*
@@ -390,6 +398,52 @@ fi
 
 [ "$(id -u)" = 0 ] || { echo "bench: needs root for BPF" >&2; exit 1; }
 
+# The bare trap floor: uprobes with no BPF program, made by perf probe on the points the BPF
+# recorder traps at when it records every event with --stack fp (as its -v says them: malloc
+# and free of the C library, free past its NULL test), and counted by perf stat: each trap
+# fires and nothing else runs, the least any uprobe-based recorder pays. The BPF floor above
+# it (--noop-probes) is our own probes with programs that return at once. Only for the
+# workloads that call nothing but malloc and free (TRAP_WORKLOADS): the C++ one's operators
+# trap at other points. Sets TRAP_OK, or TRAP_WHY when perf probe cannot make them.
+TRAP_WORKLOADS=" churn mt2 mt8 live1M "
+TRAP_OK=
+TRAP_WHY=
+TRAP_POINTS=
+trap_setup() {
+	local libc moff foff
+	if ! command -v perf >/dev/null; then
+		TRAP_WHY="perf is not installed (Debian: linux-perf)"
+		return 0
+	fi
+	"$R" -v --via bpf -s 0 --stack fp -o "$TMP/trap.hsnap" -- "$B/workload" churn 1 >/dev/null 2>"$TMP/trap.v" || {
+		TRAP_WHY="heapsnap-record -v failed: $(tail -1 "$TMP/trap.v")"
+		return 0
+	}
+	# "heapsnap-record: /lib/x86_64-linux-gnu/libc.so.6:free probed at +9 (past ...)"
+	libc=$(awk '$2 ~ /:malloc$/ && $3 == "probed" { sub(/:malloc$/, "", $2); print $2; exit }' "$TMP/trap.v")
+	moff=$(awk '$2 ~ /:malloc$/ && $3 == "probed" { sub(/^\+/, "", $5); print $5; exit }' "$TMP/trap.v")
+	foff=$(awk '$2 ~ /:free$/ && $3 == "probed" { sub(/^\+/, "", $5); print $5; exit }' "$TMP/trap.v")
+	if [ -z "$libc" ] || [ -z "$moff" ] || [ -z "$foff" ]; then
+		TRAP_WHY="heapsnap-record -v named no probe of malloc and free"
+		return 0
+	fi
+	perf probe -q -d "$TRAP_GROUP:*" >/dev/null 2>&1 || true
+	TRAP_ADDED=1
+	# Event names of their own: perf probe refuses one that another group has.
+	if ! perf probe -x "$libc" -a "$TRAP_GROUP:hsb_malloc=malloc+$moff" -a "$TRAP_GROUP:hsb_malloc_ret=malloc%return" \
+		-a "$TRAP_GROUP:hsb_free=free+$foff" >"$TMP/trap.add" 2>&1; then
+		TRAP_WHY="perf probe: $(grep -m1 -i 'error' "$TMP/trap.add" | sed 's/^ *//')"
+		return 0
+	fi
+	if ! perf stat -e "$TRAP_GROUP:*" -x, -o "$TMP/trap.stat" -- "$B/workload" churn 1000 >/dev/null 2>"$TMP/trap.add" ||
+		! awk -F, '$3 ~ /:hsb_free$/ && $1 >= 1000 { ok = 1 } END { exit !ok }' "$TMP/trap.stat"; then
+		TRAP_WHY="perf stat does not count the probes: $(cat "$TMP/trap.add" "$TMP/trap.stat" 2>/dev/null | grep -m1 -v '^#\|^$')"
+		return 0
+	fi
+	TRAP_POINTS="$(basename "$libc"): malloc+$moff, malloc%return, free+$foff"
+	TRAP_OK=1
+}
+
 echo "heapsnap benchmark, $(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs, median of $RUNS runs"
 json="{\"date\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\",\"kernel\":\"$(uname -r)\",\"cpus\":$(nproc),\"runs\":$RUNS,\"workloads\":["
 table=$(printf '%-8s %-15s %10s %9s %9s %10s %9s %9s %11s\n' workload mode "time(s)" "x native" "x floor" "bytes/ev" "dropped" "rec cpu" "rec rss MiB")
@@ -473,23 +527,51 @@ if [ "${BENCH:-}" = stacks ]; then
 	MODES=("native|" "fp|--via bpf -s 0 --stack fp" "auto|--via bpf -s 0 --stack auto"
 		"preload|--via preload -s 0 --stack fp" "preload-auto|--via preload -s 0 --stack auto")
 fi
+# BENCH=trap: BPF every event against the bare trap floor alone, on churn of TRAP_PAIRS
+# malloc/free pairs (2M: 4M calls, several seconds of traps a run).
+if [ "${BENCH:-}" = trap ]; then
+	WORKLOADS=("churn||$B/workload churn ${TRAP_PAIRS:-2000000}")
+	MODES=("native|" "floor|--via bpf --noop-probes" "trap|trap" "fp|--via bpf -s 0 --stack fp"
+		"none|--via bpf -s 0 --stack none" "auto|--via bpf -s 0 --stack auto" "preload|--via preload -s 0 --stack fp")
+fi
+# The bare trap floor where a mode asks for it (not BENCH=stacks, nor sqlite3 alone).
+TRAP_RUN=
+[ ${#WORKLOADS[@]} -gt 0 ] && [[ " ${MODES[*]} " == *" trap|trap "* ]] && TRAP_RUN=1
+if [ -n "$TRAP_RUN" ]; then
+	trap_setup
+	if [ -n "$TRAP_OK" ]; then
+		echo "bare trap floor: perf probes on $TRAP_POINTS (no BPF program)"
+	else
+		echo "bare trap floor: skipped ($TRAP_WHY)"
+	fi
+fi
 stack_cost= # "workload way auto/fp" lines
+# BPF every event over the bare trap floor, a line per workload, and the preload figures beside.
+trap_table=$(printf '  %-8s %10s %7s %7s %7s %7s | %7s %8s | %s' workload "trap cpu s" "no-op" fp none auto "fp wall" "fp cmd" \
+	"preload every event (fp): x native")
 for w in "${WORKLOADS[@]}"; do
 	wname=${w%%|*}; rest=${w#*|}; extra=${rest%%|*}; wcmd=${rest#*|}
 	modes=("${MODES[@]}")
 	[ "$extra" = dwarf ] && modes+=("${DWARF_MODES[@]}")
-	declare -A T=()
+	declare -A T=() C=() W=()
 	[ $first_w = 1 ] || json+=","
 	first_w=0
 	json+="{\"name\":\"$wname\",\"command\":\"$wcmd\",\"modes\":["
 	first_m=1
 	for m in "${modes[@]}"; do
 		mname=${m%%|*}; mopts=${m#*|}
+		if [ "$mopts" = trap ] && { [ -z "$TRAP_OK" ] || [[ "$TRAP_WORKLOADS" != *" $wname "* ]]; }; then
+			continue
+		fi
 		: >"$TMP/times"; : >"$TMP/cpu"; : >"$TMP/rss"; : >"$TMP/bpe"; : >"$TMP/drop"; : >"$TMP/evs"; : >"$TMP/ratio"
+		: >"$TMP/wcpu"; : >"$TMP/whole"
 		for _ in $(seq "$RUNS"); do
+			t0=$(date +%s.%N)
 			# shellcheck disable=SC2086
 			run_once "$mopts" $wcmd || { cat "$TMP/run.err"; exit 1; }
+			awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }' >>"$TMP/whole"
 			awk '/^elapsed/ { print $2 }' "$TMP/run.out" >>"$TMP/times"
+			awk '/^elapsed/ { print $8 }' "$TMP/run.out" >>"$TMP/wcpu"
 			awk '/^elapsed/ { print $6 }' "$TMP/run.out" >>"$TMP/evs"
 			if [ "$mopts" = heaptrack ]; then
 				awk -v f="$(stat -c %s "$TMP"/ht.* 2>/dev/null | head -1)" '/^elapsed/ { print (f > 0 ? f / $6 : 0) }' \
@@ -504,6 +586,8 @@ for w in "${WORKLOADS[@]}"; do
 		done
 		t=$(median <"$TMP/times")
 		T[$mname]=$t
+		C[$mname]=$(median <"$TMP/wcpu")
+		W[$mname]=$(median <"$TMP/whole")
 		evs=$(median <"$TMP/evs")
 		xn=$(awk -v a="$t" -v b="${T[native]}" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
 		xf=$(awk -v a="$t" -v b="${T[floor]:-0}" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
@@ -519,17 +603,51 @@ for w in "${WORKLOADS[@]}"; do
 			"$([ "$mname" = native ] && echo - || echo "$xf")" "$bpe" "$drop" "$cpu" "$rss")
 		[ $first_m = 1 ] || json+=","
 		first_m=0
-		json+="{\"mode\":\"$mname\",\"options\":\"$mopts\",\"seconds\":$t,\"events\":$evs,\"x_native\":$xn,\"x_floor\":$xf,"
+		json+="{\"mode\":\"$mname\",\"options\":\"$mopts\",\"seconds\":$t,\"cpu_seconds\":${C[$mname]},\"command_seconds\":${W[$mname]},"
+		json+="\"events\":$evs,\"x_native\":$xn,\"x_floor\":$xf,"
 		json+="\"bytes_per_event\":$bpe,\"compressed_over_raw\":$cr,\"dropped\":$drop,\"recorder_cpu_s\":$cpu,\"recorder_rss_mib\":$rss}"
+		# The traps perf counted in the last run: each probe's, as the workload's calls say.
+		[ "$mopts" != trap ] || trap_counts=$(awk -F, '$3 ~ /:/ { n = $3; sub(/.*:hsb_/, "", n); sub(/__return$/, "", n); printf "%s\"%s\":%s", (k++ ? "," : ""), n, $1 }' "$TMP/trap.stat")
 	done
-	json+="]}"
+	json+="]"
+	# Over the bare trap floor: CPU time of the loop (the target's own, which the traps and the
+	# programs cost), the loop's wall time (which the recorder beside it on the other CPU can
+	# stretch) and the whole command's (the recorder's start and finish in it).
+	over() { # MODE [T|C|W]: MODE's figure over the trap floor's
+		local -n fig=${2:-C}
+		[ -n "${fig[$1]:-}" ] && [ -n "${fig[trap]:-}" ] && awk -v a="${fig[$1]}" -v b="${fig[trap]}" 'BEGIN { printf "%.2f", a / b }' || printf -
+	}
+	if [ -n "${T[trap]:-}" ]; then
+		trap_table+=$(printf '\n  %-8s %10.3f %7s %7s %7s %7s | %7s %8s | %s' "$wname" "${C[trap]}" "$(over floor)" "$(over fp)" \
+			"$(over none)" "$(over auto)" "$(over fp T)" "$(over fp W)" \
+			"$([ -n "${T[preload]:-}" ] && awk -v a="${T[preload]}" -v b="${T[native]}" 'BEGIN { printf "%.2f", a / b }' || echo -)")
+		json+=",\"trap_floor\":{\"points\":\"$TRAP_POINTS\",\"traps\":{$trap_counts},\"seconds\":${T[trap]},\"cpu_seconds\":${C[trap]},"
+		json+="\"command_seconds\":${W[trap]},\"floor_over_trap_cpu\":$(over floor),\"fp_over_trap_cpu\":$(over fp),"
+		json+="\"none_over_trap_cpu\":$(over none),\"auto_over_trap_cpu\":$(over auto),\"fp_over_trap_wall\":$(over fp T),"
+		json+="\"fp_over_trap_command\":$(over fp W)}"
+	else
+		trap_table+=$(printf '\n  %-8s %s' "$wname" "$([ -n "$TRAP_OK" ] && echo "- (calls other allocators than malloc and free: they trap at other points)" ||
+			echo "- (skipped: $TRAP_WHY)")")
+		json+=",\"trap_floor\":null"
+	fi
+	json+="}"
 	[ -n "${T[auto]:-}" ] && stack_cost+=$(printf '\n  %-8s bpf      %5.2fx' "$wname" "$(awk -v a="${T[auto]}" -v b="${T[fp]}" 'BEGIN { print a / b }')")
 	[ -n "${T[preload-auto]:-}" ] && stack_cost+=$(printf '\n  %-8s preload  %5.2fx' "$wname" \
 		"$(awk -v a="${T[preload-auto]}" -v b="${T[preload]}" 'BEGIN { print a / b }')")
-	unset T
+	unset T C W
 done
 json+="]"
 echo "$table"
+trap_head="BPF every event over the bare trap floor (perf probes, no BPF program${TRAP_POINTS:+, on $TRAP_POINTS}):
+the loop's CPU time over the floor's (the no-op BPF floor --noop-probes, then --stack fp, none and auto);
+fp by the loop's wall time, and by the whole command's (the recorder's start and finish in it);
+beside them, preload every event over native:"
+if [ -n "$TRAP_RUN" ]; then
+	echo
+	echo "$trap_head"
+	echo "$trap_table"
+fi
+[ "${BENCH:-}" = trap ] && exit 0
 micro_lines=
 [ -z "${BENCH:-}" ] && micro_bench
 
@@ -650,6 +768,9 @@ echo "$json" >"$RES/latest.json"
 {
 	echo "heapsnap benchmark, $(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs, median of $RUNS runs"
 	echo "$table"
+	echo
+	echo "$trap_head"
+	echo "$trap_table"
 	echo
 	printf '%s' "$micro_lines"
 	echo

@@ -78,6 +78,25 @@ print(memray.FileReader(sys.argv[1]).metadata.total_allocations)' "$TMP/m.bin")"
 	done
 done
 median() { sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# Sampling's cost in instructions, which the machine's noise does not move (cachegrind): the
+# whole process natively and sampled at 512 KiB, on shorter runs (PY_CG_ITERATIONS, PY_CG_PAGES).
+# Without ASLR (setarch -R), as bench.sh's counted sample: under valgrind the library's pool
+# reservation may fail otherwise.
+CG_N=${PY_CG_ITERATIONS:-300000}
+CG_PAGES=${PY_CG_PAGES:-1500}
+cg_refs() { awk '/I +refs:/ { gsub(",", "", $NF); v = $NF } END { print v + 0 }' "$1"; }
+if command -v valgrind >/dev/null && command -v setarch >/dev/null; then
+	for wl in "py_alloc.py $CG_N" "py_render.py $CG_PAGES"; do
+		W=${wl%% *}
+		args=${wl#* }
+		setarch -R valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
+			$PY bench/$W $args >/dev/null 2>"$TMP/cg.n"
+		setarch -R "$R" -s 512k -o "$TMP/cg.hsnap" -- valgrind --tool=cachegrind --cache-sim=no \
+			--cachegrind-out-file=/dev/null $PY bench/$W $args >/dev/null 2>"$TMP/cg.s"
+		echo "$args $(cg_refs "$TMP/cg.n") $(cg_refs "$TMP/cg.s")" >"$TMP/$W.cg"
+	done
+fi
 {
 	for wl in "${workloads[@]}"; do
 		W=${wl%% *}
@@ -96,6 +115,9 @@ median() { sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1)
 			[ -s "$TMP/$W.$m.bpe" ] && extra+=$(printf '  %.4f bytes/event' "$(median "$TMP/$W.$m.bpe")")
 			printf '  %-12s %7.3f s  %5.2fx native%s\n' "$m" "$t" "$(awk -v a="$t" -v b="$nat" 'BEGIN { print a / b }')" "$extra"
 		done
+		[ -s "$TMP/$W.cg" ] && read -r cga cgn cgs <"$TMP/$W.cg" && [ "$cgn" -gt 0 ] &&
+			printf '  sampled in instructions (cachegrind, %s): %.3fx native (%d, %d)\n' "$cga" \
+				"$(awk -v a="$cgs" -v b="$cgn" 'BEGIN { print a / b }')" "$cgn" "$cgs"
 	done
 	echo
 	if [ -n "$MEMRAY_NOTE" ]; then

@@ -82,7 +82,8 @@ median() { sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1)
 # Sampling's cost in instructions, which the machine's noise does not move (cachegrind): the
 # whole process natively and sampled at 512 KiB, on shorter runs (PY_CG_ITERATIONS, PY_CG_PAGES).
 # Without ASLR (setarch -R), as bench.sh's counted sample: under valgrind the library's pool
-# reservation may fail otherwise.
+# reservation may fail otherwise. PYTHONHASHSEED=0: with its hashes drawn anew, the same run
+# natively counted 10M instructions more or less from one run to the next.
 CG_N=${PY_CG_ITERATIONS:-300000}
 CG_PAGES=${PY_CG_PAGES:-1500}
 cg_refs() { awk '/I +refs:/ { gsub(",", "", $NF); v = $NF } END { print v + 0 }' "$1"; }
@@ -90,9 +91,9 @@ if command -v valgrind >/dev/null && command -v setarch >/dev/null; then
 	for wl in "py_alloc.py $CG_N" "py_render.py $CG_PAGES"; do
 		W=${wl%% *}
 		args=${wl#* }
-		setarch -R valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
+		PYTHONHASHSEED=0 setarch -R valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
 			$PY bench/$W $args >/dev/null 2>"$TMP/cg.n"
-		setarch -R "$R" -s 512k -o "$TMP/cg.hsnap" -- valgrind --tool=cachegrind --cache-sim=no \
+		PYTHONHASHSEED=0 setarch -R "$R" -s 512k -o "$TMP/cg.hsnap" -- valgrind --tool=cachegrind --cache-sim=no \
 			--cachegrind-out-file=/dev/null $PY bench/$W $args >/dev/null 2>"$TMP/cg.s"
 		echo "$args $(cg_refs "$TMP/cg.n") $(cg_refs "$TMP/cg.s")" >"$TMP/$W.cg"
 	done

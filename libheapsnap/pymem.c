@@ -78,10 +78,11 @@ static bool sampling(void)
 	return session_rate() != 0;
 }
 
-/* Whether the domain at CTX keeps its own free, while its session samples. */
+/* Whether the domain at CTX keeps its own free, while its session samples (WRAP_NONE's
+ * realloc is a forwarder, never w_realloc). */
 static inline bool own_free(const void *ctx)
 {
-	return ((const struct domain *)ctx)->how != WRAP_ALL && sampling();
+	return ((const struct domain *)ctx)->how == WRAP_POOLS && sampling();
 }
 
 /* A sampled block of a domain that keeps its own free, N bytes (ZERO: zeroed), placed where
@@ -205,6 +206,12 @@ static bool pools_sample(size_t n)
 	return true;
 }
 
+/* pymalloc's malloc of N bytes, or (ZERO) its calloc of N * M, at O. */
+static void *pools_forward(const struct pymem_allocator *o, size_t n, size_t m, bool zero)
+{
+	return zero ? o->calloc(o->ctx, n, m) : o->malloc(o->ctx, n);
+}
+
 /* The call the countdown did not pass by: sampled, placed and recorded, its stack walked from
  * this frame. N is at most PYMALLOC_SMALL. ZERO: calloc's, of N * M bytes. */
 static __attribute__((noinline)) void *pools_full(void *ctx, size_t n, size_t m, bool zero)
@@ -216,17 +223,16 @@ static __attribute__((noinline)) void *pools_full(void *ctx, size_t n, size_t m,
 	bool kept;
 
 	/* Not sampling any more (a session of every event, the wrappers not yet changed for
-	 * it), or detached: forwarded, and nothing counted down. */
-	if (!t || !sampling())
-		return zero ? o->calloc(o->ctx, n, m) : o->malloc(o->ctx, n);
-	if (!pools_sample(size))
-		return zero ? o->calloc(o->ctx, n, m) : o->malloc(o->ctx, n);
+	 * it), or detached: forwarded, and nothing counted down; or a countdown to be drawn
+	 * that passes the call by. */
+	if (!t || !sampling() || !pools_sample(size))
+		return pools_forward(o, n, m, zero);
 	depth_in();
 	if ((p = place(t, size, zero, &kept)))
 		record_placed(t, p, size, zero ? HS_KIND_CALLOC : HS_KIND_MALLOC, kept,
 			      (uint64_t)(uintptr_t)__builtin_frame_address(0));
 	else
-		p = zero ? o->calloc(o->ctx, n, m) : o->malloc(o->ctx, n);
+		p = pools_forward(o, n, m, zero);
 	depth_out();
 	return p;
 }

@@ -527,7 +527,7 @@ demo: deps
 
 BENCH_PROGS := $(OUTPUT)/bench/workload $(OUTPUT)/bench/workload_cxx $(OUTPUT)/bench/genfile $(OUTPUT)/bench/libfloor.so \
 	$(OUTPUT)/bench/libfloor_countdown.so $(OUTPUT)/bench/libfloor_filter.so $(OUTPUT)/bench/libfloor_both.so \
-	$(OUTPUT)/bench/dense/libheapsnap.so
+	$(OUTPUT)/bench/dense/libheapsnap.so $(OUTPUT)/bench/pyfloor/libheapsnap.so
 
 $(OUTPUT)/bench:
 	$(Q)mkdir -p $@
@@ -546,6 +546,13 @@ $(OUTPUT)/bench/dense/libheapsnap.so: $(LIB_DEPS)
 	$(call msg,LIB,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(call lib_link,-DPOOL_MIN_RATE=4096u)
+
+# libheapsnap.so whose pass-by of Python's domains only forwards to pymalloc: the Python
+# table's floor, what any wrapper of them costs (bench/python.sh).
+$(OUTPUT)/bench/pyfloor/libheapsnap.so: $(LIB_DEPS)
+	$(call msg,LIB,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(call lib_link,-DPYMEM_FLOOR)
 
 # The interposition floor: allocators that only forward, preloaded as libheapsnap.so is.
 FLOOR_CFLAGS := -O2 -g -fPIC -shared -fvisibility=hidden -fno-omit-frame-pointer -Wall -Wextra -Werror

@@ -9,16 +9,20 @@
 # its three modes: `memray run` (malloc's calls with Python stacks, no pymalloc object),
 # `--native` (and native stacks) and `--native --trace-python-allocators` (pymalloc's objects
 # too: what heapsnap every event sees). The workload's own CPU time (its loop, without start-up
-# nor the profilers' work at exit), median of RUNS runs, interleaved; and each recording's bytes
+# nor the profilers' work at exit), median of PY_RUNS runs (11), interleaved; and each recording's bytes
 # per event it holds (heaptrack's: its file over the allocations and frees in it, `malloc`'s
 # alone, since pymalloc's objects never reach it; memray's: its file as `memray run` leaves it,
 # lz4-compressed at exit, over the allocations and frees in its header, from the first run).
-# Without the venv (scripts/py-venv.sh failed) the memray rows are left out, and said.
+# Without the venv (scripts/py-venv.sh failed) the memray rows are left out, and said. The
+# floor (pyfloor) is heapsnap sampled with the Makefile's bench/pyfloor/libheapsnap.so, whose
+# pass-by of the domains only jumps to pymalloc: what any wrapper of them costs (Debian's
+# python3.11 inlines pymalloc only where a domain holds pymalloc's own function), beside what
+# the countdown adds; left out when that library was not built (make bench builds it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUTPUT:-.output}
 R=$OUT/heapsnap-record
-RUNS=${RUNS:-5}
+RUNS=${PY_RUNS:-11}
 N=${PY_ITERATIONS:-1000000}
 PAGES=${PY_PAGES:-6000}
 PY=/usr/bin/python3
@@ -26,7 +30,10 @@ PY=/usr/bin/python3
 TMP=$(mktemp -d /tmp/heapsnap-pybench.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 
-modes=(native sampled every tracemalloc)
+FLOOR_LIB=$OUT/bench/pyfloor/libheapsnap.so
+modes=(native)
+[ -f "$FLOOR_LIB" ] && modes+=(pyfloor)
+modes+=(sampled every tracemalloc)
 command -v heaptrack >/dev/null && modes+=(heaptrack)
 MEMRAY_NOTE=
 if VENV=$(scripts/py-venv.sh 2>"$TMP/venv.err"); then
@@ -49,6 +56,7 @@ for wl in "${workloads[@]}"; do
 		for m in "${modes[@]}"; do
 			case $m in
 			native) $PY bench/$W $args >"$TMP/out" ;;
+			pyfloor) HEAPSNAP_LIB=$FLOOR_LIB "$R" -s 512k -o "$TMP/s.hsnap" -- $PY bench/$W $args >"$TMP/out" 2>"$TMP/err" ;;
 			sampled) "$R" -s 512k -o "$TMP/s.hsnap" -- $PY bench/$W $args >"$TMP/out" 2>"$TMP/err" ;;
 			every) "$R" -s 0 -o "$TMP/e.hsnap" -- $PY bench/$W $args >"$TMP/out" 2>"$TMP/err"
 				grep -o 'wrote [^:]*: [0-9]* allocations, [0-9]* frees' "$TMP/err" | awk '{ print $3 + $5 }' >"$TMP/$W.events" ;;
@@ -95,7 +103,10 @@ if command -v valgrind >/dev/null && command -v setarch >/dev/null; then
 			$PY bench/$W $args >/dev/null 2>"$TMP/cg.n"
 		PYTHONHASHSEED=0 setarch -R "$R" -s 512k -o "$TMP/cg.hsnap" -- valgrind --tool=cachegrind --cache-sim=no \
 			--cachegrind-out-file=/dev/null $PY bench/$W $args >/dev/null 2>"$TMP/cg.s"
-		echo "$args $(cg_refs "$TMP/cg.n") $(cg_refs "$TMP/cg.s")" >"$TMP/$W.cg"
+		: >"$TMP/cg.f"
+		[ -f "$FLOOR_LIB" ] && PYTHONHASHSEED=0 HEAPSNAP_LIB=$FLOOR_LIB setarch -R "$R" -s 512k -o "$TMP/cg.hsnap" -- \
+			valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null $PY bench/$W $args >/dev/null 2>"$TMP/cg.f"
+		echo "$args $(cg_refs "$TMP/cg.n") $(cg_refs "$TMP/cg.s") $(cg_refs "$TMP/cg.f")" >"$TMP/$W.cg"
 	done
 fi
 {
@@ -116,9 +127,12 @@ fi
 			[ -s "$TMP/$W.$m.bpe" ] && extra+=$(printf '  %.4f bytes/event' "$(median "$TMP/$W.$m.bpe")")
 			printf '  %-12s %7.3f s  %5.2fx native%s\n' "$m" "$t" "$(awk -v a="$t" -v b="$nat" 'BEGIN { print a / b }')" "$extra"
 		done
-		[ -s "$TMP/$W.cg" ] && read -r cga cgn cgs <"$TMP/$W.cg" && [ "$cgn" -gt 0 ] &&
-			printf '  sampled in instructions (cachegrind, %s): %.3fx native (%d, %d)\n' "$cga" \
+		if [ -s "$TMP/$W.cg" ] && read -r cga cgn cgs cgf <"$TMP/$W.cg" && [ "$cgn" -gt 0 ]; then
+			printf '  sampled in instructions (cachegrind, %s): %.3fx native (%d, %d)' "$cga" \
 				"$(awk -v a="$cgs" -v b="$cgn" 'BEGIN { print a / b }')" "$cgn" "$cgs"
+			[ "$cgf" -gt 0 ] && printf '; the floor %.3fx (%d)' "$(awk -v a="$cgf" -v b="$cgn" 'BEGIN { print a / b }')" "$cgf"
+			echo
+		fi
 	done
 	echo
 	if [ -n "$MEMRAY_NOTE" ]; then
@@ -126,6 +140,10 @@ fi
 	else
 		echo "  memray $("$MPY" -c 'import memray; print(memray.__version__)' 2>/dev/null): memray = \`memray run\`, memray-nat = --native,"
 		echo "  memray-natpy = --native --trace-python-allocators (pymalloc's objects too, as every event)"
+	fi
+	if [[ " ${modes[*]} " == *" pyfloor "* ]]; then
+		echo "  pyfloor = sampled, its pass-by of Python's domains a bare jump to pymalloc (no countdown):"
+		echo "  what any wrapper of them costs here"
 	fi
 } >"$TMP/table"
 cat "$TMP/table"

@@ -21,9 +21,9 @@
  * PyMem_RawFree, free's hook, which records it. Its malloc counts down only what pymalloc
  * serves from its pools, on one countdown the GIL guards (py_left). bench/py_alloc.py at
  * 512 KiB, instructions over native (cachegrind): every call wrapped 1.181x, the free given
- * back 1.071x, the pools' countdown 1.049x, against 1.033x for a wrapper that only forwards
- * (Debian's python3.11 inlines pymalloc where the domain holds pymalloc's own function, and
- * no wrapper can be that). Recording every event, every call is wrapped: each free is an
+ * back 1.071x, the pools' countdown 1.049x, against 1.026x for a wrapper that only jumps to
+ * pymalloc (PYMEM_FLOOR; Debian's python3.11 inlines pymalloc where the domain holds
+ * pymalloc's own function, and no wrapper can be that). Recording every event, every call is wrapped: each free is an
  * event, and each code object freed is seen (py_code_freed). */
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +187,16 @@ static __attribute__((noinline, optimize("omit-frame-pointer"))) void *w_calloc(
  * outside pymalloc's arenas, so that pymalloc's free passes it on to free's hook. */
 static uint64_t py_left; /* 0: to be drawn */
 
+/* make bench's Python floor (bench/python.sh, the Makefile's bench/pyfloor/): the pass-by
+ * without its countdown, a jump to pymalloc and nothing else, so that the table shows what
+ * any wrapper of the domains costs beside what ours does. It samples none of pymalloc's
+ * objects. */
+#ifdef PYMEM_FLOOR
+enum { POOLS_COUNTED = 0 };
+#else
+enum { POOLS_COUNTED = 1 };
+#endif
+
 /* Whether an allocation of N bytes in pymalloc's pools is sampled, its countdown run out. */
 static bool pools_sample(size_t n)
 {
@@ -244,7 +254,7 @@ static __attribute__((noinline, optimize("omit-frame-pointer"))) void *w_malloc_
 {
 	const struct pymem_allocator *o = ctx;
 
-	if (LIKELY(n <= PYMALLOC_SMALL)) {
+	if (POOLS_COUNTED && LIKELY(n <= PYMALLOC_SMALL)) {
 		uint64_t u = py_left;
 
 		if (UNLIKELY(u <= n))
@@ -259,7 +269,7 @@ static __attribute__((noinline, optimize("omit-frame-pointer"))) void *w_calloc_
 	const struct pymem_allocator *o = ctx;
 	size_t size;
 
-	if (LIKELY(!__builtin_mul_overflow(n, m, &size) && size <= PYMALLOC_SMALL)) {
+	if (POOLS_COUNTED && LIKELY(!__builtin_mul_overflow(n, m, &size) && size <= PYMALLOC_SMALL)) {
 		uint64_t u = py_left;
 
 		if (UNLIKELY(u <= size))

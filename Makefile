@@ -149,7 +149,7 @@ TEST_PROGS += $(OUTPUT)/tests/wake $(OUTPUT)/tests/libwake_plugin.so
 TEST_PROGS += $(OUTPUT)/tests/attach_shapes
 TEST_PROGS += $(OUTPUT)/tests/libctor_free.so
 TEST_PROGS += $(OUTPUT)/tests/filter_reader
-TEST_PROGS += $(OUTPUT)/tests/test_units $(OUTPUT)/tests/test_sampling
+TEST_PROGS += $(OUTPUT)/tests/test_units $(OUTPUT)/tests/test_sampling $(OUTPUT)/tests/test_gzip
 TEST_PROGS += $(OUTPUT)/tests/schemagen
 TEST_PROGS += $(OUTPUT)/tests/test_pyline $(OUTPUT)/tests/craft_py
 
@@ -191,6 +191,11 @@ $(OUTPUT)/tests/test_units: tests/unit/test_units.c tests/unit/check.h common/un
 	$(call msg,CC,$@)
 	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Icommon \
 		-fsanitize=address,undefined -fno-sanitize-recover=all $< common/units.c -o $@
+
+$(OUTPUT)/tests/test_gzip: tests/unit/test_gzip.c tests/unit/check.h analyzer/gzip.c analyzer/gzip.h | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Ianalyzer \
+		-fsanitize=address,undefined -fno-sanitize-recover=all $< analyzer/gzip.c -lz -o $@
 
 $(OUTPUT)/tests/test_sampling: tests/unit/test_sampling.c tests/unit/check.h recorder/sampling.c recorder/sampling.h bpf/heapsnap.h format/record.h \
 		| $(OUTPUT)/tests

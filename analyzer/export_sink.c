@@ -18,9 +18,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "export.h"
+#include "gzip.h"
 #include "outfile.h"
 #include "pprof.h"
 
@@ -443,34 +443,6 @@ static int enqueue(struct export_sink *s, struct export_msg *m)
 
 /* ---- encodings ---- */
 
-static int gzip_buf(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
-{
-	uLongf cap = compressBound((uLong)len) + 32;
-	z_stream z = {0};
-	uint8_t *buf = malloc(cap);
-	int zr;
-
-	if (!buf)
-		return -ENOMEM;
-	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-		free(buf);
-		return -ENOMEM;
-	}
-	z.next_in = (Bytef *)in;
-	z.avail_in = (uInt)len;
-	z.next_out = buf;
-	z.avail_out = (uInt)cap;
-	zr = deflate(&z, Z_FINISH);
-	*out_len = z.total_out;
-	deflateEnd(&z);
-	if (zr != Z_STREAM_END) {
-		free(buf);
-		return -EIO;
-	}
-	*out = buf;
-	return 0;
-}
-
 /* Process I's profile of the interval as pprof (gzip'd, as pprof writes it). */
 static int pprof_of(const struct export_interval *iv, uint32_t i, uint8_t **out, size_t *len)
 {
@@ -607,7 +579,7 @@ static int otlp_put(struct export_sink *s, const struct export_interval *iv)
 
 	if (err)
 		return err;
-	err = gzip_buf(raw, len, &m.body, &m.len);
+	err = gzip_compress(raw, len, &m.body, &m.len);
 	free(raw);
 	if (!err && asprintf(&m.url, "%s%s", s->base, s->has_path ? "" : "/v1development/profiles") < 0)
 		err = -ENOMEM;

@@ -6,8 +6,8 @@
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
+#include "gzip.h"
 #include "hmap.h"
 #include "pprof.h"
 #include "profile.pb-c.h"
@@ -246,32 +246,20 @@ static void pprof_builder__add_sample(struct pprof_builder *b, const uint64_t *l
 
 static int pprof_builder__write(struct pprof_builder *b, FILE *out)
 {
-	size_t len = perftools__profiles__profile__get_packed_size(&b->p);
-	uint8_t *buf = malloc(len ? len : 1), chunk[65536];
-	z_stream z = {0};
-	int ret = 0, zr;
+	size_t len = perftools__profiles__profile__get_packed_size(&b->p), gz_len;
+	uint8_t *buf = malloc(len ? len : 1), *gz;
+	int ret;
 
 	if (!buf)
 		return -ENOMEM;
 	perftools__profiles__profile__pack(&b->p, buf);
-	/* windowBits 15 + 16: a gzip wrapper, which pprof expects. */
-	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-		free(buf);
-		return -ENOMEM;
-	}
-	z.next_in = buf;
-	z.avail_in = (uInt)len;
-	do {
-		z.next_out = chunk;
-		z.avail_out = sizeof(chunk);
-		zr = deflate(&z, Z_FINISH);
-		if (fwrite(chunk, 1, sizeof(chunk) - z.avail_out, out) != sizeof(chunk) - z.avail_out)
-			ret = -EIO;
-	} while (zr == Z_OK && !ret);
-	if (zr != Z_STREAM_END && !ret)
-		ret = -EIO;
-	deflateEnd(&z);
+	ret = gzip_compress(buf, len, &gz, &gz_len);
 	free(buf);
+	if (ret)
+		return ret;
+	if (fwrite(gz, 1, gz_len, out) != gz_len)
+		ret = -EIO;
+	free(gz);
 	return ret;
 }
 

@@ -81,6 +81,9 @@ t_units_record_bpf() {
 	awk -v t="$last" 'BEGIN { exit !(t >= 0.2 && t < 10) }' || die "--duration 0.2 recorded ${last}s"
 }
 
+# The analyzer's gzip (pprof files, OTLP bodies) against zlib's inflate, past a piece.
+t_gzip_unit() { "$T/test_gzip"; }
+
 # The sampling math, thresholds and weights, against figures worked out apart from it.
 t_sampling_unit() { "$T/test_sampling"; }
 
@@ -124,4 +127,4 @@ t_units_analyzer() {
 	EOF
 }
 
-ALL="$ALL t_units_unit t_units_record_parsed t_units_record_bpf t_units_analyzer t_sampling_unit"
+ALL="$ALL t_units_unit t_units_record_parsed t_units_record_bpf t_units_analyzer t_sampling_unit t_gzip_unit"

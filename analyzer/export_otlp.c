@@ -47,6 +47,7 @@ struct otlp_state {
 	struct hmap functions; /* (name << 32 | system name, file) -> index */
 	struct hmap mappings;  /* struct mapping pointer -> index */
 	struct hmap stacks;    /* (hash of its locations, count) -> index, chained by equality */
+	struct hmap attrs;     /* a sample's attribute: (enum sample_attr, its value) -> index */
 	int32_t *loc_index;    /* by profile location: its index in location_table, 0 if none yet */
 	int32_t *stack_of;     /* by profile sample: its stack's index, 0 if none yet */
 };
@@ -166,18 +167,89 @@ static OtAnyValue *string_value(struct otlp_state *st, const char *s)
 	return v;
 }
 
+/* KV appended to the dictionary's attributes: its index. */
+static int32_t attr_append(struct otlp_state *st, OtKeyValueAndUnit *kv)
+{
+	OtDict *d = st->d;
+
+	d->attribute_table = grow(st, d->attribute_table, d->n_attribute_table, &st->cap_attrs, sizeof(kv));
+	d->attribute_table[d->n_attribute_table] = kv;
+	return (int32_t)d->n_attribute_table++;
+}
+
 /* An attribute of the dictionary (a mapping's build-id): its index. */
 static int32_t attribute_index(struct otlp_state *st, const char *key, const char *value)
 {
-	OtDict *d = st->d;
 	OtKeyValueAndUnit *kv = arena_alloc(st, sizeof(*kv));
 
 	heapsnap__otlp__key_value_and_unit__init(kv);
 	kv->key_strindex = string_index(st, key);
 	kv->value = string_value(st, value);
-	d->attribute_table = grow(st, d->attribute_table, d->n_attribute_table, &st->cap_attrs, sizeof(kv));
-	d->attribute_table[d->n_attribute_table] = kv;
-	return (int32_t)d->n_attribute_table++;
+	return attr_append(st, kv);
+}
+
+/* What a sample carries, as pprof's labels do (pprof.c): its block's size, as pprof's
+ * "bytes" (Go's heap profiles' key), and its thread, as the semantic conventions name it. */
+enum sample_attr { ATTR_BYTES = 1, ATTR_THREAD_ID, ATTR_THREAD_NAME };
+
+/* The slot of KIND's value KEY among the sample attributes, each made once and shared by
+ * every sample with it; *CREATED: a new one, whose value (its index) the caller sets. */
+static struct hmap_slot *sample_attr_slot(struct otlp_state *st, enum sample_attr kind, uint64_t key, bool *created)
+{
+	struct hmap_slot *slot = hmap_put(&st->attrs, kind, key, created);
+
+	if (!slot)
+		nomem(st);
+	return slot;
+}
+
+/* The sample attribute KEY = V, an integer in UNIT ("" for none), for KIND's value V. */
+static int32_t int_attribute(struct otlp_state *st, enum sample_attr kind, const char *key, int64_t v, const char *unit)
+{
+	bool created;
+	struct hmap_slot *slot = sample_attr_slot(st, kind, (uint64_t)v, &created);
+	OtKeyValueAndUnit *kv;
+
+	if (!created)
+		return (int32_t)slot->val;
+	kv = arena_alloc(st, sizeof(*kv));
+	heapsnap__otlp__key_value_and_unit__init(kv);
+	kv->key_strindex = string_index(st, key);
+	kv->value = arena_alloc(st, sizeof(*kv->value));
+	heapsnap__otlp__any_value__init(kv->value);
+	kv->value->value_case = HEAPSNAP__OTLP__ANY_VALUE__VALUE_INT_VALUE;
+	kv->value->int_value = v;
+	kv->unit_strindex = string_index(st, unit);
+	return (int32_t)(slot->val = (uint64_t)attr_append(st, kv));
+}
+
+/* Thread TID of process PID's name, NAME, as thread.name. */
+static int32_t thread_name_attribute(struct otlp_state *st, uint32_t pid, uint32_t tid, const char *name)
+{
+	bool created;
+	struct hmap_slot *slot = sample_attr_slot(st, ATTR_THREAD_NAME, (uint64_t)pid << 32 | tid, &created);
+	OtKeyValueAndUnit *kv;
+
+	if (!created)
+		return (int32_t)slot->val;
+	kv = arena_alloc(st, sizeof(*kv));
+	heapsnap__otlp__key_value_and_unit__init(kv);
+	kv->key_strindex = string_index(st, "thread.name");
+	kv->value = string_value(st, name);
+	return (int32_t)(slot->val = (uint64_t)attr_append(st, kv));
+}
+
+/* Sample S's attributes, into OS. */
+static void sample_attributes(struct otlp_state *st, const struct replay *r, const struct prof_sample *s, OtSample *os)
+{
+	const char *name = replay__thread_name(r, s->pid, s->tid);
+
+	os->attribute_indices = arena_alloc(st, 3 * sizeof(int32_t));
+	os->attribute_indices[os->n_attribute_indices++] =
+		int_attribute(st, ATTR_BYTES, "bytes", (int64_t)s->size, "bytes");
+	os->attribute_indices[os->n_attribute_indices++] = int_attribute(st, ATTR_THREAD_ID, "thread.id", s->tid, "");
+	if (name)
+		os->attribute_indices[os->n_attribute_indices++] = thread_name_attribute(st, s->pid, s->tid, name);
 }
 
 /* A location's mapping, added on its first location, with its build-id; 0 for none. */
@@ -386,6 +458,7 @@ static void add_process(struct otlp_state *st, const struct export_interval *iv,
 			os = arena_alloc(st, sizeof(*os));
 			heapsnap__otlp__sample__init(os);
 			os->stack_index = stack_index(st, iv, i);
+			sample_attributes(st, p->r, s, os);
 			os->values = arena_alloc(st, sizeof(int64_t));
 			os->values[0] = llround(s->v[k]);
 			os->n_values = 1;
@@ -499,6 +572,7 @@ int otlp__encode(const struct export_interval *iv, uint8_t **out, size_t *len)
 	hmap_free(&st->functions);
 	hmap_free(&st->mappings);
 	hmap_free(&st->stacks);
+	hmap_free(&st->attrs);
 	free(st->loc_index);
 	free(st->stack_of);
 	free(st);

@@ -84,7 +84,13 @@ t_export_otlp() {
 	waitfor "$TMP/eo.err" kept || { cat "$TMP/eo.err"; live_die "the workload did not start"; }
 	wpid=$(pgrep -f -- "^$T/live_phases $TMP/lp.fifo")
 	otlp_wait c1 " inuse_space .* phase_keep=1000000"
-	python3 tests/otlpread.py "$TMP/c1.json" --attrs --mappings >"$TMP/c1.lines"
+	python3 tests/otlpread.py "$TMP/c1.json" --attrs --mappings --samples >"$TMP/c1.lines"
+	# Each of phase_keep's blocks is 100000 bytes, made on the process's main thread.
+	local comm smp
+	comm=$(cat "/proc/$wpid/comm")
+	smp=$(grep -E '^SMP[0-9]+ alloc_space phase_keep ' "$TMP/c1.lines") || live_die "no sample of phase_keep"
+	[ "$(grep -cvF " bytes=100000[bytes] thread.id=$wpid thread.name=$comm" <<<"$smp")" = 0 ] ||
+		{ echo "$smp"; live_die "phase_keep's samples: not bytes=100000[bytes] thread.id=$wpid thread.name=$comm"; }
 	eq "phase_keep allocated, over the intervals" 1000000 "$(sum_of "$TMP/c1.lines" alloc_space phase_keep)"
 	eq "phase_keep's objects" 10 "$(sum_of "$TMP/c1.lines" alloc_objects phase_keep)"
 	grep -qE " inuse_objects .* phase_keep=10( |$)" "$TMP/c1.lines" || live_die "inuse_objects of phase_keep"

@@ -6,8 +6,13 @@ line) and prints one line per process profile, independently of heapsnap's code:
 
 where FUNC=VALUE sums each sample's value under its leaf function (the first location's
 innermost line). Resource attributes may come as strings or as string-table references
-(the Collector's marshaler turns them into references); both are resolved here.
-Usage: python3 otlpread.py OUT.json [--attrs] [--mappings]"""
+(the Collector's marshaler turns them into references); both are resolved here. With
+--samples, each sample too:
+
+  SMP REQ TYPE LEAF VALUE KEY=VALUE[UNIT] ...
+
+its attributes from the dictionary's table, sorted by key.
+Usage: python3 otlpread.py OUT.json [--attrs] [--mappings] [--samples]"""
 import json
 import sys
 
@@ -16,6 +21,7 @@ def main():
     path = sys.argv[1]
     attrs = "--attrs" in sys.argv
     mappings = "--mappings" in sys.argv
+    samples = "--samples" in sys.argv
     for n, line in enumerate(open(path), 1):
         line = line.strip()
         if not line:
@@ -67,6 +73,15 @@ def main():
                     for smp in p.get("samples", []):
                         f = leaf(smp.get("stackIndex"))
                         sums[f] = sums.get(f, 0) + sum(int(v) for v in smp.get("values", []))
+                        if samples:
+                            kvs = []
+                            for i in smp.get("attributeIndices", []):
+                                a = attr_table[i]
+                                unit = s(a.get("unitStrindex"))
+                                kvs.append("%s=%s%s" % (key(a), val(a.get("value", {})),
+                                                        "[%s]" % unit if unit else ""))
+                            print("SMP%d %s %s %s %s" % (n, t, f, " ".join(smp.get("values", [])) or "0",
+                                                         " ".join(sorted(kvs))))
                     print("REQ%d %s %s %s %s %s %s" % (
                         n, svc, pid, t, p.get("timeUnixNano", "0"), p.get("durationNano", "0"),
                         " ".join("%s=%d" % (f, sums[f]) for f in sorted(sums))))

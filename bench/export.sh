@@ -12,7 +12,7 @@
 #   otlp, no -o --export otlp+http:// and no file: the stream through a pipe to the exporter.
 # Timed: the target itself (`/usr/bin/time sqlite3`), the recorder's own CPU and RSS
 # (--stats), and the exporter's (the recorder runs the heapsnap-analyze beside its own
-# executable: here a shim under /usr/bin/time).
+# executable: here a shim that times it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=$(cd "${OUTPUT:-.output}" && pwd)
@@ -26,9 +26,23 @@ for p in sqlite3 /usr/bin/time; do
 done
 mkdir "$TMP/bin"
 cp "$OUT/heapsnap-record" "$TMP/bin/"
+# The shim runs the real exporter as its child and writes its wall, user, sys seconds and max
+# RSS (KiB) to exp.time, as /usr/bin/time would; but it passes on the signals the recorder
+# sends its exporter (SIGUSR2 at the recording's end, SIGTERM on a failure), which would
+# kill /usr/bin/time before it wrote anything.
 cat >"$TMP/bin/heapsnap-analyze" <<EOF
-#!/bin/sh
-exec /usr/bin/time -f "%e %U %S %M" -o "$TMP/exp.time" "$OUT/heapsnap-analyze" "\$@"
+#!/usr/bin/env python3
+import os, signal, sys, time
+t = time.monotonic()
+pid = os.fork()
+if pid == 0:
+    os.execv("$OUT/heapsnap-analyze", ["$OUT/heapsnap-analyze"] + sys.argv[1:])
+for sig in (signal.SIGUSR2, signal.SIGTERM, signal.SIGINT):
+    signal.signal(sig, lambda n, f: os.kill(pid, n))
+_, status, ru = os.wait4(pid, 0)
+with open("$TMP/exp.time", "w") as f:
+    f.write("%.2f %.2f %.2f %d\\n" % (time.monotonic() - t, ru.ru_utime, ru.ru_stime, ru.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
 EOF
 chmod +x "$TMP/bin/heapsnap-analyze"
 export HEAPSNAP_LIB=$OUT/libheapsnap.so

@@ -9,7 +9,8 @@
 # its three modes: `memray run` (malloc's calls with Python stacks, no pymalloc object),
 # `--native` (and native stacks) and `--native --trace-python-allocators` (pymalloc's objects
 # too: what heapsnap every event sees). The workload's own CPU time (its loop, without start-up
-# nor the profilers' work at exit), median of PY_RUNS runs (11), interleaved; and each recording's bytes
+# nor the profilers' work at exit), median of PY_RUNS runs (11), interleaved (for the floor and
+# sampled, also the median of their rounds' ratios to native); and each recording's bytes
 # per event it holds (heaptrack's: its file over the allocations and frees in it, `malloc`'s
 # alone, since pymalloc's objects never reach it; memray's: its file as `memray run` leaves it,
 # lz4-compressed at exit, over the allocations and frees in its header, from the first run).
@@ -53,7 +54,10 @@ for wl in "${workloads[@]}"; do
 	W=${wl%% *}
 	args=${wl#* }
 	for run in $(seq "$RUNS"); do
-		for m in "${modes[@]}"; do
+		# Each round in an order turned by one, so that no mode always follows the same one
+		# (a heavy run's file written back, or memory given back, lands on the next).
+		for k in "${!modes[@]}"; do
+			m=${modes[$(((k + run) % ${#modes[@]}))]}
 			case $m in
 			native) $PY bench/$W $args >"$TMP/out" ;;
 			pyfloor) HEAPSNAP_LIB=$FLOOR_LIB "$R" -s 512k -o "$TMP/s.hsnap" -- $PY bench/$W $args >"$TMP/out" 2>"$TMP/err" ;;
@@ -86,6 +90,9 @@ print(memray.FileReader(sys.argv[1]).metadata.total_allocations)' "$TMP/m.bin")"
 	done
 done
 median() { sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# The median over the rounds of MODE's time over native's in the same round: what drifts
+# between rounds (this machine's neighbours) moves both alike.
+paired() { paste "$TMP/$W.native" "$TMP/$W.$1" | awk '$1 > 0 { print $2 / $1 }' >"$TMP/$W.$1.ratio"; median "$TMP/$W.$1.ratio"; }
 
 # Sampling's cost in instructions, which the machine's noise does not move (cachegrind): the
 # whole process natively and sampled at 512 KiB, on shorter runs (PY_CG_ITERATIONS, PY_CG_PAGES).
@@ -125,6 +132,7 @@ fi
 			extra=
 			[ $m = every ] && extra=$(awk -v t="$t" -v n="$nat" -v e="$events" 'BEGIN { printf "  (%d events, %.0f ns each)", e, (t - n) / e * 1e9 }')
 			[ -s "$TMP/$W.$m.bpe" ] && extra+=$(printf '  %.4f bytes/event' "$(median "$TMP/$W.$m.bpe")")
+			case $m in pyfloor | sampled) extra+=$(printf '  (%.3fx round by round)' "$(paired $m)") ;; esac
 			printf '  %-12s %7.3f s  %5.2fx native%s\n' "$m" "$t" "$(awk -v a="$t" -v b="$nat" 'BEGIN { print a / b }')" "$extra"
 		done
 		if [ -s "$TMP/$W.cg" ] && read -r cga cgn cgs cgf <"$TMP/$W.cg" && [ "$cgn" -gt 0 ]; then

@@ -321,6 +321,39 @@ time.sleep(60)' >"$TMP/z.out" &
 	return 0
 }
 
+# A target that exits while the trampoline waits for its first allocator call (a Python loop
+# of pymalloc's objects alone), its parent never reaping it: a zombie, whose memory is gone
+# though kill(PID, 0) still finds it. Said as an exit during the injection, with no fallback
+# to BPF for a process that is gone; exit status 1.
+t_inject_exit_unreaped() {
+	need_inject
+	[ -x /usr/bin/python3 ] || skip "no Debian python3"
+	local z zp rc
+	/usr/bin/python3 -c 'import os, time
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.write(w, b"x")
+    t = time.monotonic()
+    while time.monotonic() - t < 3:
+        d = {"a": 1}
+    os._exit(0)
+os.read(r, 1)
+print(pid, flush=True)
+time.sleep(60)' >"$TMP/zx.out" &
+	zp=$!
+	waitfor "$TMP/zx.out" "" || die "no child"
+	z=$(head -1 "$TMP/zx.out")
+	"$R" --via inject -p "$z" -o "$TMP/zx.hsnap" 2>"$TMP/zx.err"; rc=$?
+	grep -q "^State:.*Z" /proc/$z/status || { kill $zp; die "the child is not a zombie at the end"; }
+	kill $zp; wait $zp 2>/dev/null
+	eq "-p of a target that exits unreaped: exit" 1 $rc
+	contains "$TMP/zx.err" "cannot inject into process $z: process $z exited during the injection"
+	grep -q "BPF uprobes instead\|reading the stub" "$TMP/zx.err" && { cat "$TMP/zx.err"; die "not said as an exit"; }
+	return 0
+}
+ALL="$ALL t_inject_exit_unreaped"
+
 # ns_start NAME MODE: alloc_c MODE as uid 65534 in a PID and mount namespace of its own
 # (unshare -fpm --mount-proc); sets TJOB (unshare), TPID (the target, as this namespace sees it).
 ns_start() {

@@ -475,7 +475,9 @@ static int wait_ready(struct inject *j, const struct inject_opts *o, uint64_t in
 
 		int rerr = remote_read(j->pid, j->stub + HS_STUB_CODE_BYTES, &d, offsetof(struct hs_inject_data, thresholds));
 
-		if (rerr && kill(j->pid, 0) && errno == ESRCH) {
+		/* Exited: gone, or a zombie its parent has not reaped, whose memory is gone (ESRCH
+		 * from the read) though kill still finds it. */
+		if (rerr == -ESRCH || (rerr && kill(j->pid, 0) && errno == ESRCH)) {
 			snprintf(why, why_len, "process %d exited during the injection", j->pid);
 			return -ESRCH;
 		}

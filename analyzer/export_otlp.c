@@ -177,13 +177,22 @@ static int32_t attr_append(struct otlp_state *st, OtKeyValueAndUnit *kv)
 	return (int32_t)d->n_attribute_table++;
 }
 
-/* An attribute of the dictionary (a mapping's build-id): its index. */
-static int32_t attribute_index(struct otlp_state *st, const char *key, const char *value)
+/* A new attribute KEY (in UNIT, "" for none), its value to be set. */
+static OtKeyValueAndUnit *attr_new(struct otlp_state *st, const char *key, const char *unit)
 {
 	OtKeyValueAndUnit *kv = arena_alloc(st, sizeof(*kv));
 
 	heapsnap__otlp__key_value_and_unit__init(kv);
 	kv->key_strindex = string_index(st, key);
+	kv->unit_strindex = string_index(st, unit);
+	return kv;
+}
+
+/* An attribute of the dictionary (a mapping's build-id): its index. */
+static int32_t attribute_index(struct otlp_state *st, const char *key, const char *value)
+{
+	OtKeyValueAndUnit *kv = attr_new(st, key, "");
+
 	kv->value = string_value(st, value);
 	return attr_append(st, kv);
 }
@@ -212,14 +221,11 @@ static int32_t int_attribute(struct otlp_state *st, enum sample_attr kind, const
 
 	if (!created)
 		return (int32_t)slot->val;
-	kv = arena_alloc(st, sizeof(*kv));
-	heapsnap__otlp__key_value_and_unit__init(kv);
-	kv->key_strindex = string_index(st, key);
+	kv = attr_new(st, key, unit);
 	kv->value = arena_alloc(st, sizeof(*kv->value));
 	heapsnap__otlp__any_value__init(kv->value);
 	kv->value->value_case = HEAPSNAP__OTLP__ANY_VALUE__VALUE_INT_VALUE;
 	kv->value->int_value = v;
-	kv->unit_strindex = string_index(st, unit);
 	return (int32_t)(slot->val = (uint64_t)attr_append(st, kv));
 }
 
@@ -232,9 +238,7 @@ static int32_t thread_name_attribute(struct otlp_state *st, uint32_t pid, uint32
 
 	if (!created)
 		return (int32_t)slot->val;
-	kv = arena_alloc(st, sizeof(*kv));
-	heapsnap__otlp__key_value_and_unit__init(kv);
-	kv->key_strindex = string_index(st, "thread.name");
+	kv = attr_new(st, "thread.name", "");
 	kv->value = string_value(st, name);
 	return (int32_t)(slot->val = (uint64_t)attr_append(st, kv));
 }

@@ -14,9 +14,9 @@ int gzip_compress_pieces(const void *in, size_t len, size_t piece, uint8_t **out
 	uint8_t *buf;
 	int zr;
 
-	/* windowBits 15 + 16: a gzip wrapper, not zlib's. */
 	if (!piece || piece > UINT_MAX)
 		return -EINVAL;
+	/* windowBits 15 + 16: a gzip wrapper, not zlib's. */
 	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return -ENOMEM;
 	/* Enough for any input at once, so that deflate never waits for room. */

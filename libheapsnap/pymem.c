@@ -23,8 +23,8 @@
  * 512 KiB, instructions over native (cachegrind): every call wrapped 1.181x, the free given
  * back 1.071x, the pools' countdown 1.049x, against 1.026x for a wrapper that only jumps to
  * pymalloc (PYMEM_FLOOR; Debian's python3.11 inlines pymalloc where the domain holds
- * pymalloc's own function, and no wrapper can be that). Recording every event, every call is wrapped: each free is an
- * event, and each code object freed is seen (py_code_freed). */
+ * pymalloc's own function, and no wrapper can be that). Recording every event, every call is
+ * wrapped: each free is an event, and each code object freed is seen (py_code_freed). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

@@ -18,13 +18,16 @@
  * unprofiled, where our wrapper's cost a second indirect call and a filter's test. A sampled
  * block is then not pymalloc's but ours, placed as a native sample is (the pool, else glibc's
  * heap and the table), so that pymalloc's free, finding it outside its arenas, passes it to
- * PyMem_RawFree, free's hook, which records it. Its malloc counts down only what pymalloc
- * serves from its pools, on one countdown the GIL guards (py_left). bench/py_alloc.py at
- * 512 KiB, instructions over native (cachegrind): every call wrapped 1.181x, the free given
- * back 1.071x, the pools' countdown 1.049x, against 1.026x for a wrapper that only jumps to
- * pymalloc (PYMEM_FLOOR; Debian's python3.11 inlines pymalloc where the domain holds
- * pymalloc's own function, and no wrapper can be that). Recording every event, every call is
- * wrapped: each free is an event, and each code object freed is seen (py_code_freed). */
+ * PyMem_RawFree, free's hook, which records it. Its malloc and realloc count down only what
+ * pymalloc serves from its pools, on one countdown the GIL guards (py_left); what pymalloc
+ * passes on, malloc's hooks count, and record if sampled, as they do a native call.
+ * bench/py_alloc.py at 512 KiB, instructions over native (cachegrind): every call wrapped
+ * 1.181x, the free given back 1.071x, the pools' countdown 1.049x, against 1.026x for a
+ * wrapper that only jumps to pymalloc (PYMEM_FLOOR; Debian's python3.11 inlines pymalloc where
+ * the domain holds pymalloc's own function, and no wrapper can be that); bench/py_render.py,
+ * whose strings and lists grow by realloc, 1.023x, the floor 1.014x. Recording every event,
+ * every call is wrapped: each free is an event, and each code object freed is seen
+ * (py_code_freed). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -76,13 +79,6 @@ static uint32_t session_rate(void)
 static bool sampling(void)
 {
 	return session_rate() != 0;
-}
-
-/* Whether the domain at CTX keeps its own free, while its session samples (WRAP_NONE's
- * realloc is a forwarder, never w_realloc). */
-static inline bool own_free(const void *ctx)
-{
-	return ((const struct domain *)ctx)->how == WRAP_POOLS && sampling();
 }
 
 /* A sampled block of a domain that keeps its own free, N bytes (ZERO: zeroed), placed where
@@ -279,6 +275,59 @@ static __attribute__((noinline, optimize("omit-frame-pointer"))) void *w_calloc_
 	return o->calloc(ctx, n, m);
 }
 
+/* A realloc pymalloc served from its pools, its new block (or the old one, in place) P of N
+ * bytes, the countdown run out: P moved out of pymalloc's arenas to a block placed as a
+ * sample, and recorded from this frame. Its old block, if sampled, was not pymalloc's: the
+ * hooks under PyMem_RawRealloc recorded its free. */
+static __attribute__((noinline)) void *pools_realloc_full(void *ctx, void *p, size_t n)
+{
+	const struct pymem_allocator *o = ctx;
+	struct tstate *t = enter();
+	void *q;
+	bool kept;
+
+	if (!t || !sampling() || !pools_sample(n))
+		return p;
+	depth_in();
+	if ((q = place(t, n, false, &kept))) {
+		memcpy(q, p, n);
+		o->free(o->ctx, p);
+		record_placed(t, q, n, HS_KIND_REALLOC, kept, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+		p = q;
+	}
+	depth_out();
+	return p;
+}
+
+/* pymalloc's realloc, called outside our hooks: a block it does not hold (glibc's, or a
+ * sample placed outside its arenas) it gives to PyMem_RawRealloc, and a size over its pools
+ * to PyMem_RawMalloc, whose hooks count the size and record what they sample, a sample's
+ * free included, as they do a native call. Whether they ran shows in the thread's countdown,
+ * which every hook moves (by 0 for a size of 0, which counts nothing either way): what they
+ * did not see, pymalloc served from its pools, and only that is counted down here. Called at
+ * depth instead, to be counted here alone, a pass-by costs about 90 instructions, and the raw
+ * hooks under it take their full paths: bench/py_render.py's 250,000 reallocs were a third of
+ * what wrapping the domains cost it in instructions. */
+static __attribute__((noinline, optimize("omit-frame-pointer"))) void *w_realloc_pools(void *ctx, void *old, size_t n)
+{
+	const struct pymem_allocator *o = ctx;
+	uint64_t left;
+	void *p;
+
+	if (!POOLS_COUNTED || n > PYMALLOC_SMALL)
+		return o->realloc(ctx, old, n);
+	left = hs_tls.left;
+	p = o->realloc(ctx, old, n);
+	if (LIKELY(p && hs_tls.left == left)) {
+		uint64_t u = py_left;
+
+		if (UNLIKELY(u <= n))
+			return pools_realloc_full(ctx, p, n);
+		py_left = u - n;
+	}
+	return p;
+}
+
 /* ---- WRAP_NONE: forwarded, malloc's hooks see each call ---- */
 static void *w_malloc_fwd(void *ctx, size_t n)
 {
@@ -309,36 +358,6 @@ static void *call_domain_realloc(void *ctx, void *old, size_t n, size_t m)
 	return o->realloc(o->ctx, old, n);
 }
 
-/* A domain that keeps its own free, T recording: the old block's free if it was sampled,
- * and the new block, if sampled, moved out of pymalloc's arenas to one placed as a sample
- * (pymalloc's realloc copies first, knowing the old block's size; the second copy is a
- * sample's alone). Recorded from FP. */
-static void *realloc_own(struct tstate *t, const struct pymem_allocator *o, void *old, size_t n, uint64_t fp)
-{
-	uint64_t ts = now_ns(), old_size = 0, *ow = old ? pool_mine(old) : NULL;
-	bool s = sample(n), kept;
-	void *p, *q;
-
-	if (old && !is_boot(old))
-		old_size = ow ? pool_size(ow) : sampled_take(old);
-	depth_in();
-	if (old_size)
-		record_free(t, old, old_size, HS_FREE_FLAG_REALLOC, ts);
-	/* A block of the pool's goes to realloc's hook, nested, which moves it to glibc. */
-	p = o->realloc(o->ctx, old, n);
-	if (!p) {
-		if (old_size)
-			record_restore(t, old, old_size);
-	} else if (s && (q = place(t, n, false, &kept))) {
-		memcpy(q, p, n);
-		o->free(o->ctx, p);
-		p = q;
-		record_placed(t, p, n, HS_KIND_REALLOC, kept, fp);
-	}
-	depth_out();
-	return p;
-}
-
 /* As realloc's hook: the old block freed (if it was recorded) and the new one allocated. */
 static __attribute__((noinline)) void *w_realloc(void *ctx, void *old, size_t n)
 {
@@ -356,8 +375,6 @@ static __attribute__((noinline)) void *w_realloc(void *ctx, void *old, size_t n)
 		depth_out();
 		return p;
 	}
-	if (own_free(ctx))
-		return realloc_own(t, o, old, n, (uint64_t)(uintptr_t)__builtin_frame_address(0));
 	return realloc_recorded(t, old, n, &c, n, 0, HS_KIND_REALLOC, (uint64_t)(uintptr_t)__builtin_frame_address(0));
 }
 
@@ -416,7 +433,7 @@ static struct pymem_allocator wrapper_of(int d)
 {
 	switch (dom[d].how) {
 	case WRAP_POOLS:
-		return (struct pymem_allocator){&dom[d], w_malloc_pools, w_calloc_pools, w_realloc, dom[d].orig.free};
+		return (struct pymem_allocator){&dom[d], w_malloc_pools, w_calloc_pools, w_realloc_pools, dom[d].orig.free};
 	case WRAP_NONE:
 		return (struct pymem_allocator){&dom[d], w_malloc_fwd, w_calloc_fwd, w_realloc_fwd, dom[d].orig.free};
 	default:

@@ -509,10 +509,12 @@ t_python_sampled_wrapped() {
 
 # Sampling, Python's domains keep pymalloc's own free (pymem.c), and each sampled block is
 # placed outside pymalloc's arenas so that its free reaches free's hook: of the objects
-# py_sampled_frees.py makes and frees in churn, grow (pymalloc's realloc) and big (buffers over
-# 512 bytes, malloc's), none is live at the end, each sampled block's free seen; churn's bytes
-# allocated (53,200,000: the workload's header) and keep's live (2,660,000) within 4 standard
-# errors of the estimate.
+# py_sampled_frees.py makes and frees in churn, grow (pymalloc's realloc in its pools), shrink
+# (its realloc of malloc's blocks) and big (buffers over 512 bytes, malloc's), none is live at
+# the end, each sampled block's free seen; churn's bytes allocated (53,200,000: the workload's
+# header), grow's and shrink's (what bytearray.__alloc__ says their reallocs asked for: each
+# counted once, by our countdown in pymalloc's pools, by realloc's hook in malloc's) and
+# keep's live (2,660,000) within 4 standard errors of the estimate.
 t_python_sampled_frees() {
 	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
 	local h=$TMP/psf.hsnap v
@@ -522,19 +524,22 @@ t_python_sampled_frees() {
 	for v in inuse_space alloc_space; do
 		"$A" top --json -n 0 --value $v "$h" >"$TMP/psf.$v.json" 2>/dev/null || die "top --value $v"
 	done
-	python3 - "$TMP/psf.inuse_space.json" "$TMP/psf.alloc_space.json" <<-'PY' || die "sampled Python frees"
+	python3 - "$TMP/psf.inuse_space.json" "$TMP/psf.alloc_space.json" "$TMP/psf.out" <<-'PY' || die "sampled Python frees"
 	import json, sys
 	def rows(path):
 	    return {f["name"].split(" ")[0]: f for f in json.load(open(path))["python_functions"]
 	            if f["name"].endswith("(py_sampled_frees.py)")}
 	inuse, alloc = rows(sys.argv[1]), rows(sys.argv[2])
-	for fn in ("churn", "grow", "big"):
+	asked = dict(l.split() for l in open(sys.argv[3]) if l.split()[0].endswith("_bytes"))
+	for fn in ("churn", "grow", "shrink", "big"):
 	    assert fn in alloc, (fn, "never sampled")
 	    assert fn not in inuse, (fn, "live at the end: a sampled block's free unseen", inuse[fn]["cum"])
 	def near(row, truth, what):
 	    print(what, truth, row["cum"], "+-", row["cum_se"])
 	    assert abs(row["cum"] - truth) <= 4 * row["cum_se"], (what, truth, row["cum"], row["cum_se"])
 	near(alloc["churn"], 400000 * 133, "churn alloc_space")
+	for fn in ("grow", "shrink"):
+	    near(alloc[fn], int(asked[fn + "_bytes"]), fn + " alloc_space")
 	near(inuse["keep"], 20000 * 133, "keep inuse_space")
 	PY
 	"$A" stats "$h" >"$TMP/psf.stats" 2>/dev/null || die "stats"

@@ -198,9 +198,9 @@ $(OUTPUT)/tests/test_gzip: tests/unit/test_gzip.c tests/unit/check.h analyzer/gz
 		-fsanitize=address,undefined -fno-sanitize-recover=all $< analyzer/gzip.c -lz -o $@
 
 $(OUTPUT)/tests/test_sampling: tests/unit/test_sampling.c tests/unit/check.h recorder/sampling.c recorder/sampling.h bpf/heapsnap.h format/record.h \
-		| $(OUTPUT)/tests
+		libheapsnap/chance.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Irecorder -Iformat -Ibpf -Icommon \
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Irecorder -Iformat -Ibpf -Icommon -Ilibheapsnap \
 		-fsanitize=address,undefined -fno-sanitize-recover=all $< recorder/sampling.c -lm -o $@
 
 $(OUTPUT)/tests/unwdump: tests/unit/unwdump.c common/unwtab.c common/unwtab.h | $(OUTPUT)/tests

@@ -268,6 +268,8 @@ uint64_t now_ns(void);
 void count(int which);
 uint32_t gettid_raw(void);
 int64_t draw(void);
+/* 64 random bits from the thread's stream (draw's). */
+uint64_t draw_bits(void);
 void rng_seed(struct tstate *t);
 struct tstate *thread_state_new(void);
 /* The calling thread's stack into T->stack_lo, stack_hi, taking no lock (thread_stack.c). */

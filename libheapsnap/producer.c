@@ -113,9 +113,14 @@ void rng_seed(struct tstate *t)
  * intervals, and a hash too weak for an arithmetic sequence gave indices that followed one
  * another, the count of samples over a loop then spreading 1.4 times as wide as Poisson's. */
 #define RNG_STEP 0x9e3779b97f4a7c15ull
+uint64_t draw_bits(void)
+{
+	return mix64(hs_tls.t->rng += RNG_STEP);
+}
+
 int64_t draw(void)
 {
-	uint64_t x = mix64(hs_tls.t->rng += RNG_STEP);
+	uint64_t x = draw_bits();
 	int64_t v = (int64_t)hs_hot.sl.shm->thresholds[x >> (64 - HS_NR_THRESHOLDS_BITS)];
 
 	/* The next draw's quantile fetched now: a random one of 128 lines, cold by the time a

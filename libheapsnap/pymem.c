@@ -19,19 +19,20 @@
  * block is then not pymalloc's but ours, placed as a native sample is (the pool, else glibc's
  * heap and the table), so that pymalloc's free, finding it outside its arenas, passes it to
  * PyMem_RawFree, free's hook, which records it. Its malloc and realloc count down only what
- * pymalloc serves from its pools, on one countdown the GIL guards (py_left); what pymalloc
- * passes on, malloc's hooks count, and record if sampled, as they do a native call.
+ * pymalloc serves from its pools, on one countdown of calls the GIL guards (py_skip); what
+ * pymalloc passes on, malloc's hooks count, and record if sampled, as they do a native call.
  * bench/py_alloc.py at 512 KiB, instructions over native (cachegrind): every call wrapped
- * 1.181x, the free given back 1.071x, the pools' countdown 1.049x, against 1.026x for a
- * wrapper that only jumps to pymalloc (PYMEM_FLOOR; Debian's python3.11 inlines pymalloc where
- * the domain holds pymalloc's own function, and no wrapper can be that); bench/py_render.py,
- * whose strings and lists grow by realloc, 1.023x, the floor 1.014x. Recording every event,
- * every call is wrapped: each free is an event, and each code object freed is seen
- * (py_code_freed). */
+ * 1.181x, the free given back 1.071x, the pools' countdown of bytes 1.046x, of calls 1.033x,
+ * against 1.026x for a wrapper that only jumps to pymalloc (PYMEM_FLOOR; Debian's python3.11
+ * inlines pymalloc where the domain holds pymalloc's own function, and no wrapper can be
+ * that); bench/py_render.py, whose strings and lists grow by realloc, 1.020x, the floor
+ * 1.014x. Recording every event, every call is wrapped: each free is an event, and each code
+ * object freed is seen (py_code_freed). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "chance.h"
 #include "libheapsnap.h"
 #include "python.h"
 
@@ -51,7 +52,7 @@ enum wrap {
 	 * its own (the debug hooks, tracemalloc's), whose free must see what its malloc made. */
 	WRAP_ALL,
 	/* Sampling over pymalloc: its own free; the calls it serves from its pools counted
-	 * down here (py_left), those it passes on to malloc left to malloc's hooks. */
+	 * down here (py_skip), those it passes on to malloc left to malloc's hooks. */
 	WRAP_POOLS,
 	/* Sampling over malloc (PYTHONMALLOC=malloc): every call reaches malloc's hooks, which
 	 * count and record it; ours only forward. */
@@ -175,13 +176,26 @@ static __attribute__((noinline, optimize("omit-frame-pointer"))) void *w_calloc(
 
 /* ---- WRAP_POOLS: sampling over pymalloc ----
  * The domains are called with the GIL held, so that one countdown serves every thread's
- * calls of them: a word of our own, which needs neither the thread's TLS nor the gate of
- * hs_hot.passing (install draws it anew for each session's rate). It counts only what pymalloc
- * serves from its pools; a request over PYMALLOC_SMALL it passes to PyMem_RawMalloc, where
- * malloc's hook counts it, and records it if sampled, on the thread's own countdown: each byte
- * is counted once, by one of two Poisson processes at the same rate. A sample is placed
- * outside pymalloc's arenas, so that pymalloc's free passes it on to free's hook. */
-static uint64_t py_left; /* 0: to be drawn */
+ * calls of them: words of our own, which need neither the thread's TLS nor the gate of
+ * hs_hot.passing (install draws them anew for each session's rate). They count only what
+ * pymalloc serves from its pools; a request over PYMALLOC_SMALL it passes to PyMem_RawMalloc,
+ * where malloc's hook counts it, and records it if sampled, on the thread's own countdown:
+ * each byte is counted once, by one of two samplers at the same rate. A sample is placed
+ * outside pymalloc's arenas, so that pymalloc's free passes it on to free's hook.
+ *
+ * The countdown is of calls, not bytes: every call is a candidate with the chance q that a
+ * call of PYMALLOC_SMALL bytes is sampled (1 - e^(-512/rate)), the calls between two
+ * candidates a geometric count (a draw's bytes over 512, whole); a candidate of N bytes
+ * (none, over PYMALLOC_SMALL) is sampled with the chance (1 - e^(-N/rate)) / q. Each call of
+ * N bytes is then sampled with the chance 1 - e^(-N/rate), on its own, as the byte countdown
+ * samples it (the weights are the same): what a pass-by costs is a decrement and a branch,
+ * with neither the size's test nor its subtraction. bench/py_alloc.py at 512 KiB,
+ * instructions over native: 1.046x with the bytes counted down, 1.033x with the calls (the
+ * floor 1.026x); a candidate's test, once in about 1,000 calls, is a chance and a draw. */
+static uint64_t py_skip;  /* the calls to pass by before the next candidate */
+static bool py_drawn;     /* py_skip is drawn at this session's rate */
+static double py_q;       /* q: 1 - e^(-PYMALLOC_SMALL / rate) */
+static uint64_t py_rate;  /* the rate it is drawn at */
 
 /* make bench's Python floor (bench/python.sh, the Makefile's bench/pyfloor/): the pass-by
  * without its countdown, a jump to pymalloc and nothing else, so that the table shows what
@@ -193,23 +207,51 @@ enum { POOLS_COUNTED = 0 };
 enum { POOLS_COUNTED = 1 };
 #endif
 
-/* Whether an allocation of N bytes in pymalloc's pools is sampled, its countdown run out. */
+/* The calls to pass by before the next candidate, geometric with the chance q: whole
+ * multiples of PYMALLOC_SMALL in an exponential draw of mean rate (floor(X / 512) of an
+ * exponential X is geometric, with the chance 1 - e^(-512/rate)). */
+static uint64_t pools_skip(void)
+{
+	return (uint64_t)draw() / PYMALLOC_SMALL;
+}
+
+/* Whether the call of N bytes whose turn it is to be a candidate, or not yet (a countdown to
+ * be drawn), is sampled; the next candidate drawn. */
 static bool pools_sample(size_t n)
 {
-	int64_t left;
+	uint64_t rate = session_rate();
+	double u;
 
-	if (!py_left)
-		py_left = (uint64_t)draw();
-	left = (int64_t)(py_left - n);
-	if (left > 0) {
-		py_left = (uint64_t)left;
-		return false;
+	if (!py_drawn || py_rate != rate) {
+		py_drawn = true;
+		py_rate = rate;
+		py_q = chance((double)PYMALLOC_SMALL / (double)rate);
+		/* This call is the first of the calls the draw counts. */
+		if ((py_skip = pools_skip())) {
+			py_skip--;
+			return false;
+		}
 	}
-	do
-		left += draw();
-	while (left <= 0);
-	py_left = (uint64_t)left;
-	return true;
+	py_skip = pools_skip();
+	if (n > PYMALLOC_SMALL)
+		return false; /* malloc's hook counts it */
+	u = (double)(draw_bits() >> 11) * 0x1p-53;
+	return u * py_q < chance((double)n / (double)rate);
+}
+
+/* A pass-by: whether this call is not a candidate, the countdown moved on. A candidate finds
+ * py_skip at 0 and leaves it at ~0, which its full path sets again (to a draw, or back to 0).
+ * Written out: the compiler would load, subtract, store and test (5 instructions with the
+ * jump on, against 3). */
+#if !defined(__x86_64__)
+#error "pools_pass_by: its decrement is written in x86-64's instructions"
+#endif
+static inline __attribute__((always_inline)) bool pools_pass_by(void)
+{
+	bool borrow;
+
+	__asm__("subq $1, %[skip]" : [skip] "+m"(py_skip), "=@ccc"(borrow));
+	return !borrow;
 }
 
 /* pymalloc's malloc of N bytes, or (ZERO) its calloc of N * M, at O. */
@@ -218,20 +260,26 @@ static void *pools_forward(const struct pymem_allocator *o, size_t n, size_t m, 
 	return zero ? o->calloc(o->ctx, n, m) : o->malloc(o->ctx, n);
 }
 
-/* The call the countdown did not pass by: sampled, placed and recorded, its stack walked from
- * this frame. N is at most PYMALLOC_SMALL. ZERO: calloc's, of N * M bytes. */
+/* A candidate call: if sampled, placed and recorded, its stack walked from this frame.
+ * ZERO: calloc's, of N * M bytes. */
 static __attribute__((noinline)) void *pools_full(void *ctx, size_t n, size_t m, bool zero)
 {
 	const struct pymem_allocator *o = ctx;
-	size_t size = zero ? n * m : n;
+	size_t size = n;
 	struct tstate *t = enter();
 	void *p = NULL;
 	bool kept;
 
+	if (zero && __builtin_mul_overflow(n, m, &size))
+		size = SIZE_MAX; /* pymalloc's calloc fails it */
+
 	/* Not sampling any more (a session of every event, the wrappers not yet changed for
-	 * it), or detached: forwarded, and nothing counted down; or a countdown to be drawn
-	 * that passes the call by. */
-	if (!t || !sampling() || !pools_sample(size))
+	 * it), or detached: forwarded, the candidate left for the next call; or not sampled. */
+	if (!t || !sampling()) {
+		py_skip = 0; /* the next call is the candidate */
+		return pools_forward(o, n, m, zero);
+	}
+	if (!pools_sample(size))
 		return pools_forward(o, n, m, zero);
 	depth_in();
 	if ((p = place(t, size, zero, &kept)))
@@ -243,40 +291,29 @@ static __attribute__((noinline)) void *pools_full(void *ctx, size_t n, size_t m,
 	return p;
 }
 
-/* A call passed by: a compare, a subtraction and a jump to pymalloc, with our context as
- * its own: pymalloc's functions take no context (the domain's is NULL, as wrap_for asks) and
- * read none, as its free, which the domain holds with ours, does not. */
+/* A call passed by: a decrement and a jump to pymalloc, with our context as its own:
+ * pymalloc's functions take no context (the domain's is NULL, as wrap_for asks) and read
+ * none, as its free, which the domain holds with ours, does not. */
 static __attribute__((noinline, optimize("omit-frame-pointer"))) void *w_malloc_pools(void *ctx, size_t n)
 {
 	const struct pymem_allocator *o = ctx;
 
-	if (POOLS_COUNTED && LIKELY(n <= PYMALLOC_SMALL)) {
-		uint64_t u = py_left;
-
-		if (UNLIKELY(u <= n))
-			return pools_full(ctx, n, 1, false);
-		py_left = u - n;
-	}
+	if (POOLS_COUNTED && UNLIKELY(!pools_pass_by()))
+		return pools_full(ctx, n, 1, false);
 	return o->malloc(ctx, n);
 }
 
 static __attribute__((noinline, optimize("omit-frame-pointer"))) void *w_calloc_pools(void *ctx, size_t n, size_t m)
 {
 	const struct pymem_allocator *o = ctx;
-	size_t size;
 
-	if (POOLS_COUNTED && LIKELY(!__builtin_mul_overflow(n, m, &size) && size <= PYMALLOC_SMALL)) {
-		uint64_t u = py_left;
-
-		if (UNLIKELY(u <= size))
-			return pools_full(ctx, n, m, true);
-		py_left = u - size;
-	}
+	if (POOLS_COUNTED && UNLIKELY(!pools_pass_by()))
+		return pools_full(ctx, n, m, true);
 	return o->calloc(ctx, n, m);
 }
 
 /* A realloc pymalloc served from its pools, its new block (or the old one, in place) P of N
- * bytes, the countdown run out: P moved out of pymalloc's arenas to a block placed as a
+ * bytes, a candidate: if sampled, P moved out of pymalloc's arenas to a block placed as a
  * sample, and recorded from this frame. Its old block, if sampled, was not pymalloc's: the
  * hooks under PyMem_RawRealloc recorded its free. */
 static __attribute__((noinline)) void *pools_realloc_full(void *ctx, void *p, size_t n)
@@ -286,7 +323,11 @@ static __attribute__((noinline)) void *pools_realloc_full(void *ctx, void *p, si
 	void *q;
 	bool kept;
 
-	if (!t || !sampling() || !pools_sample(n))
+	if (!t || !sampling()) {
+		py_skip = 0;
+		return p;
+	}
+	if (!pools_sample(n))
 		return p;
 	depth_in();
 	if ((q = place(t, n, false, &kept))) {
@@ -318,13 +359,8 @@ static __attribute__((noinline, optimize("omit-frame-pointer"))) void *w_realloc
 		return o->realloc(ctx, old, n);
 	left = hs_tls.left;
 	p = o->realloc(ctx, old, n);
-	if (LIKELY(p && hs_tls.left == left)) {
-		uint64_t u = py_left;
-
-		if (UNLIKELY(u <= n))
-			return pools_realloc_full(ctx, p, n);
-		py_left = u - n;
-	}
+	if (LIKELY(p && hs_tls.left == left) && UNLIKELY(!pools_pass_by()))
+		return pools_realloc_full(ctx, p, n);
 	return p;
 }
 
@@ -491,7 +527,8 @@ static void install(void)
 		w = wrapper_of(d);
 		py.set_allocator(d, &w);
 	}
-	py_left = 0; /* drawn at this session's rate */
+	py_skip = 0; /* the next call draws at this session's rate */
+	py_drawn = false;
 	installed_rate = rate;
 	wait_end();
 	/* Memos made before now may hold code freed unseen. */

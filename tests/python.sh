@@ -547,6 +547,32 @@ t_python_sampled_frees() {
 	eq "frees of unknown blocks" 0 "$(awk '$1 == "frees.unknown" { print $2 }' "$TMP/psf.stats")"
 }
 
+# Sampling over pymalloc takes every call for a candidate at the chance a call of 512 bytes
+# has, and a candidate of N bytes with the chance N's has over that (pymem.c): at 1 KiB, where
+# the two chances are far from proportional to N (0.039 and 0.393 for 40 and 512 bytes), each
+# of py_sampled_sizes.py's functions' bytes allocated (200,000 bytes objects of 40 to 512
+# bytes, pymalloc's, and of 600, malloc's; their sizes as sys.getsizeof says) within 4
+# standard errors of the estimate.
+t_python_sampled_sizes() {
+	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
+	local h=$TMP/pss.hsnap
+	"$R" --via preload -s 1k -o "$h" -- /usr/bin/python3 "$PWD/tests/workloads/py_sampled_sizes.py" 200000 >"$TMP/pss.out" 2>"$TMP/pss.err" ||
+		{ cat "$TMP/pss.err"; die "recording py_sampled_sizes.py"; }
+	contains "$TMP/pss.out" done
+	"$A" top --json -n 0 --value alloc_space "$h" >"$TMP/pss.json" 2>/dev/null || die "top --value alloc_space"
+	python3 - "$TMP/pss.json" "$TMP/pss.out" <<-'PY' || die "sampled Python sizes"
+	import json, sys
+	rows = {f["name"].split(" ")[0]: f for f in json.load(open(sys.argv[1]))["python_functions"]
+	        if f["name"].endswith("(py_sampled_sizes.py)")}
+	sizes = {l.split()[1]: int(l.split()[2]) for l in open(sys.argv[2]) if l.startswith("size ")}
+	assert len(sizes) == 5, sizes
+	for fn, size in sizes.items():
+	    truth, row = 200000 * size, rows[fn]
+	    print(fn, truth, row["cum"], "+-", row["cum_se"])
+	    assert abs(row["cum"] - truth) <= 4 * row["cum_se"], (fn, truth, row["cum"], row["cum_se"])
+	PY
+}
+
 # Blocks of the pool's (libc's malloc, sampled at 256 KiB) given back through Python's memory
 # domain, PYTHONMALLOC=malloc making its free plain free, which the wrapped domain keeps while
 # sampling (pymem.c): each recorded freed once, by free's hook, and kept by the pool, not
@@ -665,7 +691,7 @@ t_python_crafted_html() {
 }
 
 ALL="$ALL t_python_linetables t_python_crafted_pprof t_python_crafted_http t_python_crafted_reports t_python_recursion t_python_crafted_html t_python_hostile"
-ALL="$ALL t_python_exact_preload t_python_exact_shared t_python_exact_sampled t_python_exact_attach t_python_exact_html t_python_pool_domain_free t_python_sampled_frees t_python_sampled_wrapped"
+ALL="$ALL t_python_exact_preload t_python_exact_shared t_python_exact_sampled t_python_exact_attach t_python_exact_html t_python_pool_domain_free t_python_sampled_frees t_python_sampled_sizes t_python_sampled_wrapped"
 
 # Attached to Debian's python3 while it is idle, blocked in sys.stdin.read(1) (its stdin a
 # FIFO), every event, then woken (tests/workloads/py_idle.py): the library loads at the

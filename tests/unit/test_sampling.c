@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
-/* The sampling math (recorder/sampling.c) against figures worked out apart from it: exact
- * thresholds and weights computed to 50 digits (Python's decimal module; the formulas are
- * beside each), the laws they must obey, and the edges. Built with ASan/UBSan. */
+/* The sampling math (recorder/sampling.c, libheapsnap/chance.h) against figures worked out
+ * apart from it: exact thresholds and weights computed to 50 digits (Python's decimal module;
+ * the formulas are beside each), libm's expm1, the laws they must obey, and the edges. Built
+ * with ASan/UBSan. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 
+#include "chance.h"
 #include "record.h"
 #include "sampling.h"
 
@@ -145,10 +147,39 @@ static void test_thresholds(void)
 	CHECK(t[1023] == (uint64_t)INT64_MAX && t[0] <= (uint64_t)INT64_MAX, "R=max: %" PRIu64 " %" PRIu64, t[0], t[1023]);
 }
 
+/* libheapsnap's chance (1 - e^(-x), without libm) against libm's -expm1(-x), over x from
+ * 1e-12 to 800 by factors of 1.01 and at the edges of its series and its halvings; and to 50
+ * digits: 1 - e^(-1/1024) = 0.000976085818024337765..., 1 - e^(-0.5) = 0.393469340287366576... */
+static void test_chance(void)
+{
+	double worst = 0, at = 0;
+	const double edges[] = {0.25, 0.5 - 1e-15, 0.5, 1, 2, 745, 746, 746.5};
+
+	for (double x = 1e-12; x < 800; x *= 1.01) {
+		double want = -expm1(-x), err = fabs(chance(x) - want) / want;
+
+		if (err > worst)
+			worst = err, at = x;
+	}
+	for (unsigned i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+		double want = -expm1(-edges[i]), err = fabs(chance(edges[i]) - want) / want;
+
+		if (err > worst)
+			worst = err, at = edges[i];
+	}
+	CHECK(worst < 1e-12, "chance: relative error %g at x=%g", worst, at);
+	CHECK(fabs(chance(1.0 / 1024) - 0.000976085818024337765) < 1e-18, "chance(1/1024) = %.18g", chance(1.0 / 1024));
+	CHECK(fabs(chance(0.5) - 0.393469340287366576) < 1e-15, "chance(0.5) = %.18g", chance(0.5));
+	CHECK(chance(0) == 0 && chance(-1) == 0 && chance(NAN) == 0, "chance of nothing: %g %g %g", chance(0),
+	      chance(-1), chance(NAN));
+	CHECK(chance(1e6) == 1 && chance(INFINITY) == 1, "chance of everything: %g %g", chance(1e6), chance(INFINITY));
+}
+
 int main(void)
 {
 	test_weights();
 	test_thresholds();
+	test_chance();
 	printf("test_sampling: %d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;
 }

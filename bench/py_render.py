@@ -14,6 +14,8 @@ import re
 import sys
 import time
 
+import py_pin
+
 FIRST = ("Ada Grace Alan Edsger Barbara Donald Frances Ken Dennis Margaret Niklaus Radia Leslie "
          "Tony John Sophie Linus Guido Bjarne Anita Shafi Whitfield Hedy Katherine").split()
 LAST = ("Lovelace Hopper Turing Dijkstra Liskov Knuth Allen Thompson Ritchie Hamilton Wirth "
@@ -137,6 +139,7 @@ def make_customers(n, rng):
 
 def main():
     pages = int(sys.argv[1]) if len(sys.argv) > 1 else 6000
+    py_pin.pin()
     customers = make_customers(500, random.Random(55))
     t = time.process_time()
     render = compile_template(PAGE)

@@ -9,8 +9,11 @@
 # its three modes: `memray run` (malloc's calls with Python stacks, no pymalloc object),
 # `--native` (and native stacks) and `--native --trace-python-allocators` (pymalloc's objects
 # too: what heapsnap every event sees). The workload's own CPU time (its loop, without start-up
-# nor the profilers' work at exit), median of PY_RUNS runs (11), interleaved (for the floor and
-# sampled, also the median of their rounds' ratios to native); and each recording's bytes
+# nor the profilers' work at exit): the median of PY_RUNS rounds (21) for native, the floor and
+# sampled, whose differences are a few percent (for the floor and sampled, also the median of
+# their rounds' ratios to native), of the first PY_SLOW_RUNS (7) for the others, each round's
+# modes interleaved, its workload's thread pinned to one CPU (bench/py_pin.py), the next
+# round's to the next; and each recording's bytes
 # per event it holds (heaptrack's: its file over the allocations and frees in it, `malloc`'s
 # alone, since pymalloc's objects never reach it; memray's: its file as `memray run` leaves it,
 # lz4-compressed at exit, over the allocations and frees in its header, from the first run).
@@ -23,7 +26,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUTPUT:-.output}
 R=$OUT/heapsnap-record
-RUNS=${PY_RUNS:-11}
+RUNS=${PY_RUNS:-21}
+SLOW_RUNS=${PY_SLOW_RUNS:-7}
+[ "$SLOW_RUNS" -le "$RUNS" ] || SLOW_RUNS=$RUNS
 N=${PY_ITERATIONS:-1000000}
 PAGES=${PY_PAGES:-6000}
 PY=/usr/bin/python3
@@ -54,10 +59,19 @@ for wl in "${workloads[@]}"; do
 	W=${wl%% *}
 	args=${wl#* }
 	for run in $(seq "$RUNS"); do
+		# The modes measured fine (a few percent apart) every round, the others in the first.
+		round=()
+		for m in "${modes[@]}"; do
+			case $m in
+			native | pyfloor | sampled) round+=("$m") ;;
+			*) if [ "$run" -le "$SLOW_RUNS" ]; then round+=("$m"); fi ;;
+			esac
+		done
 		# Each round in an order turned by one, so that no mode always follows the same one
 		# (a heavy run's file written back, or memory given back, lands on the next).
-		for k in "${!modes[@]}"; do
-			m=${modes[$(((k + run) % ${#modes[@]}))]}
+		export HEAPSNAP_BENCH_CPU=$run
+		for k in "${!round[@]}"; do
+			m=${round[$(((k + run) % ${#round[@]}))]}
 			case $m in
 			native) $PY bench/$W $args >"$TMP/out" ;;
 			pyfloor) HEAPSNAP_LIB=$FLOOR_LIB "$R" -s 512k -o "$TMP/s.hsnap" -- $PY bench/$W $args >"$TMP/out" 2>"$TMP/err" ;;
@@ -89,6 +103,7 @@ print(memray.FileReader(sys.argv[1]).metadata.total_allocations)' "$TMP/m.bin")"
 		done
 	done
 done
+unset HEAPSNAP_BENCH_CPU
 median() { sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # The median over the rounds of MODE's time over native's in the same round: what drifts
 # between rounds (this machine's neighbours) moves both alike.
@@ -126,7 +141,8 @@ fi
 		py_alloc.py) what="$N iterations" ;;
 		*) what="$PAGES pages" ;;
 		esac
-		echo "Python (bench/$W, $what, $PY $($PY -c 'import platform; print(platform.python_version())')), CPU seconds of the loop, median of $RUNS runs:"
+		echo "Python (bench/$W, $what, $PY $($PY -c 'import platform; print(platform.python_version())')), CPU seconds of the loop,"
+		echo "median of $RUNS rounds (native, pyfloor, sampled) or of $SLOW_RUNS (the others), each round on one CPU:"
 		for m in "${modes[@]}"; do
 			t=$(median "$TMP/$W.$m")
 			extra=

@@ -117,17 +117,22 @@ paired() { paste "$TMP/$W.native" "$TMP/$W.$1" | awk '$1 > 0 { print $2 / $1 }' 
 CG_N=${PY_CG_ITERATIONS:-300000}
 CG_PAGES=${PY_CG_PAGES:-1500}
 cg_refs() { awk '/I +refs:/ { gsub(",", "", $NF); v = $NF } END { print v + 0 }' "$1"; }
+# cg_run OUT [RECORDER ARGS -- ]: the workload counted, under the recorder if asked; valgrind's
+# report in OUT.
+cg_run() {
+	local out=$1
+	shift
+	PYTHONHASHSEED=0 setarch -R "$@" valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
+		$PY bench/$W $args >/dev/null 2>"$out"
+}
 if command -v valgrind >/dev/null && command -v setarch >/dev/null; then
 	for wl in "py_alloc.py $CG_N" "py_render.py $CG_PAGES"; do
 		W=${wl%% *}
 		args=${wl#* }
-		PYTHONHASHSEED=0 setarch -R valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
-			$PY bench/$W $args >/dev/null 2>"$TMP/cg.n"
-		PYTHONHASHSEED=0 setarch -R "$R" -s 512k -o "$TMP/cg.hsnap" -- valgrind --tool=cachegrind --cache-sim=no \
-			--cachegrind-out-file=/dev/null $PY bench/$W $args >/dev/null 2>"$TMP/cg.s"
+		cg_run "$TMP/cg.n"
+		cg_run "$TMP/cg.s" "$R" -s 512k -o "$TMP/cg.hsnap" --
 		: >"$TMP/cg.f"
-		[ -f "$FLOOR_LIB" ] && PYTHONHASHSEED=0 HEAPSNAP_LIB=$FLOOR_LIB setarch -R "$R" -s 512k -o "$TMP/cg.hsnap" -- \
-			valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null $PY bench/$W $args >/dev/null 2>"$TMP/cg.f"
+		[ -f "$FLOOR_LIB" ] && cg_run "$TMP/cg.f" env HEAPSNAP_LIB="$FLOOR_LIB" "$R" -s 512k -o "$TMP/cg.hsnap" --
 		echo "$args $(cg_refs "$TMP/cg.n") $(cg_refs "$TMP/cg.s") $(cg_refs "$TMP/cg.f")" >"$TMP/$W.cg"
 	done
 fi

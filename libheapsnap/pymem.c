@@ -239,6 +239,15 @@ static bool pools_sample(size_t n)
 	return u * py_q < chance((double)n / (double)rate);
 }
 
+/* The next call to draw the count anew, and be the first it counts: a candidate not taken
+ * (no thread state, detached) is not handed to the next call, which would then be one for
+ * certain, sampled 1 / q times as often as its chance. */
+static void pools_redraw(void)
+{
+	py_skip = 0;
+	py_drawn = false;
+}
+
 /* A pass-by: whether this call is not a candidate, the countdown moved on. A candidate finds
  * py_skip at 0 and leaves it at ~0, which its full path sets again (to a draw, or back to 0).
  * Written out: the compiler would load, subtract, store and test (5 instructions with the
@@ -276,7 +285,7 @@ static __attribute__((noinline)) void *pools_full(void *ctx, size_t n, size_t m,
 	/* Not sampling any more (a session of every event, the wrappers not yet changed for
 	 * it), or detached: forwarded, the candidate left for the next call; or not sampled. */
 	if (!t || !sampling()) {
-		py_skip = 0; /* the next call is the candidate */
+		pools_redraw();
 		return pools_forward(o, n, m, zero);
 	}
 	if (!pools_sample(size))
@@ -324,7 +333,7 @@ static __attribute__((noinline)) void *pools_realloc_full(void *ctx, void *p, si
 	bool kept;
 
 	if (!t || !sampling()) {
-		py_skip = 0;
+		pools_redraw();
 		return p;
 	}
 	if (!pools_sample(n))
@@ -344,8 +353,10 @@ static __attribute__((noinline)) void *pools_realloc_full(void *ctx, void *p, si
  * sample placed outside its arenas) it gives to PyMem_RawRealloc, and a size over its pools
  * to PyMem_RawMalloc, whose hooks count the size and record what they sample, a sample's
  * free included, as they do a native call. Whether they ran shows in the thread's countdown,
- * which every hook moves (by 0 for a size of 0, which counts nothing either way): what they
- * did not see, pymalloc served from its pools, and only that is counted down here. Called at
+ * which every hook moves (PyMem_RawRealloc asks for a byte where asked for none): what they
+ * did not see, pymalloc served from its pools, and only that is counted down here (a realloc
+ * during which pymalloc grows its own tables through PyMem_Raw*, once a new arena, goes
+ * uncounted). Called at
  * depth instead, to be counted here alone, a pass-by costs about 90 instructions, and the raw
  * hooks under it take their full paths: bench/py_render.py's 250,000 reallocs were a third of
  * what wrapping the domains cost it in instructions. */
@@ -527,8 +538,7 @@ static void install(void)
 		w = wrapper_of(d);
 		py.set_allocator(d, &w);
 	}
-	py_skip = 0; /* the next call draws at this session's rate */
-	py_drawn = false;
+	pools_redraw(); /* at this session's rate */
 	installed_rate = rate;
 	wait_end();
 	/* Memos made before now may hold code freed unseen. */
@@ -747,6 +757,11 @@ void pymem_on_recorded(void)
 	int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
 
 	if (LIKELY(s == INSTALLED)) {
+		/* One GIL guards py_skip. Where there are more (3.12's subinterpreters with their
+		 * own), a thread can store a stale ~0 over another's draw, which no call would bring
+		 * down to 0 again: no draw is over INT64_MAX. */
+		if (UNLIKELY(__atomic_load_n(&py_skip, __ATOMIC_RELAXED) > (uint64_t)INT64_MAX / PYMALLOC_SMALL))
+			pools_redraw();
 		/* Installed for an earlier session, which sampled where this one does not or the
 		 * other way round (an injected session whose restore the main thread has not yet
 		 * run): the frees wrapped or given back for this one. */

@@ -552,7 +552,7 @@ t_python_sampled_frees() {
 # the two chances are far from proportional to N (0.039 and 0.393 for 40 and 512 bytes), each
 # of py_sampled_sizes.py's functions' bytes allocated (200,000 bytes objects of 40 to 512
 # bytes, pymalloc's, and of 600, malloc's; their sizes as sys.getsizeof says) within 4
-# standard errors of the estimate.
+# standard errors of the estimate, none of the samples lost.
 t_python_sampled_sizes() {
 	[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 (Debian's python3)"
 	local h=$TMP/pss.hsnap
@@ -560,6 +560,9 @@ t_python_sampled_sizes() {
 		{ cat "$TMP/pss.err"; die "recording py_sampled_sizes.py"; }
 	contains "$TMP/pss.out" done
 	"$A" top --json -n 0 --value alloc_space "$h" >"$TMP/pss.json" 2>/dev/null || die "top --value alloc_space"
+	# A sample lost would read low as a bias would.
+	"$A" stats "$h" >"$TMP/pss.stats" 2>/dev/null || die "stats"
+	eq "samples lost to a full ring" 0 "$(awk '$1 == "lost.ringbuf_full" { print $2 }' "$TMP/pss.stats")"
 	python3 - "$TMP/pss.json" "$TMP/pss.out" <<-'PY' || die "sampled Python sizes"
 	import json, sys
 	rows = {f["name"].split(" ")[0]: f for f in json.load(open(sys.argv[1]))["python_functions"]

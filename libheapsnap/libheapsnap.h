@@ -589,10 +589,11 @@ static inline __attribute__((always_inline)) bool sample(size_t size)
 		*c = (uint64_t)left;
 		return false;
 	}
-	do
-		left += draw();
-	while (left <= 0);
-	*c = (uint64_t)left;
+	/* The bytes from the block's end to the next sample: a Poisson process's are a fresh
+	 * draw's, whatever came before (BPF's sampler draws so too). Draws added up until past
+	 * the block took its size over the rate of them: at 512 KiB, malloc(INT64_MAX), which
+	 * CPython's own tests ask for, held its thread for about a day. */
+	*c = (uint64_t)draw();
 	/* Not counted here (HS_CNT_SAMPLED): an atomic add to a line every thread writes cost
 	 * each sample a cache miss. The recorder counts the samples that reach it. */
 	return true;

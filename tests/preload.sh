@@ -80,6 +80,24 @@ t_preload_sampled_dense() {
 	eq "bulk_churn inuse (every sampled block freed)" absent "$(pv "$TMP/sd.pb.gz" inuse_space bulk_churn)"
 }
 
+# Requests of INT64_MAX bytes, which fail (CPython's own tests make them), each sampled for
+# certain: at 512 KiB the draw comes before the call (the pool places samples), and adding
+# draws up to the size took INT64_MAX / 512 KiB steps, the thread held for about a day.
+# Sampled at 512 KiB, 64 KiB and every byte, each fails at once and the program goes on; at
+# every byte, huge_after's block after them is there (1000 bytes live). The bound is what a
+# hang runs into, not a wait.
+t_preload_sampled_huge() {
+	local s
+	for s in 512k 64k 1; do
+		timeout 120 "$R" --via preload -s $s -o "$TMP/sh$s.hsnap" -- "$T/alloc_c" huge >"$TMP/sh$s.out" 2>"$TMP/sh$s.err" ||
+			{ cat "$TMP/sh$s.err"; die "-s $s: the program did not end well (124: held past the bound)"; }
+		contains "$TMP/sh$s.out" "huge: all failed"
+	done
+	need_go
+	"$A" pprof -o "$TMP/sh.pb.gz" "$TMP/sh1.hsnap" 2>/dev/null || die "pprof"
+	eq "huge_after inuse_space" 1000 "$(pv "$TMP/sh.pb.gz" inuse_space huge_after)"
+}
+
 # The library's table of sampled blocks grows to 30,000 blocks live and shrinks back to its
 # least, three times over, each block leaving in a scattered order (each removal moves later
 # entries of its probe back): every sampled block's free is still matched, and what stays
@@ -461,3 +479,4 @@ ALL="$ALL t_preload_socket_refused t_preload_unrecorded_said t_preload_process_c
 ALL="$ALL t_alloctab_compile_check"
 ALL="$ALL t_preload_sampled_cxx_realloc t_preload_cxx_after_bad_alloc t_preload_recorder_stopped"
 ALL="$ALL t_preload_pool_paths t_preload_own_new t_preload_nothrow_pair t_preload_ctor_free"
+ALL="$ALL t_preload_sampled_huge"

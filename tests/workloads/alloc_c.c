@@ -32,7 +32,10 @@
  * recorder loads at an allocator call), then, after the line, thread_work in two threads,
  * child_work in a fork child and plugin_alloc in a dlopen'd module; it exits with status 7;
  * "seccomp FIFO" is "inject FIFO" under a seccomp filter that kills the process on
- * memfd_create. */
+ * memfd_create;
+ * "huge" asks malloc, calloc, realloc, aligned_alloc and posix_memalign for INT64_MAX bytes,
+ * which all fail (CPython's tests ask for as much), says "huge: all failed", and keeps one
+ * block of 1000 from huge_after. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <linux/audit.h>
@@ -419,6 +422,37 @@ static int inject_mode(const char *self, const char *fifo)
 	return 7;
 }
 
+static void *volatile sink;
+
+NOINLINE void *huge_after(void)
+{
+	return malloc(1000);
+}
+
+static volatile size_t huge_size = (size_t)INT64_MAX; /* unknown to the compiler */
+
+/* 0 when every huge request failed, as it must. */
+static int huge(void)
+{
+	const size_t n = huge_size;
+	void *keep = malloc(16), *p = NULL, *r;
+	int bad = 0;
+
+	bad |= (sink = malloc(n)) != NULL;
+	bad |= (sink = calloc(1, n)) != NULL;
+	bad |= (sink = calloc(n / 2, 2)) != NULL;
+	if ((r = realloc(keep, n))) { /* failed, keep stays the caller's */
+		keep = r;
+		bad = 1;
+	}
+	bad |= (sink = aligned_alloc(64, n & ~(size_t)63)) != NULL;
+	bad |= posix_memalign(&p, 64, n) == 0;
+	free(keep);
+	sink = huge_after();
+	printf("huge: %s\n", bad ? "one succeeded" : "all failed");
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "wait"))
@@ -434,6 +468,8 @@ int main(int argc, char **argv)
 		bulk_churn();
 		return 0;
 	}
+	if (argc == 2 && !strcmp(argv[1], "huge"))
+		return huge();
 	if (argc == 2 && !strcmp(argv[1], "waves")) {
 		waves();
 		return 0;

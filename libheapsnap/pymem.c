@@ -193,9 +193,8 @@ static __attribute__((noinline, optimize("omit-frame-pointer"))) void *w_calloc(
  * instructions over native: 1.046x with the bytes counted down, 1.033x with the calls (the
  * floor 1.026x); a candidate's test, once in about 1,000 calls, is a chance and a draw. */
 static uint64_t py_skip;  /* the calls to pass by before the next candidate */
-static bool py_drawn;     /* py_skip is drawn at this session's rate */
+static uint64_t py_rate;  /* the rate py_skip and py_q are drawn at; 0: to be drawn */
 static double py_q;       /* q: 1 - e^(-PYMALLOC_SMALL / rate) */
-static uint64_t py_rate;  /* the rate it is drawn at */
 
 /* make bench's Python floor (bench/python.sh, the Makefile's bench/pyfloor/): the pass-by
  * without its countdown, a jump to pymalloc and nothing else, so that the table shows what
@@ -222,8 +221,7 @@ static bool pools_sample(size_t n)
 	uint64_t rate = session_rate();
 	double u;
 
-	if (!py_drawn || py_rate != rate) {
-		py_drawn = true;
+	if (py_rate != rate) {
 		py_rate = rate;
 		py_q = chance((double)PYMALLOC_SMALL / (double)rate);
 		/* This call is the first of the calls the draw counts. */
@@ -245,7 +243,21 @@ static bool pools_sample(size_t n)
 static void pools_redraw(void)
 {
 	py_skip = 0;
-	py_drawn = false;
+	py_rate = 0;
+}
+
+/* A candidate call of N bytes: the thread's state if it is sampled, else NULL. */
+static struct tstate *pools_take(size_t n)
+{
+	struct tstate *t = enter();
+
+	/* Not sampling any more (a session of every event, the wrappers not yet changed for
+	 * it), or detached. */
+	if (!t || !sampling()) {
+		pools_redraw();
+		return NULL;
+	}
+	return pools_sample(n) ? t : NULL;
 }
 
 /* A pass-by: whether this call is not a candidate, the countdown moved on. A candidate finds
@@ -275,20 +287,13 @@ static __attribute__((noinline)) void *pools_full(void *ctx, size_t n, size_t m,
 {
 	const struct pymem_allocator *o = ctx;
 	size_t size = n;
-	struct tstate *t = enter();
+	struct tstate *t;
 	void *p = NULL;
 	bool kept;
 
 	if (zero && __builtin_mul_overflow(n, m, &size))
 		size = SIZE_MAX; /* pymalloc's calloc fails it */
-
-	/* Not sampling any more (a session of every event, the wrappers not yet changed for
-	 * it), or detached: forwarded, the candidate left for the next call; or not sampled. */
-	if (!t || !sampling()) {
-		pools_redraw();
-		return pools_forward(o, n, m, zero);
-	}
-	if (!pools_sample(size))
+	if (!(t = pools_take(size)))
 		return pools_forward(o, n, m, zero);
 	depth_in();
 	if ((p = place(t, size, zero, &kept)))
@@ -328,15 +333,11 @@ static __attribute__((noinline, optimize("omit-frame-pointer"))) void *w_calloc_
 static __attribute__((noinline)) void *pools_realloc_full(void *ctx, void *p, size_t n)
 {
 	const struct pymem_allocator *o = ctx;
-	struct tstate *t = enter();
+	struct tstate *t = pools_take(n);
 	void *q;
 	bool kept;
 
-	if (!t || !sampling()) {
-		pools_redraw();
-		return p;
-	}
-	if (!pools_sample(n))
+	if (!t)
 		return p;
 	depth_in();
 	if ((q = place(t, n, false, &kept))) {
@@ -356,10 +357,9 @@ static __attribute__((noinline)) void *pools_realloc_full(void *ctx, void *p, si
  * which every hook moves (PyMem_RawRealloc asks for a byte where asked for none): what they
  * did not see, pymalloc served from its pools, and only that is counted down here (a realloc
  * during which pymalloc grows its own tables through PyMem_Raw*, once a new arena, goes
- * uncounted). Called at
- * depth instead, to be counted here alone, a pass-by costs about 90 instructions, and the raw
- * hooks under it take their full paths: bench/py_render.py's 250,000 reallocs were a third of
- * what wrapping the domains cost it in instructions. */
+ * uncounted). Called at depth instead, to be counted here alone, a pass-by costs about 90
+ * instructions, and the raw hooks under it take their full paths: bench/py_render.py's
+ * 250,000 reallocs were a third of what wrapping the domains cost it in instructions. */
 static __attribute__((noinline, optimize("omit-frame-pointer"))) void *w_realloc_pools(void *ctx, void *old, size_t n)
 {
 	const struct pymem_allocator *o = ctx;
